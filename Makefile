@@ -1,0 +1,112 @@
+# space - build, set up and test.  See README.md.
+#
+#   make            build everything into build/
+#   make deps       install what the build and the tests need (apt-get); the only step that
+#                   touches the network
+#   make up         deps, build, default template, start spaced in the background
+#   make down       stop the spaced that `make up` started
+#   make test       deps, build, unit tests, end-to-end tests
+#   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
+#   make bench      benchmarks (see bench/README.md)
+
+CC      ?= cc
+BUILD   ?= build
+VERSION := 0.1.0
+PREFIX  ?= /usr/local
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wformat=2 -Wstrict-prototypes \
+           -Wmissing-prototypes -Wvla -Wno-unused-parameter \
+           -Wno-format-truncation
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -DSPACE_VERSION='"$(VERSION)"' -I.
+SAN     :=
+
+LIB_SRC     := $(wildcard lib/*.c)
+DAEMON_SRC  := $(wildcard daemon/*.c)
+CLI_SRC     := $(wildcard cli/*.c)
+AGENT_SRC   := $(wildcard agent/*.c)
+UNIT_SRC    := $(wildcard tests/unit/*.c)
+
+LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
+DAEMON_OBJ  := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
+AGENT_OBJ   := $(AGENT_SRC:%.c=$(BUILD)/agent-static/%.o) $(LIB_SRC:%.c=$(BUILD)/agent-static/%.o)
+UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lpthread
+CLI_LIBS    := -lcurl -ljansson -lpthread
+
+APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
+                libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl
+
+.PHONY: all deps up down test unit e2e asan bench clean install
+all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-agent $(UNIT_BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
+
+$(BUILD)/agent-static/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (agent)"
+	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libspace.a: $(LIB_OBJ)
+	@ar rcs $@ $^
+
+$(BUILD)/spaced: $(DAEMON_OBJ) $(BUILD)/libspace.a
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(DAEMON_LIBS)
+
+$(BUILD)/space: $(CLI_OBJ) $(BUILD)/libspace.a
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(CLI_LIBS)
+
+# The agent runs as PID 1 inside sandboxes whose root filesystem we do not control: static.
+$(BUILD)/space-agent: $(AGENT_OBJ)
+	@echo "  LD      $@ (static)"
+	@$(CC) $(CFLAGS) -static -o $@ $^
+
+# Unit tests link the module they test (named after the test: test_frame.c tests lib/frame.c
+# or daemon/frame.c) plus the library; daemon modules come in with their dependencies.
+$(BUILD)/tests/%: tests/unit/%.c $(filter-out $(BUILD)/daemon/main.o,$(DAEMON_OBJ)) $(BUILD)/libspace.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(DAEMON_LIBS)
+
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+up: deps all
+	./scripts/up.sh
+
+down:
+	./scripts/down.sh
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+e2e: all
+	/usr/bin/python3 -m pytest -q tests/e2e
+
+test: deps all
+	$(MAKE) unit
+	$(MAKE) e2e
+
+asan:
+	$(MAKE) BUILD=build-asan SAN='-fsanitize=address,undefined -fno-omit-frame-pointer' \
+		build-asan/spaced build-asan/space $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%)
+
+bench: all
+	/usr/bin/python3 bench/run.py
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,176 @@
+/*
+ * proto/agent.h - the wire format between spaced and space-agent, version 1.
+ *
+ * One byte stream (a Unix socket for the gvisor driver, vsock for the vm
+ * driver) carries frames in both directions. Every frame is a fixed 12-byte
+ * header followed by `len` payload bytes:
+ *
+ *     u32 len    payload length, at most SP_MAX_PAYLOAD
+ *     u8  type   one of enum sp_msg
+ *     u8  flags  zero unless a message says otherwise
+ *     u16 rsvd   zero
+ *     u32 chan   which process (its pid inside the sandbox) or which request
+ *
+ * All integers are little-endian. Payload layouts are given next to each
+ * message; fixed parts are the packed structs below, strings follow them
+ * and are NUL-terminated. A receiver checks `len` against the message's
+ * fixed size and every string against the end of the payload before it
+ * reads anything; a frame that fails the check closes the connection.
+ *
+ * Channels: a running process is addressed by its pid inside the sandbox.
+ * Requests (exec start, file operations, ping, ps) are addressed by a tag the
+ * host picks with SP_CHAN_REQ set, so tags never collide with pids.
+ *
+ * Flow control: output travels only against credit. The agent may have at
+ * most the credit the host granted outstanding for a channel (initially
+ * SP_WINDOW for every process and every file read); the host returns credit
+ * with H_CREDIT as it hands bytes on. Data the host sends (stdin, file
+ * uploads) is bounded the same way by A_CREDIT, initially SP_WINDOW.
+ * A process whose output is not being taken blocks on its pipe; nothing is
+ * dropped.
+ *
+ * Changing any layout here requires bumping SP_PROTO_VERSION.
+ */
+#ifndef SPACE_PROTO_AGENT_H
+#define SPACE_PROTO_AGENT_H
+
+#include <stdint.h>
+
+#define SP_PROTO_VERSION 1u
+#define SP_HDR_SIZE 12u
+#define SP_MAX_PAYLOAD (64u * 1024u)  /* largest payload of any frame */
+#define SP_WINDOW (256u * 1024u)      /* initial credit per channel */
+#define SP_CHAN_REQ 0x80000000u       /* set in every request tag */
+#define SP_MAX_ARGS 4096u             /* argv + env entries in one exec */
+#define SP_EXITED_KEEP 128u           /* exited processes the agent remembers */
+
+/* Where the agent finds things inside the sandbox. */
+#define SP_AGENT_SOCK "/.space/sock/agent.sock"
+#define SP_AGENT_RETRY_MS 200u /* reconnect period when the host is away */
+
+enum sp_msg {
+	/* host -> agent */
+	SP_H_PING = 1,        /* chan=tag, no payload -> A_PONG */
+	SP_H_EXEC = 2,        /* chan=tag, struct sp_exec + strings -> A_STARTED|A_ERROR */
+	SP_H_STDIN = 3,       /* chan=pid, bytes; len 0 closes stdin */
+	SP_H_SIGNAL = 4,      /* chan=pid, struct sp_signal (to the process group) */
+	SP_H_CREDIT = 5,      /* chan=pid or tag, struct sp_credit */
+	SP_H_PS = 6,          /* chan=tag -> A_PROC* then A_END */
+	SP_H_FREAD = 7,       /* chan=tag, path -> A_STAT, A_DATA*, A_END | A_ERROR */
+	SP_H_FWRITE = 8,      /* chan=tag, struct sp_fwrite + path -> A_OK, then H_DATA*, H_END -> A_END|A_ERROR */
+	SP_H_DATA = 9,        /* chan=tag, bytes of an upload */
+	SP_H_END = 10,        /* chan=tag, no payload: upload complete */
+	SP_H_STAT = 11,       /* chan=tag, path -> A_STAT | A_ERROR */
+	SP_H_LIST = 12,       /* chan=tag, path -> A_STAT (one per entry, name set) then A_END | A_ERROR */
+	SP_H_MKDIR = 13,      /* chan=tag, struct sp_mode + path (parents made) -> A_OK | A_ERROR */
+	SP_H_REMOVE = 14,     /* chan=tag, path (recursive) -> A_OK | A_ERROR */
+	SP_H_RENAME = 15,     /* chan=tag, from \0 to \0 -> A_OK | A_ERROR */
+	SP_H_SYNC = 16,       /* chan=tag -> A_OK once sync(2) returned */
+	SP_H_DETACH = 17,     /* chan=0, no payload: send what is queued, close the connection,
+	                         then retry connecting every SP_AGENT_RETRY_MS as after any drop */
+	SP_H_ABORT = 18,      /* chan=tag: the host gave up on a request (upload or read) */
+
+	/* agent -> host */
+	SP_A_HELLO = 64,      /* chan=0, struct sp_hello; first frame on every connection */
+	SP_A_PONG = 65,       /* chan=tag */
+	SP_A_STARTED = 66,    /* chan=tag, struct sp_started */
+	SP_A_STDOUT = 67,     /* chan=pid, bytes */
+	SP_A_STDERR = 68,     /* chan=pid, bytes */
+	SP_A_EXIT = 69,       /* chan=pid, struct sp_exit; after all output of the process */
+	SP_A_ERROR = 70,      /* chan=tag, struct sp_error + message */
+	SP_A_OK = 71,         /* chan=tag, no payload */
+	SP_A_CREDIT = 72,     /* chan=pid or tag, struct sp_credit */
+	SP_A_PROC = 73,       /* chan=tag, struct sp_proc + cmdline (args joined by spaces) */
+	SP_A_STAT = 74,       /* chan=tag, struct sp_stat + name */
+	SP_A_DATA = 75,       /* chan=tag, bytes of a download */
+	SP_A_END = 76,        /* chan=tag, no payload: listing or download complete */
+};
+
+/* SP_H_EXEC flags */
+#define SP_EXEC_STDIN 0x1u   /* keep stdin open as a pipe (else /dev/null) */
+
+struct sp_exec {
+	uint32_t flags;
+	uint32_t uid;        /* 0xffffffff: look up `user` string */
+	uint32_t gid;
+	uint32_t timeout_ms; /* 0: none; on expiry the process group gets SIGKILL */
+	uint32_t argc;       /* >= 1 */
+	uint32_t envc;
+	/* then: user \0 cwd \0 argv[0] \0 ... argv[argc-1] \0 env[0] \0 ... env[envc-1] \0
+	 * user is a name looked up in /etc/passwd when uid is 0xffffffff, else "";
+	 * cwd "" means /work. env entries are KEY=VALUE and extend the defaults. */
+} __attribute__((packed));
+
+struct sp_signal {
+	uint32_t signo;
+} __attribute__((packed));
+
+struct sp_credit {
+	uint32_t bytes;
+} __attribute__((packed));
+
+struct sp_hello {
+	uint32_t version;  /* SP_PROTO_VERSION */
+	uint32_t max_pid;  /* highest pid the agent tracks, for the host's bookkeeping */
+	uint64_t boot_id;  /* random per agent start; changes only if the sandbox restarted */
+} __attribute__((packed));
+
+struct sp_started {
+	uint32_t pid;
+} __attribute__((packed));
+
+#define SP_EXIT_TIMEDOUT 0x1u
+
+struct sp_exit {
+	int32_t code;      /* exit status, or 128 + signal if killed */
+	int32_t signo;     /* signal that killed it, 0 if it exited */
+	uint32_t flags;    /* SP_EXIT_* */
+	uint32_t rsvd;
+} __attribute__((packed));
+
+struct sp_error {
+	int32_t err;       /* positive errno */
+	/* then: message \0 */
+} __attribute__((packed));
+
+#define SP_PROC_RUNNING 0u
+#define SP_PROC_EXITED 1u
+
+struct sp_proc {
+	uint32_t pid;
+	uint32_t state;    /* SP_PROC_* */
+	int32_t code;      /* valid when exited */
+	int32_t signo;
+	uint64_t started_ms; /* wall clock, ms since the epoch */
+	/* then: cmdline \0 */
+} __attribute__((packed));
+
+#define SP_FWRITE_APPEND 0x1u
+
+struct sp_fwrite {
+	uint32_t mode;     /* permission bits for a new file */
+	uint32_t flags;    /* SP_FWRITE_* */
+	/* then: path \0 ; parent directories are created */
+} __attribute__((packed));
+
+struct sp_mode {
+	uint32_t mode;
+	/* then: path \0 */
+} __attribute__((packed));
+
+#define SP_TYPE_FILE 1u
+#define SP_TYPE_DIR 2u
+#define SP_TYPE_LINK 3u
+#define SP_TYPE_OTHER 4u
+
+struct sp_stat {
+	uint64_t size;
+	int64_t mtime;     /* seconds since the epoch */
+	uint32_t mode;     /* permission bits */
+	uint32_t type;     /* SP_TYPE_* */
+	uint32_t uid;
+	uint32_t gid;
+	/* then: name \0 (last path component; for H_LIST the entry name) */
+} __attribute__((packed));
+
+#endif
