@@ -1,0 +1,80 @@
+/*
+ * agent/dispatch.c - the table of host messages: for each type, the least
+ * payload it must carry and the handler that serves it. Every frame's size
+ * is checked here before any handler reads it; handlers check their strings
+ * with frame_str. Unknown types get A_ERROR(ENOSYS) when they carry a
+ * request tag and are ignored otherwise, so a newer host can probe.
+ */
+#include "dispatch.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "agent.h"
+#include "files.h"
+
+static int on_ping(struct agent *a, const struct frame *f)
+{
+	return conn_send(a, SP_A_PONG, f->chan, NULL, 0, NULL) < 0 ? -ENOMEM : 0;
+}
+
+static int on_credit(struct agent *a, const struct frame *f)
+{
+	uint32_t bytes = frame_get_u32(f->payload);
+	if (f->chan & SP_CHAN_REQ)
+		xfer_credit(a, f->chan, bytes);
+	else
+		proc_credit(a, f->chan, bytes);
+	return 0;
+}
+
+static int on_detach(struct agent *a, const struct frame *f)
+{
+	conn_detach(a);
+	return 0;
+}
+
+struct handler {
+	int (*fn)(struct agent *a, const struct frame *f);
+	size_t fixed; /* least payload */
+};
+
+static const struct handler handlers[] = {
+	[SP_H_PING] = { on_ping, 0 },
+	[SP_H_EXEC] = { proc_exec, sizeof(struct sp_exec) },
+	[SP_H_STDIN] = { proc_stdin, 0 },
+	[SP_H_SIGNAL] = { proc_signal, sizeof(struct sp_signal) },
+	[SP_H_CREDIT] = { on_credit, sizeof(struct sp_credit) },
+	[SP_H_PS] = { proc_ps, 0 },
+	[SP_H_FREAD] = { xfer_fread, 1 },
+	[SP_H_FWRITE] = { xfer_fwrite, sizeof(struct sp_fwrite) + 1 },
+	[SP_H_DATA] = { xfer_data, 0 },
+	[SP_H_END] = { xfer_end, 0 },
+	[SP_H_STAT] = { files_stat, 1 },
+	[SP_H_LIST] = { xfer_list, 1 },
+	[SP_H_MKDIR] = { files_mkdir, sizeof(struct sp_mode) + 1 },
+	[SP_H_REMOVE] = { files_remove, 1 },
+	[SP_H_RENAME] = { files_rename, 2 },
+	[SP_H_SYNC] = { files_sync, 0 },
+	[SP_H_DETACH] = { on_detach, 0 },
+	[SP_H_ABORT] = { xfer_abort, 0 },
+};
+
+int dispatch_frame(struct agent *a, const struct frame *f)
+{
+	const struct handler *h = NULL;
+	if (f->type < sizeof(handlers) / sizeof(handlers[0]) && handlers[f->type].fn)
+		h = &handlers[f->type];
+	if (!h) {
+		if (f->chan & SP_CHAN_REQ)
+			conn_send_error(a, f->chan, ENOSYS, "unknown message type %u", f->type);
+		return 0;
+	}
+	if (frame_need(f, h->fixed) < 0)
+		return -EPROTO;
+	int err = h->fn(a, f);
+	if (err < 0 && err != -EPROTO)
+		agent_log("message type %u: %s", f->type, strerror(-err));
+	return err;
+}

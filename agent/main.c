@@ -1,0 +1,205 @@
+/*
+ * agent/main.c - space-agent's entry point and event loop.
+ *
+ * main() reads as its phases: become a proper init (when PID 1: make /work,
+ * ignore the signals a sandboxed process could send us, make sure fds 0-2
+ * exist), route SIGCHLD to a signalfd, pick a boot id, then run the loop.
+ * The loop is single-threaded: each iteration connects if due, fires
+ * timeouts, lets transfers send what credit allows, flushes the outgoing
+ * queue, and sleeps in poll() until a descriptor or the nearest deadline
+ * wakes it. Nothing below main() exits; the loop runs forever.
+ */
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "files.h"
+
+uint64_t agent_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t agent_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void agent_log(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	dprintf(STDERR_FILENO, "space-agent: %s\n", line);
+}
+
+void pollset_add(struct pollset *ps, int fd, short events, watch_fn *fn, void *obj)
+{
+	if (ps->n >= AGENT_MAX_FDS)
+		return;
+	ps->fds[ps->n] = (struct pollfd){ .fd = fd, .events = events };
+	ps->fn[ps->n] = fn;
+	ps->obj[ps->n] = obj;
+	ps->n++;
+}
+
+/* fds 0-2 must exist so that no pipe of ours lands there. */
+static int setup_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0)
+			continue;
+		int n = open("/dev/null", O_RDWR);
+		if (n < 0)
+			return -errno;
+		if (n != fd) {
+			/* a lower fd was free: the loop fills them in order */
+			close(n);
+			return -EBADF;
+		}
+	}
+	return 0;
+}
+
+/*
+ * As PID 1 no signal may end the agent: ignore those a process in the
+ * sandbox could send (gVisor delivers to init only signals it handles).
+ * SIGPIPE is ignored in every mode: writes report EPIPE instead. SIGCHLD is
+ * blocked and read from a signalfd.
+ */
+static int setup_signals(struct agent *a)
+{
+	static const int ignored[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+				       SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU, SIGVTALRM, SIGPROF,
+				       SIGWINCH, SIGURG, SIGIO, SIGXCPU, SIGXFSZ };
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGPIPE, &sa, NULL) < 0)
+		return -errno;
+	if (a->pid1) {
+		for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+			sigaction(ignored[i], &sa, NULL);
+	}
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	a->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return a->sigfd < 0 ? -errno : 0;
+}
+
+static void on_signal(struct agent *a, void *obj, int fd, short revents)
+{
+	struct signalfd_siginfo si[16];
+	while (read(fd, si, sizeof(si)) > 0)
+		;
+	proc_reap(a);
+}
+
+static int ms_until(uint64_t deadline, uint64_t now)
+{
+	if (deadline == UINT64_MAX)
+		return -1;
+	if (deadline <= now)
+		return 0;
+	uint64_t d = deadline - now;
+	return d > 60000u ? 60000 : (int)d;
+}
+
+static void loop_run(struct agent *a)
+{
+	static struct pollset ps; /* large; one per process, kept off the stack */
+	for (;;) {
+		uint64_t now = agent_now_ms();
+		conn_tick(a, now);
+		proc_tick(a, now);
+		xfer_pump(a);
+		conn_flush(a);
+
+		ps.n = 0;
+		pollset_add(&ps, a->sigfd, POLLIN, on_signal, NULL);
+		proc_watch(a, &ps);
+		conn_watch(a, &ps);
+
+		uint64_t deadline = conn_deadline(a);
+		uint64_t pd = proc_deadline(a);
+		if (pd < deadline)
+			deadline = pd;
+		int timeout = xfer_busy(a) ? 0 : ms_until(deadline, now);
+		int n = poll(ps.fds, ps.n, timeout);
+		if (n < 0) {
+			if (errno != EINTR)
+				agent_log("poll: %s", strerror(errno));
+			continue;
+		}
+		/* order matters: the signalfd (reaping) first, the connection
+		 * (which may start processes) last; see struct pollset */
+		for (unsigned i = 0; i < ps.n && n > 0; i++) {
+			if (!ps.fds[i].revents)
+				continue;
+			n--;
+			ps.fn[i](a, ps.obj[i], ps.fds[i].fd, ps.fds[i].revents);
+		}
+	}
+}
+
+int main(void)
+{
+	struct agent a = { .sigfd = -1 };
+	int err;
+
+	a.pid1 = getpid() == 1;
+	const char *sock = getenv("SPACE_AGENT_SOCK");
+	if (!sock || !*sock)
+		sock = SP_AGENT_SOCK;
+
+	if ((err = setup_std_fds()) < 0) {
+		agent_log("standard fds: %s", strerror(-err));
+		return 1;
+	}
+	if (a.pid1) {
+		umask(022);
+		if ((err = files_mkdir_p("/work", 0755)) < 0)
+			agent_log("mkdir /work: %s", strerror(-err));
+	} else {
+		/* outside a sandbox (tests): still adopt orphans like init would */
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	}
+	if ((err = setup_signals(&a)) < 0) {
+		agent_log("signals: %s", strerror(-err));
+		return 1;
+	}
+	if (getrandom(&a.boot_id, sizeof(a.boot_id), 0) != (ssize_t)sizeof(a.boot_id)) {
+		agent_log("getrandom: %s", strerror(errno));
+		return 1;
+	}
+	if (conn_init(&a, sock) < 0) {
+		agent_log("out of memory");
+		return 1;
+	}
+	proc_init(&a);
+	xfer_init(&a);
+	agent_log("started (pid %d), host socket %s", (int)getpid(), sock);
+	loop_run(&a);
+	return 0;
+}

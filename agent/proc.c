@@ -1,0 +1,533 @@
+/*
+ * agent/proc.c - the table of processes: start (H_EXEC), output under
+ * credit, stdin, signals, timeouts, reaping, exit reports and H_PS.
+ *
+ * Life of a process: proc_exec validates the request, resolves the user and
+ * the environment, and spawns (spawn.c); the slot is PROC_RUNNING and the
+ * host hears A_STARTED. Its stdout/stderr pipes are polled only while it
+ * has credit, so output waits in the pipe otherwise. When the leader is
+ * reaped the slot turns PROC_EXITED and is drained: both pipes are read until
+ * they are empty (waiting for credit when bytes remain), then A_EXIT is
+ * queued behind the last output frame, the pipes are closed, and the process
+ * moves to the ring of remembered exits. Any other child (an orphan adopted
+ * by PID 1, or a process the agent gave up on) is simply reaped.
+ */
+#include "agent.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "spawn.h"
+#include "user.h"
+
+#define UID_BY_NAME 0xffffffffu
+#define WORKDIR "/work"
+
+extern char **environ;
+
+void proc_init(struct agent *a)
+{
+	struct proc_table *t = &a->procs;
+	memset(t, 0, sizeof(*t));
+	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++) {
+		t->slots[i].out[0] = t->slots[i].out[1] = t->slots[i].in = -1;
+	}
+}
+
+static struct proc *proc_find(struct agent *a, uint32_t pid)
+{
+	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++) {
+		struct proc *p = &a->procs.slots[i];
+		if (p->state != PROC_FREE && (uint32_t)p->pid == pid)
+			return p;
+	}
+	return NULL;
+}
+
+static struct proc *proc_free_slot(struct agent *a)
+{
+	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++)
+		if (a->procs.slots[i].state == PROC_FREE)
+			return &a->procs.slots[i];
+	return NULL;
+}
+
+static int send_credit(struct agent *a, uint32_t chan, uint64_t bytes)
+{
+	uint8_t c[sizeof(struct sp_credit)];
+	frame_put_u32(c, (uint32_t)bytes);
+	return conn_send(a, SP_A_CREDIT, chan, c, sizeof(c), NULL);
+}
+
+/* ---- starting ---- */
+
+/* argv joined by spaces, cut at AGENT_CMDLINE_MAX - 1 bytes. */
+static char *join_cmdline(const char *const *argv, size_t argc)
+{
+	char *s = malloc(AGENT_CMDLINE_MAX);
+	if (!s)
+		return NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < argc && n < AGENT_CMDLINE_MAX - 1; i++) {
+		if (i)
+			s[n++] = ' ';
+		size_t l = strlen(argv[i]);
+		if (l > AGENT_CMDLINE_MAX - 1 - n)
+			l = AGENT_CMDLINE_MAX - 1 - n;
+		memcpy(s + n, argv[i], l);
+		n += l;
+	}
+	s[n] = '\0';
+	return s;
+}
+
+/* Everything proc_exec has parsed from the frame (strings point into it). */
+struct exec_args {
+	uint32_t flags, uid, gid, timeout_ms, argc, envc;
+	const char *user, *cwd;
+	const char **argv; /* argc + NULL */
+	const char **env;  /* envc */
+};
+
+/* Returns 0, -EPROTO for a frame that must close the connection, or -EINVAL. */
+static int exec_parse(const struct frame *f, struct exec_args *x)
+{
+	const uint8_t *p = f->payload;
+	x->flags = frame_get_u32(p + offsetof(struct sp_exec, flags));
+	x->uid = frame_get_u32(p + offsetof(struct sp_exec, uid));
+	x->gid = frame_get_u32(p + offsetof(struct sp_exec, gid));
+	x->timeout_ms = frame_get_u32(p + offsetof(struct sp_exec, timeout_ms));
+	x->argc = frame_get_u32(p + offsetof(struct sp_exec, argc));
+	x->envc = frame_get_u32(p + offsetof(struct sp_exec, envc));
+	/* an unterminated last string is a broken frame, not a bad request */
+	if (f->len > sizeof(struct sp_exec) && p[f->len - 1] != '\0')
+		return -EPROTO;
+	if (x->argc < 1 || x->argc > SP_MAX_ARGS || x->envc > SP_MAX_ARGS - x->argc)
+		return -EINVAL;
+	size_t off = sizeof(struct sp_exec);
+	x->user = frame_str(f, &off);
+	x->cwd = frame_str(f, &off);
+	x->argv = calloc(x->argc + 1, sizeof(*x->argv));
+	x->env = calloc(x->envc + 1, sizeof(*x->env));
+	if (!x->argv || !x->env)
+		return -ENOMEM;
+	if (!x->user || !x->cwd)
+		return -EINVAL;
+	for (uint32_t i = 0; i < x->argc; i++)
+		if (!(x->argv[i] = frame_str(f, &off)))
+			return -EINVAL;
+	for (uint32_t i = 0; i < x->envc; i++)
+		if (!(x->env[i] = frame_str(f, &off)))
+			return -EINVAL;
+	return 0;
+}
+
+/* Starts the process; on failure answers A_ERROR itself. */
+static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
+{
+	struct user_info ui;
+	char **envp = NULL, *strings = NULL, *cmdline = NULL;
+	char msg[512];
+	int err;
+
+	struct proc *p = proc_free_slot(a);
+	if (!p)
+		return conn_send_error(a, tag, EAGAIN, "too many processes (%u running)",
+				       AGENT_MAX_PROCS);
+	if (x->uid == UID_BY_NAME) {
+		err = *x->user ? user_by_name(x->user, &ui) : -EINVAL;
+		if (err < 0)
+			return conn_send_error(a, tag, -err, "user %s: %s", x->user,
+					       err == -ENOENT ? "no such user" : strerror(-err));
+	} else {
+		user_by_id(x->uid, x->gid, &ui);
+	}
+	err = spawn_env(environ, x->env, x->envc, ui.home, &envp, &strings);
+	cmdline = join_cmdline(x->argv, x->argc);
+	if (err < 0 || !cmdline) {
+		err = conn_send_error(a, tag, ENOMEM, "out of memory");
+		goto out;
+	}
+	struct spawn_req req = {
+		.argv = (char *const *)x->argv,
+		.argc = x->argc,
+		.envp = envp,
+		.cwd = *x->cwd ? x->cwd : WORKDIR,
+		.user = &ui,
+		.want_stdin = x->flags & SP_EXEC_STDIN,
+	};
+	struct spawn_out so;
+	err = spawn_start(&req, &so, msg, sizeof(msg));
+	if (err < 0) {
+		err = conn_send_error(a, tag, -err, "%s", msg);
+		goto out;
+	}
+	*p = (struct proc){
+		.state = PROC_RUNNING,
+		.pid = so.pid,
+		.out = { so.out, so.err },
+		.in = so.in,
+		.credit = SP_WINDOW,
+		.deadline = x->timeout_ms ? agent_now_ms() + x->timeout_ms : 0,
+		.started_ms = agent_wall_ms(),
+		.cmdline = cmdline,
+	};
+	cmdline = NULL;
+	uint8_t started[sizeof(struct sp_started)];
+	frame_put_u32(started, (uint32_t)so.pid);
+	err = conn_send(a, SP_A_STARTED, tag, started, sizeof(started), NULL);
+out:
+	free(cmdline);
+	spawn_env_free(envp, strings);
+	return err;
+}
+
+int proc_exec(struct agent *a, const struct frame *f)
+{
+	struct exec_args x = { 0 };
+	int err = exec_parse(f, &x);
+	if (err == -EINVAL)
+		err = conn_send_error(a, f->chan, EINVAL,
+				      "exec: need argc >= 1, argc + envc <= %u and every string",
+				      SP_MAX_ARGS);
+	else if (err == -ENOMEM)
+		err = conn_send_error(a, f->chan, ENOMEM, "exec: out of memory");
+	else if (err == 0)
+		err = exec_start(a, f->chan, &x);
+	free(x.argv);
+	free(x.env);
+	return err;
+}
+
+/* ---- output and exit ---- */
+
+/*
+ * Reads one chunk of out[idx] as an output frame, within credit.
+ * Returns 1 when bytes were queued, 0 when the pipe is empty for now (or
+ * memory is short), -1 when it reached EOF or failed (it is then closed).
+ */
+static int read_output(struct agent *a, struct proc *p, int idx)
+{
+	size_t want = p->credit < SP_MAX_PAYLOAD ? (size_t)p->credit : SP_MAX_PAYLOAD;
+	struct outframe *o = conn_frame_alloc(want);
+	if (!o)
+		return 0;
+	ssize_t n = read(p->out[idx], conn_frame_payload(o), want);
+	if (n > 0) {
+		conn_frame_queue(a, o, idx ? SP_A_STDERR : SP_A_STDOUT, (uint32_t)p->pid,
+				 (size_t)n, p);
+		p->credit -= (uint64_t)n;
+		return 1;
+	}
+	free(o);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	close(p->out[idx]);
+	p->out[idx] = -1;
+	return -1;
+}
+
+static void stdin_close(struct proc *p)
+{
+	if (p->in >= 0)
+		close(p->in);
+	p->in = -1;
+	p->in_close = false;
+	while (p->in_head) {
+		struct stdin_chunk *c = p->in_head;
+		p->in_head = c->next;
+		free(c);
+	}
+	p->in_tail = NULL;
+}
+
+static void remember_exit(struct agent *a, struct proc *p)
+{
+	struct proc_table *t = &a->procs;
+	struct proc_exited *e = &t->exited[t->exited_next];
+	free(e->cmdline);
+	*e = (struct proc_exited){
+		.pid = p->pid,
+		.code = p->code,
+		.signo = p->signo,
+		.started_ms = p->started_ms,
+		.cmdline = p->cmdline,
+	};
+	p->cmdline = NULL;
+	t->exited_next = (t->exited_next + 1) % SP_EXITED_KEEP;
+	if (t->exited_count < SP_EXITED_KEEP)
+		t->exited_count++;
+}
+
+/* Both pipes are done: report the exit and free the slot. */
+static void proc_finish(struct agent *a, struct proc *p)
+{
+	uint8_t ex[sizeof(struct sp_exit)];
+	frame_put_u32(ex + offsetof(struct sp_exit, code), (uint32_t)p->code);
+	frame_put_u32(ex + offsetof(struct sp_exit, signo), (uint32_t)p->signo);
+	frame_put_u32(ex + offsetof(struct sp_exit, flags), p->timedout ? SP_EXIT_TIMEDOUT : 0);
+	frame_put_u32(ex + offsetof(struct sp_exit, rsvd), 0);
+	if (conn_send(a, SP_A_EXIT, (uint32_t)p->pid, ex, sizeof(ex), NULL) < 0)
+		agent_log("pid %d: exit report lost (out of memory)", (int)p->pid);
+	stdin_close(p);
+	conn_disown(a, p);
+	remember_exit(a, p);
+	*p = (struct proc){ .state = PROC_FREE, .out = { -1, -1 }, .in = -1 };
+}
+
+/* Has the pipe bytes waiting? (EOF and "no writer yet" both say no.) */
+static bool pipe_has_data(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
+}
+
+/* An exited process: read what its pipes still hold, then finish. */
+static void proc_drain(struct agent *a, struct proc *p)
+{
+	for (int idx = 0; idx < 2; idx++) {
+		while (p->out[idx] >= 0) {
+			if (p->credit == 0) {
+				if (pipe_has_data(p->out[idx]))
+					return; /* wait for H_CREDIT */
+				close(p->out[idx]);
+				p->out[idx] = -1;
+				break;
+			}
+			int r = read_output(a, p, idx);
+			if (r == 0 && p->out[idx] >= 0 && !pipe_has_data(p->out[idx])) {
+				close(p->out[idx]);
+				p->out[idx] = -1;
+			} else if (r == 0) {
+				return; /* out of memory: try again on the next credit */
+			}
+		}
+	}
+	proc_finish(a, p);
+}
+
+void proc_reap(struct agent *a)
+{
+	for (;;) {
+		int st;
+		pid_t pid = waitpid(-1, &st, WNOHANG);
+		if (pid <= 0)
+			break;
+		struct proc *p = proc_find(a, (uint32_t)pid);
+		if (!p || p->state != PROC_RUNNING)
+			continue; /* an orphan: reaping is all it needed */
+		p->state = PROC_EXITED;
+		p->deadline = 0;
+		if (WIFSIGNALED(st)) {
+			p->signo = WTERMSIG(st);
+			p->code = 128 + p->signo;
+		} else {
+			p->code = WEXITSTATUS(st);
+		}
+		proc_drain(a, p);
+	}
+}
+
+void proc_credit(struct agent *a, uint32_t pid, uint32_t bytes)
+{
+	struct proc *p = proc_find(a, pid);
+	if (!p)
+		return;
+	p->credit += bytes;
+	if (p->credit > AGENT_CREDIT_MAX)
+		p->credit = AGENT_CREDIT_MAX;
+	if (p->state == PROC_EXITED)
+		proc_drain(a, p);
+}
+
+void proc_on_connect(struct agent *a)
+{
+	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++) {
+		struct proc *p = &a->procs.slots[i];
+		if (p->state == PROC_FREE)
+			continue;
+		p->credit = p->queued < SP_WINDOW ? SP_WINDOW - p->queued : 0;
+		p->in_unacked = 0;
+		if (p->state == PROC_EXITED)
+			proc_drain(a, p);
+	}
+}
+
+/* ---- stdin ---- */
+
+/* Writes queued stdin without blocking; returns credit for bytes of this
+ * connection that reached the pipe (or were discarded because it broke). */
+static void stdin_flush(struct agent *a, struct proc *p)
+{
+	/* credit is owed only to the connection the bytes came on (generations
+	 * start at 1; 0 matches nothing while disconnected) */
+	uint64_t gen = conn_up(a) ? a->conn.generation : 0, acked = 0;
+	while (p->in_head && p->in >= 0) {
+		struct stdin_chunk *c = p->in_head;
+		ssize_t w = write(p->in, c->data + c->off, c->len - c->off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			break;
+		if (w < 0) { /* EPIPE: the process closed its stdin */
+			for (struct stdin_chunk *d = c; d; d = d->next)
+				if (d->generation == gen)
+					acked += d->len - d->off;
+			stdin_close(p);
+			break;
+		}
+		c->off += (size_t)w;
+		if (c->generation == gen)
+			acked += (uint64_t)w;
+		if (c->off == c->len) {
+			p->in_head = c->next;
+			if (!p->in_head)
+				p->in_tail = NULL;
+			free(c);
+		}
+	}
+	if (!p->in_head && p->in_close)
+		stdin_close(p);
+	if (acked) {
+		p->in_unacked -= acked < p->in_unacked ? acked : p->in_unacked;
+		send_credit(a, (uint32_t)p->pid, acked);
+	}
+}
+
+int proc_stdin(struct agent *a, const struct frame *f)
+{
+	struct proc *p = proc_find(a, f->chan);
+	if (!p)
+		return 0; /* gone: nothing to deliver to */
+	if (f->len > SP_WINDOW - p->in_unacked)
+		return -EPROTO; /* more than the host's credit */
+	if (f->len == 0) {
+		p->in_close = true;
+		stdin_flush(a, p);
+		return 0;
+	}
+	if (p->in < 0) /* no stdin pipe (any more): the bytes are consumed as lost */
+		return send_credit(a, f->chan, f->len);
+	struct stdin_chunk *c = malloc(sizeof(*c) + f->len);
+	if (!c)
+		return -ENOMEM;
+	*c = (struct stdin_chunk){ .generation = a->conn.generation, .len = f->len };
+	memcpy(c->data, f->payload, f->len);
+	if (p->in_tail)
+		p->in_tail->next = c;
+	else
+		p->in_head = c;
+	p->in_tail = c;
+	p->in_unacked += f->len;
+	stdin_flush(a, p);
+	return 0;
+}
+
+/* ---- signals, timeouts, polling, listing ---- */
+
+int proc_signal(struct agent *a, const struct frame *f)
+{
+	uint32_t signo = frame_get_u32(f->payload);
+	struct proc *p = proc_find(a, f->chan);
+	if (p && p->state == PROC_RUNNING && signo >= 1 && signo <= 64)
+		kill(-p->pid, (int)signo);
+	return 0;
+}
+
+void proc_tick(struct agent *a, uint64_t now)
+{
+	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++) {
+		struct proc *p = &a->procs.slots[i];
+		if (p->state != PROC_RUNNING || !p->deadline || now < p->deadline)
+			continue;
+		kill(-p->pid, SIGKILL);
+		p->timedout = true;
+		p->deadline = 0;
+	}
+}
+
+uint64_t proc_deadline(const struct agent *a)
+{
+	uint64_t d = UINT64_MAX;
+	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++) {
+		const struct proc *p = &a->procs.slots[i];
+		if (p->state == PROC_RUNNING && p->deadline && p->deadline < d)
+			d = p->deadline;
+	}
+	return d;
+}
+
+static void on_pipe(struct agent *a, void *obj, int fd, short revents)
+{
+	struct proc *p = obj;
+	if (p->state != PROC_RUNNING)
+		return; /* reaped in this iteration: drained already */
+	for (int idx = 0; idx < 2; idx++)
+		if (p->out[idx] == fd && p->credit)
+			read_output(a, p, idx);
+	if (p->in == fd)
+		stdin_flush(a, p);
+}
+
+void proc_watch(struct agent *a, struct pollset *ps)
+{
+	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++) {
+		struct proc *p = &a->procs.slots[i];
+		if (p->state != PROC_RUNNING)
+			continue;
+		for (int idx = 0; idx < 2; idx++)
+			if (p->out[idx] >= 0 && p->credit)
+				pollset_add(ps, p->out[idx], POLLIN, on_pipe, p);
+		if (p->in >= 0 && p->in_head)
+			pollset_add(ps, p->in, POLLOUT, on_pipe, p);
+	}
+}
+
+static void send_proc(struct agent *a, uint32_t tag, uint32_t pid, uint32_t state, int code,
+		      int signo, uint64_t started_ms, const char *cmdline)
+{
+	uint8_t b[sizeof(struct sp_proc)];
+	frame_put_u32(b + offsetof(struct sp_proc, pid), pid);
+	frame_put_u32(b + offsetof(struct sp_proc, state), state);
+	frame_put_u32(b + offsetof(struct sp_proc, code), (uint32_t)code);
+	frame_put_u32(b + offsetof(struct sp_proc, signo), (uint32_t)signo);
+	frame_put_u64(b + offsetof(struct sp_proc, started_ms), started_ms);
+	conn_send(a, SP_A_PROC, tag, b, sizeof(b), cmdline ? cmdline : "");
+}
+
+int proc_ps(struct agent *a, const struct frame *f)
+{
+	struct proc_table *t = &a->procs;
+	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++) {
+		const struct proc *p = &t->slots[i];
+		/* an exited leader whose output is still draining has not
+		 * reported A_EXIT yet: it is running as far as the host knows */
+		if (p->state != PROC_FREE)
+			send_proc(a, f->chan, (uint32_t)p->pid, SP_PROC_RUNNING, 0, 0,
+				  p->started_ms, p->cmdline);
+	}
+	unsigned first = (t->exited_next + SP_EXITED_KEEP - t->exited_count) % SP_EXITED_KEEP;
+	for (unsigned k = 0; k < t->exited_count; k++) {
+		const struct proc_exited *e = &t->exited[(first + k) % SP_EXITED_KEEP];
+		send_proc(a, f->chan, (uint32_t)e->pid, SP_PROC_EXITED, e->code, e->signo,
+			  e->started_ms, e->cmdline);
+	}
+	return conn_send(a, SP_A_END, f->chan, NULL, 0, NULL);
+}
+
+uint32_t proc_max_pid(const struct agent *a)
+{
+	uint32_t m = 0;
+	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++)
+		if (a->procs.slots[i].state != PROC_FREE && (uint32_t)a->procs.slots[i].pid > m)
+			m = (uint32_t)a->procs.slots[i].pid;
+	for (unsigned k = 0; k < a->procs.exited_count; k++)
+		if ((uint32_t)a->procs.exited[k].pid > m)
+			m = (uint32_t)a->procs.exited[k].pid;
+	return m;
+}

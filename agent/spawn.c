@@ -1,0 +1,310 @@
+/*
+ * agent/spawn.c - starts one process for proc.c.
+ *
+ * The parent prepares everything that needs memory (argv, the merged
+ * environment, the shell fallback's argv) before fork(), so the child only
+ * makes system calls: reset signals, new session, wire up stdin/stdout/
+ * stderr, switch user, chdir, then search PATH the way execvpe does, but in
+ * the environment the process will get rather than the agent's. Any failure
+ * in the child is written as {stage, errno} to a close-on-exec pipe and the
+ * child _exits; a successful exec closes that pipe, which the parent reads as
+ * success.
+ */
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define DEFAULT_LANG "C.UTF-8"
+
+enum stage { STAGE_SETUP = 1, STAGE_USER, STAGE_CHDIR, STAGE_EXEC };
+
+struct child_report {
+	int32_t stage;
+	int32_t err;
+};
+
+static size_t key_len(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+/* Index of the entry of env[0..n) with the same key as kv, or n. */
+static size_t env_find(char **env, size_t n, const char *kv)
+{
+	size_t k = key_len(kv);
+	for (size_t i = 0; i < n; i++)
+		if (key_len(env[i]) == k && strncmp(env[i], kv, k) == 0)
+			return i;
+	return n;
+}
+
+static void env_set(char **env, size_t *n, char *kv)
+{
+	size_t i = env_find(env, *n, kv);
+	env[i] = kv;
+	if (i == *n)
+		(*n)++;
+}
+
+int spawn_env(char *const *base, const char *const *over, size_t nover, const char *home,
+	      char ***envp, char **strings)
+{
+	size_t nbase = 0;
+	while (base && base[nbase])
+		nbase++;
+	char **env = calloc(nbase + nover + 4, sizeof(*env));
+	size_t homelen = strlen("HOME=") + strlen(home) + 1;
+	char *homekv = malloc(homelen);
+	if (!env || !homekv) {
+		free(env);
+		free(homekv);
+		return -ENOMEM;
+	}
+	snprintf(homekv, homelen, "HOME=%s", home);
+
+	size_t n = 0;
+	for (size_t i = 0; i < nbase; i++)
+		if (strncmp(base[i], "SPACE_", 6) != 0 && strchr(base[i], '='))
+			env_set(env, &n, base[i]);
+	if (env_find(env, n, "PATH") == n)
+		env[n++] = (char *)"PATH=" DEFAULT_PATH;
+	if (env_find(env, n, "LANG") == n)
+		env[n++] = (char *)"LANG=" DEFAULT_LANG;
+	env_set(env, &n, homekv);
+	for (size_t i = 0; i < nover; i++)
+		if (strchr(over[i], '=') && over[i][0] != '=')
+			env_set(env, &n, (char *)over[i]);
+	env[n] = NULL;
+	*envp = env;
+	*strings = homekv;
+	return 0;
+}
+
+void spawn_env_free(char **envp, char *strings)
+{
+	free(envp);
+	free(strings);
+}
+
+static const char *env_get(char *const *envp, const char *key)
+{
+	size_t k = strlen(key);
+	for (; *envp; envp++)
+		if (strncmp(*envp, key, k) == 0 && (*envp)[k] == '=')
+			return *envp + k + 1;
+	return NULL;
+}
+
+static void child_fail(int fd, enum stage stage, int err)
+{
+	struct child_report rep = { .stage = stage, .err = err };
+	ssize_t w = write(fd, &rep, sizeof(rep));
+	(void)w;
+	_exit(127);
+}
+
+/* execve, falling back to /bin/sh for a file without a binary format. */
+static void try_exec(const char *path, const struct spawn_req *r, char **shargv)
+{
+	execve(path, r->argv, r->envp);
+	if (errno != ENOEXEC)
+		return;
+	shargv[0] = (char *)"/bin/sh";
+	shargv[1] = (char *)path;
+	for (size_t i = 1; i <= r->argc; i++)
+		shargv[i + 1] = r->argv[i];
+	execve("/bin/sh", shargv, r->envp);
+	errno = ENOEXEC;
+}
+
+/* Returns (with errno set) only if no candidate could be executed. */
+static void child_exec(const struct spawn_req *r, char **shargv)
+{
+	const char *file = r->argv[0];
+	if (!*file) {
+		errno = ENOENT;
+		return;
+	}
+	if (strchr(file, '/')) {
+		try_exec(file, r, shargv);
+		return;
+	}
+	const char *path = env_get(r->envp, "PATH");
+	if (!path || !*path)
+		path = DEFAULT_PATH;
+	size_t flen = strlen(file);
+	bool eacces = false;
+	char buf[PATH_MAX];
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = (size_t)(end - p);
+		if (dlen + 1 + flen + 1 <= sizeof(buf)) {
+			memcpy(buf, p, dlen); /* empty element: current directory */
+			size_t o = dlen;
+			if (dlen)
+				buf[o++] = '/';
+			memcpy(buf + o, file, flen + 1);
+			try_exec(buf, r, shargv);
+			switch (errno) {
+			case EACCES:
+				eacces = true;
+				break;
+			case ENOENT: case ENOTDIR: case ELOOP: case ENAMETOOLONG:
+			case ESTALE: case ENODEV: case ETIMEDOUT:
+				break;
+			default:
+				return;
+			}
+		}
+		p = end;
+		if (!*p)
+			break;
+	}
+	errno = eacces ? EACCES : ENOENT;
+}
+
+static void child_reset_signals(void)
+{
+	struct sigaction sa = { .sa_handler = SIG_DFL };
+	sigemptyset(&sa.sa_mask);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &sa, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Runs in the child after fork(): only system calls, no allocation. */
+static void child_run(const struct spawn_req *r, const int in[2], const int out[2],
+		      const int err[2], int report, char **shargv)
+{
+	child_reset_signals();
+	if (setsid() < 0)
+		child_fail(report, STAGE_SETUP, errno);
+	int stdin_fd = r->want_stdin ? in[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (stdin_fd < 0)
+		child_fail(report, STAGE_SETUP, errno);
+	if (dup2(stdin_fd, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+		child_fail(report, STAGE_SETUP, errno);
+	if (r->user) {
+		const struct user_info *u = r->user;
+		if (getuid() == 0) {
+			if (setgroups(u->ngroups, u->groups) < 0 || setgid(u->gid) < 0 ||
+			    setuid(u->uid) < 0)
+				child_fail(report, STAGE_USER, errno);
+		} else if (u->uid != getuid()) {
+			child_fail(report, STAGE_USER, EPERM);
+		}
+	}
+	if (chdir(r->cwd) < 0)
+		child_fail(report, STAGE_CHDIR, errno);
+	child_exec(r, shargv);
+	child_fail(report, STAGE_EXEC, errno);
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++) {
+		if (p[i] >= 0)
+			close(p[i]);
+		p[i] = -1;
+	}
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+static void describe(const struct spawn_req *r, const struct child_report *rep, char *msg,
+		     size_t msglen)
+{
+	const char *what = strerror(rep->err);
+	switch (rep->stage) {
+	case STAGE_USER:
+		snprintf(msg, msglen, "switch to uid %u: %s", (unsigned)r->user->uid, what);
+		break;
+	case STAGE_CHDIR:
+		snprintf(msg, msglen, "chdir %s: %s", r->cwd, what);
+		break;
+	case STAGE_EXEC:
+		snprintf(msg, msglen, "exec %s: %s", r->argv[0], what);
+		break;
+	default:
+		snprintf(msg, msglen, "process setup: %s", what);
+		break;
+	}
+}
+
+int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_t msglen)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, rep[2] = { -1, -1 };
+	char **shargv = calloc(r->argc + 2, sizeof(*shargv));
+	int ret = 0;
+	if (!shargv) {
+		ret = -ENOMEM;
+		snprintf(msg, msglen, "out of memory");
+		goto out;
+	}
+	if ((r->want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
+	    pipe2(err, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+		ret = -errno;
+		snprintf(msg, msglen, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		snprintf(msg, msglen, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0)
+		child_run(r, in, out, err, rep[1], shargv); /* does not return */
+
+	close(rep[1]);
+	rep[1] = -1;
+	struct child_report report;
+	ssize_t n;
+	do
+		n = read(rep[0], &report, sizeof(report));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(report)) {
+		int st;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		ret = report.err > 0 ? -report.err : -EIO;
+		describe(r, &report, msg, msglen);
+		goto out;
+	}
+	/* exec happened (n == 0). Keep the parent's ends. */
+	o->pid = pid;
+	o->in = in[1];
+	o->out = out[0];
+	o->err = err[0];
+	in[1] = out[0] = err[0] = -1;
+	if (o->in >= 0)
+		set_nonblock(o->in);
+	set_nonblock(o->out);
+	set_nonblock(o->err);
+out:
+	close_pair(in);
+	close_pair(out);
+	close_pair(err);
+	close_pair(rep);
+	free(shargv);
+	return ret;
+}

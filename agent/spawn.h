@@ -1,0 +1,53 @@
+/*
+ * agent/spawn.h - starting one process: pipes, fork, the child's setup and
+ * exec, and the environment it gets.
+ *
+ * The child runs in a new session (its pid is its process group), with
+ * signals reset, stdin from a pipe or /dev/null, stdout and stderr on
+ * separate pipes. A failure before exec comes back to the parent through a
+ * close-on-exec pipe, so the caller gets the errno instead of a pid.
+ */
+#ifndef SPACE_AGENT_SPAWN_H
+#define SPACE_AGENT_SPAWN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "user.h"
+
+struct spawn_req {
+	char *const *argv;        /* argc entries and a NULL */
+	size_t argc;
+	char *const *envp;        /* complete environment, NULL-terminated */
+	const char *cwd;
+	const struct user_info *user; /* ids to switch to */
+	bool want_stdin;          /* stdin is a pipe (else /dev/null) */
+};
+
+struct spawn_out {
+	pid_t pid;
+	int in;      /* write end of stdin, or -1 */
+	int out;     /* read end of stdout */
+	int err;     /* read end of stderr */
+};
+
+/*
+ * Starts the process. Returns 0 with every descriptor in *o non-blocking and
+ * close-on-exec, or -errno with a message ("exec ls: No such file or
+ * directory") in msg.
+ */
+int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_t msglen);
+
+/*
+ * Builds the environment of a process: the agent's own minus SPACE_*
+ * variables, PATH and LANG defaults when unset, HOME=home, then `over`
+ * (KEY=VALUE entries, later ones win). The array is malloc'd, its strings are
+ * borrowed from the inputs or allocated in *strings (free both with
+ * spawn_env_free). Returns 0 or -ENOMEM.
+ */
+int spawn_env(char *const *base, const char *const *over, size_t nover, const char *home,
+	      char ***envp, char **strings);
+void spawn_env_free(char **envp, char *strings);
+
+#endif
