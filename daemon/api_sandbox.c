@@ -1,0 +1,149 @@
+/*
+ * daemon/api_sandbox.c - routes for sandboxes themselves, templates, health
+ * and version.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "driver.h"
+#include "sandbox.h"
+#include "store.h"
+
+#define MAX_CPUS 64
+#define MIN_MEMORY_MB 64
+#define MAX_MEMORY_MB 65536
+#define MAX_TIMEOUT_S (30 * 24 * 3600)
+#define MAX_ENV_BYTES (128 * 1024)
+
+int api_health(struct op *op)
+{
+	op->json = json_pack("{s:s, s:i}", "status", "ok", "sandboxes", op->d->nsandboxes);
+	return API_DONE;
+}
+
+int api_version(struct op *op)
+{
+	struct daemon *d = op->d;
+	op->json = json_pack("{s:s, s:i, s:s, s:s}", "version", SPACE_VERSION, "api", 1, "driver", d->driver->name,
+			     "runtime", d->driver->runtime(d->drv));
+	return API_DONE;
+}
+
+int api_templates(struct op *op)
+{
+	op->json = json_pack("{s:o}", "templates", store_list_templates(op->d->store));
+	return API_DONE;
+}
+
+static size_t map_bytes(json_t *m)
+{
+	size_t n = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(m, k, v) n += strlen(k) + json_string_length(v) + 2;
+	return n;
+}
+
+int api_sandbox_create(struct op *op)
+{
+	static const struct field fields[] = {
+		{ "template", F_STRING }, { "cpus", F_INT }, { "memory_mb", F_INT }, { "env", F_STRMAP },
+		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { NULL, 0 },
+	};
+	json_t *b;
+	if (api_body(op, fields, &b) < 0)
+		return API_DONE;
+	struct sb_config cfg = { .cpus = DEFAULT_CPUS, .memory_mb = DEFAULT_MEMORY_MB, .timeout_s = DEFAULT_TIMEOUT_S };
+	const char *tpl = json_string_value(json_object_get(b, "template"));
+	json_t *v;
+	snprintf(cfg.template, sizeof(cfg.template), "%s", tpl ? tpl : "default");
+	if ((v = json_object_get(b, "cpus")))
+		cfg.cpus = (int)(json_integer_value(v) > MAX_CPUS + 1 ? MAX_CPUS + 1 : json_integer_value(v));
+	if ((v = json_object_get(b, "memory_mb")))
+		cfg.memory_mb = (int)(json_integer_value(v) > MAX_MEMORY_MB + 1 ? MAX_MEMORY_MB + 1 : json_integer_value(v));
+	if ((v = json_object_get(b, "timeout")))
+		cfg.timeout_s = json_number_value(v);
+	json_t *empty = json_object();
+	cfg.env = json_object_get(b, "env") ? json_object_get(b, "env") : empty;
+	cfg.metadata = json_object_get(b, "metadata") ? json_object_get(b, "metadata")
+			: json_object_get(b, "labels") ? json_object_get(b, "labels") : empty;
+
+	int rc = 0;
+	if (cfg.cpus < 1 || cfg.cpus > MAX_CPUS)
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "cpus must be 1..%d", MAX_CPUS);
+	else if (cfg.memory_mb < MIN_MEMORY_MB || cfg.memory_mb > MAX_MEMORY_MB)
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "memory_mb must be %d..%d", MIN_MEMORY_MB,
+			     MAX_MEMORY_MB);
+	else if (!(cfg.timeout_s >= 0 && cfg.timeout_s <= MAX_TIMEOUT_S))
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
+	else if (strlen(tpl ? tpl : "") >= sizeof(cfg.template))
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "template name too long");
+	else if (map_bytes(cfg.env) > MAX_ENV_BYTES || map_bytes(cfg.metadata) > MAX_ENV_BYTES)
+		rc = err_set(&op->err, 413, "too_large", E2BIG, "env and metadata are limited to %d bytes each",
+			     MAX_ENV_BYTES);
+	else {
+		const char *k;
+		json_t *x;
+		json_object_foreach(cfg.env, k, x) {
+			if (!*k || strchr(k, '=') || strlen(k) != strcspn(k, "\n")) {
+				rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "bad environment variable name \"%s\"", k);
+				break;
+			}
+		}
+	}
+	if (rc == 0)
+		rc = sandbox_create(op->d, &cfg, op, &op->err);
+	json_decref(empty);
+	json_decref(b);
+	op->kind = OP_JOB;
+	return rc == 0 ? API_PENDING : API_DONE;
+}
+
+/* Whether sb's metadata holds every "K=V" of the label filters in arr. */
+static bool labels_match(const struct sandbox *sb, json_t *arr)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(arr, i, f) {
+		const char *s = json_string_value(f);
+		const char *eq = s ? strchr(s, '=') : NULL;
+		if (!eq)
+			return false;
+		char key[256];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - s), s);
+		const char *have = json_string_value(json_object_get(sb->metadata, key));
+		if (!have || strcmp(have, eq + 1) != 0)
+			return false;
+	}
+	return true;
+}
+
+int api_sandbox_list(struct op *op)
+{
+	json_t *filters = json_object_get(op->query, "label[]");
+	json_t *arr = json_array();
+	for (struct sandbox *sb = op->d->sandboxes; sb; sb = sb->next)
+		if (!filters || labels_match(sb, filters))
+			json_array_append_new(arr, sandbox_json(sb));
+	op->json = json_pack("{s:o}", "sandboxes", arr);
+	return API_DONE;
+}
+
+int api_sandbox_get(struct op *op)
+{
+	struct sandbox *sb = api_sandbox(op, false);
+	if (sb)
+		op->json = sandbox_json(sb);
+	return API_DONE;
+}
+
+int api_sandbox_delete(struct op *op)
+{
+	struct sandbox *sb = api_sandbox(op, false);
+	if (!sb)
+		return API_DONE;
+	op->kind = OP_JOB;
+	return sandbox_delete(op->d, sb, op, &op->err) == 0 ? API_PENDING : API_DONE;
+}

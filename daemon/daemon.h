@@ -1,0 +1,119 @@
+/*
+ * daemon/daemon.h - the objects spaced is made of and the rule that guards them.
+ *
+ * Threads: one HTTP thread (libmicrohttpd, internal polling), one I/O thread
+ * (agent.c: every agent socket in one epoll set), and short-lived job threads
+ * for slow sandbox work (create, delete: runsc, mounts). All of them share
+ * the sandbox registry, and every field below marked [L] is read and
+ * written only with d->lock held. Nothing slow is ever done with the lock
+ * held: no runsc, no mount, no blocking socket I/O.
+ *
+ * Ownership: the registry owns sandboxes; a sandbox owns its processes and
+ * its agent channel; an HTTP connection owns its struct op, which a sandbox
+ * or process only borrows while the op is linked to it (op.c).
+ */
+#ifndef SPACE_DAEMON_DAEMON_H
+#define SPACE_DAEMON_DAEMON_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "../lib/buf.h"
+#include "state.h"
+
+#define SPACE_MAX_SANDBOXES 256          /* sandboxes that exist at once */
+#define SANDBOX_ID_LEN 12                /* hex characters */
+#define SANDBOX_MAX_EXITED 128           /* exited processes remembered per sandbox */
+#define AGENT_HELLO_TIMEOUT_MS 30000     /* from runsc start to the agent's hello */
+#define DEFAULT_MEMORY_MB 512
+#define DEFAULT_CPUS 1
+#define DEFAULT_TIMEOUT_S 300
+#define DEFAULT_PIDS_LIMIT 1024
+
+struct driver;
+struct store;
+struct op;
+
+
+struct proc {
+	struct proc *next;
+	uint32_t pid;
+	char *cmd;
+	int64_t started_ms;
+	bool exited;
+	int32_t code, signo;
+	bool timed_out;
+	struct op *reader;          /* [L] the stream or capture taking the output */
+	struct buf pending;         /* [L] output received while nobody read it */
+	uint32_t owed;              /* [L] bytes received on this connection, credit not yet returned */
+	struct op *waiters;         /* [L] waits for its exit, and stdin writers */
+	uint32_t stdin_credit;      /* [L] stdin bytes the agent will take */
+};
+
+/* The agent side of a sandbox: owned by the I/O thread, fields under d->lock. */
+struct chan {
+	int listen_fd;
+	int fd;                     /* -1 while the agent is not connected */
+	struct buf rbuf;            /* I/O thread only */
+	struct buf wq;              /* [L] bytes waiting to be written to fd */
+	bool want_out;              /* [L] EPOLLOUT armed */
+	bool hello;                 /* [L] the agent said hello on this connection */
+	uint64_t boot_id;
+};
+
+struct sandbox {
+	struct sandbox *next;
+	char id[SANDBOX_ID_LEN + 1];
+	enum sb_state state;        /* [L] */
+	char reason[128];           /* [L] why it failed */
+	char template[64];
+	int cpus, memory_mb;
+	double timeout_s;
+	json_t *env;                /* object of strings */
+	json_t *metadata;           /* object of strings */
+	int64_t created_ms;
+	char dir[512];              /* <state>/sandboxes/<id> */
+
+	struct chan chan;
+	struct proc *procs;         /* [L] */
+	struct op *ops;             /* [L] requests waiting for an agent reply, by tag */
+	uint32_t next_tag;          /* [L] */
+	bool dead;                  /* [L] removed from the registry; freed by the I/O thread */
+	struct sandbox *grave;      /* [L] next in the I/O thread's list of sandboxes to free */
+};
+
+struct daemon {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;        /* broadcast when an agent says hello or a job ends */
+	struct sandbox *sandboxes;  /* [L] oldest first */
+	int nsandboxes;             /* [L] */
+	int jobs;                   /* [L] job threads running */
+
+	char state_dir[512];
+	char cache_dir[512];
+	char socket_path[512];
+	char listen_addr[128];
+	char agent_path[512];       /* the space-agent binary mounted into sandboxes */
+	const char *driver_name;
+
+	struct store *store;
+	const struct driver_ops *driver;
+	struct driver *drv;
+
+	int epfd, wakefd;           /* the I/O thread's epoll set and its eventfd */
+	struct op *timers;          /* [L] ops with a deadline, earliest first */
+	struct sandbox *graveyard;  /* [L] sandboxes the I/O thread is to free */
+	pthread_t io_thread;
+	bool stopping;
+
+	void *mhd_unix, *mhd_tcp;   /* struct MHD_Daemon * */
+};
+
+/* Milliseconds since the epoch. */
+int64_t now_ms(void);
+/* Milliseconds of a monotonic clock. */
+int64_t mono_ms(void);
+
+#endif

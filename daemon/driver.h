@@ -1,0 +1,64 @@
+/*
+ * daemon/driver.h - what an isolation driver provides.
+ *
+ * A driver turns a sandbox record into a running isolated environment whose
+ * PID 1 is space-agent, connected to <sandbox dir>/sock/agent.sock. Drivers
+ * are listed in one table (driver_find). Every operation returns 0 or a
+ * negative errno and fills *e for the user; none takes d->lock, and all of
+ * them may be slow, so they run on job threads only.
+ *
+ * Order: create, start, then any of pause/resume/checkpoint/restore/stats,
+ * and destroy last. destroy is idempotent and tolerates any half-done state,
+ * which is what reconciliation after a crash relies on.
+ */
+#ifndef SPACE_DAEMON_DRIVER_H
+#define SPACE_DAEMON_DRIVER_H
+
+#include <stdint.h>
+
+#include "daemon.h"
+#include "err.h"
+
+enum driver_state {
+	DRV_ABSENT,   /* nothing of the sandbox runs */
+	DRV_RUNNING,
+	DRV_PAUSED,
+	DRV_STOPPED,  /* exists in the runtime but no longer runs */
+};
+
+struct driver_stats {
+	uint64_t memory_bytes;
+	uint64_t cpu_ns;
+	uint32_t pids;
+};
+
+struct driver;
+
+struct driver_ops {
+	const char *name;
+	/* Checks the host can run this driver; allocates *out. */
+	int (*init)(struct daemon *d, struct driver **out, struct err *e);
+	void (*fini)(struct driver *drv);
+	/* Prepares the root filesystem (template + writable layer) and the runtime config. */
+	int (*create)(struct driver *drv, struct sandbox *sb, const char *template_rootfs, struct err *e);
+	/* Boots the sandbox; returns once its PID 1 (the agent) has been started. */
+	int (*start)(struct driver *drv, struct sandbox *sb, struct err *e);
+	int (*pause)(struct driver *drv, struct sandbox *sb, struct err *e);
+	int (*resume)(struct driver *drv, struct sandbox *sb, struct err *e);
+	/* Writes memory and execution state into dir; the sandbox no longer runs after. */
+	int (*checkpoint)(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
+	int (*restore)(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
+	/* Kills every process and removes mounts, runtime state and the sandbox dir. */
+	int (*destroy)(struct driver *drv, struct sandbox *sb, struct err *e);
+	enum driver_state (*state)(struct driver *drv, struct sandbox *sb);
+	int (*stats)(struct driver *drv, struct sandbox *sb, struct driver_stats *out);
+	/* The runtime underneath, for /v1/version ("runsc 0.0~20221219.0"). */
+	const char *(*runtime)(struct driver *drv);
+};
+
+/* The driver called name ("gvisor", "vm"; "auto" picks what the host supports), or NULL. */
+const struct driver_ops *driver_find(const char *name);
+
+extern const struct driver_ops driver_gvisor;
+
+#endif

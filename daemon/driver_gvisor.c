@@ -1,0 +1,263 @@
+/*
+ * daemon/driver_gvisor.c - sandboxes as gVisor (runsc) containers.
+ *
+ * Layout of a sandbox dir: upper/ and work/ (the overlayfs writable layer on
+ * host disk), rootfs/ (the overlay of the template's rootfs and upper/, the
+ * container's root), bundle/config.json, sock/ (the agent's socket, bind-
+ * mounted into the sandbox) and runsc.log. runsc keeps its own state under
+ * <state dir>/runsc, so a restarted spaced finds its containers again.
+ *
+ * Flags: the ptrace platform (the only one that works without VT-x here),
+ * no network, and --host-uds=open so the agent can connect to its socket.
+ */
+#include "driver.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "oci.h"
+#include "spawn.h"
+
+struct driver {
+	struct daemon *d;
+	char root[600];      /* runsc --root */
+	char runtime[128];   /* "runsc <version>" */
+};
+
+#define RUNSC_ARGS(drv) "runsc", "--root", (drv)->root, "--platform=ptrace", "--network=none", "--host-uds=open"
+
+static void path(char *out, size_t n, const struct sandbox *sb, const char *leaf)
+{
+	snprintf(out, n, "%s/%s", sb->dir, leaf);
+}
+
+/* Runs runsc with the common flags and `args`, logging into the sandbox's runsc.log. */
+static int runsc(struct driver *drv, struct sandbox *sb, char *const args[], struct err *e)
+{
+	char *argv[32] = { RUNSC_ARGS(drv) };
+	int argc = 6;
+	for (int i = 0; args[i] && argc < 31; i++)
+		argv[argc++] = args[i];
+	argv[argc] = NULL;
+	char logpath[700];
+	path(logpath, sizeof(logpath), sb, "runsc.log");
+	int log = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	int rc = spawn_run(argv, log, log);
+	if (log >= 0)
+		close(log);
+	if (rc != 0)
+		return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "runsc %s failed (status %d); see %s", args[0],
+			       rc, logpath);
+	return 0;
+}
+
+static int gv_init(struct daemon *d, struct driver **out, struct err *e)
+{
+	struct driver *drv = calloc(1, sizeof(*drv));
+	if (!drv)
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	drv->d = d;
+	snprintf(drv->root, sizeof(drv->root), "%s/runsc", d->state_dir);
+	mkdir(drv->root, 0700);
+	char ver[256] = "";
+	char *argv[] = { "runsc", "--version", NULL };
+	if (spawn_capture(argv, ver, sizeof(ver)) != 0) {
+		free(drv);
+		return err_set(e, 500, "internal", ENOENT, "runsc is not installed (apt-get install runsc)");
+	}
+	/* "runsc version 0.0~20221219.0\n..." -> "runsc 0.0~20221219.0" */
+	char *v = strstr(ver, "version ");
+	char *nl = v ? strchr(v, '\n') : NULL;
+	if (nl)
+		*nl = '\0';
+	snprintf(drv->runtime, sizeof(drv->runtime), "runsc %s", v ? v + 8 : "unknown");
+	*out = drv;
+	return 0;
+}
+
+static void gv_fini(struct driver *drv)
+{
+	free(drv);
+}
+
+static int write_file(const char *p, const char *data)
+{
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(data);
+	ssize_t w = write(fd, data, n);
+	int rc = (w == (ssize_t)n && fsync(fd) == 0) ? 0 : -EIO;
+	close(fd);
+	return rc;
+}
+
+static int gv_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, struct err *e)
+{
+	char upper[700], work[700], rootfs[700], bundle[700], sock[700], cfgpath[760];
+	path(upper, sizeof(upper), sb, "upper");
+	path(work, sizeof(work), sb, "work");
+	path(rootfs, sizeof(rootfs), sb, "rootfs");
+	path(bundle, sizeof(bundle), sb, "bundle");
+	path(sock, sizeof(sock), sb, "sock");
+	char parent[600];
+	snprintf(parent, sizeof(parent), "%s/sandboxes", drv->d->state_dir);
+	mkdir(parent, 0700);
+	const char *dirs[] = { sb->dir, upper, work, rootfs, bundle, sock };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
+			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dirs[i], strerror(errno));
+
+	char opts[2200];
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", template_rootfs, upper, work);
+	if (mount("overlay", rootfs, "overlay", MS_NODEV, opts) < 0)
+		return err_set(e, 500, "internal", errno, "mounting the root filesystem: %s", strerror(errno));
+
+	struct oci_params p = {
+		.id = sb->id, .rootfs = rootfs, .agent = drv->d->agent_path, .sock_dir = sock, .env = sb->env,
+		.cpus = sb->cpus, .memory_mb = sb->memory_mb, .pids = DEFAULT_PIDS_LIMIT,
+	};
+	json_t *spec = oci_spec(&p);
+	char *text = spec ? json_dumps(spec, JSON_INDENT(1)) : NULL;
+	json_decref(spec);
+	if (!text)
+		return err_set(e, 500, "internal", EINVAL, "cannot build the OCI spec");
+	snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", bundle);
+	int rc = write_file(cfgpath, text);
+	free(text);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "writing %s: %s", cfgpath, strerror(-rc));
+	return 0;
+}
+
+static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char bundle[700];
+	path(bundle, sizeof(bundle), sb, "bundle");
+	char *args[] = { "run", "--detach", "--bundle", bundle, sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_pause(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char *args[] = { "pause", sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_resume(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char *args[] = { "resume", sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
+{
+	char opt[700];
+	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
+	char *args[] = { "checkpoint", opt, sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
+{
+	char opt[700], bundle[700];
+	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
+	path(bundle, sizeof(bundle), sb, "bundle");
+	char *args[] = { "restore", "--detach", "--bundle", bundle, opt, sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static void remove_cgroups(const char *id)
+{
+	static const char *ctl[] = { "cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids",
+				     "systemd", "unified" };
+	for (size_t i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++) {
+		char p[256];
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/%s/space/%s", ctl[i], id);
+		rmdir(p);
+	}
+}
+
+static enum driver_state gv_state(struct driver *drv, struct sandbox *sb);
+
+static int gv_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char rootfs[700];
+	char *kill_args[] = { "kill", sb->id, "KILL", NULL };
+	char *del_args[] = { "delete", "--force", sb->id, NULL };
+	struct err ignored = { 0 };
+	/* Either may fail when the container is already gone: that is the goal. */
+	runsc(drv, sb, kill_args, &ignored);
+	runsc(drv, sb, del_args, &ignored);
+	if (gv_state(drv, sb) != DRV_ABSENT)
+		return err_set(e, 500, "internal", EBUSY, "runsc still knows sandbox %s after delete", sb->id);
+	remove_cgroups(sb->id);
+	path(rootfs, sizeof(rootfs), sb, "rootfs");
+	if (umount2(rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		return err_set(e, 500, "internal", errno, "unmounting %s: %s", rootfs, strerror(errno));
+	char *rm[] = { "rm", "-rf", "--one-file-system", sb->dir, NULL };
+	if (spawn_run(rm, -1, -1) != 0)
+		return err_set(e, 500, "internal", EIO, "cannot remove %s", sb->dir);
+	return 0;
+}
+
+static enum driver_state gv_state(struct driver *drv, struct sandbox *sb)
+{
+	char out[4096];
+	char *argv[] = { RUNSC_ARGS(drv), "state", sb->id, NULL };
+	if (spawn_capture(argv, out, sizeof(out)) != 0)
+		return DRV_ABSENT;
+	json_t *j = json_loads(out, 0, NULL);
+	const char *st = json_string_value(json_object_get(j, "status"));
+	enum driver_state r = DRV_STOPPED;
+	if (st && strcmp(st, "running") == 0)
+		r = DRV_RUNNING;
+	else if (st && strcmp(st, "paused") == 0)
+		r = DRV_PAUSED;
+	json_decref(j);
+	return r;
+}
+
+static int gv_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out)
+{
+	char p[256], val[64];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.usage_in_bytes", sb->id);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, val, sizeof(val) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	val[n] = '\0';
+	memset(out, 0, sizeof(*out));
+	out->memory_bytes = strtoull(val, NULL, 10);
+	return 0;
+}
+
+static const char *gv_runtime(struct driver *drv)
+{
+	return drv->runtime;
+}
+
+const struct driver_ops driver_gvisor = {
+	.name = "gvisor",
+	.init = gv_init,
+	.fini = gv_fini,
+	.create = gv_create,
+	.start = gv_start,
+	.pause = gv_pause,
+	.resume = gv_resume,
+	.checkpoint = gv_checkpoint,
+	.restore = gv_restore,
+	.destroy = gv_destroy,
+	.state = gv_state,
+	.stats = gv_stats,
+	.runtime = gv_runtime,
+};

@@ -1,0 +1,205 @@
+/*
+ * daemon/main.c - spaced: the host daemon of space.
+ *
+ *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]
+ *          [--cache-dir DIR] [--agent PATH]
+ *   spaced [--state-dir DIR] token create [--name NAME]
+ *
+ * main() is the list of phases. Sandboxes do not depend on spaced staying
+ * alive: stopping spaced leaves them running, and the next spaced adopts them.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "daemon.h"
+#include "driver.h"
+#include "hash.h"
+#include "http.h"
+#include "log.h"
+#include "sandbox.h"
+#include "store.h"
+#include "template.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]\n"
+		   "              [--cache-dir DIR] [--agent PATH]\n"
+		   "       spaced [--state-dir DIR] token create [--name NAME]\n");
+}
+
+static int mkdir_p(const char *path)
+{
+	char tmp[512];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(tmp, 0755);
+			*p = '/';
+		}
+	return mkdir(tmp, 0700) == 0 || errno == EEXIST ? 0 : -errno;
+}
+
+static int parse_args(struct daemon *d, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "state-dir", required_argument, NULL, 's' }, { "socket", required_argument, NULL, 'S' },
+		{ "listen", required_argument, NULL, 'l' },    { "driver", required_argument, NULL, 'd' },
+		{ "cache-dir", required_argument, NULL, 'c' }, { "agent", required_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+	};
+	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
+	snprintf(d->cache_dir, sizeof(d->cache_dir), "/var/cache/space");
+	snprintf(d->socket_path, sizeof(d->socket_path), "/run/space/space.sock");
+	d->driver_name = "auto";
+	char exe[400];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(d->agent_path, sizeof(d->agent_path), "%s/space-agent", dirname(exe));
+
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': snprintf(d->state_dir, sizeof(d->state_dir), "%s", optarg); break;
+		case 'S': snprintf(d->socket_path, sizeof(d->socket_path), "%s", optarg); break;
+		case 'l': snprintf(d->listen_addr, sizeof(d->listen_addr), "%s", optarg); break;
+		case 'd': d->driver_name = optarg; break;
+		case 'c': snprintf(d->cache_dir, sizeof(d->cache_dir), "%s", optarg); break;
+		case 'a': snprintf(d->agent_path, sizeof(d->agent_path), "%s", optarg); break;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int token_create(struct daemon *d, int argc, char **argv)
+{
+	const char *name = "";
+	for (int i = 0; i < argc; i++)
+		if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
+			name = argv[++i];
+	uint8_t r[24];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -EIO;
+	char token[3 + 2 * sizeof(r) + 1] = "sp_";
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(token + 3 + 2 * i, 3, "%02x", r[i]);
+	char hex[65];
+	int rc = hash_sha256_hex(token, strlen(token), hex);
+	if (rc == 0)
+		rc = store_add_token(d->store, hex, name);
+	if (rc < 0)
+		return rc;
+	printf("%s\n", token);
+	return 0;
+}
+
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon dd;
+	struct daemon *d = &dd;
+	struct err e = { 0 };
+	sigset_t sigs;
+	char dbpath[600], rundir[512];
+	int rc;
+
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	d->epfd = d->wakefd = -1;
+
+	/* 1. configuration */
+	rc = parse_args(d, argc, argv);
+	if (rc != 0)
+		return rc > 0 ? 0 : 2;
+
+	/* 2. state */
+	if ((rc = mkdir_p(d->state_dir)) < 0) {
+		fprintf(stderr, "spaced: cannot create %s: %s\n", d->state_dir, strerror(-rc));
+		return 1;
+	}
+	snprintf(dbpath, sizeof(dbpath), "%s/state.db", d->state_dir);
+	if ((rc = store_open(dbpath, &d->store)) < 0) {
+		fprintf(stderr, "spaced: cannot open %s\n", dbpath);
+		return 1;
+	}
+	if (optind < argc) {
+		if (strcmp(argv[optind], "token") == 0 && optind + 1 < argc && strcmp(argv[optind + 1], "create") == 0) {
+			rc = token_create(d, argc - optind - 2, argv + optind + 2);
+			if (rc < 0)
+				fprintf(stderr, "spaced: cannot create a token: %s\n", strerror(-rc));
+			return rc < 0;
+		}
+		usage(stderr);
+		return 2;
+	}
+
+	/* 3. driver */
+	d->driver = driver_find(d->driver_name);
+	if (!d->driver) {
+		fprintf(stderr, "spaced: unknown driver %s (known: gvisor, auto)\n", d->driver_name);
+		return 2;
+	}
+	if (access(d->agent_path, X_OK) != 0) {
+		fprintf(stderr, "spaced: the agent binary %s is missing (build it with make, or pass --agent)\n",
+			d->agent_path);
+		return 1;
+	}
+	if (d->driver->init(d, &d->drv, &e) < 0) {
+		fprintf(stderr, "spaced: driver %s: %s\n", d->driver->name, e.msg);
+		return 1;
+	}
+
+	/* 4. the default template (built once per machine, then cached) */
+	if (template_ensure_default(d, &e) < 0) {
+		log_error("default template: %s", e.msg);
+		return 1;
+	}
+
+	/* 5. threads: signals stay blocked in all of them; main waits for them below */
+	block_signals(&sigs);
+	if ((rc = agent_start(d)) < 0) {
+		log_error("cannot start the I/O thread: %s", strerror(-rc));
+		return 1;
+	}
+
+	/* 6. re-adopt the sandboxes a previous spaced left running */
+	if ((rc = sandbox_adopt_all(d)) < 0) {
+		log_error("cannot load sandboxes: %s", strerror(-rc));
+		return 1;
+	}
+
+	/* 7. the API */
+	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);
+	mkdir_p(dirname(rundir));
+	if (http_start(d) < 0)
+		return 1;
+	log_info("spaced %s listening on %s%s%s (driver %s, %s)", SPACE_VERSION, d->socket_path,
+		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->driver->name, d->driver->runtime(d->drv));
+
+	/* 8. run until told to stop; sandboxes keep running after */
+	int sig;
+	sigwait(&sigs, &sig);
+	log_info("stopping on signal %d; sandboxes keep running", sig);
+	http_stop(d);
+	return 0;
+}

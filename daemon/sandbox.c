@@ -1,0 +1,430 @@
+/*
+ * daemon/sandbox.c - the registry of sandboxes and their creation, deletion
+ * and re-adoption.
+ *
+ * Create and delete are jobs: the HTTP thread registers the intent (state
+ * creating/deleting, recorded in the store first), starts a job thread and
+ * suspends the request; the job runs the driver without d->lock and finishes
+ * the request. A crash between the two leaves a creating/deleting record that
+ * sandbox_adopt_all reconciles: an unconfirmed create is undone, a delete is
+ * completed.
+ */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "agent.h"
+#include "driver.h"
+#include "log.h"
+#include "op.h"
+#include "store.h"
+#include "template.h"
+
+int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct sandbox *sandbox_find(struct daemon *d, const char *id)
+{
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		if (strcmp(sb->id, id) == 0)
+			return sb;
+	return NULL;
+}
+
+static void registry_add(struct daemon *d, struct sandbox *sb)
+{
+	struct sandbox **pp = &d->sandboxes;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = sb;
+	d->nsandboxes++;
+}
+
+static void registry_remove(struct daemon *d, struct sandbox *sb)
+{
+	for (struct sandbox **pp = &d->sandboxes; *pp; pp = &(*pp)->next)
+		if (*pp == sb) {
+			*pp = sb->next;
+			d->nsandboxes--;
+			return;
+		}
+}
+
+static void format_time(char *out, size_t n, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *sandbox_json(const struct sandbox *sb)
+{
+	char created[32];
+	format_time(created, sizeof(created), sb->created_ms);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:O, s:s, s:f, s:s}", "id", sb->id, "state",
+			      sb_state_name(sb->state), "template", sb->template, "cpus", sb->cpus, "memory_mb",
+			      sb->memory_mb, "metadata", sb->metadata, "created_at", created, "timeout", sb->timeout_s,
+			      "driver", "gvisor");
+	if (sb->state == SB_FAILED)
+		json_object_set_new(o, "reason", json_string(sb->reason));
+	return o;
+}
+
+static json_t *proc_json(uint32_t pid, const char *cmd, bool exited, int code, int signo, int64_t started)
+{
+	char when[32];
+	format_time(when, sizeof(when), started);
+	return json_pack("{s:i, s:s, s:s, s:o, s:o, s:s}", "pid", pid, "cmd", cmd ? cmd : "", "state",
+			 exited ? "exited" : "running", "exit_code", exited ? json_integer(code) : json_null(),
+			 "signal", exited && signo ? json_integer(signo) : json_null(), "started_at", when);
+}
+
+json_t *sandbox_proc_json(const struct proc *p)
+{
+	return proc_json(p->pid, p->cmd, p->exited, p->code, p->signo, p->started_ms);
+}
+
+json_t *sandbox_proc_frame_json(const struct frame *f)
+{
+	struct sp_proc pr;
+	if (frame_need(f, sizeof(pr)) < 0)
+		return NULL;
+	memcpy(&pr, f->payload, sizeof(pr));
+	size_t off = sizeof(pr);
+	const char *cmd = frame_str(f, &off);
+	return proc_json(pr.pid, cmd, pr.state == SP_PROC_EXITED, pr.code, pr.signo, (int64_t)pr.started_ms);
+}
+
+void sandbox_prune_procs(struct sandbox *sb)
+{
+	int exited = 0;
+	for (struct proc *p = sb->procs; p; p = p->next)
+		exited += p->exited && !p->reader && !p->waiters;
+	/* The list is newest first: drop exited records from the tail. */
+	while (exited > SANDBOX_MAX_EXITED) {
+		struct proc **victim = NULL;
+		for (struct proc **pp = &sb->procs; *pp; pp = &(*pp)->next)
+			if ((*pp)->exited && !(*pp)->reader && !(*pp)->waiters)
+				victim = pp;
+		struct proc *p = *victim;
+		*victim = p->next;
+		buf_free(&p->pending);
+		free(p->cmd);
+		free(p);
+		exited--;
+	}
+}
+
+void sandbox_free(struct sandbox *sb)
+{
+	while (sb->procs) {
+		struct proc *p = sb->procs;
+		sb->procs = p->next;
+		buf_free(&p->pending);
+		free(p->cmd);
+		free(p);
+	}
+	json_decref(sb->env);
+	json_decref(sb->metadata);
+	free(sb);
+}
+
+bool sandbox_usable(const struct sandbox *sb, struct err *e)
+{
+	if (sb->state != SB_RUNNING) {
+		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
+		return false;
+	}
+	if (sb->chan.fd < 0 || !sb->chan.hello) {
+		err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: its agent is not connected", sb->id);
+		return false;
+	}
+	return true;
+}
+
+/* Fails every request linked to sb or its processes. [L] */
+static void fail_all(struct sandbox *sb, const struct err *e)
+{
+	while (sb->ops) {
+		struct op *op = sb->ops;
+		op_unlink(op);
+		op_fail(op, e);
+	}
+	for (struct proc *p = sb->procs; p; p = p->next) {
+		if (p->reader) {
+			struct op *op = p->reader;
+			op_unlink(op);
+			op_fail(op, e);
+		}
+		while (p->waiters) {
+			struct op *op = p->waiters;
+			op_unlink(op);
+			op_fail(op, e);
+		}
+	}
+}
+
+static int new_id(char out[SANDBOX_ID_LEN + 1])
+{
+	uint8_t r[SANDBOX_ID_LEN / 2];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
+struct job {
+	struct daemon *d;
+	struct sandbox *sb;
+	struct op *op;
+	char rootfs[600];
+};
+
+/* Waits until the agent of sb said hello, or the deadline passed. [L] */
+static bool wait_hello(struct daemon *d, struct sandbox *sb)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += AGENT_HELLO_TIMEOUT_MS / 1000;
+	while (!sb->chan.hello)
+		if (pthread_cond_timedwait(&d->cond, &d->lock, &until) == ETIMEDOUT)
+			return sb->chan.hello;
+	return true;
+}
+
+static void job_end(struct daemon *d)
+{
+	d->jobs--;
+	pthread_cond_broadcast(&d->cond);
+}
+
+static void *create_job(void *arg)
+{
+	struct job *j = arg;
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	struct err e = { 0 };
+	int rc = d->driver->create(d->drv, sb, j->rootfs, &e);
+	if (rc == 0) {
+		daemon_lock(d);
+		rc = agent_listen(d, sb);
+		daemon_unlock(d);
+		if (rc < 0)
+			err_set(&e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
+	}
+	if (rc == 0)
+		rc = d->driver->start(d->drv, sb, &e);
+
+	daemon_lock(d);
+	if (rc == 0 && !wait_hello(d, sb))
+		rc = err_set(&e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
+			     sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
+	if (rc == 0) {
+		sb->state = SB_RUNNING;
+		store_set_state(d->store, sb->id, "running", NULL);
+		j->op->status = 201;
+		j->op->json = sandbox_json(sb);
+		op_finish(j->op);
+		job_end(d);
+		daemon_unlock(d);
+		free(j);
+		return NULL;
+	}
+	/* An unconfirmed create is undone completely. */
+	sb->state = SB_DELETING;
+	daemon_unlock(d);
+	log_warn("sandbox %s: create failed: %s", sb->id, e.msg);
+	struct err ignored = { 0 };
+	d->driver->destroy(d->drv, sb, &ignored);
+	store_delete_sandbox(d->store, sb->id);
+	daemon_lock(d);
+	registry_remove(d, sb);
+	agent_bury(d, sb);
+	op_fail(j->op, &e);
+	job_end(d);
+	daemon_unlock(d);
+	free(j);
+	return NULL;
+}
+
+static void *delete_job(void *arg)
+{
+	struct job *j = arg;
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	struct err e = { 0 };
+	int rc = d->driver->destroy(d->drv, sb, &e);
+	daemon_lock(d);
+	if (rc < 0) {
+		sb->state = SB_FAILED;
+		snprintf(sb->reason, sizeof(sb->reason), "delete failed: %s", e.msg);
+		store_set_state(d->store, sb->id, "failed", sb->reason);
+		op_fail(j->op, &e);
+	} else {
+		store_delete_sandbox(d->store, sb->id);
+		registry_remove(d, sb);
+		agent_bury(d, sb);
+		j->op->status = 204;
+		op_finish(j->op);
+	}
+	job_end(d);
+	daemon_unlock(d);
+	free(j);
+	return NULL;
+}
+
+static int start_job(struct daemon *d, void *(*fn)(void *), struct sandbox *sb, struct op *op,
+		     const char *rootfs, struct err *e)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	snprintf(j->rootfs, sizeof(j->rootfs), "%s", rootfs ? rootfs : "");
+	j->d = d;
+	j->sb = sb;
+	j->op = op;
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &attr, fn, j);
+	pthread_attr_destroy(&attr);
+	if (rc) {
+		free(j);
+		return err_set(e, 500, "internal", rc, "cannot start a job: %s", strerror(rc));
+	}
+	d->jobs++;
+	return 0;
+}
+
+int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e)
+{
+	if (d->nsandboxes >= SPACE_MAX_SANDBOXES)
+		return err_set(e, 429, "too_many", EAGAIN, "at most %d sandboxes may exist at once",
+			       SPACE_MAX_SANDBOXES);
+	char rootfs[600];
+	if (template_rootfs(d, cfg->template, rootfs, sizeof(rootfs)) < 0)
+		return err_set(e, 404, "not_found", ENOENT, "template %s does not exist", cfg->template);
+
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	agent_chan_init(sb);
+	do {
+		if (new_id(sb->id) < 0) {
+			free(sb);
+			return err_set(e, 500, "internal", EIO, "no randomness for an id");
+		}
+	} while (sandbox_find(d, sb->id));
+	snprintf(sb->template, sizeof(sb->template), "%s", cfg->template);
+	sb->cpus = cfg->cpus;
+	sb->memory_mb = cfg->memory_mb;
+	sb->timeout_s = cfg->timeout_s;
+	sb->env = json_deep_copy(cfg->env);
+	sb->metadata = json_deep_copy(cfg->metadata);
+	sb->created_ms = now_ms();
+	sb->state = SB_CREATING;
+	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
+
+	int rc = store_put_sandbox(d->store, sb);
+	if (rc < 0) {
+		sandbox_free(sb);
+		return err_set(e, 500, "internal", -rc, "cannot record the sandbox: %s", strerror(-rc));
+	}
+	registry_add(d, sb);
+	rc = start_job(d, create_job, sb, op, rootfs, e);
+	if (rc < 0) {
+		registry_remove(d, sb);
+		store_delete_sandbox(d->store, sb->id);
+		sandbox_free(sb);
+		return rc;
+	}
+	return 0;
+}
+
+int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e)
+{
+	enum sb_state via;
+	if (state_begin(sb->state, ACT_DELETE, &via) != STATE_BEGIN) {
+		/* deleting already: the first delete answers; a second one is told why not */
+		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
+		return -EBUSY;
+	}
+	int rc = store_set_state(d->store, sb->id, "deleting", NULL);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot record the deletion: %s", strerror(-rc));
+	sb->state = SB_DELETING;
+	struct err gone = { 0 };
+	err_set(&gone, 404, "not_found", ENOENT, "sandbox %s was deleted", sb->id);
+	fail_all(sb, &gone);
+	return start_job(d, delete_job, sb, op, NULL, e);
+}
+
+/* Brings one recorded sandbox in line with what the driver says runs. */
+static void adopt(struct daemon *d, struct sandbox *sb)
+{
+	struct err e = { 0 };
+	enum driver_state ds = d->driver->state(d->drv, sb);
+
+	if (sb->state == SB_CREATING || sb->state == SB_DELETING) {
+		/* A create never confirmed or a delete under way: finish by removing it. */
+		log_info("sandbox %s: was %s when spaced stopped; removing it", sb->id, sb_state_name(sb->state));
+		d->driver->destroy(d->drv, sb, &e);
+		store_delete_sandbox(d->store, sb->id);
+		sandbox_free(sb);
+		return;
+	}
+	if (sb->state == SB_RUNNING && ds != DRV_RUNNING) {
+		sb->state = SB_FAILED;
+		snprintf(sb->reason, sizeof(sb->reason), "its processes were gone when spaced started (runtime state %d); files kept", ds);
+		store_set_state(d->store, sb->id, "failed", sb->reason);
+		log_warn("sandbox %s: %s", sb->id, sb->reason);
+	}
+	registry_add(d, sb);
+	if (sb->state == SB_RUNNING) {
+		int rc = agent_listen(d, sb);
+		if (rc < 0)
+			log_warn("sandbox %s: cannot listen for its agent: %s", sb->id, strerror(-rc));
+		else
+			log_info("sandbox %s: adopted", sb->id);
+	}
+}
+
+int sandbox_adopt_all(struct daemon *d)
+{
+	struct sandbox *list = NULL;
+	int rc = store_load_sandboxes(d->store, &list);
+	if (rc < 0)
+		return rc;
+	daemon_lock(d);
+	while (list) {
+		struct sandbox *sb = list;
+		list = sb->next;
+		sb->next = NULL;
+		agent_chan_init(sb);
+		snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
+		adopt(d, sb);
+	}
+	daemon_unlock(d);
+	return 0;
+}

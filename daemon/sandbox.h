@@ -1,0 +1,55 @@
+/*
+ * daemon/sandbox.h - the sandbox registry and the life of a sandbox:
+ * creation and deletion as jobs off the request path, re-adoption of running
+ * sandboxes when spaced starts, and their JSON views.
+ */
+#ifndef SPACE_DAEMON_SANDBOX_H
+#define SPACE_DAEMON_SANDBOX_H
+
+#include <jansson.h>
+
+#include "../lib/frame.h"
+#include "daemon.h"
+#include "err.h"
+
+struct op;
+
+struct sb_config {
+	char template[64];
+	int cpus, memory_mb;
+	double timeout_s;
+	json_t *env;       /* borrowed */
+	json_t *metadata;  /* borrowed */
+};
+
+/* The sandbox with this id, or NULL. [L] */
+struct sandbox *sandbox_find(struct daemon *d, const char *id);
+
+/*
+ * Registers a new sandbox and starts its creation on a job thread; op is
+ * finished with the sandbox (201) or an error once the agent has said hello.
+ * Returns 0 or -errno with *e filled. [L]
+ */
+int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e);
+
+/* Starts deleting sb on a job thread; op is finished with 204. [L] */
+int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e);
+
+/*
+ * Loads the sandboxes recorded in the store, adopts those that still run,
+ * and reconciles the rest. Called once at start, before the API opens.
+ */
+int sandbox_adopt_all(struct daemon *d);
+
+json_t *sandbox_json(const struct sandbox *sb);              /* [L] */
+json_t *sandbox_proc_json(const struct proc *p);             /* [L] */
+json_t *sandbox_proc_frame_json(const struct frame *f);      /* an A_PROC frame */
+
+/* Forgets the oldest exited processes past SANDBOX_MAX_EXITED. [L] */
+void sandbox_prune_procs(struct sandbox *sb);
+void sandbox_free(struct sandbox *sb);
+
+/* Whether sb may take requests for its agent; fills *e (409/503) if not. [L] */
+bool sandbox_usable(const struct sandbox *sb, struct err *e);
+
+#endif

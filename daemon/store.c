@@ -1,0 +1,236 @@
+/*
+ * daemon/store.c - spaced's SQLite database (see store.h).
+ *
+ * The schema is created on open. Journal mode is WAL with synchronous=FULL:
+ * a transition the API reports has been committed to disk.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct store {
+	sqlite3 *db;
+};
+
+static const char *schema =
+	"PRAGMA journal_mode=WAL;"
+	"PRAGMA synchronous=FULL;"
+	"CREATE TABLE IF NOT EXISTS sandboxes("
+	" id TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT, template TEXT NOT NULL,"
+	" cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, timeout REAL NOT NULL,"
+	" env TEXT NOT NULL, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS tokens(hash TEXT PRIMARY KEY, name TEXT, created_ms INTEGER);"
+	"CREATE TABLE IF NOT EXISTS templates(name TEXT PRIMARY KEY, key TEXT NOT NULL,"
+	" path TEXT NOT NULL, created_ms INTEGER NOT NULL);";
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int store_open(const char *path, struct store **out)
+{
+	struct store *st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	int rc = sqlite3_open_v2(path, &st->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_busy_timeout(st->db, 5000);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(st->db, schema, NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(st->db);
+		free(st);
+		return -EIO;
+	}
+	*out = st;
+	return 0;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	sqlite3_close(st->db);
+	free(st);
+}
+
+/* Runs sql with text/int parameters given as a printf-like type string:
+ * 's' const char *, 'i' int64_t, 'd' double. */
+static int exec_args(struct store *st, const char *sql, const char *types, ...)
+{
+	sqlite3_stmt *stmt;
+	va_list ap;
+	if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	va_start(ap, types);
+	for (int i = 0; types[i]; i++) {
+		if (types[i] == 's') {
+			const char *s = va_arg(ap, const char *);
+			if (s)
+				sqlite3_bind_text(stmt, i + 1, s, -1, SQLITE_TRANSIENT);
+			else
+				sqlite3_bind_null(stmt, i + 1);
+		} else if (types[i] == 'i') {
+			sqlite3_bind_int64(stmt, i + 1, va_arg(ap, int64_t));
+		} else {
+			sqlite3_bind_double(stmt, i + 1, va_arg(ap, double));
+		}
+	}
+	va_end(ap);
+	int rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+int store_put_sandbox(struct store *st, const struct sandbox *sb)
+{
+	char *env = json_dumps(sb->env, JSON_COMPACT);
+	char *meta = json_dumps(sb->metadata, JSON_COMPACT);
+	int rc = -ENOMEM;
+	if (env && meta)
+		rc = exec_args(st,
+			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
+			       " timeout, env, metadata, created_ms) VALUES(?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssi", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
+			       sb->created_ms);
+	free(env);
+	free(meta);
+	return rc;
+}
+
+int store_set_state(struct store *st, const char *id, const char *state, const char *reason)
+{
+	return exec_args(st, "UPDATE sandboxes SET state = ?, reason = ? WHERE id = ?", "sss", state, reason, id);
+}
+
+int store_delete_sandbox(struct store *st, const char *id)
+{
+	return exec_args(st, "DELETE FROM sandboxes WHERE id = ?", "s", id);
+}
+
+static enum sb_state parse_state(const char *s)
+{
+	int st = s ? sb_state_parse(s) : -1;
+	return st < 0 ? SB_FAILED : (enum sb_state)st;
+}
+
+static json_t *load_object(const unsigned char *text)
+{
+	json_t *o = text ? json_loads((const char *)text, 0, NULL) : NULL;
+	if (!json_is_object(o)) {
+		json_decref(o);
+		o = json_object();
+	}
+	return o;
+}
+
+int store_load_sandboxes(struct store *st, struct sandbox **out)
+{
+	sqlite3_stmt *stmt;
+	struct sandbox *head = NULL, **tail = &head;
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
+			       " created_ms FROM sandboxes ORDER BY created_ms",
+			       -1, &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		struct sandbox *sb = calloc(1, sizeof(*sb));
+		if (!sb)
+			break;
+		snprintf(sb->id, sizeof(sb->id), "%s", (const char *)sqlite3_column_text(stmt, 0));
+		sb->state = parse_state((const char *)sqlite3_column_text(stmt, 1));
+		const unsigned char *reason = sqlite3_column_text(stmt, 2);
+		snprintf(sb->reason, sizeof(sb->reason), "%s", reason ? (const char *)reason : "");
+		snprintf(sb->template, sizeof(sb->template), "%s", (const char *)sqlite3_column_text(stmt, 3));
+		sb->cpus = sqlite3_column_int(stmt, 4);
+		sb->memory_mb = sqlite3_column_int(stmt, 5);
+		sb->timeout_s = sqlite3_column_double(stmt, 6);
+		sb->env = load_object(sqlite3_column_text(stmt, 7));
+		sb->metadata = load_object(sqlite3_column_text(stmt, 8));
+		sb->created_ms = sqlite3_column_int64(stmt, 9);
+		*tail = sb;
+		tail = &sb->next;
+	}
+	sqlite3_finalize(stmt);
+	*out = head;
+	return 0;
+}
+
+int store_add_token(struct store *st, const char *hash_hex, const char *name)
+{
+	return exec_args(st, "INSERT INTO tokens(hash, name, created_ms) VALUES(?,?,?)", "ssi", hash_hex, name,
+			 wall_ms());
+}
+
+int store_has_token(struct store *st, const char *hash_hex)
+{
+	sqlite3_stmt *stmt;
+	if (sqlite3_prepare_v2(st->db, "SELECT hash FROM tokens", -1, &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	/* Compare against every stored hash in constant time, whatever matches. */
+	int found = 0;
+	size_t n = strlen(hash_hex);
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		const unsigned char *h = sqlite3_column_text(stmt, 0);
+		if (!h || strlen((const char *)h) != n)
+			continue;
+		unsigned diff = 0;
+		for (size_t i = 0; i < n; i++)
+			diff |= (unsigned)(h[i] ^ (unsigned char)hash_hex[i]);
+		found |= diff == 0;
+	}
+	sqlite3_finalize(stmt);
+	return found;
+}
+
+int store_put_template(struct store *st, const char *name, const char *key, const char *path)
+{
+	return exec_args(st, "INSERT OR REPLACE INTO templates(name, key, path, created_ms) VALUES(?,?,?,?)",
+			 "sssi", name, key, path, wall_ms());
+}
+
+int store_template_path(struct store *st, const char *name, char *out, size_t n)
+{
+	sqlite3_stmt *stmt;
+	int rc = -ENOENT;
+	if (sqlite3_prepare_v2(st->db, "SELECT path FROM templates WHERE name = ?", -1, &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) == SQLITE_ROW) {
+		snprintf(out, n, "%s", (const char *)sqlite3_column_text(stmt, 0));
+		rc = 0;
+	}
+	sqlite3_finalize(stmt);
+	return rc;
+}
+
+json_t *store_list_templates(struct store *st)
+{
+	sqlite3_stmt *stmt;
+	json_t *arr = json_array();
+	if (sqlite3_prepare_v2(st->db, "SELECT name, key, created_ms FROM templates ORDER BY name", -1, &stmt,
+			       NULL) != SQLITE_OK)
+		return arr;
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		char when[32];
+		time_t t = (time_t)(sqlite3_column_int64(stmt, 2) / 1000);
+		struct tm tm;
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", sqlite3_column_text(stmt, 0), "key",
+						     sqlite3_column_text(stmt, 1), "created_at", when));
+	}
+	sqlite3_finalize(stmt);
+	return arr;
+}
