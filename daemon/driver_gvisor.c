@@ -37,6 +37,25 @@ static void path(char *out, size_t n, const struct sandbox *sb, const char *leaf
 	snprintf(out, n, "%s/%s", sb->dir, leaf);
 }
 
+/* The last line runsc wrote to the log at fd (its error, when it failed), into out. */
+static void last_line(int fd, char *out, size_t n)
+{
+	char tail[512];
+	out[0] = '\0';
+	off_t end = lseek(fd, 0, SEEK_END);
+	if (end <= 0)
+		return;
+	off_t from = end > (off_t)sizeof(tail) - 1 ? end - (off_t)sizeof(tail) + 1 : 0;
+	ssize_t r = pread(fd, tail, sizeof(tail) - 1, from);
+	if (r <= 0)
+		return;
+	tail[r] = '\0';
+	while (r > 0 && (tail[r - 1] == '\n' || tail[r - 1] == ' '))
+		tail[--r] = '\0';
+	char *nl = strrchr(tail, '\n');
+	snprintf(out, n, "%s", nl ? nl + 1 : tail);
+}
+
 /* Runs runsc with the common flags and `args`, logging into the sandbox's runsc.log. */
 static int runsc(struct driver *drv, struct sandbox *sb, char *const args[], struct err *e)
 {
@@ -47,13 +66,16 @@ static int runsc(struct driver *drv, struct sandbox *sb, char *const args[], str
 	argv[argc] = NULL;
 	char logpath[700];
 	path(logpath, sizeof(logpath), sb, "runsc.log");
-	int log = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	int log = open(logpath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	int rc = spawn_run(argv, log, log);
+	char why[256] = "";
+	if (rc != 0 && log >= 0)
+		last_line(log, why, sizeof(why));
 	if (log >= 0)
 		close(log);
 	if (rc != 0)
-		return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "runsc %s failed (status %d); see %s", args[0],
-			       rc, logpath);
+		return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "runsc %s failed (status %d): %s", args[0], rc,
+			       why[0] ? why : "no message");
 	return 0;
 }
 

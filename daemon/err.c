@@ -22,7 +22,7 @@ int err_set(struct err *e, int status, const char *code, int errno_val, const ch
 	return -(errno_val > 0 ? errno_val : EIO);
 }
 
-int err_from_errno(struct err *e, int errno_val, const char *what)
+int err_from_errno(struct err *e, int errno_val, const char *fmt, ...)
 {
 	int status = 400;
 	const char *code = "invalid_argument";
@@ -56,5 +56,10 @@ int err_from_errno(struct err *e, int errno_val, const char *what)
 	default:
 		break;
 	}
-	return err_set(e, status, code, errno_val, "%s: %s", what, strerror(errno_val));
+	char msg[sizeof(e->msg)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return err_set(e, status, code, errno_val, "%s", msg);
 }

@@ -20,7 +20,8 @@ struct err {
 int err_set(struct err *e, int status, const char *code, int errno_val, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
-/* Maps an errno from inside a sandbox to a status and code (ENOENT -> 404 ...). */
-int err_from_errno(struct err *e, int errno_val, const char *what);
+/* Maps an errno from inside a sandbox to a status and code (ENOENT -> 404 ...), with the
+ * message given. */
+int err_from_errno(struct err *e, int errno_val, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <linux/close_range.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -123,6 +124,9 @@ int main(int argc, char **argv)
 	char dbpath[600], rundir[512];
 	int rc;
 
+	/* Descriptors inherited from whoever started us must not reach runsc and sandboxes. */
+	close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
+
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	d->epfd = d->wakefd = -1;
@@ -158,6 +162,12 @@ int main(int argc, char **argv)
 	if (!d->driver) {
 		fprintf(stderr, "spaced: unknown driver %s (known: gvisor, auto)\n", d->driver_name);
 		return 2;
+	}
+	/* runsc resolves relative bind sources against the bundle: make the path absolute. */
+	char *abs = realpath(d->agent_path, NULL);
+	if (abs) {
+		snprintf(d->agent_path, sizeof(d->agent_path), "%s", abs);
+		free(abs);
 	}
 	if (access(d->agent_path, X_OK) != 0) {
 		fprintf(stderr, "spaced: the agent binary %s is missing (build it with make, or pass --agent)\n",

@@ -340,9 +340,9 @@ static void on_error_frame(struct op *op, const struct frame *f)
 	if (op->kind == OP_EXEC && er.err != EAGAIN)
 		err_set(&e, 422, "exec_failed", er.err, "%s", msg ? msg : strerror(er.err));
 	else if (msg && *msg)
-		err_from_errno(&e, er.err, msg);
+		err_from_errno(&e, er.err, "%s", msg);
 	else
-		err_from_errno(&e, er.err, op->what ? op->what : "request");
+		err_from_errno(&e, er.err, "%s: %s", op->what ? op->what : "request", strerror(er.err));
 	op_unlink(op);
 	op_fail(op, &e);
 }
