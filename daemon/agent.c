@@ -164,6 +164,25 @@ static void disconnect(struct daemon *d, struct sandbox *sb)
 	buf_free(&c->wq);
 	buf_free(&c->rbuf);
 	fail_pending(sb, "the agent disconnected");
+	pthread_cond_broadcast(&d->cond);
+}
+
+void agent_unlisten(struct daemon *d, struct sandbox *sb)
+{
+	if (sb->chan.listen_fd < 0)
+		return;
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, sb->chan.listen_fd, NULL);
+	close(sb->chan.listen_fd);
+	sb->chan.listen_fd = -1;
+	char path[600];
+	snprintf(path, sizeof(path), "%s/sock/agent.sock", sb->dir);
+	unlink(path);
+}
+
+int agent_detach(struct daemon *d, struct sandbox *sb)
+{
+	agent_unlisten(d, sb);
+	return agent_send(d, sb, SP_H_DETACH, 0, NULL, 0, NULL, 0);
 }
 
 static void on_accept(struct daemon *d, struct sandbox *sb)

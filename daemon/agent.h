@@ -34,6 +34,15 @@ int agent_listen(struct daemon *d, struct sandbox *sb);
 int agent_send(struct daemon *d, struct sandbox *sb, uint8_t type, uint32_t chan,
 	       const void *a, size_t na, const void *b, size_t nb);
 
+/* Stops listening for sb's agent and removes the socket: nothing can connect. [L] */
+void agent_unlisten(struct daemon *d, struct sandbox *sb);
+
+/*
+ * Stops listening and asks the agent to close its connection (H_DETACH); the
+ * connection's end broadcasts d->cond. Returns 0 or -ENOTCONN. [L]
+ */
+int agent_detach(struct daemon *d, struct sandbox *sb);
+
 /* Returns credit for `bytes` of output to the agent. [L] */
 void agent_credit(struct daemon *d, struct sandbox *sb, uint32_t chan, uint32_t bytes);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lifecycle.h"
 #include "sandbox.h"
 
 static const struct route routes[] = {
@@ -22,6 +23,10 @@ static const struct route routes[] = {
 	{ "GET", "/v1/sandboxes", api_sandbox_list, NULL },
 	{ "GET", "/v1/sandboxes/:id", api_sandbox_get, NULL },
 	{ "DELETE", "/v1/sandboxes/:id", api_sandbox_delete, NULL },
+	{ "POST", "/v1/sandboxes/:id/pause", api_sandbox_pause, NULL },
+	{ "POST", "/v1/sandboxes/:id/resume", api_sandbox_resume, NULL },
+	{ "POST", "/v1/sandboxes/:id/suspend", api_sandbox_suspend, NULL },
+	{ "POST", "/v1/sandboxes/:id/sync", api_sandbox_sync, NULL },
 	{ "POST", "/v1/sandboxes/:id/exec", api_exec, NULL },
 	{ "POST", "/v1/sandboxes/:id/processes", api_proc_start, NULL },
 	{ "GET", "/v1/sandboxes/:id/processes", api_proc_list, NULL },
@@ -193,7 +198,23 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 		err_set(&op->err, 404, "not_found", ENOENT, "no sandbox %s", op->sbid);
 		return NULL;
 	}
-	if (need_agent && !sandbox_usable(sb, &op->err))
+	if (!need_agent)
+		return sb;
+	bool waking = sb->state == SB_RESUMING && op->d->auto_resume;
+	if (op->d->auto_resume && (sb->state == SB_PAUSED || sb->state == SB_SUSPENDED)) {
+		struct err e = { 0 };
+		waking = lifecycle_start(op->d, sb, ACT_RESUME, NULL, &e) >= 0;
+	}
+	if (waking) {
+		/* Transparent resume: the request waits and runs again once the sandbox runs. */
+		op->deferred = true;
+		op->resumed = true;
+		op->sb = sb;
+		op->next = sb->deferred;
+		sb->deferred = op;
+		return NULL;
+	}
+	if (!sandbox_usable(sb, &op->err))
 		return NULL;
 	return sb;
 }

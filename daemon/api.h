@@ -53,7 +53,12 @@ int api_body(struct op *op, const struct field *fields, json_t **out);
 /* Checks a sandbox path: absolute, at most API_MAX_PATH bytes, no NUL. Sets op->err. */
 int api_check_path(struct op *op, const char *path, size_t len, const char *what);
 
-/* The sandbox op->sbid names, usable for agent requests; NULL with op->err set. [L] */
+/*
+ * The sandbox op->sbid names; NULL with op->err set. With need_agent, the sandbox
+ * must be able to take agent requests: a paused or suspended one is resumed first
+ * (when auto-resume is on), and then NULL is returned with op->deferred set: the
+ * handler returns and runs again once the sandbox runs. [L]
+ */
 struct sandbox *api_sandbox(struct op *op, bool need_agent);
 
 int api_health(struct op *op);
@@ -63,6 +68,10 @@ int api_sandbox_create(struct op *op);
 int api_sandbox_list(struct op *op);
 int api_sandbox_get(struct op *op);
 int api_sandbox_delete(struct op *op);
+int api_sandbox_pause(struct op *op);
+int api_sandbox_resume(struct op *op);
+int api_sandbox_suspend(struct op *op);
+int api_sandbox_sync(struct op *op);
 int api_exec(struct op *op);
 int api_proc_start(struct op *op);
 int api_proc_list(struct op *op);

@@ -8,6 +8,7 @@
 
 #include "api.h"
 #include "driver.h"
+#include "lifecycle.h"
 #include "sandbox.h"
 #include "store.h"
 
@@ -146,4 +147,38 @@ int api_sandbox_delete(struct op *op)
 		return API_DONE;
 	op->kind = OP_JOB;
 	return sandbox_delete(op->d, sb, op, &op->err) == 0 ? API_PENDING : API_DONE;
+}
+
+static int transition(struct op *op, enum sb_action a)
+{
+	struct sandbox *sb = api_sandbox(op, false);
+	if (!sb)
+		return API_DONE;
+	op->kind = OP_JOB;
+	int rc = lifecycle_start(op->d, sb, a, op, &op->err);
+	return rc == 0 ? API_PENDING : API_DONE;
+}
+
+int api_sandbox_pause(struct op *op)
+{
+	return transition(op, ACT_PAUSE);
+}
+
+int api_sandbox_resume(struct op *op)
+{
+	return transition(op, ACT_RESUME);
+}
+
+int api_sandbox_suspend(struct op *op)
+{
+	return transition(op, ACT_SUSPEND);
+}
+
+int api_sandbox_sync(struct op *op)
+{
+	struct sandbox *sb = api_sandbox(op, false);
+	if (!sb)
+		return API_DONE;
+	op->kind = OP_JOB;
+	return lifecycle_sync(op->d, sb, op, &op->err) == 0 ? API_PENDING : API_DONE;
 }

@@ -79,6 +79,7 @@ struct sandbox {
 	struct chan chan;
 	struct proc *procs;         /* [L] */
 	struct op *ops;             /* [L] requests waiting for an agent reply, by tag */
+	struct op *deferred;        /* [L] requests waiting for the sandbox to resume */
 	uint32_t next_tag;          /* [L] */
 	bool dead;                  /* [L] removed from the registry; freed by the I/O thread */
 	struct sandbox *grave;      /* [L] next in the I/O thread's list of sandboxes to free */
@@ -97,6 +98,7 @@ struct daemon {
 	char listen_addr[128];
 	char agent_path[512];       /* the space-agent binary mounted into sandboxes */
 	const char *driver_name;
+	bool auto_resume;           /* exec and file requests resume a paused or suspended sandbox */
 
 	struct store *store;
 	const struct driver_ops *driver;

@@ -45,9 +45,14 @@ struct driver_ops {
 	int (*start)(struct driver *drv, struct sandbox *sb, struct err *e);
 	int (*pause)(struct driver *drv, struct sandbox *sb, struct err *e);
 	int (*resume)(struct driver *drv, struct sandbox *sb, struct err *e);
-	/* Writes memory and execution state into dir; the sandbox no longer runs after. */
-	int (*checkpoint)(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
+	/* Writes memory and execution state into dir (which exists and is empty). With
+	 * leave_running the sandbox runs on after; otherwise it is stopped. */
+	int (*checkpoint)(struct driver *drv, struct sandbox *sb, const char *dir, int leave_running,
+			  struct err *e);
+	/* Starts the sandbox from the image in dir (its root filesystem is remounted if needed). */
 	int (*restore)(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
+	/* Releases every process and runtime resource of the sandbox, keeping its files. */
+	int (*stop)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* Kills every process and removes mounts, runtime state and the sandbox dir. */
 	int (*destroy)(struct driver *drv, struct sandbox *sb, struct err *e);
 	enum driver_state (*state)(struct driver *drv, struct sandbox *sb);

@@ -120,6 +120,29 @@ static int write_file(const char *p, const char *data)
 	return rc;
 }
 
+/* Mounts the sandbox's root overlay unless it is mounted already (after a host restart it is
+ * not); the options were recorded at create. */
+static int mount_rootfs(struct sandbox *sb)
+{
+	char rootfs[700], optpath[720], opts[2200];
+	struct stat a, b;
+	path(rootfs, sizeof(rootfs), sb, "rootfs");
+	if (stat(rootfs, &a) < 0 || stat(sb->dir, &b) < 0)
+		return -errno;
+	if (a.st_dev != b.st_dev)
+		return 0;
+	path(optpath, sizeof(optpath), sb, "rootfs.opts");
+	int fd = open(optpath, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, opts, sizeof(opts) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	opts[n] = '\0';
+	return mount("overlay", rootfs, "overlay", MS_NODEV, opts) < 0 ? -errno : 0;
+}
+
 static int gv_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, struct err *e)
 {
 	char upper[700], work[700], rootfs[700], bundle[700], sock[700], cfgpath[760];
@@ -136,10 +159,14 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
 			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dirs[i], strerror(errno));
 
-	char opts[2200];
+	char opts[2200], optpath[720];
 	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", template_rootfs, upper, work);
-	if (mount("overlay", rootfs, "overlay", MS_NODEV, opts) < 0)
-		return err_set(e, 500, "internal", errno, "mounting the root filesystem: %s", strerror(errno));
+	path(optpath, sizeof(optpath), sb, "rootfs.opts");
+	int rc = write_file(optpath, opts);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "writing %s: %s", optpath, strerror(-rc));
+	if ((rc = mount_rootfs(sb)) < 0)
+		return err_set(e, 500, "internal", -rc, "mounting the root filesystem: %s", strerror(-rc));
 
 	struct oci_params p = {
 		.id = sb->id, .rootfs = rootfs, .agent = drv->d->agent_path, .sock_dir = sock, .env = sb->env,
@@ -151,7 +178,7 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	if (!text)
 		return err_set(e, 500, "internal", EINVAL, "cannot build the OCI spec");
 	snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", bundle);
-	int rc = write_file(cfgpath, text);
+	rc = write_file(cfgpath, text);
 	free(text);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "writing %s: %s", cfgpath, strerror(-rc));
@@ -163,35 +190,6 @@ static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
 	char bundle[700];
 	path(bundle, sizeof(bundle), sb, "bundle");
 	char *args[] = { "run", "--detach", "--bundle", bundle, sb->id, NULL };
-	return runsc(drv, sb, args, e);
-}
-
-static int gv_pause(struct driver *drv, struct sandbox *sb, struct err *e)
-{
-	char *args[] = { "pause", sb->id, NULL };
-	return runsc(drv, sb, args, e);
-}
-
-static int gv_resume(struct driver *drv, struct sandbox *sb, struct err *e)
-{
-	char *args[] = { "resume", sb->id, NULL };
-	return runsc(drv, sb, args, e);
-}
-
-static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
-{
-	char opt[700];
-	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
-	char *args[] = { "checkpoint", opt, sb->id, NULL };
-	return runsc(drv, sb, args, e);
-}
-
-static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
-{
-	char opt[700], bundle[700];
-	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
-	path(bundle, sizeof(bundle), sb, "bundle");
-	char *args[] = { "restore", "--detach", "--bundle", bundle, opt, sb->id, NULL };
 	return runsc(drv, sb, args, e);
 }
 
@@ -208,18 +206,60 @@ static void remove_cgroups(const char *id)
 
 static enum driver_state gv_state(struct driver *drv, struct sandbox *sb);
 
-static int gv_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
+static int gv_pause(struct driver *drv, struct sandbox *sb, struct err *e)
 {
-	char rootfs[700];
+	char *args[] = { "pause", sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_resume(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char *args[] = { "resume", sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir, int leave_running,
+			 struct err *e)
+{
+	char opt[700];
+	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
+	char *args[] = { "checkpoint", opt, leave_running ? "--leave-running" : sb->id, leave_running ? sb->id : NULL,
+			 NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
+{
+	char opt[700], bundle[700];
+	int rc = mount_rootfs(sb);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "mounting the root filesystem: %s", strerror(-rc));
+	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
+	path(bundle, sizeof(bundle), sb, "bundle");
+	char *args[] = { "restore", "--detach", "--bundle", bundle, opt, sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_stop(struct driver *drv, struct sandbox *sb, struct err *e)
+{
 	char *kill_args[] = { "kill", sb->id, "KILL", NULL };
 	char *del_args[] = { "delete", "--force", sb->id, NULL };
 	struct err ignored = { 0 };
-	/* Either may fail when the container is already gone: that is the goal. */
 	runsc(drv, sb, kill_args, &ignored);
 	runsc(drv, sb, del_args, &ignored);
 	if (gv_state(drv, sb) != DRV_ABSENT)
 		return err_set(e, 500, "internal", EBUSY, "runsc still knows sandbox %s after delete", sb->id);
 	remove_cgroups(sb->id);
+	return 0;
+}
+
+static int gv_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char rootfs[700];
+	/* kill and delete may fail when the container is already gone: that is the goal. */
+	int rc = gv_stop(drv, sb, e);
+	if (rc < 0)
+		return rc;
 	path(rootfs, sizeof(rootfs), sb, "rootfs");
 	if (umount2(rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		return err_set(e, 500, "internal", errno, "unmounting %s: %s", rootfs, strerror(errno));
@@ -278,6 +318,7 @@ const struct driver_ops driver_gvisor = {
 	.resume = gv_resume,
 	.checkpoint = gv_checkpoint,
 	.restore = gv_restore,
+	.stop = gv_stop,
 	.destroy = gv_destroy,
 	.state = gv_state,
 	.stats = gv_stats,

@@ -138,6 +138,8 @@ static enum MHD_Result respond(struct op *op)
 	} else {
 		r = json_response(op->json);
 	}
+	if (op->resumed)
+		MHD_add_response_header(r, "Space-Resumed", "true");
 	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)(op->status ? op->status : 200), r);
 	MHD_destroy_response(r);
 	return rc;
@@ -187,12 +189,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			if (!op->started) {
 				op->started = true;
 				rc = op->route->handler(op);
+				if (op->deferred)
+					rc = API_PENDING;
 			}
 			if (rc == API_DONE && !op->err.status && !op->done)
 				rc = op->route->upload(op, upload, upload_size);
 			if (op->err.status || op->done)
 				*upload_size = 0;
-			else if (rc == API_PENDING)
+			else if (rc == API_PENDING || op->deferred)
 				op_suspend(op);
 			daemon_unlock(d);
 			return MHD_YES;
@@ -210,6 +214,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!op->err.status && !op->started) {
 		op->started = true;
 		rc = op->route->handler(op);
+		if (op->deferred)
+			rc = API_PENDING;
 		if (rc == API_DONE && op->route->upload && !op->err.status && !op->done) {
 			size_t zero = 0;
 			rc = op->route->upload(op, NULL, &zero);
@@ -220,6 +226,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	} else if (!op->err.status && !op->done && !op->responding) {
 		rc = API_PENDING;
 	}
+	if (op->deferred)
+		rc = API_PENDING;
 	if (rc == API_PENDING && !op->err.status && !op->done && !op->responding) {
 		op_suspend(op);
 		daemon_unlock(d);

@@ -2,7 +2,7 @@
  * daemon/main.c - spaced: the host daemon of space.
  *
  *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]
- *          [--cache-dir DIR] [--agent PATH]
+ *          [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
  *   spaced [--state-dir DIR] token create [--name NAME]
  *
  * main() is the list of phases. Sandboxes do not depend on spaced staying
@@ -33,7 +33,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]\n"
-		   "              [--cache-dir DIR] [--agent PATH]\n"
+		   "              [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME]\n");
 }
 
@@ -56,12 +56,14 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 's' }, { "socket", required_argument, NULL, 'S' },
 		{ "listen", required_argument, NULL, 'l' },    { "driver", required_argument, NULL, 'd' },
 		{ "cache-dir", required_argument, NULL, 'c' }, { "agent", required_argument, NULL, 'a' },
-		{ "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+		{ "no-auto-resume", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
 	snprintf(d->cache_dir, sizeof(d->cache_dir), "/var/cache/space");
 	snprintf(d->socket_path, sizeof(d->socket_path), "/run/space/space.sock");
 	d->driver_name = "auto";
+	d->auto_resume = true;
 	char exe[400];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
@@ -76,6 +78,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		case 'd': d->driver_name = optarg; break;
 		case 'c': snprintf(d->cache_dir, sizeof(d->cache_dir), "%s", optarg); break;
 		case 'a': snprintf(d->agent_path, sizeof(d->agent_path), "%s", optarg); break;
+		case 'R': d->auto_resume = false; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -EINVAL;
 		}

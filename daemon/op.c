@@ -60,6 +60,8 @@ void op_suspend(struct op *op)
 void op_finish(struct op *op)
 {
 	op->done = true;
+	if (!op->conn)
+		pthread_cond_broadcast(&op->d->cond); /* a job waits for it */
 	op_wake(op);
 }
 
@@ -95,7 +97,8 @@ void op_unlink(struct op *op)
 		op->proc = NULL;
 	}
 	if (op->sb) {
-		list_remove(&op->sb->ops, op);
+		list_remove(op->deferred ? &op->sb->deferred : &op->sb->ops, op);
+		op->deferred = false;
 		op->sb = NULL;
 	}
 }

@@ -57,6 +57,8 @@ struct op {
 	bool body_too_large;
 	json_t *query;              /* object: query arguments */
 	bool started;               /* handler ran */
+	bool deferred;              /* [L] waits in sb->deferred for a resume */
+	bool resumed;               /* the request resumed its sandbox: said in a response header */
 	char *what;                 /* the command or path, for messages */
 
 	/* agent link [L] */

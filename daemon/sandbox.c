@@ -16,10 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "agent.h"
 #include "driver.h"
+#include "job.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "op.h"
 #include "store.h"
@@ -163,6 +166,11 @@ bool sandbox_usable(const struct sandbox *sb, struct err *e)
 /* Fails every request linked to sb or its processes. [L] */
 static void fail_all(struct sandbox *sb, const struct err *e)
 {
+	while (sb->deferred) {
+		struct op *op = sb->deferred;
+		op_unlink(op);
+		op_fail(op, e);
+	}
 	while (sb->ops) {
 		struct op *op = sb->ops;
 		op_unlink(op);
@@ -192,13 +200,6 @@ static int new_id(char out[SANDBOX_ID_LEN + 1])
 	return 0;
 }
 
-struct job {
-	struct daemon *d;
-	struct sandbox *sb;
-	struct op *op;
-	char rootfs[600];
-};
-
 /* Waits until the agent of sb said hello, or the deadline passed. [L] */
 static bool wait_hello(struct daemon *d, struct sandbox *sb)
 {
@@ -211,19 +212,12 @@ static bool wait_hello(struct daemon *d, struct sandbox *sb)
 	return true;
 }
 
-static void job_end(struct daemon *d)
+static void create_job(struct job *j)
 {
-	d->jobs--;
-	pthread_cond_broadcast(&d->cond);
-}
-
-static void *create_job(void *arg)
-{
-	struct job *j = arg;
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
 	struct err e = { 0 };
-	int rc = d->driver->create(d->drv, sb, j->rootfs, &e);
+	int rc = d->driver->create(d->drv, sb, j->text, &e);
 	if (rc == 0) {
 		daemon_lock(d);
 		rc = agent_listen(d, sb);
@@ -244,10 +238,8 @@ static void *create_job(void *arg)
 		j->op->status = 201;
 		j->op->json = sandbox_json(sb);
 		op_finish(j->op);
-		job_end(d);
 		daemon_unlock(d);
-		free(j);
-		return NULL;
+		return;
 	}
 	/* An unconfirmed create is undone completely. */
 	sb->state = SB_DELETING;
@@ -260,15 +252,11 @@ static void *create_job(void *arg)
 	registry_remove(d, sb);
 	agent_bury(d, sb);
 	op_fail(j->op, &e);
-	job_end(d);
 	daemon_unlock(d);
-	free(j);
-	return NULL;
 }
 
-static void *delete_job(void *arg)
+static void delete_job(struct job *j)
 {
-	struct job *j = arg;
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
 	struct err e = { 0 };
@@ -286,34 +274,7 @@ static void *delete_job(void *arg)
 		j->op->status = 204;
 		op_finish(j->op);
 	}
-	job_end(d);
 	daemon_unlock(d);
-	free(j);
-	return NULL;
-}
-
-static int start_job(struct daemon *d, void *(*fn)(void *), struct sandbox *sb, struct op *op,
-		     const char *rootfs, struct err *e)
-{
-	struct job *j = calloc(1, sizeof(*j));
-	if (!j)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
-	snprintf(j->rootfs, sizeof(j->rootfs), "%s", rootfs ? rootfs : "");
-	j->d = d;
-	j->sb = sb;
-	j->op = op;
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&t, &attr, fn, j);
-	pthread_attr_destroy(&attr);
-	if (rc) {
-		free(j);
-		return err_set(e, 500, "internal", rc, "cannot start a job: %s", strerror(rc));
-	}
-	d->jobs++;
-	return 0;
 }
 
 int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e)
@@ -351,7 +312,9 @@ int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op,
 		return err_set(e, 500, "internal", -rc, "cannot record the sandbox: %s", strerror(-rc));
 	}
 	registry_add(d, sb);
-	rc = start_job(d, create_job, sb, op, rootfs, e);
+	struct job j = { .fn = create_job, .sb = sb, .op = op };
+	snprintf(j.text, sizeof(j.text), "%s", rootfs);
+	rc = job_start(d, &j, e);
 	if (rc < 0) {
 		registry_remove(d, sb);
 		store_delete_sandbox(d->store, sb->id);
@@ -377,7 +340,64 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 	struct err gone = { 0 };
 	err_set(&gone, 404, "not_found", ENOENT, "sandbox %s was deleted", sb->id);
 	fail_all(sb, &gone);
-	return start_job(d, delete_job, sb, op, NULL, e);
+	struct job j = { .fn = delete_job, .sb = sb, .op = op };
+	return job_start(d, &j, e);
+}
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * Where a sandbox recorded in state `st` really is, given what the driver says
+ * and which images are on disk. Every answer is the old state or the new one of
+ * the interrupted transition, except when the processes are gone: then failed.
+ */
+static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver_state ds)
+{
+	char image[700], tmp[720];
+	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
+	snprintf(tmp, sizeof(tmp), "%s/checkpoint.tmp", sb->dir);
+	bool have_image = is_dir(image);
+	struct err e = { 0 };
+
+	switch (sb->state) {
+	case SB_RUNNING:
+	case SB_PAUSING:
+	case SB_PAUSED:
+		return ds == DRV_RUNNING ? SB_RUNNING : ds == DRV_PAUSED ? SB_PAUSED : SB_FAILED;
+	case SB_RESUMING:
+		if (ds == DRV_RUNNING)
+			return SB_RUNNING;
+		if (ds == DRV_PAUSED)
+			return SB_PAUSED;
+		if (have_image) {
+			d->driver->stop(d->drv, sb, &e);
+			return SB_SUSPENDED;
+		}
+		return SB_FAILED;
+	case SB_SUSPENDING:
+		if (!have_image && ds == DRV_RUNNING)
+			return SB_RUNNING; /* the checkpoint had not happened: the agent reconnects */
+		if (!have_image && is_dir(tmp) && ds == DRV_STOPPED) {
+			/* runsc finished the checkpoint; publishing it did not happen */
+			if (rename(tmp, image) == 0)
+				have_image = true;
+		}
+		if (!have_image)
+			return SB_FAILED;
+		d->driver->stop(d->drv, sb, &e);
+		lifecycle_sync_layer(sb);
+		return SB_SUSPENDED;
+	case SB_SUSPENDED:
+		if (ds != DRV_ABSENT)
+			d->driver->stop(d->drv, sb, &e);
+		return have_image ? SB_SUSPENDED : SB_FAILED;
+	default:
+		return sb->state;
+	}
 }
 
 /* Brings one recorded sandbox in line with what the driver says runs. */
@@ -394,19 +414,25 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 		sandbox_free(sb);
 		return;
 	}
-	if (sb->state == SB_RUNNING && ds != DRV_RUNNING) {
-		sb->state = SB_FAILED;
-		snprintf(sb->reason, sizeof(sb->reason), "its processes were gone when spaced started (runtime state %d); files kept", ds);
-		store_set_state(d->store, sb->id, "failed", sb->reason);
-		log_warn("sandbox %s: %s", sb->id, sb->reason);
+	enum sb_state was = sb->state;
+	enum sb_state now = reconcile(d, sb, ds);
+	if (now != was || was != SB_FAILED) {
+		if (now == SB_FAILED && was != SB_FAILED)
+			snprintf(sb->reason, sizeof(sb->reason),
+				 "its processes were gone when spaced started (it was %s); files kept", sb_state_name(was));
+		sb->state = now;
+		if (now != was) {
+			store_set_state(d->store, sb->id, sb_state_name(now), now == SB_FAILED ? sb->reason : NULL);
+			log_info("sandbox %s: was %s, now %s", sb->id, sb_state_name(was), sb_state_name(now));
+		}
 	}
 	registry_add(d, sb);
-	if (sb->state == SB_RUNNING) {
+	if (sb->state == SB_RUNNING || sb->state == SB_PAUSED) {
 		int rc = agent_listen(d, sb);
 		if (rc < 0)
 			log_warn("sandbox %s: cannot listen for its agent: %s", sb->id, strerror(-rc));
 		else
-			log_info("sandbox %s: adopted", sb->id);
+			log_info("sandbox %s: adopted (%s)", sb->id, sb_state_name(sb->state));
 	}
 }
 
