@@ -14,6 +14,7 @@
 
 #include "lifecycle.h"
 #include "sandbox.h"
+#include "snapshot.h"
 
 static const struct route routes[] = {
 	{ "GET", "/v1/health", api_health, NULL },
@@ -27,6 +28,11 @@ static const struct route routes[] = {
 	{ "POST", "/v1/sandboxes/:id/resume", api_sandbox_resume, NULL },
 	{ "POST", "/v1/sandboxes/:id/suspend", api_sandbox_suspend, NULL },
 	{ "POST", "/v1/sandboxes/:id/sync", api_sandbox_sync, NULL },
+	{ "POST", "/v1/sandboxes/:id/snapshot", api_sandbox_snapshot, NULL },
+	{ "POST", "/v1/sandboxes/:id/fork", api_sandbox_fork, NULL },
+	{ "GET", "/v1/snapshots", api_snapshot_list, NULL },
+	{ "GET", "/v1/snapshots/:snap", api_snapshot_get, NULL },
+	{ "DELETE", "/v1/snapshots/:snap", api_snapshot_delete, NULL },
 	{ "POST", "/v1/sandboxes/:id/exec", api_exec, NULL },
 	{ "POST", "/v1/sandboxes/:id/processes", api_proc_start, NULL },
 	{ "GET", "/v1/sandboxes/:id/processes", api_proc_list, NULL },
@@ -60,6 +66,11 @@ static bool match(struct op *op, const char *pattern, const char *url)
 				return false;
 			memcpy(op->sbid, u, ul);
 			op->sbid[ul] = '\0';
+		} else if (pl == 5 && strncmp(p, ":snap", 5) == 0) {
+			if (ul == 0 || ul > SNAPSHOT_ID_LEN)
+				return false;
+			memcpy(op->snapid, u, ul);
+			op->snapid[ul] = '\0';
 		} else if (pl == 4 && strncmp(p, ":pid", 4) == 0) {
 			char num[16];
 			if (ul == 0 || ul >= sizeof(num))
@@ -200,7 +211,8 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 	}
 	if (!need_agent)
 		return sb;
-	bool waking = sb->state == SB_RESUMING && op->d->auto_resume;
+	/* suspending: a suspend or a snapshot under way; the request waits for the sandbox to run */
+	bool waking = (sb->state == SB_RESUMING || sb->state == SB_SUSPENDING) && op->d->auto_resume;
 	if (op->d->auto_resume && (sb->state == SB_PAUSED || sb->state == SB_SUSPENDED)) {
 		struct err e = { 0 };
 		waking = lifecycle_start(op->d, sb, ACT_RESUME, NULL, &e) >= 0;

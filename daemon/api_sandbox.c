@@ -10,6 +10,7 @@
 #include "driver.h"
 #include "lifecycle.h"
 #include "sandbox.h"
+#include "snapshot.h"
 #include "store.h"
 
 #define MAX_CPUS 64
@@ -51,7 +52,8 @@ int api_sandbox_create(struct op *op)
 {
 	static const struct field fields[] = {
 		{ "template", F_STRING }, { "cpus", F_INT }, { "memory_mb", F_INT }, { "env", F_STRMAP },
-		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { NULL, 0 },
+		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { "snapshot", F_STRING },
+		{ NULL, 0 },
 	};
 	json_t *b;
 	if (api_body(op, fields, &b) < 0)
@@ -94,8 +96,31 @@ int api_sandbox_create(struct op *op)
 			}
 		}
 	}
+	char snapdir[700];
+	json_t *snap = NULL;
+	const char *snapid = json_string_value(json_object_get(b, "snapshot"));
+	if (rc == 0 && snapid) {
+		/* a sandbox from a snapshot takes its size and template from it */
+		snap = store_get_snapshot(op->d->store, snapid);
+		if (!snap || snapshot_path(op->d, snapid, snapdir, sizeof(snapdir)) < 0)
+			rc = err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", snapid);
+		else if (json_object_get(b, "cpus") || json_object_get(b, "memory_mb") || json_object_get(b, "template"))
+			rc = err_set(&op->err, 400, "invalid_argument", EINVAL,
+				     "cpus, memory_mb and template come from the snapshot");
+		else {
+			cfg.cpus = (int)json_integer_value(json_object_get(snap, "cpus"));
+			cfg.memory_mb = (int)json_integer_value(json_object_get(snap, "memory_mb"));
+			snprintf(cfg.template, sizeof(cfg.template), "%s", json_string_value(json_object_get(snap, "template")));
+			if (!json_object_get(b, "env"))
+				cfg.env = json_object_get(snap, "env");
+			if (!json_object_get(b, "metadata") && !json_object_get(b, "labels"))
+				cfg.metadata = json_object_get(snap, "metadata");
+			cfg.snapshot = snapdir;
+		}
+	}
 	if (rc == 0)
 		rc = sandbox_create(op->d, &cfg, op, &op->err);
+	json_decref(snap);
 	json_decref(empty);
 	json_decref(b);
 	op->kind = OP_JOB;
@@ -181,4 +206,62 @@ int api_sandbox_sync(struct op *op)
 		return API_DONE;
 	op->kind = OP_JOB;
 	return lifecycle_sync(op->d, sb, op, &op->err) == 0 ? API_PENDING : API_DONE;
+}
+
+int api_sandbox_snapshot(struct op *op)
+{
+	static const struct field fields[] = { { "name", F_STRING }, { NULL, 0 } };
+	json_t *b;
+	if (api_body(op, fields, &b) < 0)
+		return API_DONE;
+	const char *name = json_string_value(json_object_get(b, "name"));
+	struct sandbox *sb = api_sandbox(op, false);
+	int rc = -ENOENT;
+	if (sb && name && strlen(name) > 128)
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "name is limited to 128 bytes");
+	else if (sb)
+		rc = snapshot_take(op->d, sb, name, op, &op->err);
+	json_decref(b);
+	op->kind = OP_JOB;
+	return rc == 0 ? API_PENDING : API_DONE;
+}
+
+int api_sandbox_fork(struct op *op)
+{
+	static const struct field fields[] = { { "count", F_INT }, { NULL, 0 } };
+	json_t *b;
+	if (api_body(op, fields, &b) < 0)
+		return API_DONE;
+	json_t *c = json_object_get(b, "count");
+	json_int_t count = c ? json_integer_value(c) : 1;
+	json_decref(b);
+	if (count < 1 || count > FORK_MAX_COUNT) {
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "count must be 1..%d", FORK_MAX_COUNT);
+		return API_DONE;
+	}
+	struct sandbox *sb = api_sandbox(op, false);
+	if (!sb)
+		return API_DONE;
+	op->kind = OP_JOB;
+	return snapshot_fork(op->d, sb, (int)count, op, &op->err) == 0 ? API_PENDING : API_DONE;
+}
+
+int api_snapshot_list(struct op *op)
+{
+	op->json = json_pack("{s:o}", "snapshots", store_list_snapshots(op->d->store));
+	return API_DONE;
+}
+
+int api_snapshot_get(struct op *op)
+{
+	op->json = store_get_snapshot(op->d->store, op->snapid);
+	if (!op->json)
+		err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", op->snapid);
+	return API_DONE;
+}
+
+int api_snapshot_delete(struct op *op)
+{
+	op->kind = OP_JOB;
+	return snapshot_remove(op->d, op->snapid, op, &op->err) == 0 ? API_PENDING : API_DONE;
 }

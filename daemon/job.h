@@ -21,6 +21,7 @@ struct job {
 	enum sb_state via;      /* the transitional state the job moves through */
 	int count;
 	char text[600];         /* a path or name the job needs */
+	char text2[600];
 };
 
 /* Starts a copy of *tmpl on its own thread. Returns 0 or -errno with *e filled. [L] */

@@ -210,55 +210,44 @@ static void pause_job(struct job *j)
 	daemon_unlock(d);
 }
 
-static void resume_job(struct job *j)
+/*
+ * Restores sb from its image and waits for the agent. On failure the image is
+ * kept, the runtime released, and the sandbox stays suspended. Returns the
+ * state sb ends in. Takes and drops d->lock.
+ */
+enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	struct daemon *d = j->d;
-	struct sandbox *sb = j->sb;
-	struct err e = { 0 };
-	enum sb_state from = (enum sb_state)j->count;
-	int rc;
-	if (from == SB_PAUSED) {
-		rc = d->driver->resume(d->drv, sb, &e);
-		daemon_lock(d);
-		settle(j, rc == 0 ? SB_RUNNING : SB_PAUSED, rc == 0 ? NULL : &e);
-		lifecycle_resumed(d, sb, rc == 0 ? NULL : &e);
-		daemon_unlock(d);
-		return;
-	}
 	char image[700];
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
 	daemon_lock(d);
-	rc = lifecycle_reattach(d, sb, &e);
+	int rc = lifecycle_reattach(d, sb, e);
 	daemon_unlock(d);
 	if (rc == 0)
-		rc = d->driver->restore(d->drv, sb, image, &e);
+		rc = d->driver->restore(d->drv, sb, image, e);
 	daemon_lock(d);
 	if (rc == 0)
-		rc = wait_agent(d, sb, &e);
-	if (rc < 0) {
-		/* The image is still there: the sandbox stays suspended and can be tried again. */
+		rc = wait_agent(d, sb, e);
+	if (rc < 0)
 		agent_unlisten(d, sb);
-		daemon_unlock(d);
+	daemon_unlock(d);
+	if (rc < 0) {
 		struct err ignored = { 0 };
 		d->driver->stop(d->drv, sb, &ignored);
-		daemon_lock(d);
-		settle(j, SB_SUSPENDED, &e);
-	} else {
-		settle(j, SB_RUNNING, NULL);
+		return SB_SUSPENDED;
 	}
-	lifecycle_resumed(d, sb, rc == 0 ? NULL : &e);
-	daemon_unlock(d);
 	/* The image is spent: the sandbox has run on from it. Left in place, a later
 	 * interrupted suspend could be mistaken for a finished one. */
-	if (rc == 0)
-		remove_tree(image);
+	remove_tree(image);
+	return SB_RUNNING;
 }
 
-static void suspend_job(struct job *j)
+/*
+ * Writes sb durably to disk and releases its runtime (see the top of this file).
+ * `from` is the state it was in. Returns the state sb ends in: suspended, running
+ * (the agent would not detach; nothing was lost) or failed. Takes and drops d->lock.
+ */
+enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb_state from, struct err *e)
 {
-	struct daemon *d = j->d;
-	struct sandbox *sb = j->sb;
-	struct err e = { 0 };
 	int rc = 0;
 	char image[700];
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
@@ -267,29 +256,59 @@ static void suspend_job(struct job *j)
 	 * that is how a restarted spaced tells a finished suspend from an interrupted one. */
 	remove_tree(image);
 	/* A paused sandbox cannot detach its agent: let it run for the moment that takes. */
-	if ((enum sb_state)j->count == SB_PAUSED)
-		rc = d->driver->resume(d->drv, sb, &e);
+	if (from == SB_PAUSED)
+		rc = d->driver->resume(d->drv, sb, e);
 	daemon_lock(d);
 	if (rc == 0)
-		rc = lifecycle_detach(d, sb, &e);
+		rc = lifecycle_detach(d, sb, e);
+	if (rc < 0)
+		lifecycle_reattach(d, sb, e);
 	daemon_unlock(d);
-	if (rc < 0) {
+	if (rc < 0)
+		return SB_RUNNING;
+	rc = lifecycle_write_image(d, sb, image, 0, e);
+	if (rc == 0 && (rc = lifecycle_sync_layer(sb)) < 0)
+		err_set(e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
+	struct err stop_err = { 0 };
+	/* After a checkpoint (or a failed one) the container no longer runs: release it. */
+	if (d->driver->stop(d->drv, sb, &stop_err) < 0 && rc == 0)
+		log_warn("sandbox %s: suspended, but releasing the runtime failed: %s", sb->id, stop_err.msg);
+	return rc == 0 ? SB_SUSPENDED : SB_FAILED;
+}
+
+static void resume_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	struct err e = { 0 };
+	if ((enum sb_state)j->count == SB_PAUSED) {
+		int rc = d->driver->resume(d->drv, sb, &e);
 		daemon_lock(d);
-		lifecycle_reattach(d, sb, &e);
-		settle(j, SB_RUNNING, &e);
+		settle(j, rc == 0 ? SB_RUNNING : SB_PAUSED, rc == 0 ? NULL : &e);
+		lifecycle_resumed(d, sb, rc == 0 ? NULL : &e);
 		daemon_unlock(d);
 		return;
 	}
-	rc = lifecycle_write_image(d, sb, image, 0, &e);
-	if (rc == 0 && (rc = lifecycle_sync_layer(sb)) < 0)
-		err_set(&e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
-	struct err stop_err = { 0 };
-	/* After a checkpoint (or a failed one) the container no longer runs: release it. */
-	int stopped = d->driver->stop(d->drv, sb, &stop_err);
+	enum sb_state st = lifecycle_do_resume(d, sb, &e);
 	daemon_lock(d);
-	if (rc == 0 && stopped < 0)
-		log_warn("sandbox %s: suspended, but releasing the runtime failed: %s", sb->id, stop_err.msg);
-	settle(j, rc == 0 ? SB_SUSPENDED : SB_FAILED, rc == 0 ? NULL : &e);
+	settle(j, st, e.status ? &e : NULL);
+	lifecycle_resumed(d, sb, e.status ? &e : NULL);
+	daemon_unlock(d);
+}
+
+static void suspend_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct err e = { 0 };
+	enum sb_state st = lifecycle_do_suspend(d, j->sb, (enum sb_state)j->count, &e);
+	daemon_lock(d);
+	settle(j, st, e.status ? &e : NULL);
+	if (j->sb->deferred) {
+		/* requests arrived while it was being suspended: they want it running */
+		struct err ignored = { 0 };
+		if (st != SB_SUSPENDED || lifecycle_start(d, j->sb, ACT_RESUME, NULL, &ignored) < 0)
+			lifecycle_resumed(d, j->sb, &e);
+	}
 	daemon_unlock(d);
 }
 

@@ -40,6 +40,11 @@ int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e);
 /* Listens for sb's agent again (after a detach). [L] */
 int lifecycle_reattach(struct daemon *d, struct sandbox *sb, struct err *e);
 
+/* Suspends sb (from state `from`) to disk; returns the state it ends in. Blocks; no d->lock. */
+enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb_state from, struct err *e);
+/* Restores a suspended sb; returns the state it ends in. Blocks; no d->lock. */
+enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct err *e);
+
 /* Called when a resume ended (e NULL on success): requests waiting for it go on. [L] */
 void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e);
 

@@ -27,6 +27,7 @@
 #include "http.h"
 #include "log.h"
 #include "sandbox.h"
+#include "snapshot.h"
 #include "store.h"
 #include "template.h"
 
@@ -200,6 +201,8 @@ int main(int argc, char **argv)
 		log_error("cannot load sandboxes: %s", strerror(-rc));
 		return 1;
 	}
+
+	snapshot_cleanup(d);
 
 	/* 7. the API */
 	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);

@@ -52,6 +52,7 @@ struct op {
 
 	/* request */
 	char sbid[SANDBOX_ID_LEN + 1];
+	char snapid[16];
 	uint32_t pid;
 	struct buf body;
 	bool body_too_large;

@@ -24,6 +24,7 @@
 #include "job.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "spawn.h"
 #include "op.h"
 #include "store.h"
 #include "template.h"
@@ -212,46 +213,83 @@ static bool wait_hello(struct daemon *d, struct sandbox *sb)
 	return true;
 }
 
-static void create_job(struct job *j)
+/* Copies a directory tree (cp -a), sharing blocks where the filesystem can. */
+static int copy_tree(const char *from, const char *to)
 {
-	struct daemon *d = j->d;
-	struct sandbox *sb = j->sb;
-	struct err e = { 0 };
-	int rc = d->driver->create(d->drv, sb, j->text, &e);
+	char *cp[] = { "cp", "-a", "--reflink=auto", (char *)from, (char *)to, NULL };
+	return spawn_run(cp, -1, -1) == 0 ? 0 : -EIO;
+}
+
+int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e)
+{
+	int rc = 0;
+	if (snapshot) {
+		/* the snapshot's writable layer becomes this sandbox's own copy */
+		char from[700], to[600], parent[600];
+		snprintf(parent, sizeof(parent), "%s/sandboxes", d->state_dir);
+		mkdir(parent, 0700);
+		mkdir(sb->dir, 0700);
+		snprintf(from, sizeof(from), "%s/upper", snapshot);
+		snprintf(to, sizeof(to), "%s/upper", sb->dir);
+		if (copy_tree(from, to) < 0)
+			rc = err_set(e, 500, "internal", EIO, "cannot copy the snapshot's files");
+	}
+	if (rc == 0)
+		rc = d->driver->create(d->drv, sb, rootfs, e);
 	if (rc == 0) {
 		daemon_lock(d);
 		rc = agent_listen(d, sb);
 		daemon_unlock(d);
 		if (rc < 0)
-			err_set(&e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
+			err_set(e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
 	}
-	if (rc == 0)
-		rc = d->driver->start(d->drv, sb, &e);
-
+	if (rc == 0 && snapshot) {
+		char image[700];
+		snprintf(image, sizeof(image), "%s/image", snapshot);
+		rc = d->driver->restore(d->drv, sb, image, e);
+	} else if (rc == 0) {
+		rc = d->driver->start(d->drv, sb, e);
+	}
 	daemon_lock(d);
 	if (rc == 0 && !wait_hello(d, sb))
-		rc = err_set(&e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
+		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
 			     sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
 	if (rc == 0) {
 		sb->state = SB_RUNNING;
 		store_set_state(d->store, sb->id, "running", NULL);
-		j->op->status = 201;
-		j->op->json = sandbox_json(sb);
-		op_finish(j->op);
 		daemon_unlock(d);
-		return;
+		return 0;
 	}
 	/* An unconfirmed create is undone completely. */
 	sb->state = SB_DELETING;
 	daemon_unlock(d);
-	log_warn("sandbox %s: create failed: %s", sb->id, e.msg);
+	log_warn("sandbox %s: create failed: %s", sb->id, e->msg);
 	struct err ignored = { 0 };
 	d->driver->destroy(d->drv, sb, &ignored);
 	store_delete_sandbox(d->store, sb->id);
 	daemon_lock(d);
 	registry_remove(d, sb);
 	agent_bury(d, sb);
-	op_fail(j->op, &e);
+	daemon_unlock(d);
+	return rc;
+}
+
+static void create_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct err e = { 0 };
+	json_t *answer = NULL;
+	int rc = sandbox_build(d, j->sb, j->text, j->text2[0] ? j->text2 : NULL, &e);
+	daemon_lock(d);
+	if (rc == 0)
+		answer = sandbox_json(j->sb); /* j->sb is gone after a failure */
+	if (rc == 0) {
+		j->op->status = 201;
+		j->op->json = answer;
+		op_finish(j->op);
+	} else {
+		op_fail(j->op, &e);
+	}
 	daemon_unlock(d);
 }
 
@@ -277,23 +315,27 @@ static void delete_job(struct job *j)
 	daemon_unlock(d);
 }
 
-int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e)
+struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char *rootfs, size_t n, struct err *e)
 {
-	if (d->nsandboxes >= SPACE_MAX_SANDBOXES)
-		return err_set(e, 429, "too_many", EAGAIN, "at most %d sandboxes may exist at once",
-			       SPACE_MAX_SANDBOXES);
-	char rootfs[600];
-	if (template_rootfs(d, cfg->template, rootfs, sizeof(rootfs)) < 0)
-		return err_set(e, 404, "not_found", ENOENT, "template %s does not exist", cfg->template);
-
+	if (d->nsandboxes >= SPACE_MAX_SANDBOXES) {
+		err_set(e, 429, "too_many", EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
+		return NULL;
+	}
+	if (template_rootfs(d, cfg->template, rootfs, n) < 0) {
+		err_set(e, 404, "not_found", ENOENT, "template %s does not exist", cfg->template);
+		return NULL;
+	}
 	struct sandbox *sb = calloc(1, sizeof(*sb));
-	if (!sb)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	if (!sb) {
+		err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return NULL;
+	}
 	agent_chan_init(sb);
 	do {
 		if (new_id(sb->id) < 0) {
 			free(sb);
-			return err_set(e, 500, "internal", EIO, "no randomness for an id");
+			err_set(e, 500, "internal", EIO, "no randomness for an id");
+			return NULL;
 		}
 	} while (sandbox_find(d, sb->id));
 	snprintf(sb->template, sizeof(sb->template), "%s", cfg->template);
@@ -309,19 +351,28 @@ int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op,
 	int rc = store_put_sandbox(d->store, sb);
 	if (rc < 0) {
 		sandbox_free(sb);
-		return err_set(e, 500, "internal", -rc, "cannot record the sandbox: %s", strerror(-rc));
+		err_set(e, 500, "internal", -rc, "cannot record the sandbox: %s", strerror(-rc));
+		return NULL;
 	}
 	registry_add(d, sb);
-	struct job j = { .fn = create_job, .sb = sb, .op = op };
-	snprintf(j.text, sizeof(j.text), "%s", rootfs);
-	rc = job_start(d, &j, e);
+	return sb;
+}
+
+int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e)
+{
+	struct job j = { .fn = create_job, .op = op };
+	j.sb = sandbox_new(d, cfg, j.text, sizeof(j.text), e);
+	if (!j.sb)
+		return -EINVAL;
+	if (cfg->snapshot)
+		snprintf(j.text2, sizeof(j.text2), "%s", cfg->snapshot);
+	int rc = job_start(d, &j, e);
 	if (rc < 0) {
-		registry_remove(d, sb);
-		store_delete_sandbox(d->store, sb->id);
-		sandbox_free(sb);
-		return rc;
+		registry_remove(d, j.sb);
+		store_delete_sandbox(d->store, j.sb->id);
+		sandbox_free(j.sb);
 	}
-	return 0;
+	return rc;
 }
 
 int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e)

@@ -20,6 +20,7 @@ struct sb_config {
 	double timeout_s;
 	json_t *env;       /* borrowed */
 	json_t *metadata;  /* borrowed */
+	const char *snapshot; /* start from this snapshot directory instead of booting */
 };
 
 /* The sandbox with this id, or NULL. [L] */
@@ -31,6 +32,19 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id);
  * Returns 0 or -errno with *e filled. [L]
  */
 int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e);
+
+/*
+ * Registers a new sandbox (state creating, recorded in the store) and writes its
+ * template's rootfs path into rootfs. Returns it, or NULL with *e set. [L]
+ */
+struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char *rootfs, size_t n, struct err *e);
+
+/*
+ * Brings a registered sandbox up: root filesystem, agent socket, then boot, or a
+ * restore from `snapshot` (a snapshot directory: image/ and upper/). On failure
+ * everything is undone and sb is freed. Blocks; call without d->lock.
+ */
+int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e);
 
 /* Starts deleting sb on a job thread; op is finished with 204. [L] */
 int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e);

@@ -25,6 +25,10 @@ static const char *schema =
 	" id TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT, template TEXT NOT NULL,"
 	" cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, timeout REAL NOT NULL,"
 	" env TEXT NOT NULL, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS snapshots("
+	" id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, name TEXT, template TEXT NOT NULL,"
+	" cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, env TEXT NOT NULL, metadata TEXT NOT NULL,"
+	" created_ms INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS tokens(hash TEXT PRIMARY KEY, name TEXT, created_ms INTEGER);"
 	"CREATE TABLE IF NOT EXISTS templates(name TEXT PRIMARY KEY, key TEXT NOT NULL,"
 	" path TEXT NOT NULL, created_ms INTEGER NOT NULL);";
@@ -231,6 +235,72 @@ json_t *store_list_templates(struct store *st)
 		json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", sqlite3_column_text(stmt, 0), "key",
 						     sqlite3_column_text(stmt, 1), "created_at", when));
 	}
+	sqlite3_finalize(stmt);
+	return arr;
+}
+
+int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name)
+{
+	char *env = json_dumps(sb->env, JSON_COMPACT);
+	char *meta = json_dumps(sb->metadata, JSON_COMPACT);
+	int rc = -ENOMEM;
+	if (env && meta)
+		rc = exec_args(st,
+			       "INSERT INTO snapshots(id, sandbox_id, name, template, cpus, memory_mb, env, metadata,"
+			       " created_ms) VALUES(?,?,?,?,?,?,?,?,?)",
+			       "ssssiissi", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
+			       meta, wall_ms());
+	free(env);
+	free(meta);
+	return rc;
+}
+
+int store_delete_snapshot(struct store *st, const char *id)
+{
+	return exec_args(st, "DELETE FROM snapshots WHERE id = ?", "s", id);
+}
+
+static json_t *snapshot_row(sqlite3_stmt *stmt)
+{
+	char when[32];
+	time_t t = (time_t)(sqlite3_column_int64(stmt, 8) / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	const unsigned char *name = sqlite3_column_text(stmt, 2);
+	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:o, s:o, s:s}", "id", sqlite3_column_text(stmt, 0),
+			 "sandbox_id", sqlite3_column_text(stmt, 1), "name",
+			 name ? json_string((const char *)name) : json_null(), "template", sqlite3_column_text(stmt, 3),
+			 "cpus", sqlite3_column_int(stmt, 4), "memory_mb", sqlite3_column_int(stmt, 5), "env",
+			 load_object(sqlite3_column_text(stmt, 6)), "metadata", load_object(sqlite3_column_text(stmt, 7)),
+			 "created_at", when);
+}
+
+#define SNAPSHOT_COLUMNS "id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms"
+
+json_t *store_get_snapshot(struct store *st, const char *id)
+{
+	sqlite3_stmt *stmt;
+	json_t *r = NULL;
+	if (sqlite3_prepare_v2(st->db, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots WHERE id = ?", -1, &stmt, NULL) !=
+	    SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(stmt, 1, id, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		r = snapshot_row(stmt);
+	sqlite3_finalize(stmt);
+	return r;
+}
+
+json_t *store_list_snapshots(struct store *st)
+{
+	sqlite3_stmt *stmt;
+	json_t *arr = json_array();
+	if (sqlite3_prepare_v2(st->db, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots ORDER BY created_ms", -1, &stmt,
+			       NULL) != SQLITE_OK)
+		return arr;
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		json_array_append_new(arr, snapshot_row(stmt));
 	sqlite3_finalize(stmt);
 	return arr;
 }

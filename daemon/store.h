@@ -26,6 +26,13 @@ int store_delete_sandbox(struct store *st, const char *id);
 /* Loads every recorded sandbox as a newly allocated list (oldest first) in *out. */
 int store_load_sandboxes(struct store *st, struct sandbox **out);
 
+/* Snapshots: a row per named snapshot; its files live in <state>/snapshots/<id>/. */
+int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name);
+int store_delete_snapshot(struct store *st, const char *id);
+/* {"id", "sandbox_id", "name", "template", "cpus", "memory_mb", "env", "metadata", "created_at"} or NULL. */
+json_t *store_get_snapshot(struct store *st, const char *id);
+json_t *store_list_snapshots(struct store *st);
+
 /* Tokens are stored as the hex SHA-256 of the token. */
 int store_add_token(struct store *st, const char *hash_hex, const char *name);
 /* 1 if a token with this hash exists, 0 if not, or -errno. */
