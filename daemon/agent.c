@@ -29,6 +29,7 @@
 #include "timer.h"
 
 #define TAG_HELLO_PS (SP_CHAN_REQ | 0u) /* the listing asked for on every hello */
+#define EXPIRY_PERIOD_MS 1000 /* how often sandbox timeouts are checked */
 #define RBUF_MAX (2 * (SP_HDR_SIZE + SP_MAX_PAYLOAD))
 
 /* epoll data: the sandbox pointer, with bit 0 set for its listening socket. */
@@ -399,10 +400,13 @@ static void *io_main(void *arg)
 {
 	struct daemon *d = arg;
 	struct epoll_event evs[64];
+	int64_t next_expiry = 0;
 
 	while (!__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
 		daemon_lock(d);
 		int wait_ms = timer_next(d);
+		if (wait_ms < 0 || wait_ms > EXPIRY_PERIOD_MS)
+			wait_ms = EXPIRY_PERIOD_MS;
 		daemon_unlock(d);
 		int n = epoll_wait(d->epfd, evs, 64, wait_ms);
 		if (n < 0 && errno != EINTR)
@@ -437,6 +441,10 @@ static void *io_main(void *arg)
 		}
 		daemon_lock(d);
 		timer_fire(d);
+		if (mono_ms() >= next_expiry) {
+			sandbox_expire(d);
+			next_expiry = mono_ms() + EXPIRY_PERIOD_MS;
+		}
 		daemon_unlock(d);
 		bury_all(d);
 	}

@@ -211,6 +211,7 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 	}
 	if (!need_agent)
 		return sb;
+	sandbox_touch(sb);
 	/* suspending: a suspend or a snapshot under way; the request waits for the sandbox to run */
 	bool waking = (sb->state == SB_RESUMING || sb->state == SB_SUSPENDING) && op->d->auto_resume;
 	if (op->d->auto_resume && (sb->state == SB_PAUSED || sb->state == SB_SUSPENDED)) {

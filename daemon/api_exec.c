@@ -217,6 +217,7 @@ int api_proc_output(struct op *op)
 	struct proc *p = find_proc(op, &sb, false);
 	if (!p)
 		return API_DONE;
+	sandbox_touch(sb);
 	op->kind = OP_ATTACH;
 	op->stream = true;
 	op->responding = true;

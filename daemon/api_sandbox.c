@@ -53,6 +53,7 @@ int api_sandbox_create(struct op *op)
 	static const struct field fields[] = {
 		{ "template", F_STRING }, { "cpus", F_INT }, { "memory_mb", F_INT }, { "env", F_STRMAP },
 		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { "snapshot", F_STRING },
+		{ "lifetime", F_NUMBER }, { "timeout_action", F_STRING }, { "keepalive_processes", F_BOOL },
 		{ NULL, 0 },
 	};
 	json_t *b;
@@ -68,6 +69,11 @@ int api_sandbox_create(struct op *op)
 		cfg.memory_mb = (int)(json_integer_value(v) > MAX_MEMORY_MB + 1 ? MAX_MEMORY_MB + 1 : json_integer_value(v));
 	if ((v = json_object_get(b, "timeout")))
 		cfg.timeout_s = json_number_value(v);
+	if ((v = json_object_get(b, "lifetime")))
+		cfg.lifetime_s = json_number_value(v);
+	cfg.keepalive = json_is_true(json_object_get(b, "keepalive_processes"));
+	const char *action = json_string_value(json_object_get(b, "timeout_action"));
+	cfg.timeout_kill = action && strcmp(action, "kill") == 0;
 	json_t *empty = json_object();
 	cfg.env = json_object_get(b, "env") ? json_object_get(b, "env") : empty;
 	cfg.metadata = json_object_get(b, "metadata") ? json_object_get(b, "metadata")
@@ -81,6 +87,10 @@ int api_sandbox_create(struct op *op)
 			     MAX_MEMORY_MB);
 	else if (!(cfg.timeout_s >= 0 && cfg.timeout_s <= MAX_TIMEOUT_S))
 		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
+	else if (!(cfg.lifetime_s >= 0 && cfg.lifetime_s <= MAX_TIMEOUT_S))
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "lifetime must be 0..%d seconds", MAX_TIMEOUT_S);
+	else if (action && strcmp(action, "kill") != 0 && strcmp(action, "suspend") != 0)
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout_action must be \"suspend\" or \"kill\"");
 	else if (strlen(tpl ? tpl : "") >= sizeof(cfg.template))
 		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "template name too long");
 	else if (map_bytes(cfg.env) > MAX_ENV_BYTES || map_bytes(cfg.metadata) > MAX_ENV_BYTES)
@@ -191,6 +201,24 @@ int api_sandbox_pause(struct op *op)
 
 int api_sandbox_resume(struct op *op)
 {
+	static const struct field fields[] = { { "timeout", F_NUMBER }, { NULL, 0 } };
+	json_t *b;
+	if (api_body(op, fields, &b) < 0)
+		return API_DONE;
+	json_t *t = json_object_get(b, "timeout");
+	double timeout = t ? json_number_value(t) : -1;
+	json_decref(b);
+	if (t && !(timeout >= 0 && timeout <= MAX_TIMEOUT_S)) {
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
+		return API_DONE;
+	}
+	struct sandbox *sb = api_sandbox(op, false);
+	if (sb && t) {
+		/* a new idle timeout, counted from now, instead of what was left */
+		sb->timeout_s = timeout;
+		sb->remaining_ms = 0;
+		sandbox_touch(sb);
+	}
 	return transition(op, ACT_RESUME);
 }
 

@@ -70,7 +70,12 @@ struct sandbox {
 	char reason[128];           /* [L] why it failed */
 	char template[64];
 	int cpus, memory_mb;
-	double timeout_s;
+	double timeout_s;           /* idle timeout, 0: none */
+	double lifetime_s;          /* maximum lifetime from creation, 0: none */
+	bool timeout_kill;          /* on expiry: delete instead of suspend */
+	bool keepalive;             /* a running process counts as activity */
+	int64_t deadline_ms;        /* [L] wall clock when the idle timeout fires, 0: not armed */
+	int64_t remaining_ms;       /* [L] idle time left when it was suspended */
 	json_t *env;                /* object of strings */
 	json_t *metadata;           /* object of strings */
 	int64_t created_ms;

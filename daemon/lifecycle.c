@@ -72,10 +72,26 @@ static bool said_hello(struct sandbox *sb)
 static void settle(struct job *j, enum sb_state st, const struct err *e)
 {
 	struct sandbox *sb = j->sb;
+	enum sb_state from = (enum sb_state)j->count;
 	sb->state = st;
 	if (st == SB_FAILED && e)
 		snprintf(sb->reason, sizeof(sb->reason), "%s", e->msg);
-	store_set_state(j->d->store, sb->id, sb_state_name(st), st == SB_FAILED ? sb->reason : NULL);
+	if (st == SB_SUSPENDED && from != SB_SUSPENDED) {
+		/* the idle timeout stops while suspended; what is left of it comes back on resume */
+		int64_t left = sb->deadline_ms - now_ms();
+		sb->remaining_ms = sb->timeout_s > 0 ? (left > 0 ? left : 0) : 0;
+		sb->deadline_ms = 0;
+		store_put_sandbox(j->d->store, sb);
+	} else if (st == SB_RUNNING && from == SB_SUSPENDED) {
+		if (sb->remaining_ms > 0)
+			sb->deadline_ms = now_ms() + sb->remaining_ms;
+		else
+			sandbox_touch(sb);
+		sb->remaining_ms = 0;
+		store_put_sandbox(j->d->store, sb);
+	} else {
+		store_set_state(j->d->store, sb->id, sb_state_name(st), st == SB_FAILED ? sb->reason : NULL);
+	}
 	if (!j->op)
 		return;
 	if (e && e->status) {

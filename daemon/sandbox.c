@@ -78,17 +78,71 @@ static void format_time(char *out, size_t n, int64_t ms)
 	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+static json_t *time_or_null(int64_t ms)
+{
+	char when[32];
+	if (ms <= 0)
+		return json_null();
+	format_time(when, sizeof(when), ms);
+	return json_string(when);
+}
+
 json_t *sandbox_json(const struct sandbox *sb)
 {
 	char created[32];
 	format_time(created, sizeof(created), sb->created_ms);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:O, s:s, s:f, s:s}", "id", sb->id, "state",
-			      sb_state_name(sb->state), "template", sb->template, "cpus", sb->cpus, "memory_mb",
+	bool ticking = sb->state == SB_RUNNING || sb->state == SB_PAUSED;
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:O, s:s, s:f, s:f, s:s, s:b, s:o, s:o, s:s}", "id", sb->id,
+			      "state", sb_state_name(sb->state), "template", sb->template, "cpus", sb->cpus, "memory_mb",
 			      sb->memory_mb, "metadata", sb->metadata, "created_at", created, "timeout", sb->timeout_s,
+			      "lifetime", sb->lifetime_s, "timeout_action", sb->timeout_kill ? "kill" : "suspend",
+			      "keepalive_processes", sb->keepalive, "timeout_at",
+			      time_or_null(ticking ? sb->deadline_ms : 0), "expires_at",
+			      time_or_null(sb->lifetime_s > 0 ? sb->created_ms + (int64_t)(sb->lifetime_s * 1000) : 0),
 			      "driver", "gvisor");
+	if (sb->state == SB_SUSPENDED && sb->timeout_s > 0)
+		json_object_set_new(o, "timeout_left_ms", json_integer(sb->remaining_ms));
 	if (sb->state == SB_FAILED)
 		json_object_set_new(o, "reason", json_string(sb->reason));
 	return o;
+}
+
+void sandbox_touch(struct sandbox *sb)
+{
+	sb->deadline_ms = sb->timeout_s > 0 ? now_ms() + (int64_t)(sb->timeout_s * 1000) : 0;
+}
+
+static bool has_running_process(const struct sandbox *sb)
+{
+	for (const struct proc *p = sb->procs; p; p = p->next)
+		if (!p->exited)
+			return true;
+	return false;
+}
+
+void sandbox_expire(struct daemon *d)
+{
+	int64_t now = now_ms();
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
+		if (sb->state != SB_RUNNING && sb->state != SB_PAUSED)
+			continue;
+		bool lifetime = sb->lifetime_s > 0 && now >= sb->created_ms + (int64_t)(sb->lifetime_s * 1000);
+		bool idle = sb->deadline_ms > 0 && now >= sb->deadline_ms;
+		if (idle && !lifetime && sb->keepalive && has_running_process(sb)) {
+			sandbox_touch(sb); /* busy counts as activity for this sandbox */
+			continue;
+		}
+		if (!idle && !lifetime)
+			continue;
+		struct err e = { 0 };
+		log_info("sandbox %s: %s passed; %s", sb->id, lifetime ? "its lifetime" : "its idle timeout",
+			 sb->timeout_kill ? "deleting it" : "suspending it");
+		sb->deadline_ms = 0;
+		if (sb->timeout_kill)
+			sandbox_delete(d, sb, NULL, &e);
+		else
+			lifecycle_start(d, sb, ACT_SUSPEND, NULL, &e);
+	}
 }
 
 static json_t *proc_json(uint32_t pid, const char *cmd, bool exited, int code, int signo, int64_t started)
@@ -304,13 +358,16 @@ static void delete_job(struct job *j)
 		sb->state = SB_FAILED;
 		snprintf(sb->reason, sizeof(sb->reason), "delete failed: %s", e.msg);
 		store_set_state(d->store, sb->id, "failed", sb->reason);
-		op_fail(j->op, &e);
+		if (j->op)
+			op_fail(j->op, &e);
 	} else {
 		store_delete_sandbox(d->store, sb->id);
 		registry_remove(d, sb);
 		agent_bury(d, sb);
-		j->op->status = 204;
-		op_finish(j->op);
+		if (j->op) {
+			j->op->status = 204;
+			op_finish(j->op);
+		}
 	}
 	daemon_unlock(d);
 }
@@ -342,6 +399,10 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sb->cpus = cfg->cpus;
 	sb->memory_mb = cfg->memory_mb;
 	sb->timeout_s = cfg->timeout_s;
+	sb->lifetime_s = cfg->lifetime_s;
+	sb->timeout_kill = cfg->timeout_kill;
+	sb->keepalive = cfg->keepalive;
+	sandbox_touch(sb);
 	sb->env = json_deep_copy(cfg->env);
 	sb->metadata = json_deep_copy(cfg->metadata);
 	sb->created_ms = now_ms();
@@ -479,6 +540,7 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 	}
 	registry_add(d, sb);
 	if (sb->state == SB_RUNNING || sb->state == SB_PAUSED) {
+		sandbox_touch(sb); /* the idle timeout starts again with the new spaced */
 		int rc = agent_listen(d, sb);
 		if (rc < 0)
 			log_warn("sandbox %s: cannot listen for its agent: %s", sb->id, strerror(-rc));

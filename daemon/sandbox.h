@@ -18,6 +18,9 @@ struct sb_config {
 	char template[64];
 	int cpus, memory_mb;
 	double timeout_s;
+	double lifetime_s;
+	bool timeout_kill;
+	bool keepalive;
 	json_t *env;       /* borrowed */
 	json_t *metadata;  /* borrowed */
 	const char *snapshot; /* start from this snapshot directory instead of booting */
@@ -58,6 +61,11 @@ int sandbox_adopt_all(struct daemon *d);
 json_t *sandbox_json(const struct sandbox *sb);              /* [L] */
 json_t *sandbox_proc_json(const struct proc *p);             /* [L] */
 json_t *sandbox_proc_frame_json(const struct frame *f);      /* an A_PROC frame */
+
+/* Records activity on sb: its idle timeout starts again. [L] */
+void sandbox_touch(struct sandbox *sb);
+/* Suspends or deletes every sandbox whose idle timeout or lifetime has passed. [L] */
+void sandbox_expire(struct daemon *d);
 
 /* Forgets the oldest exited processes past SANDBOX_MAX_EXITED. [L] */
 void sandbox_prune_procs(struct sandbox *sb);

@@ -51,6 +51,15 @@ int store_open(const char *path, struct store **out)
 		rc = sqlite3_busy_timeout(st->db, 5000);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(st->db, schema, NULL, NULL, NULL);
+	/* Columns added after the first schema; ADD COLUMN fails harmlessly when present. */
+	static const char *added[] = {
+		"ALTER TABLE sandboxes ADD COLUMN lifetime REAL NOT NULL DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN timeout_kill INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN keepalive INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN remaining_ms INTEGER NOT NULL DEFAULT 0",
+	};
+	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
+		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		sqlite3_close(st->db);
 		free(st);
@@ -104,10 +113,12 @@ int store_put_sandbox(struct store *st, const struct sandbox *sb)
 	if (env && meta)
 		rc = exec_args(st,
 			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
-			       " timeout, env, metadata, created_ms) VALUES(?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiidssi", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms)"
+			       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiii", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
 			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
-			       sb->created_ms);
+			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
+			       sb->remaining_ms);
 	free(env);
 	free(meta);
 	return rc;
@@ -145,7 +156,8 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	struct sandbox *head = NULL, **tail = &head;
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
-			       " created_ms FROM sandboxes ORDER BY created_ms",
+			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms FROM sandboxes"
+			       " ORDER BY created_ms",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
 	while (sqlite3_step(stmt) == SQLITE_ROW) {
@@ -163,6 +175,10 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		sb->env = load_object(sqlite3_column_text(stmt, 7));
 		sb->metadata = load_object(sqlite3_column_text(stmt, 8));
 		sb->created_ms = sqlite3_column_int64(stmt, 9);
+		sb->lifetime_s = sqlite3_column_double(stmt, 10);
+		sb->timeout_kill = sqlite3_column_int(stmt, 11) != 0;
+		sb->keepalive = sqlite3_column_int(stmt, 12) != 0;
+		sb->remaining_ms = sqlite3_column_int64(stmt, 13);
 		*tail = sb;
 		tail = &sb->next;
 	}
