@@ -25,6 +25,7 @@
 #include "../lib/frame.h"
 #include "log.h"
 #include "op.h"
+#include "lifecycle.h"
 #include "sandbox.h"
 #include "timer.h"
 
@@ -223,6 +224,10 @@ static void on_hello(struct daemon *d, struct sandbox *sb, const struct frame *f
 	}
 	agent_send(d, sb, SP_H_PS, TAG_HELLO_PS, NULL, 0, NULL, 0);
 	pthread_cond_broadcast(&d->cond);
+	/* requests that waited for this agent to (re)connect go on; during a resume the resume
+	 * itself lets them go once the state is running */
+	if (sb->state == SB_RUNNING && sb->deferred)
+		lifecycle_resumed(d, sb, NULL);
 }
 
 /* The listing asked for on hello: brings the process table up to date. */

@@ -15,6 +15,7 @@
 #include "lifecycle.h"
 #include "sandbox.h"
 #include "snapshot.h"
+#include "timer.h"
 
 static const struct route routes[] = {
 	{ "GET", "/v1/health", api_health, NULL },
@@ -218,10 +219,15 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 		struct err e = { 0 };
 		waking = lifecycle_start(op->d, sb, ACT_RESUME, NULL, &e) >= 0;
 	}
-	if (waking) {
+	/* running, but its agent has not (re)connected yet, as right after a restart of spaced:
+	 * wait for its hello rather than fail */
+	bool connecting = sb->state == SB_RUNNING && !sb->chan.hello && sb->chan.listen_fd >= 0;
+	if (connecting)
+		timer_add(op->d, op, mono_ms() + AGENT_HELLO_TIMEOUT_MS);
+	if (waking || connecting) {
 		/* Transparent resume: the request waits and runs again once the sandbox runs. */
 		op->deferred = true;
-		op->resumed = true;
+		op->resumed = waking;
 		op->sb = sb;
 		op->next = sb->deferred;
 		sb->deferred = op;

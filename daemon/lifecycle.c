@@ -37,6 +37,7 @@
 #include "sandbox.h"
 #include "spawn.h"
 #include "store.h"
+#include "timer.h"
 
 #define DETACH_TIMEOUT_MS 10000
 #define SYNC_TIMEOUT_MS 600000
@@ -423,6 +424,7 @@ void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e
 		op->next = NULL;
 		op->deferred = false;
 		op->sb = NULL;
+		timer_del(d, op);
 		if (e) {
 			op_fail(op, e);
 			continue;

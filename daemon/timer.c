@@ -5,6 +5,7 @@
  */
 #include "timer.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -54,6 +55,14 @@ void timer_fire(struct daemon *d)
 	while (d->timers && d->timers->deadline <= now) {
 		struct op *op = d->timers;
 		timer_del(d, op);
+		if (op->deferred) {
+			/* waited for an agent that did not come */
+			struct err e = { 0 };
+			err_set(&e, 503, "unavailable", ENOTCONN, "sandbox %s: its agent did not connect", op->sbid);
+			op_unlink(op);
+			op_fail(op, &e);
+			continue;
+		}
 		if (op->proc)
 			op->json = sandbox_proc_json(op->proc);
 		op_unlink(op);
