@@ -1,0 +1,145 @@
+/*
+ * cli/cli.c - the conventions every `space` command follows: one line on
+ * stderr per failure, with a fixed text when spaced cannot be reached, exit
+ * statuses from one table (cli.h), usage and --help, and the parsing of
+ * option values (K=V pairs, integers, seconds) so that every command rejects
+ * a bad value the same way.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_report(const struct cli *cli, const struct client_err *err)
+{
+	const char *host = cli->client.host ? cli->client.host : CLIENT_DEFAULT_HOST;
+
+	fflush(stdout);
+	switch (err->kind) {
+	case CLIENT_ERR_UNREACHABLE:
+		if (err->os_errno == EACCES || err->os_errno == EPERM)
+			fprintf(stderr, "space: cannot reach spaced at %s: %s\n", host,
+				strerror(err->os_errno));
+		else
+			fprintf(stderr, "space: cannot reach spaced at %s: is it running? "
+					"Start it with 'make up' (or: spaced &)\n", host);
+		return CLI_EXIT_DAEMON;
+	case CLIENT_ERR_TRANSPORT:
+		fprintf(stderr, "space: %s\n", err->message);
+		return CLI_EXIT_DAEMON;
+	case CLIENT_ERR_API:
+		if (err->code[0])
+			fprintf(stderr, "space: %s (%s)\n", err->message, err->code);
+		else
+			fprintf(stderr, "space: %s\n", err->message);
+		return CLI_EXIT_FAIL;
+	default:
+		fprintf(stderr, "space: %s\n", err->message[0] ? err->message : "unknown error");
+		return CLI_EXIT_FAIL;
+	}
+}
+
+int cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("space: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return CLI_EXIT_FAIL;
+}
+
+int cli_usage_error(const struct cli *cli, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", cli->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return cli_bad_option(cli);
+}
+
+int cli_bad_option(const struct cli *cli)
+{
+	fprintf(stderr, "Run '%s --help' for usage.\n", cli->name);
+	return cli->usage_exit;
+}
+
+int cli_help(const struct cli *cli)
+{
+	fputs(cli->usage, stdout);
+	return 0;
+}
+
+int cli_kv_add(json_t *obj, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+
+	if (!eq || eq == kv)
+		return -EINVAL;
+	char *key = strndup(kv, (size_t)(eq - kv));
+	if (!key)
+		return -ENOMEM;
+	int r = json_object_set_new(obj, key, json_string(eq + 1)) ? -EINVAL : 0;
+	free(key);
+	return r;
+}
+
+int cli_parse_int(const char *s, long min, long max, long *out)
+{
+	char *end;
+
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cli_parse_seconds(const char *s, json_t **out)
+{
+	char *end;
+
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0)
+		return -EINVAL;
+	if (v < 1e15 && (double)(long long)v == v)
+		*out = json_integer((json_int_t)v);
+	else
+		*out = json_real(v);
+	return *out ? 0 : -ENOMEM;
+}
+
+int cli_print_json(json_t *v)
+{
+	char *text = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
+
+	if (!text)
+		return cli_error("out of memory");
+	puts(text);
+	free(text);
+	return 0;
+}
+
+char *cli_sandbox_path(const char *id, const char *suffix)
+{
+	char *e = client_escape(id), *path;
+
+	if (!e)
+		return NULL;
+	if (asprintf(&path, "/v1/sandboxes/%s%s", e, suffix ? suffix : "") < 0)
+		path = NULL;
+	free(e);
+	return path;
+}

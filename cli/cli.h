@@ -1,0 +1,104 @@
+/*
+ * cli/cli.h - what every command of `space` shares: the exit codes, the
+ * context a command runs in, how errors and usage are reported, how option
+ * values are parsed, and the handlers the command table in main.c lists.
+ *
+ * A handler gets argv with argv[0] naming the command ("space exec") and
+ * returns the process's exit status. Handlers print their data on stdout and
+ * report each failure exactly once on stderr through cli_report().
+ */
+#ifndef SPACE_CLI_CLI_H
+#define SPACE_CLI_CLI_H
+
+#include <jansson.h>
+
+#include "client.h"
+
+enum {
+	CLI_EXIT_FAIL = 1,           /* an API error, a local failure */
+	CLI_EXIT_USAGE = 2,          /* bad command line */
+	CLI_EXIT_DAEMON = 125,       /* spaced unreachable; exec/run: anything not the command's */
+	CLI_EXIT_CANNOT_INVOKE = 126,/* exec/run: the command exists but cannot be started */
+	CLI_EXIT_NOT_FOUND = 127,    /* exec/run: the command does not exist */
+	CLI_EXIT_INTERRUPTED = 130,  /* stopped by Ctrl-C before the command ran */
+};
+
+struct cli {
+	struct client client;
+	const char *name;  /* "space exec", for messages */
+	const char *usage; /* the running command's usage text */
+	int usage_exit;    /* exit status for a bad command line (2, or 125 for exec/run/attach) */
+};
+
+/*
+ * Prints err as one line on stderr - "space: <message> (<code>)" for an API
+ * error, the "cannot reach spaced" line when the daemon is unreachable - and
+ * returns the exit status it calls for: CLI_EXIT_DAEMON when spaced could not
+ * be reached or talked to, CLI_EXIT_FAIL otherwise.
+ */
+int cli_report(const struct cli *cli, const struct client_err *err);
+
+/* Prints "space: <message>" on stderr; returns CLI_EXIT_FAIL. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints "<name>: <message>" and a pointer to --help; returns cli->usage_exit. */
+int cli_usage_error(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints the command's usage on stdout; returns 0. */
+int cli_help(const struct cli *cli);
+
+/* After getopt returned '?' (getopt has printed why): the --help pointer; returns cli->usage_exit. */
+int cli_bad_option(const struct cli *cli);
+
+/* Sets obj[K] = V from "K=V" (K non-empty). Returns 0 or -EINVAL. */
+int cli_kv_add(json_t *obj, const char *kv);
+
+/* Parses a whole decimal integer in [min, max]. Returns 0 or -EINVAL. */
+int cli_parse_int(const char *s, long min, long max, long *out);
+
+/* Parses seconds ("30", "0.5") into a new JSON number (integer when whole). 0 or -EINVAL. */
+int cli_parse_seconds(const char *s, json_t **out);
+
+/* Prints v as indented JSON and a newline on stdout. Returns 0 or CLI_EXIT_FAIL. */
+int cli_print_json(json_t *v);
+
+/* Builds "/v1/sandboxes/<escaped id><suffix>" (malloc'd; NULL without memory). */
+char *cli_sandbox_path(const char *id, const char *suffix);
+
+/*
+ * The options of `space create`, which `space run` takes too: entries for a
+ * struct option table, and the handling of one of them (getopt's opt and
+ * optarg) into the JSON body of POST /v1/sandboxes. cmd_create_opt returns
+ * 0, or the exit status of a bad value (after saying why).
+ */
+#define CMD_CREATE_OPTIONS                                        \
+	{ "template", required_argument, NULL, 'T' },             \
+	{ "cpus", required_argument, NULL, 'C' },                 \
+	{ "memory", required_argument, NULL, 'M' },               \
+	{ "timeout", required_argument, NULL, 'O' },              \
+	{ "env", required_argument, NULL, 'e' },                  \
+	{ "label", required_argument, NULL, 'l' }
+#define CMD_CREATE_OPTCHARS "e:l:"
+int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
+/* POST /v1/sandboxes with body; returns 0 and the new sandbox (caller json_decref()s). */
+int cmd_create_sandbox(struct cli *cli, json_t *body, json_t **sandbox, struct client_err *err);
+
+/* The commands (cmd_sandbox.c, cmd_exec.c, cmd_cp.c). */
+int cmd_create(struct cli *cli, int argc, char **argv);
+int cmd_ls(struct cli *cli, int argc, char **argv);
+int cmd_inspect(struct cli *cli, int argc, char **argv);
+int cmd_rm(struct cli *cli, int argc, char **argv);
+int cmd_template(struct cli *cli, int argc, char **argv);
+int cmd_status(struct cli *cli, int argc, char **argv);
+int cmd_version(struct cli *cli, int argc, char **argv);
+int cmd_exec(struct cli *cli, int argc, char **argv);
+int cmd_run(struct cli *cli, int argc, char **argv);
+int cmd_ps(struct cli *cli, int argc, char **argv);
+int cmd_attach(struct cli *cli, int argc, char **argv);
+int cmd_cp(struct cli *cli, int argc, char **argv);
+
+extern const char cmd_create_usage[], cmd_ls_usage[], cmd_inspect_usage[], cmd_rm_usage[],
+	cmd_template_usage[], cmd_status_usage[], cmd_version_usage[], cmd_exec_usage[],
+	cmd_run_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[];
+
+#endif

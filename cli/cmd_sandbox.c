@@ -1,0 +1,524 @@
+/*
+ * cli/cmd_sandbox.c - the commands about sandboxes and the daemon itself:
+ * create, ls, inspect, rm, template ls, status and version.
+ *
+ * Each is one or a few plain JSON requests (client_request) and a printout:
+ * an aligned table or a single id for people, the API's own JSON with --json
+ * for programs. The options of create are shared with `space run`
+ * (CMD_CREATE_OPTIONS, cmd_create_opt in cli.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "table.h"
+
+#ifndef SPACE_VERSION
+#define SPACE_VERSION "dev"
+#endif
+
+const char cmd_create_usage[] =
+	"Usage: space create [OPTIONS]\n"
+	"\n"
+	"Create a sandbox and print its id alone on a line, once it is ready to run\n"
+	"commands.\n"
+	"\n"
+	"Options:\n"
+	"      --template T     root filesystem to start from (default: default)\n"
+	"      --cpus N         CPU quota in whole CPUs (default 1)\n"
+	"      --memory MIB     memory limit in MiB (default 512)\n"
+	"      --timeout S      idle timeout in seconds (default 300)\n"
+	"  -e, --env K=V        environment for every process in it (repeatable)\n"
+	"  -l, --label K=V      label, for `space ls --label` (repeatable)\n"
+	"      --json           print the whole sandbox object\n"
+	"  -h, --help           show this help\n";
+
+const char cmd_ls_usage[] =
+	"Usage: space ls [OPTIONS]\n"
+	"\n"
+	"List sandboxes, oldest first: ID, STATE, TEMPLATE, CPUS, MEMORY, CREATED,\n"
+	"LABELS.\n"
+	"\n"
+	"Options:\n"
+	"  -l, --label K=V      only sandboxes with this label (repeatable: all must match)\n"
+	"  -q, --quiet          print the ids only\n"
+	"      --json           print the JSON array of sandbox objects\n"
+	"  -h, --help           show this help\n";
+
+const char cmd_inspect_usage[] =
+	"Usage: space inspect [--json] ID...\n"
+	"\n"
+	"Print each sandbox's object as indented JSON, one after the other.\n"
+	"(The output is always JSON; --json is accepted for symmetry.)\n";
+
+const char cmd_rm_usage[] =
+	"Usage: space rm [-f] ID...\n"
+	"\n"
+	"Remove sandboxes: kill their processes and delete their files. Prints each\n"
+	"removed id; exits 1 if any could not be removed.\n"
+	"\n"
+	"Options:\n"
+	"  -f, --force          a sandbox that does not exist is not an error\n"
+	"  -h, --help           show this help\n";
+
+const char cmd_template_usage[] =
+	"Usage: space template ls [--json]\n"
+	"\n"
+	"List the templates sandboxes can start from: NAME, KEY, CREATED.\n";
+
+const char cmd_status_usage[] =
+	"Usage: space status [--json]\n"
+	"\n"
+	"Show where spaced is (SPACE_HOST), whether it is healthy, its version,\n"
+	"isolation driver and runtime, and how many sandboxes exist.\n";
+
+const char cmd_version_usage[] =
+	"Usage: space version [--json]\n"
+	"\n"
+	"Show this client's version, and the daemon's when it can be reached.\n";
+
+/* Parses the options that only take --json and --help; returns -1 after --help. */
+static int parse_json_flag(struct cli *cli, int argc, char **argv, int *as_json)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*as_json = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'j')
+			*as_json = 1;
+		else if (c == 'h')
+			return -1;
+		else
+			return cli_bad_option(cli);
+	}
+	return 0;
+}
+
+static int add_kv(const struct cli *cli, json_t *body, const char *field, const char *opt,
+		  const char *arg)
+{
+	json_t *obj = json_object_get(body, field);
+
+	if (!obj) {
+		obj = json_object();
+		if (!obj || json_object_set_new(body, field, obj))
+			return cli_error("out of memory");
+	}
+	if (cli_kv_add(obj, arg))
+		return cli_usage_error(cli, "--%s wants K=V, not '%s'", opt, arg);
+	return 0;
+}
+
+int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body)
+{
+	json_t *v = NULL;
+	long n;
+
+	switch (opt) {
+	case 'T':
+		v = json_string(arg);
+		return json_object_set_new(body, "template", v) ? cli_error("out of memory") : 0;
+	case 'C':
+		if (cli_parse_int(arg, 1, 1L << 20, &n))
+			return cli_usage_error(cli, "--cpus wants a whole number of CPUs, not '%s'", arg);
+		return json_object_set_new(body, "cpus", json_integer(n)) ? cli_error("out of memory") : 0;
+	case 'M':
+		if (cli_parse_int(arg, 1, 1L << 30, &n))
+			return cli_usage_error(cli, "--memory wants MiB, not '%s'", arg);
+		return json_object_set_new(body, "memory_mb", json_integer(n)) ? cli_error("out of memory") : 0;
+	case 'O':
+		if (cli_parse_seconds(arg, &v))
+			return cli_usage_error(cli, "--timeout wants seconds, not '%s'", arg);
+		return json_object_set_new(body, "timeout", v) ? cli_error("out of memory") : 0;
+	case 'e':
+		return add_kv(cli, body, "env", "env", arg);
+	case 'l':
+		return add_kv(cli, body, "metadata", "label", arg);
+	default:
+		return cli_bad_option(cli);
+	}
+}
+
+int cmd_create_sandbox(struct cli *cli, json_t *body, json_t **sandbox, struct client_err *err)
+{
+	int r = client_request(&cli->client, "POST", "/v1/sandboxes", body, sandbox, err);
+
+	if (r)
+		return r;
+	if (!json_is_string(json_object_get(*sandbox, "id"))) {
+		json_decref(*sandbox);
+		*sandbox = NULL;
+		err->kind = CLIENT_ERR_TRANSPORT;
+		err->code[0] = '\0';
+		snprintf(err->message, sizeof(err->message), "spaced created a sandbox without an id");
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int cmd_create(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CMD_CREATE_OPTIONS,
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct client_err err = { 0 };
+	json_t *body = json_object(), *sandbox = NULL;
+	int c, as_json = 0, status = 0;
+
+	if (!body)
+		return cli_error("out of memory");
+	while ((c = getopt_long(argc, argv, CMD_CREATE_OPTCHARS "h", opts, NULL)) != -1) {
+		if (c == 'j')
+			as_json = 1;
+		else if (c == 'h')
+			status = cli_help(cli);
+		else if (c == '?')
+			status = cli_bad_option(cli);
+		else
+			status = cmd_create_opt(cli, c, optarg, body);
+		if (status || c == 'h')
+			goto out;
+	}
+	if (optind < argc) {
+		status = cli_usage_error(cli, "unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	if (cmd_create_sandbox(cli, body, &sandbox, &err))
+		status = cli_report(cli, &err);
+	else if (as_json)
+		status = cli_print_json(sandbox);
+	else
+		printf("%s\n", json_string_value(json_object_get(sandbox, "id")));
+out:
+	json_decref(sandbox);
+	json_decref(body);
+	return status;
+}
+
+/* "k=v,k2=v2" from the sandbox's metadata (or labels). */
+static void labels_text(json_t *sb, char *buf, size_t size)
+{
+	json_t *md = json_object_get(sb, "metadata"), *v;
+	const char *k;
+	size_t len = 0;
+
+	if (!md)
+		md = json_object_get(sb, "labels");
+	buf[0] = '\0';
+	json_object_foreach(md, k, v) {
+		const char *s = json_string_value(v);
+		if (len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s%s=%s", len ? "," : "", k, s ? s : "");
+	}
+}
+
+static int ls_print(json_t *list, int quiet)
+{
+	static const char *const header[] = { "ID", "STATE", "TEMPLATE", "CPUS", "MEMORY", "CREATED", "LABELS" };
+	struct table t;
+	size_t i;
+	json_t *sb;
+	int status = 0;
+
+	if (quiet) {
+		json_array_foreach(list, i, sb)
+			printf("%s\n", json_string_value(json_object_get(sb, "id")));
+		return 0;
+	}
+	if (table_init(&t, 7, header))
+		return cli_error("out of memory");
+	json_array_foreach(list, i, sb) {
+		char cpus[32], mem[32], state[128], labels[1024];
+		const char *st = json_string_value(json_object_get(sb, "state"));
+		const char *reason = json_string_value(json_object_get(sb, "reason"));
+		snprintf(state, sizeof(state), "%s%s%s", st ? st : "-", reason ? ": " : "", reason ? reason : "");
+		snprintf(cpus, sizeof(cpus), "%lld", (long long)json_integer_value(json_object_get(sb, "cpus")));
+		snprintf(mem, sizeof(mem), "%lld MiB", (long long)json_integer_value(json_object_get(sb, "memory_mb")));
+		labels_text(sb, labels, sizeof(labels));
+		const char *row[] = {
+			json_string_value(json_object_get(sb, "id")), state,
+			json_string_value(json_object_get(sb, "template")), cpus, mem,
+			json_string_value(json_object_get(sb, "created_at")), labels[0] ? labels : NULL,
+		};
+		if (table_add(&t, row)) {
+			status = cli_error("out of memory");
+			break;
+		}
+	}
+	if (!status)
+		table_print(&t, stdout);
+	table_free(&t);
+	return status;
+}
+
+/* Appends "label=<escaped K=V>" to the query in *q. */
+static int query_add_label(char **q, const char *kv)
+{
+	char *e = client_escape(kv), *n = NULL;
+
+	if (!e || asprintf(&n, "%s%slabel=%s", *q, **q ? "&" : "?", e) < 0)
+		n = NULL;
+	free(e);
+	if (!n)
+		return -ENOMEM;
+	free(*q);
+	*q = n;
+	return 0;
+}
+
+int cmd_ls(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "label", required_argument, NULL, 'l' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct client_err err = { 0 };
+	char *query = strdup(""), *path = NULL;
+	json_t *reply = NULL;
+	int c, as_json = 0, quiet = 0, status = 0;
+
+	if (!query)
+		return cli_error("out of memory");
+	while ((c = getopt_long(argc, argv, "l:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': as_json = 1; break;
+		case 'q': quiet = 1; break;
+		case 'h': status = cli_help(cli); goto out;
+		case 'l':
+			if (!strchr(optarg, '=') || optarg[0] == '=') {
+				status = cli_usage_error(cli, "--label wants K=V, not '%s'", optarg);
+				goto out;
+			}
+			if (query_add_label(&query, optarg)) {
+				status = cli_error("out of memory");
+				goto out;
+			}
+			break;
+		default: status = cli_bad_option(cli); goto out;
+		}
+	}
+	if (optind < argc) {
+		status = cli_usage_error(cli, "unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	if (asprintf(&path, "/v1/sandboxes%s", query) < 0) {
+		path = NULL;
+		status = cli_error("out of memory");
+		goto out;
+	}
+	if (client_request(&cli->client, "GET", path, NULL, &reply, &err)) {
+		status = cli_report(cli, &err);
+		goto out;
+	}
+	json_t *list = json_object_get(reply, "sandboxes");
+	if (!json_is_array(list)) {
+		status = cli_error("spaced answered without a list of sandboxes");
+		goto out;
+	}
+	status = as_json ? cli_print_json(list) : ls_print(list, quiet);
+out:
+	json_decref(reply);
+	free(query);
+	free(path);
+	return status;
+}
+
+int cmd_inspect(struct cli *cli, int argc, char **argv)
+{
+	int as_json, status = parse_json_flag(cli, argc, argv, &as_json);
+
+	if (status)
+		return status < 0 ? cli_help(cli) : status;
+	if (optind >= argc)
+		return cli_usage_error(cli, "wants at least one sandbox ID");
+	for (int i = optind; i < argc; i++) {
+		struct client_err err = { 0 };
+		json_t *sb = NULL;
+		char *path = cli_sandbox_path(argv[i], NULL);
+		if (!path)
+			return cli_error("out of memory");
+		int r = client_request(&cli->client, "GET", path, NULL, &sb, &err);
+		free(path);
+		if (r) {
+			status = cli_report(cli, &err);
+			if (status == CLI_EXIT_DAEMON)
+				return status;
+			continue;
+		}
+		if (cli_print_json(sb))
+			status = CLI_EXIT_FAIL;
+		json_decref(sb);
+	}
+	return status;
+}
+
+int cmd_rm(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, force = 0, status = 0;
+
+	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+		if (c == 'f')
+			force = 1;
+		else if (c == 'h')
+			return cli_help(cli);
+		else
+			return cli_bad_option(cli);
+	}
+	if (optind >= argc && !force)
+		return cli_usage_error(cli, "wants at least one sandbox ID");
+	for (int i = optind; i < argc; i++) {
+		struct client_err err = { 0 };
+		char *path = cli_sandbox_path(argv[i], NULL);
+		if (!path)
+			return cli_error("out of memory");
+		int r = client_request(&cli->client, "DELETE", path, NULL, NULL, &err);
+		free(path);
+		if (!r) {
+			printf("%s\n", argv[i]);
+			fflush(stdout);
+			continue;
+		}
+		if (force && err.kind == CLIENT_ERR_API && err.status == 404)
+			continue;
+		status = cli_report(cli, &err);
+		if (status == CLI_EXIT_DAEMON)
+			return status;
+	}
+	return status;
+}
+
+int cmd_template(struct cli *cli, int argc, char **argv)
+{
+	static const char *const header[] = { "NAME", "KEY", "CREATED" };
+	struct client_err err = { 0 };
+	struct table t = { 0 };
+	json_t *reply = NULL;
+	char name[64];
+	int as_json, status;
+
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return cli_help(cli);
+	if (argc < 2 || (strcmp(argv[1], "ls") && strcmp(argv[1], "list")))
+		return cli_usage_error(cli, "the only subcommand is 'ls'");
+	snprintf(name, sizeof(name), "%s ls", cli->name);
+	argv[1] = name;
+	status = parse_json_flag(cli, argc - 1, argv + 1, &as_json);
+	if (status)
+		return status < 0 ? cli_help(cli) : status;
+	if (optind < argc - 1)
+		return cli_usage_error(cli, "unexpected argument '%s'", argv[optind + 1]);
+	if (client_request(&cli->client, "GET", "/v1/templates", NULL, &reply, &err))
+		return cli_report(cli, &err);
+	json_t *list = json_object_get(reply, "templates");
+	if (as_json) {
+		status = cli_print_json(list ? list : json_array());
+		goto out;
+	}
+	if (table_init(&t, 3, header)) {
+		status = cli_error("out of memory");
+		goto out;
+	}
+	size_t i;
+	json_t *tp;
+	json_array_foreach(list, i, tp) {
+		char key[16];
+		snprintf(key, sizeof(key), "%.12s", json_string_value(json_object_get(tp, "key")) ?: "-");
+		const char *row[] = {
+			json_string_value(json_object_get(tp, "name")), key,
+			json_string_value(json_object_get(tp, "created_at")),
+		};
+		if (table_add(&t, row)) {
+			status = cli_error("out of memory");
+			goto out;
+		}
+	}
+	table_print(&t, stdout);
+out:
+	table_free(&t);
+	json_decref(reply);
+	return status;
+}
+
+int cmd_status(struct cli *cli, int argc, char **argv)
+{
+	struct client_err err = { 0 };
+	json_t *health = NULL, *version = NULL;
+	int as_json, status = parse_json_flag(cli, argc, argv, &as_json);
+
+	if (status)
+		return status < 0 ? cli_help(cli) : status;
+	if (client_request(&cli->client, "GET", "/v1/health", NULL, &health, &err) ||
+	    client_request(&cli->client, "GET", "/v1/version", NULL, &version, &err)) {
+		status = cli_report(cli, &err);
+		goto out;
+	}
+	if (as_json) {
+		json_t *all = json_pack("{s:s}", "host", cli->client.host);
+		if (!all || json_object_update(all, health) || json_object_update(all, version))
+			status = cli_error("out of memory");
+		else
+			status = cli_print_json(all);
+		json_decref(all);
+		goto out;
+	}
+	printf("host:       %s\n", cli->client.host);
+	printf("status:     %s\n", json_string_value(json_object_get(health, "status")) ?: "-");
+	printf("version:    %s (API %lld)\n", json_string_value(json_object_get(version, "version")) ?: "-",
+	       (long long)json_integer_value(json_object_get(version, "api")));
+	printf("driver:     %s\n", json_string_value(json_object_get(version, "driver")) ?: "-");
+	printf("runtime:    %s\n", json_string_value(json_object_get(version, "runtime")) ?: "-");
+	printf("sandboxes:  %lld\n", (long long)json_integer_value(json_object_get(health, "sandboxes")));
+out:
+	json_decref(health);
+	json_decref(version);
+	return status;
+}
+
+int cmd_version(struct cli *cli, int argc, char **argv)
+{
+	struct client_err err = { 0 };
+	json_t *server = NULL;
+	int as_json, status = parse_json_flag(cli, argc, argv, &as_json);
+
+	if (status)
+		return status < 0 ? cli_help(cli) : status;
+	int r = client_request(&cli->client, "GET", "/v1/version", NULL, &server, &err);
+	if (as_json) {
+		json_t *all = json_pack("{s:{s:s},s:O?}", "client", "version", SPACE_VERSION,
+					"server", r ? NULL : server);
+		status = all ? cli_print_json(all) : cli_error("out of memory");
+		json_decref(all);
+	} else {
+		printf("client: %s\n", SPACE_VERSION);
+		if (!r)
+			printf("server: %s (API %lld, driver %s)\n",
+			       json_string_value(json_object_get(server, "version")) ?: "-",
+			       (long long)json_integer_value(json_object_get(server, "api")),
+			       json_string_value(json_object_get(server, "driver")) ?: "-");
+		else if (err.kind == CLIENT_ERR_UNREACHABLE)
+			printf("server: not reachable at %s\n", cli->client.host);
+		else
+			printf("server: unknown (%s)\n", err.message);
+	}
+	json_decref(server);
+	return status;
+}
