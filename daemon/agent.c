@@ -55,6 +55,7 @@ struct proc *agent_proc(struct sandbox *sb, uint32_t pid, bool create)
 		return NULL;
 	p->pid = pid;
 	p->started_ms = now_ms();
+	p->stdin_credit = SP_WINDOW; /* a fresh record: the agent's window for it is whole */
 	p->next = sb->procs;
 	sb->procs = p;
 	return p;

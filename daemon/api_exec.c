@@ -339,6 +339,16 @@ int api_proc_signal(struct op *op)
 
 int api_proc_wait(struct op *op)
 {
+	const char *t = json_string_value(json_object_get(op->query, "timeout"));
+	double timeout = -1;
+	if (t) {
+		char *end;
+		timeout = strtod(t, &end);
+		if (!*t || *end || !(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S)) {
+			err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", EXEC_MAX_TIMEOUT_S);
+			return API_DONE;
+		}
+	}
 	struct sandbox *sb;
 	struct proc *p = find_proc(op, &sb, false);
 	if (!p)
@@ -346,16 +356,6 @@ int api_proc_wait(struct op *op)
 	if (p->exited) {
 		op->json = sandbox_proc_json(p);
 		return API_DONE;
-	}
-	const char *t = json_string_value(json_object_get(op->query, "timeout"));
-	double timeout = -1;
-	if (t) {
-		char *end;
-		timeout = strtod(t, &end);
-		if (*end || !(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S)) {
-			err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", EXEC_MAX_TIMEOUT_S);
-			return API_DONE;
-		}
 	}
 	op->kind = OP_WAIT;
 	op->sb = sb;

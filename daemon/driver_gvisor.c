@@ -154,10 +154,13 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	char parent[600];
 	snprintf(parent, sizeof(parent), "%s/sandboxes", drv->d->state_dir);
 	mkdir(parent, 0700);
+	/* The sandbox dir keeps the host out (0700); the writable layer's root is the root
+	 * directory users inside see, so it has the usual 0755. */
 	const char *dirs[] = { sb->dir, upper, work, rootfs, bundle, sock };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
+		if (mkdir(dirs[i], dirs[i] == upper ? 0755 : 0700) < 0 && errno != EEXIST)
 			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dirs[i], strerror(errno));
+	chmod(upper, 0755);
 
 	char opts[2200], optpath[720];
 	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", template_rootfs, upper, work);
@@ -170,6 +173,7 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 
 	struct oci_params p = {
 		.id = sb->id, .rootfs = rootfs, .agent = drv->d->agent_path, .sock_dir = sock, .env = sb->env,
+		.shim = drv->d->shim_path[0] ? drv->d->shim_path : NULL,
 		.cpus = sb->cpus, .memory_mb = sb->memory_mb, .pids = DEFAULT_PIDS_LIMIT,
 	};
 	json_t *spec = oci_spec(&p);

@@ -151,15 +151,15 @@ void op_fail(struct op *op, const struct err *e)
 	op_finish(op);
 }
 
-/* Encodes one output chunk as an event line: text when it is UTF-8 and not
- * longer escaped than in base64, base64 otherwise. */
+/* Encodes one output chunk as an event line: text when it is UTF-8, unless it is
+ * mostly control characters (escaped, more than twice its size), base64 otherwise. */
 static void emit_output(struct op *op, int which, const uint8_t *data, size_t n, uint32_t raw)
 {
 	static const char *names[2] = { "stdout", "stderr" };
 	size_t esc = codec_json_escaped_len(data, n);
 	size_t b64 = codec_b64_len(n);
 	size_t tail;
-	bool text = codec_utf8_check(data, n, &tail) && tail == 0 && esc <= b64;
+	bool text = codec_utf8_check(data, n, &tail) && tail == 0 && esc <= 2 * n;
 	size_t cap = 48 + (text ? esc : b64);
 	char *line = malloc(cap);
 	if (!line)
@@ -189,12 +189,17 @@ static void stream_output(struct op *op, int which, const uint8_t *data, uint32_
 		op->hold_len[which] = 0;
 	}
 	size_t tail = 0;
-	if (codec_utf8_check(p, len, &tail) && tail > 0 && tail < 4 && tail < len) {
+	if (codec_utf8_check(p, len, &tail) && tail > 0 && tail < 4) {
 		memcpy(op->utf8_hold[which], p + len - tail, tail);
 		op->hold_len[which] = (uint8_t)tail;
 		len -= tail;
 	}
-	emit_output(op, which, p, len, n);
+	/* the raw bytes' credit rides on the next line when this chunk was only a held tail */
+	op->raw_carry += n;
+	if (len > 0) {
+		emit_output(op, which, p, len, op->raw_carry);
+		op->raw_carry = 0;
+	}
 	free(joined);
 }
 
@@ -206,7 +211,8 @@ static void flush_holds(struct op *op)
 			size_t n = op->hold_len[w];
 			memcpy(h, op->utf8_hold[w], n);
 			op->hold_len[w] = 0;
-			emit_output(op, w, h, n, 0);
+			emit_output(op, w, h, n, op->raw_carry);
+			op->raw_carry = 0;
 		}
 }
 

@@ -82,6 +82,7 @@ struct op {
 	bool trunc[2];
 	uint8_t utf8_hold[2][4];    /* incomplete UTF-8 sequence carried to the next chunk */
 	uint8_t hold_len[2];
+	uint32_t raw_carry;         /* output bytes held back whose credit is still to go out */
 
 	/* streams to the client [L] */
 	struct buf out;             /* bytes for the HTTP client */
