@@ -13,6 +13,7 @@
 #include "spawn.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -26,6 +27,7 @@
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define DEFAULT_LANG "C.UTF-8"
+#define SHIM_PATH "/.space/shim.so"
 
 enum stage { STAGE_SETUP = 1, STAGE_USER, STAGE_CHDIR, STAGE_EXEC };
 
@@ -64,7 +66,7 @@ int spawn_env(char *const *base, const char *const *over, size_t nover, const ch
 	size_t nbase = 0;
 	while (base && base[nbase])
 		nbase++;
-	char **env = calloc(nbase + nover + 4, sizeof(*env));
+	char **env = calloc(nbase + nover + 5, sizeof(*env));
 	size_t homelen = strlen("HOME=") + strlen(home) + 1;
 	char *homekv = malloc(homelen);
 	if (!env || !homekv) {
@@ -82,6 +84,12 @@ int spawn_env(char *const *base, const char *const *over, size_t nover, const ch
 		env[n++] = (char *)"PATH=" DEFAULT_PATH;
 	if (env_find(env, n, "LANG") == n)
 		env[n++] = (char *)"LANG=" DEFAULT_LANG;
+	/* spaced mounts a compatibility shim for runsc's limits (agent/shim/) */
+	static int shim = -1; /* looked up once: the mount does not come or go */
+	if (shim < 0)
+		shim = access(SHIM_PATH, R_OK) == 0;
+	if (shim && env_find(env, n, "LD_PRELOAD") == n)
+		env[n++] = (char *)"LD_PRELOAD=" SHIM_PATH;
 	env_set(env, &n, homekv);
 	for (size_t i = 0; i < nover; i++)
 		if (strchr(over[i], '=') && over[i][0] != '=')
@@ -187,12 +195,42 @@ static void child_reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/*
+ * The sandbox's CPU count (SPACE_CPUS, set by spaced): runsc gives the sandbox
+ * every host CPU and limits time with a cgroup quota, so each command is
+ * pinned to the first SPACE_CPUS of them, which is what nproc then shows.
+ * Computed once, before any vfork, so children only read it.
+ */
+static cpu_set_t cpus_mask;
+static int cpus_limited = -1;
+
+static void cpus_init(void)
+{
+	if (cpus_limited >= 0)
+		return;
+	cpus_limited = 0;
+	const char *v = getenv("SPACE_CPUS");
+	int want = v ? atoi(v) : 0;
+	cpu_set_t have;
+	if (want <= 0 || sched_getaffinity(0, sizeof(have), &have) < 0 || want >= CPU_COUNT(&have))
+		return;
+	CPU_ZERO(&cpus_mask);
+	for (int cpu = 0, n = 0; cpu < CPU_SETSIZE && n < want; cpu++)
+		if (CPU_ISSET(cpu, &have)) {
+			CPU_SET(cpu, &cpus_mask);
+			n++;
+		}
+	cpus_limited = 1;
+}
+
 /* Runs in the child after vfork(): only system calls, no allocation, no writes to memory the
  * parent will read. */
 static void child_run(const struct spawn_req *r, const int in[2], const int out[2],
 		      const int err[2], int report, char **shargv)
 {
 	child_reset_signals();
+	if (cpus_limited == 1)
+		sched_setaffinity(0, sizeof(cpus_mask), &cpus_mask);
 	if (setsid() < 0)
 		child_fail(report, STAGE_SETUP, errno);
 	int stdin_fd = r->want_stdin ? in[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -282,6 +320,7 @@ int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_
 		snprintf(msg, msglen, "pipe: %s", strerror(errno));
 		goto out;
 	}
+	cpus_init();
 	pid_t pid = start_child(r, in, out, err, rep[1], shargv);
 	if (pid < 0) {
 		ret = -errno;

@@ -102,6 +102,7 @@ struct daemon {
 	char socket_path[512];
 	char listen_addr[128];
 	char agent_path[512];       /* the space-agent binary mounted into sandboxes */
+	char shim_path[512];        /* libspace-shim.so beside it, "" if missing */
 	const char *driver_name;
 	bool auto_resume;           /* exec and file requests resume a paused or suspended sandbox */
 

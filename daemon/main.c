@@ -173,6 +173,15 @@ int main(int argc, char **argv)
 		snprintf(d->agent_path, sizeof(d->agent_path), "%s", abs);
 		free(abs);
 	}
+	/* the shim lives beside the agent (build/ or <prefix>/lib/space/) */
+	snprintf(d->shim_path, sizeof(d->shim_path), "%s", d->agent_path);
+	char *slash = strrchr(d->shim_path, '/');
+	if (slash)
+		snprintf(slash + 1, sizeof(d->shim_path) - (size_t)(slash + 1 - d->shim_path), "libspace-shim.so");
+	if (access(d->shim_path, R_OK) != 0) {
+		log_warn("%s is missing: `ls -l` and `stat` will fail inside sandboxes", d->shim_path);
+		d->shim_path[0] = '\0';
+	}
 	if (access(d->agent_path, X_OK) != 0) {
 		fprintf(stderr, "spaced: the agent binary %s is missing (build it with make, or pass --agent)\n",
 			d->agent_path);

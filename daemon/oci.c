@@ -24,11 +24,13 @@ static json_t *mount(const char *dst, const char *type, const char *src, const c
 	return m;
 }
 
-static json_t *env_array(json_t *env, const char *id)
+static json_t *env_array(json_t *env, const char *id, int cpus)
 {
 	json_t *arr = json_array();
 	char line[8192];
 	snprintf(line, sizeof(line), "SPACE_SANDBOX_ID=%s", id);
+	json_array_append_new(arr, json_string(line));
+	snprintf(line, sizeof(line), "SPACE_CPUS=%d", cpus);
 	json_array_append_new(arr, json_string(line));
 	const char *k;
 	json_t *v;
@@ -69,6 +71,8 @@ json_t *oci_spec(const struct oci_params *p)
 	json_array_append_new(mounts, mount("/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"));
 	json_array_append_new(mounts, mount(OCI_AGENT_PATH, "bind", p->agent, "rbind,ro"));
 	json_array_append_new(mounts, mount(OCI_SOCK_DIR, "bind", p->sock_dir, "rbind,rw"));
+	if (p->shim)
+		json_array_append_new(mounts, mount(OCI_SHIM_PATH, "bind", p->shim, "rbind,ro"));
 
 	json_t *ns = json_pack("[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}]", "type", "pid", "type", "network", "type", "ipc",
 			       "type", "uts", "type", "mount");
@@ -84,7 +88,7 @@ json_t *oci_spec(const struct oci_params *p)
 			 " s:o, s:{s:o, s:o, s:s}}",
 			 "ociVersion", "1.0.2",
 			 "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", OCI_AGENT_PATH, "env",
-			 env_array(p->env, p->id), "cwd", "/", "capabilities", capabilities, "rlimits", "type", "RLIMIT_NOFILE", "hard", 1048576,
+			 env_array(p->env, p->id, p->cpus), "cwd", "/", "capabilities", capabilities, "rlimits", "type", "RLIMIT_NOFILE", "hard", 1048576,
 			 "soft", 1048576,
 			 "root", "path", p->rootfs, "readonly", 0,
 			 "hostname", p->id,

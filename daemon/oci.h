@@ -11,11 +11,13 @@
 
 #define OCI_AGENT_PATH "/.space/agent"
 #define OCI_SOCK_DIR "/.space/sock"
+#define OCI_SHIM_PATH "/.space/shim.so"
 
 struct oci_params {
 	const char *id;          /* hostname and cgroup name */
 	const char *rootfs;      /* host path of the root filesystem */
 	const char *agent;       /* host path of the space-agent binary */
+	const char *shim;        /* host path of libspace-shim.so, or NULL */
 	const char *sock_dir;    /* host dir holding agent.sock */
 	json_t *env;             /* object of strings, may be NULL */
 	int cpus;
