@@ -1,0 +1,52 @@
+"""Many users at once: sandboxes created and used concurrently each get
+their own answer, and nothing is mixed up between them.
+"""
+
+import threading
+
+from conftest import IO_TIMEOUT
+
+N = 20
+
+
+def test_twenty_sandboxes_created_and_used_concurrently(api):
+    created = [None] * N
+    results = [None] * N
+    errors = []
+    start_line = threading.Barrier(N)
+    exec_line = threading.Barrier(N)
+
+    def worker(i):
+        try:
+            start_line.wait(IO_TIMEOUT)
+            created[i] = api.create(metadata={"e2e": "concurrency", "n": str(i)})
+            exec_line.wait(IO_TIMEOUT)
+            res = api.exec(created[i], ["python3", "-c", f"import os; print({i} * {i}, os.getcwd())"])
+            results[i] = res
+        except Exception as e:  # noqa: BLE001 - reported below with its index
+            errors.append((i, repr(e)))
+            start_line.abort()
+            exec_line.abort()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(N)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(2 * IO_TIMEOUT)
+        assert not any(t.is_alive() for t in threads), "a worker is stuck"
+        assert not errors, errors
+        assert len(set(created)) == N
+        for i, res in enumerate(results):
+            assert res["exit_code"] == 0, (i, res)
+            assert res["stdout"] == f"{i * i} /work\n", (i, res)
+        listed = api.ok("GET", "/v1/sandboxes?label=e2e=concurrency")["sandboxes"]
+        assert sorted(sb["id"] for sb in listed) == sorted(created)
+        assert all(sb["metadata"]["n"] == str(created.index(sb["id"])) for sb in listed)
+    finally:
+        deleters = [threading.Thread(target=api.delete, args=(sbid,)) for sbid in created if sbid]
+        for t in deleters:
+            t.start()
+        for t in deleters:
+            t.join(IO_TIMEOUT)
+    assert api.ok("GET", "/v1/sandboxes?label=e2e=concurrency")["sandboxes"] == []

@@ -1,0 +1,180 @@
+"""Moving files in and out of a sandbox, and managing them: read, write,
+stat, list, mkdir, remove, rename.
+
+What goes in through the files API is checked from inside the sandbox with
+its own tools, and the other way round, so neither side vouches for itself.
+"""
+
+import hashlib
+import os
+
+from conftest import q
+
+MiB = 1 << 20
+
+
+def files(sbid, path, tail=""):
+    return f"/v1/sandboxes/{sbid}/files{tail}?path={q(path)}"
+
+
+def put(api, sbid, path, data, mode=None):
+    url = files(sbid, path) + (f"&mode={mode}" if mode else "")
+    return api.ok("PUT", url, raw=data, expect=(201,))
+
+
+def get(api, sbid, path):
+    status, hdrs, body = api.request("GET", files(sbid, path))
+    assert status == 200, (status, body[:300])
+    return body
+
+
+def stat(api, sbid, path):
+    return api.json("GET", files(sbid, path, "/stat"))
+
+
+def test_binary_round_trip_with_every_byte_value(api, sandbox):
+    data = bytes(range(256)) * 64 + bytes(reversed(range(256))) + b"\x00" * 7
+    res = put(api, sandbox, "/work/bin.dat", data)
+    assert res == {"path": "/work/bin.dat", "size": len(data)}
+    inside = api.exec(sandbox, ["sha256sum", "/work/bin.dat"])
+    assert inside["stdout"].split()[0] == hashlib.sha256(data).hexdigest()
+    status, hdrs, body = api.request("GET", files(sandbox, "/work/bin.dat"))
+    assert status == 200
+    assert hdrs["content-type"] == "application/octet-stream"
+    assert body == data
+
+
+def test_a_file_made_inside_reads_back_exactly(api, sandbox):
+    api.exec(sandbox, ["python3", "-c", "open('/work/made.bin','wb').write(bytes(range(256))[::-1] * 3)"])
+    assert get(api, sandbox, "/work/made.bin") == bytes(range(256))[::-1] * 3
+
+
+def test_empty_file_and_replacement(api, sandbox):
+    assert put(api, sandbox, "/work/e", b"")["size"] == 0
+    assert get(api, sandbox, "/work/e") == b""
+    put(api, sandbox, "/work/r.txt", b"a long first version\n")
+    put(api, sandbox, "/work/r.txt", b"short\n")
+    assert get(api, sandbox, "/work/r.txt") == b"short\n"
+    assert api.exec(sandbox, ["cat", "/work/r.txt"])["stdout"] == "short\n"
+
+
+def test_mode_is_applied(api, sandbox):
+    put(api, sandbox, "/work/run.sh", b"#!/bin/sh\necho ran\n", mode="0755")
+    status, st = stat(api, sandbox, "/work/run.sh")
+    assert status == 200 and st["mode"] == "0755", st
+    res = api.exec(sandbox, ["/work/run.sh"])
+    assert (res["exit_code"], res["stdout"]) == (0, "ran\n")
+    status, body = api.json("PUT", files(sandbox, "/work/x") + "&mode=rw-r--r--", raw=b"x")
+    assert status == 400 and body["error"]["code"] == "invalid_argument"
+
+
+def test_200_mib_upload_and_download_by_sha256(api, sandbox, tmp_path):
+    size = 200 * MiB
+    src = tmp_path / "big.bin"
+    want = hashlib.sha256()
+    with open(src, "wb") as f:
+        block = os.urandom(MiB)
+        for i in range(size // MiB):
+            chunk = i.to_bytes(8, "little") + block[8:]  # every MiB different
+            want.update(chunk)
+            f.write(chunk)
+    with open(src, "rb") as f:
+        res = api.ok("PUT", files(sandbox, "/work/big.bin"), raw=f, expect=(201,), timeout=600)
+    src.unlink()
+    assert res["size"] == size
+
+    inside = api.exec(sandbox, ["sha256sum", "/work/big.bin"], timeout=600)
+    assert inside["stdout"].split()[0] == want.hexdigest()
+
+    got = hashlib.sha256()
+    n = 0
+    conn = api.connection(timeout=600)
+    try:
+        conn.request("GET", files(sandbox, "/work/big.bin"))
+        resp = conn.getresponse()
+        assert resp.status == 200
+        while True:
+            chunk = resp.read(MiB)
+            if not chunk:
+                break
+            n += len(chunk)
+            got.update(chunk)
+    finally:
+        conn.close()
+    assert n == size
+    assert got.hexdigest() == want.hexdigest()
+
+
+def test_mkdir_makes_parents_and_tolerates_existing(api, sandbox):
+    for _ in range(2):
+        status, _ = api.json("POST", f"/v1/sandboxes/{sandbox}/files/mkdir", {"path": "/work/a/b/c"})
+        assert status == 201
+    status, st = stat(api, sandbox, "/work/a/b/c")
+    assert status == 200
+    assert (st["name"], st["path"], st["type"]) == ("c", "/work/a/b/c", "dir")
+    assert api.exec(sandbox, ["test", "-d", "/work/a/b/c"])["exit_code"] == 0
+
+
+def test_put_creates_parent_directories(api, sandbox):
+    put(api, sandbox, "/work/deep/er/file.txt", b"x")
+    assert api.exec(sandbox, ["cat", "/work/deep/er/file.txt"])["stdout"] == "x"
+
+
+def test_stat_of_a_file(api, sandbox):
+    put(api, sandbox, "/work/s/f.txt", b"hello")
+    status, st = stat(api, sandbox, "/work/s/f.txt")
+    assert status == 200
+    assert st["name"] == "f.txt" and st["path"] == "/work/s/f.txt"
+    assert st["type"] == "file" and st["size"] == 5 and st["mode"] == "0644"
+    assert st["mtime"].endswith("Z")
+
+
+def test_list_is_sorted_and_typed(api, sandbox):
+    for name in ("zeta.txt", "alpha.txt", "mid.txt"):
+        put(api, sandbox, f"/work/l/{name}", name.encode())
+    api.json("POST", f"/v1/sandboxes/{sandbox}/files/mkdir", {"path": "/work/l/beta"})
+    api.exec(sandbox, ["ln", "-s", "alpha.txt", "/work/l/link"])
+    status, body = api.json("GET", files(sandbox, "/work/l", "/list"))
+    assert status == 200
+    entries = body["entries"]
+    assert [e["name"] for e in entries] == ["alpha.txt", "beta", "link", "mid.txt", "zeta.txt"]
+    types = {e["name"]: e["type"] for e in entries}
+    assert types == {"alpha.txt": "file", "beta": "dir", "link": "symlink", "mid.txt": "file", "zeta.txt": "file"}
+    sizes = {e["name"]: e["size"] for e in entries if e["type"] == "file"}
+    assert sizes == {"alpha.txt": 9, "mid.txt": 7, "zeta.txt": 8}
+    assert all(e["path"] == "/work/l/" + e["name"] for e in entries)
+
+
+def test_rename(api, sandbox):
+    put(api, sandbox, "/work/old/name.txt", b"content")
+    status, _ = api.json("POST", f"/v1/sandboxes/{sandbox}/files/rename",
+                         {"from": "/work/old/name.txt", "to": "/work/new.txt"})
+    assert status == 204
+    assert stat(api, sandbox, "/work/old/name.txt")[0] == 404
+    assert get(api, sandbox, "/work/new.txt") == b"content"
+    status, body = api.json("POST", f"/v1/sandboxes/{sandbox}/files/rename",
+                            {"from": "/work/none", "to": "/work/other"})
+    assert status == 404 and body["error"]["code"] == "not_found", (status, body)
+
+
+def test_remove_file_and_whole_tree(api, sandbox):
+    put(api, sandbox, "/work/t/one.txt", b"1")
+    put(api, sandbox, "/work/t/sub/two.txt", b"2")
+    put(api, sandbox, "/work/t/sub/deeper/three.txt", b"3")
+    status, _, _ = api.request("DELETE", files(sandbox, "/work/t/one.txt"))
+    assert status == 204
+    assert stat(api, sandbox, "/work/t/one.txt")[0] == 404
+    status, _, _ = api.request("DELETE", files(sandbox, "/work/t"))
+    assert status == 204
+    assert stat(api, sandbox, "/work/t")[0] == 404
+    assert api.exec(sandbox, ["test", "-e", "/work/t"])["exit_code"] == 1
+    names = [e["name"] for e in api.ok("GET", files(sandbox, "/work", "/list"))["entries"]]
+    assert "t" not in names
+
+
+def test_missing_paths_and_directories(api, sandbox):
+    for method, tail in (("GET", ""), ("GET", "/stat"), ("GET", "/list"), ("DELETE", "")):
+        status, body = api.json(method, files(sandbox, "/work/no/such/thing", tail))
+        assert status == 404 and body["error"]["code"] == "not_found", (method, tail, status, body)
+    status, body = api.json("GET", files(sandbox, "/work"))
+    assert status == 400 and body["error"]["code"] == "invalid_argument", (status, body)
