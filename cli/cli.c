@@ -3,7 +3,7 @@
  * stderr per failure, with a fixed text when spaced cannot be reached, exit
  * statuses from one table (cli.h), usage and --help, and the parsing of
  * option values (K=V pairs, integers, seconds) so that every command rejects
- * a bad value the same way.
+ * a bad value the same way, and the SPACE_VERBOSE note of a transparent resume.
  */
 #include "cli.h"
 
@@ -142,4 +142,16 @@ char *cli_sandbox_path(const char *id, const char *suffix)
 		path = NULL;
 	free(e);
 	return path;
+}
+
+void cli_note_resumed(const char *path)
+{
+	static const char prefix[] = "/v1/sandboxes/";
+	const char *id = strncmp(path, prefix, sizeof(prefix) - 1) ? NULL : path + sizeof(prefix) - 1;
+	int len = id ? (int)strcspn(id, "/?") : 0;
+
+	if (id)
+		fprintf(stderr, "space: sandbox %.*s was paused or suspended; spaced resumed it\n", len, id);
+	else
+		fprintf(stderr, "space: spaced resumed a paused or suspended sandbox\n");
 }

@@ -66,6 +66,12 @@ int cli_print_json(json_t *v);
 char *cli_sandbox_path(const char *id, const char *suffix);
 
 /*
+ * With SPACE_VERBOSE set (and not "0"), the client's on_resumed hook: says on
+ * stderr that spaced resumed the sandbox of the request at path for it.
+ */
+void cli_note_resumed(const char *path);
+
+/*
  * The options of `space create`, which `space run` takes too: entries for a
  * struct option table, and the handling of one of them (getopt's opt and
  * optarg) into the JSON body of POST /v1/sandboxes. cmd_create_opt returns
@@ -77,13 +83,23 @@ char *cli_sandbox_path(const char *id, const char *suffix);
 	{ "memory", required_argument, NULL, 'M' },               \
 	{ "timeout", required_argument, NULL, 'O' },              \
 	{ "env", required_argument, NULL, 'e' },                  \
-	{ "label", required_argument, NULL, 'l' }
+	{ "label", required_argument, NULL, 'l' },                \
+	{ "lifetime", required_argument, NULL, 'L' },             \
+	{ "timeout-action", required_argument, NULL, 'A' },       \
+	{ "keepalive-processes", no_argument, NULL, 'K' },        \
+	{ "from-snapshot", required_argument, NULL, 'S' }
 #define CMD_CREATE_OPTCHARS "e:l:"
 int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
+/*
+ * After the last option: whether they make sense together (--from-snapshot
+ * excludes --template, --cpus and --memory, which come from the snapshot).
+ * Returns 0, or the exit status of a bad command line (after saying why).
+ */
+int cmd_create_check(const struct cli *cli, json_t *body);
 /* POST /v1/sandboxes with body; returns 0 and the new sandbox (caller json_decref()s). */
 int cmd_create_sandbox(struct cli *cli, json_t *body, json_t **sandbox, struct client_err *err);
 
-/* The commands (cmd_sandbox.c, cmd_exec.c, cmd_cp.c). */
+/* The commands (cmd_sandbox.c, cmd_exec.c, cmd_cp.c, cmd_lifecycle.c). */
 int cmd_create(struct cli *cli, int argc, char **argv);
 int cmd_ls(struct cli *cli, int argc, char **argv);
 int cmd_inspect(struct cli *cli, int argc, char **argv);
@@ -96,9 +112,17 @@ int cmd_run(struct cli *cli, int argc, char **argv);
 int cmd_ps(struct cli *cli, int argc, char **argv);
 int cmd_attach(struct cli *cli, int argc, char **argv);
 int cmd_cp(struct cli *cli, int argc, char **argv);
+int cmd_pause(struct cli *cli, int argc, char **argv);
+int cmd_resume(struct cli *cli, int argc, char **argv);
+int cmd_suspend(struct cli *cli, int argc, char **argv);
+int cmd_sync(struct cli *cli, int argc, char **argv);
+int cmd_snapshot(struct cli *cli, int argc, char **argv);
+int cmd_fork(struct cli *cli, int argc, char **argv);
 
 extern const char cmd_create_usage[], cmd_ls_usage[], cmd_inspect_usage[], cmd_rm_usage[],
 	cmd_template_usage[], cmd_status_usage[], cmd_version_usage[], cmd_exec_usage[],
-	cmd_run_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[];
+	cmd_run_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[], cmd_pause_usage[],
+	cmd_resume_usage[], cmd_suspend_usage[], cmd_sync_usage[], cmd_snapshot_usage[],
+	cmd_fork_usage[];
 
 #endif

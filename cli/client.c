@@ -10,7 +10,8 @@
  * buffered up to CLIENT_MAX_REPLY; file bodies and NDJSON streams are not
  * buffered beyond one event. Every failure ends up in a struct client_err:
  * the API's {"error": {"code", "message"}}, "unreachable" when the connect
- * itself failed, or a transport message.
+ * itself failed, or a transport message. The only header looked at is
+ * Space-Resumed, and only for c->on_resumed.
  */
 #include "client.h"
 
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "lib/buf.h"
@@ -32,6 +34,7 @@
 /* One request in flight, with everything that must be freed after it. */
 struct xfer {
 	struct client *c;
+	const char *path;  /* the caller's, for c->on_resumed */
 	CURL *h;
 	struct curl_slist *hdrs;
 	struct buf reply;  /* JSON reply, or the body of an error answer */
@@ -151,6 +154,22 @@ static size_t on_reply(char *p, size_t size, size_t n, void *arg)
 	return buf_put_max(&x->reply, p, size * n, CLIENT_MAX_REPLY) ? 0 : size * n;
 }
 
+/* Tells c->on_resumed about a "Space-Resumed: true" header. */
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+	static const char name[] = "space-resumed:";
+	struct xfer *x = arg;
+	size_t len = size * n, i = sizeof(name) - 1;
+
+	if (len < i || strncasecmp(p, name, i))
+		return len;
+	while (i < len && (p[i] == ' ' || p[i] == '\t'))
+		i++;
+	if (len - i >= 4 && !strncasecmp(p + i, "true", 4))
+		x->c->on_resumed(x->path);
+	return len;
+}
+
 static int xfer_setup(struct xfer *x, struct client *c, const char *method, const char *path,
 		      const char *content_type, struct client_err *err)
 {
@@ -158,6 +177,7 @@ static int xfer_setup(struct xfer *x, struct client *c, const char *method, cons
 
 	memset(x, 0, sizeof(*x));
 	x->c = c;
+	x->path = path;
 	x->fd = -1;
 	x->h = curl_easy_init();
 	if (!x->h || asprintf(&url, "%s%s", c->base_url, path) < 0)
@@ -172,6 +192,10 @@ static int xfer_setup(struct xfer *x, struct client *c, const char *method, cons
 	curl_easy_setopt(x->h, CURLOPT_USERAGENT, "space/" SPACE_VERSION);
 	curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_reply);
 	curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+	if (c->on_resumed) {
+		curl_easy_setopt(x->h, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(x->h, CURLOPT_HEADERDATA, x);
+	}
 	if (strcmp(method, "GET"))
 		curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, method);
 	if (c->auth && !(x->hdrs = curl_slist_append(x->hdrs, c->auth)))

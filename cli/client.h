@@ -41,6 +41,12 @@ struct client_err {
 
 /* Asked during uploads and downloads (on every wake-up, at least once a second). */
 typedef int (*client_cancel_fn)(void);
+/*
+ * Told, as soon as the answer's headers arrive and in the thread of the
+ * request, that spaced resumed a paused or suspended sandbox to serve the
+ * request to path (the answer carries "Space-Resumed: true").
+ */
+typedef void (*client_resumed_fn)(const char *path);
 
 struct client {
 	char *host;        /* SPACE_HOST as given, for messages */
@@ -49,6 +55,8 @@ struct client {
 	char *auth;        /* "Authorization: Bearer ..." or NULL */
 	/* Optional, set before any transfer: nonzero aborts an upload or download with -ECANCELED. */
 	client_cancel_fn cancel;
+	/* Optional, set before any request: see client_resumed_fn. */
+	client_resumed_fn on_resumed;
 };
 
 /*

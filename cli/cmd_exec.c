@@ -53,6 +53,11 @@ const char cmd_run_usage[] =
 	"      --cpus N         CPU quota in whole CPUs\n"
 	"      --memory MIB     memory limit in MiB\n"
 	"      --timeout S      the sandbox's idle timeout in seconds\n"
+	"      --lifetime S, --timeout-action suspend|kill, --keepalive-processes\n"
+	"                       the sandbox's timeouts, as for `space create`\n"
+	"      --from-snapshot SID\n"
+	"                       start from snapshot SID (not with --template,\n"
+	"                       --cpus, --memory)\n"
 	"  -e, --env K=V        environment variable (repeatable)\n"
 	"  -l, --label K=V      label (repeatable)\n"
 	"  -i, --interactive    pass our stdin to the command\n"
@@ -314,6 +319,8 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		status = cli_usage_error(cli, "missing the command to run");
 		goto out;
 	}
+	if ((status = cmd_create_check(cli, body)))
+		goto out;
 	o.cmd = argv + optind;
 	o.ncmd = argc - optind;
 	if (sigfwd_install() < 0) {

@@ -5,7 +5,8 @@
  * Each is one or a few plain JSON requests (client_request) and a printout:
  * an aligned table or a single id for people, the API's own JSON with --json
  * for programs. The options of create are shared with `space run`
- * (CMD_CREATE_OPTIONS, cmd_create_opt in cli.h).
+ * (CMD_CREATE_OPTIONS, cmd_create_opt, cmd_create_check in cli.h). The
+ * lifecycle commands (pause, snapshot, fork...) are in cmd_lifecycle.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,15 +23,27 @@
 
 const char cmd_create_usage[] =
 	"Usage: space create [OPTIONS]\n"
+	"       space create --from-snapshot SID [OPTIONS]\n"
 	"\n"
 	"Create a sandbox and print its id alone on a line, once it is ready to run\n"
-	"commands.\n"
+	"commands. With --from-snapshot, the sandbox is restored from a snapshot\n"
+	"(`space snapshot`): its processes go on from there, and its template, CPUs\n"
+	"and memory are the snapshot's.\n"
 	"\n"
 	"Options:\n"
 	"      --template T     root filesystem to start from (default: default)\n"
 	"      --cpus N         CPU quota in whole CPUs (default 1)\n"
 	"      --memory MIB     memory limit in MiB (default 512)\n"
-	"      --timeout S      idle timeout in seconds (default 300)\n"
+	"      --from-snapshot SID\n"
+	"                       restore snapshot SID (not with the three above)\n"
+	"      --timeout S      idle timeout in seconds (default 300; 0: none)\n"
+	"      --lifetime S     remove or suspend it S seconds after creation\n"
+	"                       (default 0: no limit)\n"
+	"      --timeout-action suspend|kill\n"
+	"                       what a timeout does (default suspend; kill removes it)\n"
+	"      --keepalive-processes\n"
+	"                       a running process counts as activity for the idle\n"
+	"                       timeout\n"
 	"  -e, --env K=V        environment for every process in it (repeatable)\n"
 	"  -l, --label K=V      label, for `space ls --label` (repeatable)\n"
 	"      --json           print the whole sandbox object\n"
@@ -138,6 +151,22 @@ int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body
 		if (cli_parse_seconds(arg, &v))
 			return cli_usage_error(cli, "--timeout wants seconds, not '%s'", arg);
 		return json_object_set_new(body, "timeout", v) ? cli_error("out of memory") : 0;
+	case 'L':
+		if (cli_parse_seconds(arg, &v))
+			return cli_usage_error(cli, "--lifetime wants seconds, not '%s'", arg);
+		return json_object_set_new(body, "lifetime", v) ? cli_error("out of memory") : 0;
+	case 'A':
+		if (strcmp(arg, "suspend") && strcmp(arg, "kill"))
+			return cli_usage_error(cli, "--timeout-action wants 'suspend' or 'kill', not '%s'", arg);
+		v = json_string(arg);
+		return json_object_set_new(body, "timeout_action", v) ? cli_error("out of memory") : 0;
+	case 'K':
+		return json_object_set_new(body, "keepalive_processes", json_true()) ? cli_error("out of memory") : 0;
+	case 'S':
+		if (!*arg)
+			return cli_usage_error(cli, "--from-snapshot wants a snapshot id");
+		v = json_string(arg);
+		return json_object_set_new(body, "snapshot", v) ? cli_error("out of memory") : 0;
 	case 'e':
 		return add_kv(cli, body, "env", "env", arg);
 	case 'l':
@@ -145,6 +174,21 @@ int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body
 	default:
 		return cli_bad_option(cli);
 	}
+}
+
+int cmd_create_check(const struct cli *cli, json_t *body)
+{
+	static const struct { const char *field, *opt; } from_snapshot[] = {
+		{ "template", "--template" }, { "cpus", "--cpus" }, { "memory_mb", "--memory" },
+	};
+
+	if (!json_object_get(body, "snapshot"))
+		return 0;
+	for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)
+		if (json_object_get(body, from_snapshot[i].field))
+			return cli_usage_error(cli, "%s cannot go with --from-snapshot: the snapshot decides it",
+					       from_snapshot[i].opt);
+	return 0;
 }
 
 int cmd_create_sandbox(struct cli *cli, json_t *body, json_t **sandbox, struct client_err *err)
@@ -194,6 +238,8 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 		status = cli_usage_error(cli, "unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
+	if ((status = cmd_create_check(cli, body)))
+		goto out;
 	if (cmd_create_sandbox(cli, body, &sandbox, &err))
 		status = cli_report(cli, &err);
 	else if (as_json)

@@ -4,9 +4,11 @@
  *
  * main() runs these phases: find the command (or print help), set up the
  * process (SIGPIPE ignored so a closed pipe is an error we handle, libcurl
- * initialised), connect the client to SPACE_HOST with SPACE_TOKEN, run the
- * handler, clean up, and return the handler's exit status. Handlers live in
- * cmd_sandbox.c, cmd_exec.c and cmd_cp.c; the conventions they share in cli.c.
+ * initialised), connect the client to SPACE_HOST with SPACE_TOKEN (and, with
+ * SPACE_VERBOSE, a note on stderr when spaced resumed a sandbox for us), run
+ * the handler, clean up, and return the handler's exit status. Handlers live
+ * in cmd_sandbox.c, cmd_exec.c, cmd_cp.c and cmd_lifecycle.c; the conventions
+ * they share in cli.c.
  */
 #include "cli.h"
 
@@ -31,6 +33,12 @@ static const struct command commands[] = {
 	{ "exec", cmd_exec, "Run a command in a sandbox, streaming its output", cmd_exec_usage, CLI_EXIT_DAEMON },
 	{ "run", cmd_run, "Create a sandbox, run one command in it, remove it", cmd_run_usage, CLI_EXIT_DAEMON },
 	{ "cp", cmd_cp, "Copy a file into or out of a sandbox", cmd_cp_usage, CLI_EXIT_USAGE },
+	{ "pause", cmd_pause, "Freeze sandboxes in memory", cmd_pause_usage, CLI_EXIT_USAGE },
+	{ "resume", cmd_resume, "Resume paused or suspended sandboxes", cmd_resume_usage, CLI_EXIT_USAGE },
+	{ "suspend", cmd_suspend, "Write sandboxes to disk and release their memory", cmd_suspend_usage, CLI_EXIT_USAGE },
+	{ "snapshot", cmd_snapshot, "Snapshot a sandbox; list or remove snapshots", cmd_snapshot_usage, CLI_EXIT_USAGE },
+	{ "fork", cmd_fork, "Copy a running sandbox into new ones", cmd_fork_usage, CLI_EXIT_USAGE },
+	{ "sync", cmd_sync, "Make what sandboxes wrote durable on disk", cmd_sync_usage, CLI_EXIT_USAGE },
 	{ "rm", cmd_rm, "Remove sandboxes", cmd_rm_usage, CLI_EXIT_USAGE },
 	{ "ps", cmd_ps, "List the processes of a sandbox", cmd_ps_usage, CLI_EXIT_USAGE },
 	{ "attach", cmd_attach, "Stream the output of a running process", cmd_attach_usage, CLI_EXIT_DAEMON },
@@ -64,6 +72,9 @@ static void print_overview(FILE *out)
 	      "  SPACE_HOST   where spaced listens: " CLIENT_DEFAULT_HOST " (default),\n"
 	      "               or http://HOST:PORT\n"
 	      "  SPACE_TOKEN  bearer token, needed when spaced listens on TCP\n"
+	      "  SPACE_VERBOSE\n"
+	      "               1: say on stderr when spaced resumed a paused or\n"
+	      "               suspended sandbox to serve a command\n"
 	      "\n"
 	      "Run 'space COMMAND --help' for more on a command.\n", out);
 }
@@ -118,6 +129,9 @@ int main(int argc, char **argv)
 		curl_global_cleanup();
 		return CLI_EXIT_DAEMON;
 	}
+	const char *verbose = getenv("SPACE_VERBOSE");
+	if (verbose && *verbose && strcmp(verbose, "0"))
+		cli.client.on_resumed = cli_note_resumed;
 
 	argv[1] = name;
 	status = cmd->run(&cli, argc - 1, argv + 1);
