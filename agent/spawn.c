@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -196,19 +197,36 @@ static void child_reset_signals(void)
 }
 
 /*
- * The sandbox's CPU count (SPACE_CPUS, set by spaced): runsc gives the sandbox
- * every host CPU and limits time with a cgroup quota, so each command is
- * pinned to the first SPACE_CPUS of them, which is what nproc then shows.
- * Computed once, before any vfork, so children only read it.
+ * Limits every command gets, set by spaced through the agent's environment and
+ * computed once, before any vfork, so children only read them:
+ *
+ * - SPACE_CPUS: runsc gives the sandbox every host CPU and limits time with a
+ *   cgroup quota, so each command is pinned to the first SPACE_CPUS of them,
+ *   which is what nproc then shows.
+ * - SPACE_MEMORY_MB, SPACE_NPROC, SPACE_NOFILE: per-process limits (address
+ *   space, processes, open files). These are the inner layer: a runaway
+ *   allocation or fork bomb fails inside (MemoryError, EAGAIN) instead of
+ *   reaching the host cgroup, which under runsc kills the whole sandbox.
  */
 static cpu_set_t cpus_mask;
 static int cpus_limited = -1;
+static struct rlimit lim_as, lim_nproc, lim_nofile;
+
+static void set_limit(struct rlimit *r, const char *var, rlim_t unit)
+{
+	const char *v = getenv(var);
+	long long n = v ? atoll(v) : 0;
+	r->rlim_cur = r->rlim_max = n > 0 ? (rlim_t)n * unit : RLIM_INFINITY;
+}
 
 static void cpus_init(void)
 {
 	if (cpus_limited >= 0)
 		return;
 	cpus_limited = 0;
+	set_limit(&lim_as, "SPACE_MEMORY_MB", 1024 * 1024);
+	set_limit(&lim_nproc, "SPACE_NPROC", 1);
+	set_limit(&lim_nofile, "SPACE_NOFILE", 1);
 	const char *v = getenv("SPACE_CPUS");
 	int want = v ? atoi(v) : 0;
 	cpu_set_t have;
@@ -231,6 +249,12 @@ static void child_run(const struct spawn_req *r, const int in[2], const int out[
 	child_reset_signals();
 	if (cpus_limited == 1)
 		sched_setaffinity(0, sizeof(cpus_mask), &cpus_mask);
+	if (lim_as.rlim_cur != RLIM_INFINITY)
+		setrlimit(RLIMIT_AS, &lim_as);
+	if (lim_nproc.rlim_cur != RLIM_INFINITY)
+		setrlimit(RLIMIT_NPROC, &lim_nproc);
+	if (lim_nofile.rlim_cur != RLIM_INFINITY)
+		setrlimit(RLIMIT_NOFILE, &lim_nofile);
 	if (setsid() < 0)
 		child_fail(report, STAGE_SETUP, errno);
 	int stdin_fd = r->want_stdin ? in[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);

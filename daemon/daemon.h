@@ -30,7 +30,11 @@
 #define DEFAULT_MEMORY_MB 512
 #define DEFAULT_CPUS 1
 #define DEFAULT_TIMEOUT_S 300
-#define DEFAULT_PIDS_LIMIT 1024
+/* Processes: the host cgroup's pids limit counts runsc's own host processes and threads too
+ * (under ptrace every sandboxed process has a host stub), so it sits well above the limit a
+ * sandbox's processes meet inside, where a fork bomb fails with EAGAIN. */
+#define DEFAULT_PIDS_LIMIT 4096
+#define SANDBOX_NPROC 1024
 
 struct driver;
 struct store;

@@ -174,7 +174,7 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	struct oci_params p = {
 		.id = sb->id, .rootfs = rootfs, .agent = drv->d->agent_path, .sock_dir = sock, .env = sb->env,
 		.shim = drv->d->shim_path[0] ? drv->d->shim_path : NULL,
-		.cpus = sb->cpus, .memory_mb = sb->memory_mb, .pids = DEFAULT_PIDS_LIMIT,
+		.cpus = sb->cpus, .memory_mb = sb->memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
 	};
 	json_t *spec = oci_spec(&p);
 	char *text = spec ? json_dumps(spec, JSON_INDENT(1)) : NULL;

@@ -24,13 +24,21 @@ static json_t *mount(const char *dst, const char *type, const char *src, const c
 	return m;
 }
 
-static json_t *env_array(json_t *env, const char *id, int cpus)
+static json_t *env_array(const struct oci_params *p)
 {
+	json_t *env = p->env;
+	const char *id = p->id;
 	json_t *arr = json_array();
 	char line[8192];
 	snprintf(line, sizeof(line), "SPACE_SANDBOX_ID=%s", id);
 	json_array_append_new(arr, json_string(line));
-	snprintf(line, sizeof(line), "SPACE_CPUS=%d", cpus);
+	snprintf(line, sizeof(line), "SPACE_CPUS=%d", p->cpus);
+	json_array_append_new(arr, json_string(line));
+	snprintf(line, sizeof(line), "SPACE_MEMORY_MB=%d", p->memory_mb);
+	json_array_append_new(arr, json_string(line));
+	snprintf(line, sizeof(line), "SPACE_NPROC=%d", p->nproc);
+	json_array_append_new(arr, json_string(line));
+	snprintf(line, sizeof(line), "SPACE_NOFILE=%d", OCI_NOFILE);
 	json_array_append_new(arr, json_string(line));
 	const char *k;
 	json_t *v;
@@ -88,7 +96,7 @@ json_t *oci_spec(const struct oci_params *p)
 			 " s:o, s:{s:o, s:o, s:s}}",
 			 "ociVersion", "1.0.2",
 			 "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", OCI_AGENT_PATH, "env",
-			 env_array(p->env, p->id, p->cpus), "cwd", "/", "capabilities", capabilities, "rlimits", "type", "RLIMIT_NOFILE", "hard", 1048576,
+			 env_array(p), "cwd", "/", "capabilities", capabilities, "rlimits", "type", "RLIMIT_NOFILE", "hard", 1048576,
 			 "soft", 1048576,
 			 "root", "path", p->rootfs, "readonly", 0,
 			 "hostname", p->id,

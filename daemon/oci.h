@@ -22,8 +22,11 @@ struct oci_params {
 	json_t *env;             /* object of strings, may be NULL */
 	int cpus;
 	int memory_mb;
-	int pids;
+	int pids;                /* host cgroup backstop */
+	int nproc;               /* per-process RLIMIT_NPROC inside, below pids */
 };
+
+#define OCI_NOFILE 65536     /* open files per process inside a sandbox */
 
 /* Returns a new config.json object, or NULL if a parameter is invalid. */
 json_t *oci_spec(const struct oci_params *p);
