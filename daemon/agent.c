@@ -168,6 +168,9 @@ static void disconnect(struct daemon *d, struct sandbox *sb)
 	buf_free(&c->rbuf);
 	fail_pending(sb, "the agent disconnected");
 	pthread_cond_broadcast(&d->cond);
+	/* Unasked (not a detach: that happens in suspending): did the sandbox die? */
+	if (sb->state == SB_RUNNING && !sb->dead && !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
+		sandbox_watch(d, sb);
 }
 
 void agent_unlisten(struct daemon *d, struct sandbox *sb)
@@ -371,8 +374,22 @@ static void on_readable(struct daemon *d, struct sandbox *sb)
 static void bury_all(struct daemon *d)
 {
 	daemon_lock(d);
-	struct sandbox *g = d->graveyard;
+	struct sandbox *g = d->graveyard, *keep = NULL;
 	d->graveyard = NULL;
+	while (g) {
+		/* a job still holding it finishes first; a later pass frees it */
+		struct sandbox *next = g->grave;
+		if (g->refs > 0) {
+			g->grave = keep;
+			keep = g;
+		} else {
+			g->grave = d->graveyard;
+			d->graveyard = g;
+		}
+		g = next;
+	}
+	g = d->graveyard;
+	d->graveyard = keep;
 	daemon_unlock(d);
 	while (g) {
 		struct sandbox *next = g->grave;

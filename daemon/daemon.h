@@ -91,6 +91,8 @@ struct sandbox {
 	struct op *deferred;        /* [L] requests waiting for the sandbox to resume */
 	uint32_t next_tag;          /* [L] */
 	bool dead;                  /* [L] removed from the registry; freed by the I/O thread */
+	bool watched;               /* [L] a job watches it after its agent dropped */
+	int refs;                   /* [L] jobs using it: the I/O thread frees it only at 0 */
 	struct sandbox *grave;      /* [L] next in the I/O thread's list of sandboxes to free */
 };
 

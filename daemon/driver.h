@@ -57,6 +57,9 @@ struct driver_ops {
 	int (*destroy)(struct driver *drv, struct sandbox *sb, struct err *e);
 	enum driver_state (*state)(struct driver *drv, struct sandbox *sb);
 	int (*stats)(struct driver *drv, struct sandbox *sb, struct driver_stats *out);
+	/* Why a sandbox that stopped on its own stopped: "oom", "pids" or "exited", into buf.
+	 * Call before stop (which removes what it reads). */
+	void (*exit_reason)(struct driver *drv, struct sandbox *sb, char *buf, size_t n);
 	/* The runtime underneath, for /v1/version ("runsc 0.0~20221219.0"). */
 	const char *(*runtime)(struct driver *drv);
 };

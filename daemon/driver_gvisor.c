@@ -307,6 +307,41 @@ static int gv_stats(struct driver *drv, struct sandbox *sb, struct driver_stats 
 	return 0;
 }
 
+/* The value after `key ` in a cgroup file of `key value` lines, or -1. */
+static long long cgroup_field(const char *path, const char *key)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	size_t k = strlen(key);
+	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (strncmp(line, key, k) == 0 && line[k] == ' ')
+			return atoll(line + k + 1);
+	return -1;
+}
+
+static void gv_exit_reason(struct driver *drv, struct sandbox *sb, char *buf, size_t n)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.oom_control", sb->id);
+	if (cgroup_field(p, "oom_kill") > 0) {
+		snprintf(buf, n, "oom");
+		return;
+	}
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/pids/space/%s/pids.events", sb->id);
+	if (cgroup_field(p, "max") > 0) {
+		snprintf(buf, n, "pids");
+		return;
+	}
+	snprintf(buf, n, "exited");
+}
+
 static const char *gv_runtime(struct driver *drv)
 {
 	return drv->runtime;
@@ -326,5 +361,6 @@ const struct driver_ops driver_gvisor = {
 	.destroy = gv_destroy,
 	.state = gv_state,
 	.stats = gv_stats,
+	.exit_reason = gv_exit_reason,
 	.runtime = gv_runtime,
 };

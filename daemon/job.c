@@ -16,6 +16,8 @@ static void *run(void *arg)
 	struct daemon *d = j->d;
 	j->fn(j);
 	daemon_lock(d);
+	if (j->sb)
+		j->sb->refs--;
 	d->jobs--;
 	pthread_cond_broadcast(&d->cond);
 	daemon_unlock(d);
@@ -41,5 +43,7 @@ int job_start(struct daemon *d, const struct job *tmpl, struct err *e)
 		return err_set(e, 500, "internal", rc, "cannot start a job: %s", strerror(rc));
 	}
 	d->jobs++;
+	if (j->sb)
+		j->sb->refs++; /* a deleted sandbox is not freed under a job that uses it */
 	return 0;
 }

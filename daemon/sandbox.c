@@ -18,6 +18,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <time.h>
 
 #include "agent.h"
 #include "driver.h"
@@ -243,6 +244,74 @@ static void fail_all(struct sandbox *sb, const struct err *e)
 			op_fail(op, e);
 		}
 	}
+}
+
+void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason)
+{
+	sb->state = SB_FAILED;
+	snprintf(sb->reason, sizeof(sb->reason), "%s", reason);
+	store_set_state(d->store, sb->id, "failed", sb->reason);
+	struct err e = { 0 };
+	err_set(&e, 500, "sandbox_failed", EIO, "sandbox %s failed: %s", sb->id, reason);
+	fail_all(sb, &e);
+	log_warn("sandbox %s failed: %s", sb->id, reason);
+}
+
+#define WATCH_GRACE_MS 3000   /* an agent that lost its connection is back within this */
+#define WATCH_ROUNDS 10       /* grace periods to wait while the sandbox still runs */
+
+static bool agent_back(struct sandbox *sb)
+{
+	return sb->chan.hello || sb->state != SB_RUNNING;
+}
+
+static void watch_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	for (int round = 0; round < WATCH_ROUNDS; round++) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += WATCH_GRACE_MS / 1000;
+		daemon_lock(d);
+		while (!agent_back(sb) && pthread_cond_timedwait(&d->cond, &d->lock, &until) != ETIMEDOUT)
+			;
+		bool back = agent_back(sb);
+		if (back)
+			sb->watched = false;
+		daemon_unlock(d);
+		if (back)
+			return;
+		if (d->driver->state(d->drv, sb) == DRV_RUNNING)
+			continue; /* the sandbox runs; its agent may yet reconnect */
+		char why[64], reason[128];
+		d->driver->exit_reason(d->drv, sb, why, sizeof(why));
+		struct err ignored = { 0 };
+		d->driver->stop(d->drv, sb, &ignored);
+		snprintf(reason, sizeof(reason), "%s: %s", why,
+			 strcmp(why, "oom") == 0 ? "the sandbox went over its memory limit on the host; files kept"
+			 : strcmp(why, "pids") == 0 ? "the sandbox went over its process limit on the host; files kept"
+						   : "every process of the sandbox ended; files kept");
+		daemon_lock(d);
+		if (sb->state == SB_RUNNING && !sb->chan.hello)
+			sandbox_fail(d, sb, reason);
+		sb->watched = false;
+		daemon_unlock(d);
+		return;
+	}
+	daemon_lock(d);
+	sb->watched = false;
+	daemon_unlock(d);
+}
+
+void sandbox_watch(struct daemon *d, struct sandbox *sb)
+{
+	if (sb->watched || sb->state != SB_RUNNING)
+		return;
+	struct job j = { .fn = watch_job, .sb = sb };
+	struct err e = { 0 };
+	if (job_start(d, &j, &e) == 0)
+		sb->watched = true;
 }
 
 static int new_id(char out[SANDBOX_ID_LEN + 1])

@@ -62,6 +62,16 @@ json_t *sandbox_json(const struct sandbox *sb);              /* [L] */
 json_t *sandbox_proc_json(const struct proc *p);             /* [L] */
 json_t *sandbox_proc_frame_json(const struct frame *f);      /* an A_PROC frame */
 
+/*
+ * Marks sb failed with `reason` (recorded), and fails every request waiting on it.
+ * Its files are kept; it can only be deleted. [L]
+ */
+void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason);
+
+/* Watches a running sandbox whose agent connection dropped unasked: if the agent does not come
+ * back and the sandbox no longer runs, the sandbox is failed with the reason. [L] */
+void sandbox_watch(struct daemon *d, struct sandbox *sb);
+
 /* Records activity on sb: its idle timeout starts again. [L] */
 void sandbox_touch(struct sandbox *sb);
 /* Suspends or deletes every sandbox whose idle timeout or lifetime has passed. [L] */
