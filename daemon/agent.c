@@ -26,6 +26,7 @@
 #include "log.h"
 #include "op.h"
 #include "lifecycle.h"
+#include "reaper.h"
 #include "sandbox.h"
 #include "timer.h"
 
@@ -35,6 +36,7 @@
 
 /* epoll data: the sandbox pointer, with bit 0 set for its listening socket. */
 #define EV_LISTEN 1u
+#define EV_REAPER 2u /* the SIGCHLD signalfd (never a sandbox pointer: those are aligned) */
 
 static void chan_init(struct chan *c)
 {
@@ -436,6 +438,10 @@ static void *io_main(void *arg)
 			break;
 		for (int i = 0; i < n; i++) {
 			uint64_t u = evs[i].data.u64;
+			if (u == EV_REAPER) {
+				reaper_run(d->reaperfd);
+				continue;
+			}
 			if (u == 0) {
 				uint64_t v;
 				if (read(d->wakefd, &v, sizeof(v)) < 0) {
@@ -483,6 +489,10 @@ int agent_start(struct daemon *d)
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
 	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->wakefd, &ev) < 0)
 		return -errno;
+	if (d->reaperfd >= 0) {
+		struct epoll_event rev = { .events = EPOLLIN, .data.u64 = EV_REAPER };
+		epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->reaperfd, &rev);
+	}
 	int rc = pthread_create(&d->io_thread, NULL, io_main, d);
 	return -rc;
 }

@@ -116,6 +116,7 @@ struct daemon {
 	const struct driver_ops *driver;
 	struct driver *drv;
 
+	int reaperfd;               /* SIGCHLD signalfd, or -1 */
 	int epfd, wakefd;           /* the I/O thread's epoll set and its eventfd */
 	struct op *timers;          /* [L] ops with a deadline, earliest first */
 	struct sandbox *graveyard;  /* [L] sandboxes the I/O thread is to free */

@@ -25,6 +25,7 @@
 #include "driver.h"
 #include "hash.h"
 #include "http.h"
+#include "reaper.h"
 #include "log.h"
 #include "sandbox.h"
 #include "snapshot.h"
@@ -115,7 +116,9 @@ static void block_signals(sigset_t *set)
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, set, NULL);
+	sigset_t all = *set;
+	sigaddset(&all, SIGCHLD); /* taken by the reaper's signalfd, in the I/O thread */
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -133,7 +136,7 @@ int main(int argc, char **argv)
 
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
-	d->epfd = d->wakefd = -1;
+	d->epfd = d->wakefd = d->reaperfd = -1;
 
 	/* 1. configuration */
 	rc = parse_args(d, argc, argv);
@@ -200,6 +203,10 @@ int main(int argc, char **argv)
 
 	/* 5. threads: signals stay blocked in all of them; main waits for them below */
 	block_signals(&sigs);
+	d->reaperfd = reaper_init();
+	if (d->reaperfd < 0)
+		log_warn("cannot become a subreaper: %s; deletes and suspends wait for PID 1 to reap",
+			 strerror(-d->reaperfd));
 	if ((rc = agent_start(d)) < 0) {
 		log_error("cannot start the I/O thread: %s", strerror(-rc));
 		return 1;

@@ -9,6 +9,7 @@
 #define SPACE_DAEMON_SPAWN_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * Runs argv[0] (searched in PATH) with stdin from /dev/null, stdout to
@@ -22,5 +23,11 @@ int spawn_run(char *const argv[], int out_fd, int err_fd);
  * Only for programs that do not leave processes holding their stdout behind.
  */
 int spawn_capture(char *const argv[], char *out, size_t n);
+
+/*
+ * Reaps pid, an exited child, unless a spawn call is waiting for it. Used by the
+ * reaper for orphans spaced inherited; the two never take each other's child.
+ */
+void spawn_reap_orphan(pid_t pid);
 
 #endif
