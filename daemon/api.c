@@ -206,6 +206,9 @@ int api_check_path(struct op *op, const char *path, size_t len, const char *what
 struct sandbox *api_sandbox(struct op *op, bool need_agent)
 {
 	struct sandbox *sb = sandbox_find(op->d, op->sbid);
+	/* another tenant's sandbox does not exist, as far as this request can tell */
+	if (sb && op->tcp && strcmp(sb->tenant, op->tenant) != 0)
+		sb = NULL;
 	if (!sb) {
 		err_set(&op->err, 404, "not_found", ENOENT, "no sandbox %s", op->sbid);
 		return NULL;

@@ -48,6 +48,17 @@ static size_t map_bytes(json_t *m)
 	return n;
 }
 
+/* Snapshot sid if this request may see it (its tenant's, or any over the Unix socket). */
+static json_t *visible_snapshot(struct op *op, const char *sid)
+{
+	json_t *s = store_get_snapshot(op->d->store, sid);
+	if (s && op->tcp && strcmp(json_string_value(json_object_get(s, "tenant")), op->tenant) != 0) {
+		json_decref(s);
+		return NULL;
+	}
+	return s;
+}
+
 int api_sandbox_create(struct op *op)
 {
 	static const struct field fields[] = {
@@ -109,9 +120,11 @@ int api_sandbox_create(struct op *op)
 	char snapdir[700];
 	json_t *snap = NULL;
 	const char *snapid = json_string_value(json_object_get(b, "snapshot"));
+	if (op->tcp)
+		cfg.tenant = op->tenant;
 	if (rc == 0 && snapid) {
 		/* a sandbox from a snapshot takes its size and template from it */
-		snap = store_get_snapshot(op->d->store, snapid);
+		snap = visible_snapshot(op, snapid);
 		if (!snap || snapshot_path(op->d, snapid, snapdir, sizeof(snapdir)) < 0)
 			rc = err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", snapid);
 		else if (json_object_get(b, "cpus") || json_object_get(b, "memory_mb") || json_object_get(b, "template"))
@@ -161,7 +174,7 @@ int api_sandbox_list(struct op *op)
 	json_t *filters = json_object_get(op->query, "label[]");
 	json_t *arr = json_array();
 	for (struct sandbox *sb = op->d->sandboxes; sb; sb = sb->next)
-		if (!filters || labels_match(sb, filters))
+		if ((!op->tcp || strcmp(sb->tenant, op->tenant) == 0) && (!filters || labels_match(sb, filters)))
 			json_array_append_new(arr, sandbox_json(sb));
 	op->json = json_pack("{s:o}", "sandboxes", arr);
 	return API_DONE;
@@ -276,13 +289,19 @@ int api_sandbox_fork(struct op *op)
 
 int api_snapshot_list(struct op *op)
 {
-	op->json = json_pack("{s:o}", "snapshots", store_list_snapshots(op->d->store));
+	json_t *all = store_list_snapshots(op->d->store), *mine = json_array();
+	size_t i;
+	json_t *s;
+	json_array_foreach(all, i, s) if (!op->tcp || strcmp(json_string_value(json_object_get(s, "tenant")), op->tenant) == 0)
+		json_array_append(mine, s);
+	json_decref(all);
+	op->json = json_pack("{s:o}", "snapshots", mine);
 	return API_DONE;
 }
 
 int api_snapshot_get(struct op *op)
 {
-	op->json = store_get_snapshot(op->d->store, op->snapid);
+	op->json = visible_snapshot(op, op->snapid);
 	if (!op->json)
 		err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", op->snapid);
 	return API_DONE;
@@ -290,6 +309,12 @@ int api_snapshot_get(struct op *op)
 
 int api_snapshot_delete(struct op *op)
 {
+	json_t *s = visible_snapshot(op, op->snapid);
+	if (!s) {
+		err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", op->snapid);
+		return API_DONE;
+	}
+	json_decref(s);
 	op->kind = OP_JOB;
 	return snapshot_remove(op->d, op->snapid, op, &op->err) == 0 ? API_PENDING : API_DONE;
 }

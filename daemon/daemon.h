@@ -24,6 +24,7 @@
 #include "state.h"
 
 #define SPACE_MAX_SANDBOXES 256          /* sandboxes that exist at once */
+#define TENANT_MAX_SANDBOXES 64          /* of them, owned by one tenant (TCP token) */
 #define SANDBOX_ID_LEN 12                /* hex characters */
 #define SANDBOX_MAX_EXITED 128           /* exited processes remembered per sandbox */
 #define AGENT_HELLO_TIMEOUT_MS 30000     /* from runsc start to the agent's hello */
@@ -73,6 +74,7 @@ struct sandbox {
 	enum sb_state state;        /* [L] */
 	char reason[128];           /* [L] why it failed */
 	char template[64];
+	char tenant[64];            /* who owns it: "" for the Unix socket's administrator */
 	int cpus, memory_mb;
 	double timeout_s;           /* idle timeout, 0: none */
 	double lifetime_s;          /* maximum lifetime from creation, 0: none */

@@ -56,7 +56,7 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
 	return MHD_YES;
 }
 
-static bool authorized(struct daemon *d, struct MHD_Connection *conn)
+static bool authorized(struct daemon *d, struct MHD_Connection *conn, char *tenant, size_t n)
 {
 	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!h || strncmp(h, "Bearer ", 7) != 0)
@@ -64,7 +64,7 @@ static bool authorized(struct daemon *d, struct MHD_Connection *conn)
 	char hex[65];
 	if (hash_sha256_hex(h + 7, strlen(h + 7), hex) < 0)
 		return false;
-	return store_has_token(d->store, hex) == 1;
+	return store_token_tenant(d->store, hex, tenant, n) == 1;
 }
 
 static struct MHD_Response *json_response(json_t *j)
@@ -155,7 +155,7 @@ static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const 
 	op->tcp = l->tcp;
 	op->query = json_object();
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, add_arg, op->query);
-	if (l->tcp && !authorized(l->d, conn)) {
+	if (l->tcp && !authorized(l->d, conn, op->tenant, sizeof(op->tenant))) {
 		err_set(&op->err, 401, "unauthorized", EACCES, "a valid bearer token is required");
 		return op;
 	}

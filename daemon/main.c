@@ -3,7 +3,7 @@
  *
  *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]
  *          [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
- *   spaced [--state-dir DIR] token create [--name NAME]
+ *   spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]
  *
  * main() is the list of phases. Sandboxes do not depend on spaced staying
  * alive: stopping spaced leaves them running, and the next spaced adopts them.
@@ -36,7 +36,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]\n"
 		   "              [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
-		   "       spaced [--state-dir DIR] token create [--name NAME]\n");
+		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
 static int mkdir_p(const char *path)
@@ -90,10 +90,16 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 
 static int token_create(struct daemon *d, int argc, char **argv)
 {
-	const char *name = "";
-	for (int i = 0; i < argc; i++)
+	const char *name = "", *tenant = NULL;
+	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
 			name = argv[++i];
+		else if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc)
+			tenant = argv[++i];
+	}
+	/* every token belongs to a tenant: its own name unless told otherwise */
+	if (!tenant || !*tenant)
+		tenant = *name ? name : "default";
 	uint8_t r[24];
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		return -EIO;
@@ -103,7 +109,7 @@ static int token_create(struct daemon *d, int argc, char **argv)
 	char hex[65];
 	int rc = hash_sha256_hex(token, strlen(token), hex);
 	if (rc == 0)
-		rc = store_add_token(d->store, hex, name);
+		rc = store_add_token(d->store, hex, name, tenant);
 	if (rc < 0)
 		return rc;
 	printf("%s\n", token);

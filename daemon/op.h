@@ -49,6 +49,7 @@ struct op {
 	const struct route *route;
 	enum op_kind kind;
 	bool tcp;                   /* arrived on the TCP listener */
+	char tenant[64];            /* the token's tenant: a TCP request sees only its own */
 
 	/* request */
 	char sbid[SANDBOX_ID_LEN + 1];

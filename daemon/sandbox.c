@@ -447,6 +447,15 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 		err_set(e, 429, "too_many", EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
 		return NULL;
 	}
+	if (cfg->tenant && *cfg->tenant) {
+		int owned = 0;
+		for (struct sandbox *o = d->sandboxes; o; o = o->next)
+			owned += strcmp(o->tenant, cfg->tenant) == 0;
+		if (owned >= TENANT_MAX_SANDBOXES) {
+			err_set(e, 429, "too_many", EAGAIN, "a tenant may have at most %d sandboxes", TENANT_MAX_SANDBOXES);
+			return NULL;
+		}
+	}
 	if (template_rootfs(d, cfg->template, rootfs, n) < 0) {
 		err_set(e, 404, "not_found", ENOENT, "template %s does not exist", cfg->template);
 		return NULL;
@@ -465,6 +474,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 		}
 	} while (sandbox_find(d, sb->id));
 	snprintf(sb->template, sizeof(sb->template), "%s", cfg->template);
+	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");
 	sb->cpus = cfg->cpus;
 	sb->memory_mb = cfg->memory_mb;
 	sb->timeout_s = cfg->timeout_s;

@@ -24,6 +24,7 @@ struct sb_config {
 	json_t *env;       /* borrowed */
 	json_t *metadata;  /* borrowed */
 	const char *snapshot; /* start from this snapshot directory instead of booting */
+	const char *tenant;   /* owner; NULL or "" for the administrator */
 };
 
 /* The sandbox with this id, or NULL. [L] */

@@ -162,7 +162,8 @@ static void fork_job(struct job *j)
 		daemon_lock(d);
 		struct sb_config cfg = { .cpus = src->cpus, .memory_mb = src->memory_mb, .timeout_s = src->timeout_s,
 					 .lifetime_s = src->lifetime_s, .timeout_kill = src->timeout_kill,
-					 .keepalive = src->keepalive, .env = src->env, .metadata = src->metadata };
+					 .keepalive = src->keepalive, .env = src->env, .metadata = src->metadata,
+					 .tenant = src->tenant };
 		snprintf(cfg.template, sizeof(cfg.template), "%s", src->template);
 		struct sandbox *sb = sandbox_new(d, &cfg, rootfs, sizeof(rootfs), &e);
 		daemon_unlock(d);

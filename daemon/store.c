@@ -57,6 +57,9 @@ int store_open(const char *path, struct store **out)
 		"ALTER TABLE sandboxes ADD COLUMN timeout_kill INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE sandboxes ADD COLUMN keepalive INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE sandboxes ADD COLUMN remaining_ms INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE snapshots ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE tokens ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
 	};
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
 		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
@@ -113,12 +116,12 @@ int store_put_sandbox(struct store *st, const struct sandbox *sb)
 	if (env && meta)
 		rc = exec_args(st,
 			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
-			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms)"
-			       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiidssidiii", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms,"
+			       " tenant) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiiis", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
 			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
 			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
-			       sb->remaining_ms);
+			       sb->remaining_ms, sb->tenant);
 	free(env);
 	free(meta);
 	return rc;
@@ -156,7 +159,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	struct sandbox *head = NULL, **tail = &head;
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
-			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms FROM sandboxes"
+			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant FROM sandboxes"
 			       " ORDER BY created_ms",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
@@ -179,6 +182,8 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		sb->timeout_kill = sqlite3_column_int(stmt, 11) != 0;
 		sb->keepalive = sqlite3_column_int(stmt, 12) != 0;
 		sb->remaining_ms = sqlite3_column_int64(stmt, 13);
+		const unsigned char *tenant = sqlite3_column_text(stmt, 14);
+		snprintf(sb->tenant, sizeof(sb->tenant), "%s", tenant ? (const char *)tenant : "");
 		*tail = sb;
 		tail = &sb->next;
 	}
@@ -187,28 +192,31 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	return 0;
 }
 
-int store_add_token(struct store *st, const char *hash_hex, const char *name)
+int store_add_token(struct store *st, const char *hash_hex, const char *name, const char *tenant)
 {
-	return exec_args(st, "INSERT INTO tokens(hash, name, created_ms) VALUES(?,?,?)", "ssi", hash_hex, name,
-			 wall_ms());
+	return exec_args(st, "INSERT INTO tokens(hash, name, created_ms, tenant) VALUES(?,?,?,?)", "ssis", hash_hex,
+			 name, wall_ms(), tenant);
 }
 
-int store_has_token(struct store *st, const char *hash_hex)
+int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, size_t n)
 {
 	sqlite3_stmt *stmt;
-	if (sqlite3_prepare_v2(st->db, "SELECT hash FROM tokens", -1, &stmt, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, "SELECT hash, tenant FROM tokens", -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
 	/* Compare against every stored hash in constant time, whatever matches. */
 	int found = 0;
-	size_t n = strlen(hash_hex);
+	size_t len = strlen(hash_hex);
 	while (sqlite3_step(stmt) == SQLITE_ROW) {
 		const unsigned char *h = sqlite3_column_text(stmt, 0);
-		if (!h || strlen((const char *)h) != n)
+		if (!h || strlen((const char *)h) != len)
 			continue;
 		unsigned diff = 0;
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < len; i++)
 			diff |= (unsigned)(h[i] ^ (unsigned char)hash_hex[i]);
-		found |= diff == 0;
+		if (diff == 0) {
+			found = 1;
+			snprintf(tenant, n, "%s", (const char *)sqlite3_column_text(stmt, 1));
+		}
 	}
 	sqlite3_finalize(stmt);
 	return found;
@@ -263,9 +271,9 @@ int store_put_snapshot(struct store *st, const char *id, const struct sandbox *s
 	if (env && meta)
 		rc = exec_args(st,
 			       "INSERT INTO snapshots(id, sandbox_id, name, template, cpus, memory_mb, env, metadata,"
-			       " created_ms) VALUES(?,?,?,?,?,?,?,?,?)",
-			       "ssssiissi", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
-			       meta, wall_ms());
+			       " created_ms, tenant) VALUES(?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiissis", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
+			       meta, wall_ms(), sb->tenant);
 	free(env);
 	free(meta);
 	return rc;
@@ -284,15 +292,15 @@ static json_t *snapshot_row(sqlite3_stmt *stmt)
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	const unsigned char *name = sqlite3_column_text(stmt, 2);
-	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:o, s:o, s:s}", "id", sqlite3_column_text(stmt, 0),
+	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:o, s:o, s:s, s:s}", "id", sqlite3_column_text(stmt, 0),
 			 "sandbox_id", sqlite3_column_text(stmt, 1), "name",
 			 name ? json_string((const char *)name) : json_null(), "template", sqlite3_column_text(stmt, 3),
 			 "cpus", sqlite3_column_int(stmt, 4), "memory_mb", sqlite3_column_int(stmt, 5), "env",
 			 load_object(sqlite3_column_text(stmt, 6)), "metadata", load_object(sqlite3_column_text(stmt, 7)),
-			 "created_at", when);
+			 "created_at", when, "tenant", sqlite3_column_text(stmt, 9));
 }
 
-#define SNAPSHOT_COLUMNS "id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms"
+#define SNAPSHOT_COLUMNS "id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms, tenant"
 
 json_t *store_get_snapshot(struct store *st, const char *id)
 {
