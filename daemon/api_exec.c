@@ -189,6 +189,27 @@ static struct proc *find_proc(struct op *op, struct sandbox **sbp, bool need_age
 	return p;
 }
 
+/* The running process op->pid; NULL with op->err set (404, or 409 once it exited). */
+static struct proc *running_proc(struct op *op, struct sandbox **sbp)
+{
+	struct proc *p = find_proc(op, sbp, true);
+	if (p && p->exited) {
+		err_set(&op->err, 409, "conflict", ESRCH, "process %u has exited", p->pid);
+		return NULL;
+	}
+	return p;
+}
+
+/* Links op to p as one of the requests that wait on it (its exit, or stdin credit). [L] */
+static void wait_on(struct op *op, enum op_kind kind, struct sandbox *sb, struct proc *p)
+{
+	op->kind = kind;
+	op->sb = sb;
+	op->proc = p;
+	op->next = p->waiters;
+	p->waiters = op;
+}
+
 int api_proc_list(struct op *op)
 {
 	struct sandbox *sb = api_sandbox(op, false);
@@ -230,18 +251,9 @@ int api_proc_output(struct op *op)
 int api_proc_stdin(struct op *op)
 {
 	struct sandbox *sb;
-	struct proc *p = find_proc(op, &sb, true);
-	if (!p)
-		return API_DONE;
-	if (p->exited) {
-		err_set(&op->err, 409, "conflict", ESRCH, "process %u has exited", p->pid);
-		return API_DONE;
-	}
-	op->kind = OP_STDIN;
-	op->sb = sb;
-	op->proc = p;
-	op->next = p->waiters;
-	p->waiters = op;
+	struct proc *p = running_proc(op, &sb);
+	if (p)
+		wait_on(op, OP_STDIN, sb, p);
 	return API_DONE;
 }
 
@@ -323,13 +335,9 @@ int api_proc_signal(struct op *op)
 		return API_DONE;
 	}
 	struct sandbox *sb;
-	struct proc *p = find_proc(op, &sb, true);
+	struct proc *p = running_proc(op, &sb);
 	if (!p)
 		return API_DONE;
-	if (p->exited) {
-		err_set(&op->err, 409, "conflict", ESRCH, "process %u has exited", p->pid);
-		return API_DONE;
-	}
 	uint8_t payload[4];
 	frame_put_u32(payload, (uint32_t)signo);
 	agent_send(op->d, sb, SP_H_SIGNAL, p->pid, payload, sizeof(payload), NULL, 0);
@@ -357,11 +365,7 @@ int api_proc_wait(struct op *op)
 		op->json = sandbox_proc_json(p);
 		return API_DONE;
 	}
-	op->kind = OP_WAIT;
-	op->sb = sb;
-	op->proc = p;
-	op->next = p->waiters;
-	p->waiters = op;
+	wait_on(op, OP_WAIT, sb, p);
 	if (timeout >= 0)
 		timer_add(op->d, op, mono_ms() + (int64_t)(timeout * 1000));
 	return API_PENDING;
