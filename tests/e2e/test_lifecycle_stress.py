@@ -147,3 +147,26 @@ def test_sigkill_during_transitions_leaves_everything_consistent(make_daemon):
     # every kind of transition was interrupted, and recovery took more than one path
     assert {op for op, _ in outcomes} == {"suspend", "resume", "snapshot", "fork"}, outcomes
     assert len({st for _, st in outcomes}) == 2, outcomes
+
+
+def test_suspended_sandbox_survives_a_host_restart(make_daemon):
+    """A host crash, simulated: spaced and every runsc process are killed and the sandbox's
+    root filesystem mount is gone, as after a reboot. The suspended sandbox comes back whole."""
+    d = make_daemon()
+    api = d.api
+    sbid = api.create()
+    start_holder(api, sbid)
+    api.exec(sbid, "echo keep > /work/keep")
+    n = counter(api, sbid)
+    api.ok("POST", f"/v1/sandboxes/{sbid}/suspend")
+    d.kill(signal.SIGKILL)
+    for line in subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines():
+        if d.state_dir in line and "runsc" in line:
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+    for m in mounts_under(d.state_dir):
+        subprocess.run(["umount", "-l", m], check=True)
+    assert mounts_under(d.state_dir) == []
+    d.start()
+    assert api.ok("GET", f"/v1/sandboxes/{sbid}")["state"] == "suspended"
+    assert api.ok("POST", f"/v1/sandboxes/{sbid}/resume")["state"] == "running"
+    check_data(api, sbid, n)
