@@ -165,6 +165,7 @@ static void disconnect(struct daemon *d, struct sandbox *sb)
 	close(c->fd);
 	c->fd = -1;
 	c->hello = false;
+	c->listed = false;
 	c->want_out = false;
 	buf_free(&c->wq);
 	buf_free(&c->rbuf);
@@ -229,17 +230,18 @@ static void on_hello(struct daemon *d, struct sandbox *sb, const struct frame *f
 		p->stdin_credit = SP_WINDOW;
 	}
 	agent_send(d, sb, SP_H_PS, TAG_HELLO_PS, NULL, 0, NULL, 0);
-	pthread_cond_broadcast(&d->cond);
-	/* requests that waited for this agent to (re)connect go on; during a resume the resume
-	 * itself lets them go once the state is running */
-	if (sb->state == SB_RUNNING && sb->deferred)
-		lifecycle_resumed(d, sb, NULL);
+	/* requests that waited for this agent go on once its process list is in (below) */
 }
 
 /* The listing asked for on hello: brings the process table up to date. */
 static void on_hello_ps(struct sandbox *sb, const struct frame *f)
 {
 	struct sp_proc pr;
+	if (f->type == SP_A_END) {
+		/* the table is complete: the sandbox is ready for requests about its processes */
+		sb->chan.listed = true;
+		return;
+	}
 	if (f->type != SP_A_PROC || frame_need(f, sizeof(pr)) < 0)
 		return;
 	memcpy(&pr, f->payload, sizeof(pr));
@@ -297,6 +299,11 @@ static void dispatch(struct daemon *d, struct sandbox *sb, const struct frame *f
 	if (f->chan & SP_CHAN_REQ) {
 		if (f->chan == TAG_HELLO_PS) {
 			on_hello_ps(sb, f);
+			if (sb->chan.listed) {
+				pthread_cond_broadcast(&d->cond);
+				if (sb->state == SB_RUNNING && sb->deferred)
+					lifecycle_resumed(d, sb, NULL);
+			}
 			return;
 		}
 		for (struct op *op = sb->ops; op; op = op->next)

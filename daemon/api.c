@@ -224,7 +224,7 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 	}
 	/* running, but its agent has not (re)connected yet, as right after a restart of spaced:
 	 * wait for its hello rather than fail */
-	bool connecting = sb->state == SB_RUNNING && !sb->chan.hello && sb->chan.listen_fd >= 0;
+	bool connecting = sb->state == SB_RUNNING && !(sb->chan.hello && sb->chan.listed) && sb->chan.listen_fd >= 0;
 	if (connecting)
 		timer_add(op->d, op, mono_ms() + AGENT_HELLO_TIMEOUT_MS);
 	if (waking || connecting) {

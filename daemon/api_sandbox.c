@@ -171,11 +171,28 @@ static bool labels_match(const struct sandbox *sb, json_t *arr)
 
 int api_sandbox_list(struct op *op)
 {
-	json_t *filters = json_object_get(op->query, "label[]");
+	/* label=K=V (repeatable) and metadata.K=V select by metadata; every pair must match */
+	json_t *filters = json_deep_copy(json_object_get(op->query, "label[]"));
+	const char *qk;
+	json_t *qv;
+	json_object_foreach(op->query, qk, qv) {
+		if (strncmp(qk, "metadata.", 9) != 0 || !json_is_array(qv) || strchr(qk, '[') == NULL)
+			continue;
+		if (!filters)
+			filters = json_array();
+		size_t i;
+		json_t *v;
+		json_array_foreach(qv, i, v) {
+			char pair[512];
+			snprintf(pair, sizeof(pair), "%.*s=%s", (int)(strlen(qk) - 9 - 2), qk + 9, json_string_value(v));
+			json_array_append_new(filters, json_string(pair));
+		}
+	}
 	json_t *arr = json_array();
 	for (struct sandbox *sb = op->d->sandboxes; sb; sb = sb->next)
 		if ((!op->tcp || strcmp(sb->tenant, op->tenant) == 0) && (!filters || labels_match(sb, filters)))
 			json_array_append_new(arr, sandbox_json(sb));
+	json_decref(filters);
 	op->json = json_pack("{s:o}", "sandboxes", arr);
 	return API_DONE;
 }

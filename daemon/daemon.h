@@ -65,6 +65,7 @@ struct chan {
 	struct buf wq;              /* [L] bytes waiting to be written to fd */
 	bool want_out;              /* [L] EPOLLOUT armed */
 	bool hello;                 /* [L] the agent said hello on this connection */
+	bool listed;                /* [L] ... and its process list has been applied */
 	uint64_t boot_id;
 };
 

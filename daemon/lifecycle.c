@@ -66,7 +66,7 @@ static bool disconnected(struct sandbox *sb)
 
 static bool said_hello(struct sandbox *sb)
 {
-	return sb->chan.hello;
+	return sb->chan.hello && sb->chan.listed;
 }
 
 /* Records sb's new state and answers the job's request with the sandbox. [L] */

@@ -373,13 +373,6 @@ static void on_started(struct op *op, const struct frame *f)
 	free(p->cmd);
 	p->cmd = op->what ? strdup(op->what) : NULL;
 	op->pid = st.pid;
-	if (op->background) {
-		op->json = json_pack("{s:i}", "pid", st.pid);
-		op->status = 201;
-		op_finish(op);
-		return;
-	}
-	op->sb = sb;
 	if (op->stdin_pending) {
 		/* inline stdin (at most one window): hand it over, then end of file */
 		const uint8_t *in = buf_head(&op->body);
@@ -394,6 +387,13 @@ static void on_started(struct op *op, const struct frame *f)
 		p->stdin_credit -= (uint32_t)buf_avail(&op->body);
 		op->stdin_pending = false;
 	}
+	if (op->background) {
+		op->json = json_pack("{s:i}", "pid", st.pid);
+		op->status = 201;
+		op_finish(op);
+		return;
+	}
+	op->sb = sb;
 	op_attach(op, p);
 	if (op->stream) {
 		op->responding = true;

@@ -330,9 +330,10 @@ static bool wait_hello(struct daemon *d, struct sandbox *sb)
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += AGENT_HELLO_TIMEOUT_MS / 1000;
-	while (!sb->chan.hello)
+	/* ready = connected and its process list applied, so a listing right after is complete */
+	while (!(sb->chan.hello && sb->chan.listed))
 		if (pthread_cond_timedwait(&d->cond, &d->lock, &until) == ETIMEDOUT)
-			return sb->chan.hello;
+			return sb->chan.hello && sb->chan.listed;
 	return true;
 }
 
