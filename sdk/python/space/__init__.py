@@ -1,0 +1,34 @@
+"""space: the Python SDK of the space sandbox platform.
+
+Talks to spaced over its Unix socket or over TCP with a token, configured by
+SPACE_HOST (``unix:///run/space/space.sock`` by default, or
+``http://HOST:PORT``) and SPACE_TOKEN, like the CLI. Standard library only.
+
+    from space import Sandbox
+    with Sandbox.create(timeout=300) as sb:
+        print(sb.commands.run("echo hi").stdout)
+        sb.run_code("x = 40")
+        print(sb.run_code("x + 2").text)      # 42
+
+See docs/sdk-python.md for every method.
+"""
+
+from .code import CodeContext, Execution, ExecutionError
+from .commands import CommandHandle, CommandResult, Commands, ProcessInfo
+from .errors import (AuthError, CommandExitError, ConflictError, ConnectionError, ExecFailedError, FileNotFound,
+                     InvalidArgumentError, LimitError, NotFoundError, ProcessNotFound, SandboxNotFound,
+                     SnapshotNotFound, SpaceError, TimeoutError, TooLargeError, UnavailableError)
+from .files import EntryInfo, FileStream, Files, WriteInfo
+from .sandbox import Sandbox, SandboxInfo, Snapshot
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Sandbox", "SandboxInfo", "Snapshot",
+    "Commands", "CommandResult", "CommandHandle", "ProcessInfo",
+    "Files", "EntryInfo", "WriteInfo", "FileStream",
+    "CodeContext", "Execution", "ExecutionError",
+    "SpaceError", "AuthError", "NotFoundError", "SandboxNotFound", "FileNotFound", "ProcessNotFound",
+    "SnapshotNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError", "ExecFailedError",
+    "LimitError", "UnavailableError", "CommandExitError", "TimeoutError", "ConnectionError",
+]

@@ -1,0 +1,202 @@
+"""Moving files in and out of a sandbox: `sandbox.files`.
+
+Paths are absolute paths inside the sandbox. Reads and writes stream: a file
+of any size passes in blocks of 1 MiB, never whole in the daemon's memory
+(and, with format="stream" or a file object, never whole in yours).
+"""
+
+import io
+import os
+
+from . import errors
+from ._transport import BLOCK
+
+__all__ = ["Files", "EntryInfo", "WriteInfo", "FileStream"]
+
+
+class EntryInfo:
+    """One file system entry (from `files.list()` and `files.stat()`).
+
+    Attributes:
+        name: its base name.
+        path: its absolute path.
+        type: "file", "dir", "symlink" or "other".
+        size: its size in bytes.
+        mode: its permission bits as an octal string, like "0644".
+        mtime: when it was last modified (RFC 3339 string, UTC).
+    """
+
+    def __init__(self, d):
+        self.name = d.get("name")
+        self.path = d.get("path")
+        self.type = d.get("type")
+        self.size = d.get("size")
+        self.mode = d.get("mode")
+        self.mtime = d.get("mtime")
+
+    @property
+    def is_dir(self):
+        """Whether the entry is a directory."""
+        return self.type == "dir"
+
+    def __repr__(self):
+        return "EntryInfo(path=%r, type=%r, size=%r)" % (self.path, self.type, self.size)
+
+
+class WriteInfo:
+    """What `files.write()` wrote: `path` and `size` in bytes."""
+
+    def __init__(self, d):
+        self.path = d.get("path")
+        self.size = d.get("size")
+
+    def __repr__(self):
+        return "WriteInfo(path=%r, size=%r)" % (self.path, self.size)
+
+
+class FileStream:
+    """A file being read from a sandbox, as an iterator of byte chunks.
+
+    Use it in a ``with`` block, or iterate to the end: either closes the connection.
+    """
+
+    def __init__(self, response, path):
+        self._resp = response
+        self.path = path
+
+    def __iter__(self):
+        try:
+            while True:
+                chunk = self._resp.read_chunk(BLOCK)
+                if not chunk:
+                    return
+                yield chunk
+        finally:
+            self.close()
+
+    def read(self, size=BLOCK):
+        """Up to `size` bytes more; b"" at the end of the file."""
+        return self._resp.read_chunk(size)
+
+    def close(self):
+        """Stops reading and closes the connection."""
+        self._resp.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Files:
+    """The file system of one sandbox; reached as `sandbox.files`.
+
+    Every method takes `request_timeout`: the seconds the daemon may stay
+    silent before TimeoutError (default: the sandbox's request timeout).
+    """
+
+    def __init__(self, sandbox):
+        self._sb = sandbox
+
+    @property
+    def _t(self):
+        return self._sb._transport
+
+    def _path(self, rest=""):
+        return "/v1/sandboxes/%s/files%s" % (self._sb.id, rest)
+
+    def _kw(self, request_timeout):
+        kw = {"not_found": errors.FileNotFound}
+        if request_timeout is not None:
+            kw["timeout"] = request_timeout
+        return kw
+
+    def read(self, path, format="text", request_timeout=None):
+        """Reads the file at `path`.
+
+        Args:
+            format: "text" (a str, decoded as UTF-8), "bytes", or "stream"
+                (a FileStream that yields the bytes in chunks as they come).
+
+        Raises:
+            FileNotFound: nothing at `path`.
+            InvalidArgumentError: `path` is a directory or not absolute.
+        """
+        if format not in ("text", "bytes", "stream"):
+            raise errors.InvalidArgumentError('format must be "text", "bytes" or "stream"')
+        resp = self._t.open("GET", self._path(), query={"path": path}, **self._kw(request_timeout))
+        stream = FileStream(resp, path)
+        if format == "stream":
+            return stream
+        with stream:
+            data = b"".join(stream)
+        return data.decode("utf-8") if format == "text" else data
+
+    def write(self, path, data, mode=None, request_timeout=None):
+        """Writes `data` to the file at `path`, replacing it; parent directories are made.
+
+        Args:
+            data: str (written as UTF-8), bytes, or a binary file object opened
+                for reading (sent in blocks from its current position).
+            mode: permission bits, as an int (0o755) or an octal string ("0755");
+                default 0644.
+
+        Returns:
+            a WriteInfo with the path and the number of bytes written.
+        """
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        elif isinstance(data, (bytearray, memoryview)):
+            data = bytes(data)
+        elif not isinstance(data, bytes):
+            if not hasattr(data, "read"):
+                raise TypeError("data must be str, bytes or a binary file object")
+            if not _has_fileno(data):
+                data = data.read()
+                if isinstance(data, str):
+                    data = data.encode("utf-8")
+        query = {"path": path}
+        if mode is not None:
+            query["mode"] = mode if isinstance(mode, str) else "%04o" % mode
+        return WriteInfo(self._t.json("PUT", self._path(), query=query, data=data, **self._kw(request_timeout)))
+
+    def list(self, path, request_timeout=None):
+        """The entries of directory `path`, sorted by name; a list of EntryInfo."""
+        d = self._t.json("GET", self._path("/list"), query={"path": path}, **self._kw(request_timeout))
+        return [EntryInfo(e) for e in d["entries"]]
+
+    def stat(self, path, request_timeout=None):
+        """The EntryInfo of `path`; raises FileNotFound."""
+        return EntryInfo(self._t.json("GET", self._path("/stat"), query={"path": path},
+                                      **self._kw(request_timeout)))
+
+    def exists(self, path, request_timeout=None):
+        """Whether anything (file, directory, link) is at `path`."""
+        try:
+            self.stat(path, request_timeout)
+            return True
+        except errors.FileNotFound:
+            return False
+
+    def remove(self, path, request_timeout=None):
+        """Removes the file, or the whole directory tree, at `path`; raises FileNotFound."""
+        self._t.request("DELETE", self._path(), query={"path": path}, **self._kw(request_timeout))
+
+    def make_dir(self, path, request_timeout=None):
+        """Makes directory `path` and its parents; an existing directory is fine."""
+        self._t.request("POST", self._path("/mkdir"), body={"path": path}, **self._kw(request_timeout))
+
+    def rename(self, old_path, new_path, request_timeout=None):
+        """Renames (moves) `old_path` to `new_path` inside the sandbox."""
+        self._t.request("POST", self._path("/rename"), body={"from": old_path, "to": new_path},
+                        **self._kw(request_timeout))
+
+
+def _has_fileno(f):
+    try:
+        os.fstat(f.fileno())
+        f.tell()
+        return True
+    except (AttributeError, OSError, io.UnsupportedOperation, ValueError):
+        return False

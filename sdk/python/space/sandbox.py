@@ -1,0 +1,399 @@
+"""Sandboxes and snapshots: the objects an application holds.
+
+A Sandbox is a handle on one sandbox of a spaced: its id and the Transport
+used to reach the daemon. It owns no resource on the client except the
+threads that follow background output; the sandbox lives in the daemon until
+it is killed (by `kill()`, the end of a `with` block, or its timeout_action).
+"""
+
+import datetime
+import secrets
+import threading
+
+from . import errors
+from ._transport import Transport
+from .code import CodeContext, DEFAULT_CODE_TIMEOUT, NAME_RE
+from .commands import Commands
+from .files import Files
+
+__all__ = ["Sandbox", "SandboxInfo", "Snapshot"]
+
+TRANSITION_TIMEOUT = 300.0  # seconds a lifecycle request (suspend, snapshot, fork...) may take by default
+DEFAULT_CONTEXT = "default"
+
+
+def _time(s):
+    """A datetime (UTC) for an RFC 3339 string from the daemon, or None."""
+    if not s:
+        return None
+    try:
+        return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return None
+
+
+class SandboxInfo:
+    """What the daemon knows about a sandbox, at the time it was asked.
+
+    Attributes:
+        id: the sandbox id.
+        state: "creating", "running", "pausing", "paused", "suspending",
+            "suspended", "resuming", "deleting" or "failed".
+        template, cpus, memory_mb, driver: how it was made.
+        metadata: its labels (dict of str).
+        created_at: datetime (UTC).
+        timeout: idle timeout in seconds (0: none); lifetime: seconds (0: none).
+        timeout_action: "suspend" or "kill"; keepalive_processes: bool.
+        timeout_at, expires_at: datetime (UTC) when the idle timeout or the
+            lifetime runs out, or None.
+        reason: why a failed sandbox failed, else None.
+        raw: the whole JSON object.
+    """
+
+    def __init__(self, d):
+        self.raw = d
+        self.id = d.get("id")
+        self.state = d.get("state")
+        self.template = d.get("template")
+        self.cpus = d.get("cpus")
+        self.memory_mb = d.get("memory_mb")
+        self.metadata = d.get("metadata") or {}
+        self.created_at = _time(d.get("created_at"))
+        self.timeout = d.get("timeout")
+        self.lifetime = d.get("lifetime")
+        self.timeout_action = d.get("timeout_action")
+        self.keepalive_processes = d.get("keepalive_processes")
+        self.timeout_at = _time(d.get("timeout_at"))
+        self.expires_at = _time(d.get("expires_at"))
+        self.driver = d.get("driver")
+        self.reason = d.get("reason")
+
+    def __repr__(self):
+        return "SandboxInfo(id=%r, state=%r, metadata=%r)" % (self.id, self.state, self.metadata)
+
+
+class Snapshot:
+    """A named, read-only copy of a sandbox (memory and files), from ``sandbox.snapshot()``.
+
+    Start new sandboxes from it with ``Sandbox.create(snapshot=snap)``.
+
+    Attributes:
+        id: the snapshot id ("s-...").
+        sandbox_id: the sandbox it was taken from.
+        name: its name, or None.
+        template, cpus, memory_mb, env, metadata: what sandboxes made from it get.
+        created_at: datetime (UTC).
+        raw: the whole JSON object.
+    """
+
+    def __init__(self, d, transport):
+        self.raw = d
+        self.id = d.get("id")
+        self.sandbox_id = d.get("sandbox_id")
+        self.name = d.get("name")
+        self.template = d.get("template")
+        self.cpus = d.get("cpus")
+        self.memory_mb = d.get("memory_mb")
+        self.env = d.get("env") or {}
+        self.metadata = d.get("metadata") or {}
+        self.created_at = _time(d.get("created_at"))
+        self._transport = transport
+
+    def __repr__(self):
+        return "Snapshot(id=%r, sandbox_id=%r, name=%r)" % (self.id, self.sandbox_id, self.name)
+
+    def delete(self):
+        """Deletes the snapshot. Returns False if it did not exist."""
+        try:
+            self._transport.request("DELETE", "/v1/snapshots/%s" % self.id, timeout=TRANSITION_TIMEOUT,
+                                    not_found=errors.SnapshotNotFound)
+            return True
+        except errors.SnapshotNotFound:
+            return False
+
+
+class Sandbox:
+    """One sandbox of a spaced. Make one with ``Sandbox.create()`` or ``Sandbox.connect()``.
+
+    Used as a context manager, the sandbox is killed at the end of the block.
+
+    Attributes:
+        id: the sandbox id.
+        commands: run and manage processes (a Commands).
+        files: read and write files (a Files).
+    """
+
+    def __init__(self, sandbox_id, host=None, token=None, request_timeout=None, _transport=None):
+        """A handle on sandbox `sandbox_id`, made without asking the daemon anything.
+
+        Prefer ``Sandbox.connect()``, which checks that it exists and resumes it.
+        """
+        self.id = sandbox_id
+        self._transport = _transport or Transport(host, token, request_timeout)
+        self.commands = Commands(self)
+        self.files = Files(self)
+        self._contexts = {}
+        self._contexts_lock = threading.Lock()
+        self._fresh = False
+
+    def __repr__(self):
+        return "Sandbox(%r)" % self.id
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+
+    def _path(self, rest=""):
+        return "/v1/sandboxes/%s%s" % (self.id, rest)
+
+    # -- making, finding and removing sandboxes
+
+    @classmethod
+    def create(cls, template=None, timeout=None, env=None, metadata=None, cpus=None, memory_mb=None,
+               lifetime=None, timeout_action=None, keepalive_processes=None, snapshot=None,
+               host=None, token=None, request_timeout=None):
+        """Creates a sandbox and returns it once its first command can run.
+
+        Args:
+            template: root file system to start from; default "default".
+            timeout: idle timeout in seconds (default 300; 0: none). When it passes
+                with no activity, `timeout_action` happens.
+            env: environment (dict of str) of every process in the sandbox.
+            metadata: labels (dict of str), for ``Sandbox.list(metadata=...)``.
+            cpus: whole CPUs (1..64, default 1); memory_mb: memory limit (default 512).
+            lifetime: maximum lifetime in seconds from creation (default: none).
+            timeout_action: "suspend" (default) or "kill" when a timeout runs out.
+            keepalive_processes: whether a running process counts as activity.
+            snapshot: a Snapshot (or snapshot id) to restore instead of a template;
+                template, cpus and memory_mb then come from it.
+            host, token: the daemon to use; default $SPACE_HOST and $SPACE_TOKEN.
+            request_timeout: seconds any request may wait for the daemon (default 60).
+        """
+        t = Transport(host, token, request_timeout)
+        body = {}
+        for key, val in (("template", template), ("timeout", timeout), ("cpus", cpus), ("memory_mb", memory_mb),
+                         ("lifetime", lifetime), ("timeout_action", timeout_action),
+                         ("keepalive_processes", keepalive_processes)):
+            if val is not None:
+                body[key] = val
+        if env:
+            body["env"] = dict(env)
+        if metadata:
+            body["metadata"] = dict(metadata)
+        if snapshot is not None:
+            body["snapshot"] = snapshot.id if isinstance(snapshot, Snapshot) else snapshot
+        # a create waits for the sandbox's agent; restoring a snapshot takes longer than a cold start
+        d = t.json("POST", "/v1/sandboxes", body=body, timeout=max(t.request_timeout, TRANSITION_TIMEOUT),
+                   not_found=errors.SnapshotNotFound if snapshot is not None else None)
+        sb = cls(d["id"], _transport=t)
+        sb._fresh = snapshot is None  # a new sandbox runs no interpreter yet
+        return sb
+
+    @classmethod
+    def connect(cls, sandbox_id, timeout=None, host=None, token=None, request_timeout=None):
+        """A Sandbox for an existing sandbox; a paused or suspended one is resumed first.
+
+        Args:
+            timeout: a new idle timeout in seconds, counted from now (default: the
+                sandbox keeps what was left of its own).
+
+        Raises SandboxNotFound if there is no such sandbox.
+        """
+        sb = cls(sandbox_id, host, token, request_timeout)
+        info = sb.get_info()
+        if info.state in ("paused", "pausing", "suspended", "suspending", "resuming") or timeout is not None:
+            sb.resume(timeout=timeout)
+        return sb
+
+    @staticmethod
+    def list(metadata=None, state=None, host=None, token=None, request_timeout=None):
+        """The sandboxes of the daemon, oldest first; a list of SandboxInfo.
+
+        Args:
+            metadata: only sandboxes whose metadata has every given key and value.
+            state: only sandboxes in this state (a str) or these states (a list).
+        """
+        t = Transport(host, token, request_timeout)
+        query = {"label": ["%s=%s" % (k, v) for k, v in (metadata or {}).items()]} if metadata else None
+        out = [SandboxInfo(d) for d in t.json("GET", "/v1/sandboxes", query=query)["sandboxes"]]
+        if state is not None:
+            states = {state} if isinstance(state, str) else set(state)
+            out = [i for i in out if i.state in states]
+        return out
+
+    def get_info(self):
+        """A fresh SandboxInfo of this sandbox; raises SandboxNotFound."""
+        return SandboxInfo(self._transport.json("GET", self._path(), not_found=errors.SandboxNotFound))
+
+    def is_running(self):
+        """Whether the sandbox exists and is running (not paused, suspended or failed)."""
+        try:
+            return self.get_info().state == "running"
+        except errors.SandboxNotFound:
+            return False
+
+    def kill(self):
+        """Deletes the sandbox: every process is killed and its files removed.
+
+        Returns False if it did not exist (any more).
+        """
+        for ctx in list(self._contexts.values()):
+            ctx._detach()
+        self._contexts.clear()
+        try:
+            self._transport.request("DELETE", self._path(), timeout=TRANSITION_TIMEOUT,
+                                    not_found=errors.SandboxNotFound)
+            return True
+        except errors.SandboxNotFound:
+            return False
+
+    # -- lifecycle
+
+    def _transition(self, action, body=None, timeout=TRANSITION_TIMEOUT):
+        return SandboxInfo(self._transport.json("POST", self._path("/" + action), body=body,
+                                                timeout=max(self._transport.request_timeout, timeout),
+                                                not_found=errors.SandboxNotFound))
+
+    def pause(self):
+        """Freezes every process; memory stays on the host (quick, not durable).
+
+        Returns the SandboxInfo. Raises ConflictError from states that cannot pause.
+        """
+        return self._transition("pause")
+
+    def resume(self, timeout=None):
+        """Resumes a paused or suspended sandbox (a running one is left as it is).
+
+        Args:
+            timeout: a new idle timeout in seconds, counted from now.
+
+        Returns the SandboxInfo.
+        """
+        return self._transition("resume", {"timeout": timeout} if timeout is not None else None)
+
+    def suspend(self):
+        """Writes memory, processes and files to disk, durably, and frees the sandbox's resources.
+
+        Any later request to the sandbox (or ``resume()``, ``Sandbox.connect()``)
+        brings it back where it was. Returns the SandboxInfo.
+        """
+        return self._transition("suspend")
+
+    def sync(self):
+        """Flushes the sandbox's files to durable storage; returns once they are there."""
+        return self._transition("sync")
+
+    def snapshot(self, name=None):
+        """Takes a named, read-only snapshot (memory and files); the sandbox runs on.
+
+        Returns a Snapshot, to start new sandboxes from with ``Sandbox.create(snapshot=...)``.
+        """
+        d = self._transport.json("POST", self._path("/snapshot"), body={"name": name} if name else None,
+                                 timeout=max(self._transport.request_timeout, TRANSITION_TIMEOUT),
+                                 not_found=errors.SandboxNotFound)
+        return Snapshot(d, self._transport)
+
+    def fork(self, count=1):
+        """Starts `count` (1..16) copies of this sandbox as it is now, memory included.
+
+        Each copy has its own files. Returns a list of Sandbox.
+        """
+        d = self._transport.json("POST", self._path("/fork"), body={"count": count},
+                                 timeout=max(self._transport.request_timeout, TRANSITION_TIMEOUT),
+                                 not_found=errors.SandboxNotFound)
+        return [Sandbox(s["id"], _transport=self._transport) for s in d["sandboxes"]]
+
+    # -- snapshots
+
+    @staticmethod
+    def list_snapshots(host=None, token=None, request_timeout=None):
+        """Every snapshot of the daemon; a list of Snapshot."""
+        t = Transport(host, token, request_timeout)
+        return [Snapshot(d, t) for d in t.json("GET", "/v1/snapshots")["snapshots"]]
+
+    @staticmethod
+    def get_snapshot(snapshot_id, host=None, token=None, request_timeout=None):
+        """The Snapshot with this id; raises SnapshotNotFound."""
+        t = Transport(host, token, request_timeout)
+        return Snapshot(t.json("GET", "/v1/snapshots/%s" % snapshot_id, not_found=errors.SnapshotNotFound), t)
+
+    @staticmethod
+    def delete_snapshot(snapshot_id, host=None, token=None, request_timeout=None):
+        """Deletes the snapshot with this id; returns False if it did not exist."""
+        return Snapshot({"id": snapshot_id}, Transport(host, token, request_timeout)).delete()
+
+    # -- code interpreter
+
+    def create_code_context(self, language="python", cwd=None, env=None, name=None):
+        """Starts a new, independent interpreter in the sandbox and returns its CodeContext.
+
+        Args:
+            language: only "python".
+            cwd: its working directory (default /work); env: extra environment.
+            name: a unique name ([A-Za-z0-9_.-], at most 64); default a random one.
+        """
+        _check_language(language)
+        if name is None:
+            name = "ctx-" + secrets.token_hex(4)
+        if not NAME_RE.match(name):
+            raise errors.InvalidArgumentError("a code context name is 1-64 characters of [A-Za-z0-9_.-]")
+        ctx = CodeContext._start(self, name, cwd, env)
+        with self._contexts_lock:
+            self._contexts[name] = ctx
+        return ctx
+
+    def list_code_contexts(self):
+        """The interpreters running in the sandbox (started by any client); a list of CodeContext."""
+        found = []
+        for p in self.commands.list():
+            ctx = CodeContext._from_process(self, p)
+            if ctx is not None:
+                with self._contexts_lock:
+                    known = self._contexts.get(ctx.name)
+                found.append(known if known is not None and known.pid == ctx.pid else ctx)
+        return found
+
+    def _default_context(self):
+        with self._contexts_lock:
+            ctx = self._contexts.get(DEFAULT_CONTEXT)
+        if ctx is not None and ctx._dead is None:
+            return ctx
+        # Another client (or an earlier Sandbox object) may have started it, or taken its
+        # output over from this one: use the running interpreter, the newest if several.
+        ctx = None if self._fresh else CodeContext._find(self, DEFAULT_CONTEXT)
+        if ctx is None:
+            ctx = CodeContext._start(self, DEFAULT_CONTEXT)
+        with self._contexts_lock:
+            self._contexts[DEFAULT_CONTEXT] = ctx
+        return ctx
+
+    def run_code(self, code, language="python", context=None, timeout=DEFAULT_CODE_TIMEOUT, on_stdout=None,
+                 on_stderr=None):
+        """Runs a cell of code in a stateful interpreter inside the sandbox; returns an Execution.
+
+        Variables, imports and functions persist between calls (and across
+        pause/resume and suspend/resume). ``Execution.text`` is the value of
+        the cell's last expression; errors are returned in ``Execution.error``,
+        not raised.
+
+        Args:
+            code: Python source.
+            language: only "python".
+            context: a CodeContext from ``create_code_context()``; default: the
+                sandbox's "default" context, started on first use (and found
+                again by a later ``Sandbox.connect()``).
+            timeout: seconds before the cell is interrupted with KeyboardInterrupt
+                (default 300; None: no limit); earlier state is kept.
+            on_stdout, on_stderr: called with the cell's output as it is produced.
+        """
+        _check_language(language)
+        ctx = context if context is not None else self._default_context()
+        return ctx.run(code, timeout=timeout, on_stdout=on_stdout, on_stderr=on_stderr)
+
+
+def _check_language(language):
+    if language not in ("python", "python3"):
+        raise errors.InvalidArgumentError("language %r is not supported: only \"python\"" % (language,))
+

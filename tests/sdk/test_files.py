@@ -1,0 +1,93 @@
+"""sandbox.files: reading, writing, listing, removing, and a 100 MiB round trip."""
+
+import hashlib
+import io
+import os
+
+import pytest
+
+import space
+
+MiB = 1 << 20
+
+
+def test_write_read_exists_list_remove(sandbox):
+    info = sandbox.files.write("/work/a.txt", "text or bytes")
+    assert (info.path, info.size) == ("/work/a.txt", 13)
+    assert sandbox.files.read("/work/a.txt") == "text or bytes"
+    sandbox.files.write("/work/b.bin", b"\x00\xff\x10")
+    assert sandbox.files.read("/work/b.bin", format="bytes") == b"\x00\xff\x10"
+    sandbox.files.write("/work/u.txt", "héllo ✓")
+    assert sandbox.files.read("/work/u.txt") == "héllo ✓"
+    assert sandbox.commands.run("cat /work/a.txt").stdout == "text or bytes"
+
+    entries = sandbox.files.list("/work")
+    assert [e.name for e in entries] == ["a.txt", "b.bin", "u.txt"]
+    a = entries[0]
+    assert (a.path, a.type, a.size, a.is_dir) == ("/work/a.txt", "file", 13, False)
+    assert sandbox.files.exists("/work/a.txt")
+    sandbox.files.remove("/work/a.txt")
+    assert not sandbox.files.exists("/work/a.txt")
+    assert [e.name for e in sandbox.files.list("/work")] == ["b.bin", "u.txt"]
+
+
+def test_dirs_stat_rename_and_mode(sandbox):
+    sandbox.files.make_dir("/work/d/e/f")
+    sandbox.files.make_dir("/work/d/e/f")  # existing is fine
+    assert sandbox.files.stat("/work/d/e").is_dir
+    sandbox.files.write("/work/new/deep/file.txt", "parents are made")
+    assert sandbox.files.read("/work/new/deep/file.txt") == "parents are made"
+    sandbox.files.rename("/work/new/deep/file.txt", "/work/d/moved.txt")
+    assert not sandbox.files.exists("/work/new/deep/file.txt")
+    assert sandbox.files.read("/work/d/moved.txt") == "parents are made"
+    sandbox.files.write("/work/run.sh", "#!/bin/sh\necho ran\n", mode=0o755)
+    st = sandbox.files.stat("/work/run.sh")
+    assert st.mode == "0755" and st.type == "file" and st.mtime
+    assert sandbox.commands.run("/work/run.sh").stdout == "ran\n"
+    sandbox.files.write("/work/ro.txt", "x", mode="0600")
+    assert sandbox.files.stat("/work/ro.txt").mode == "0600"
+    sandbox.files.remove("/work/d")  # a whole tree
+    assert not sandbox.files.exists("/work/d/e/f")
+
+
+def test_missing_paths_and_bad_paths(sandbox):
+    for call in (lambda: sandbox.files.read("/work/nope"), lambda: sandbox.files.stat("/work/nope"),
+                 lambda: sandbox.files.remove("/work/nope"), lambda: sandbox.files.list("/work/nope")):
+        with pytest.raises(space.FileNotFound) as e:
+            call()
+        assert isinstance(e.value, space.NotFoundError) and e.value.status == 404
+    assert sandbox.files.exists("/work/nope") is False
+    with pytest.raises(space.InvalidArgumentError):
+        sandbox.files.read("/work")  # a directory
+    with pytest.raises(space.InvalidArgumentError):
+        sandbox.files.write("relative.txt", "x")
+    with pytest.raises(space.InvalidArgumentError):
+        sandbox.files.read("/work/a", format="xml")
+
+
+def test_write_from_a_file_object_and_read_as_a_stream(sandbox, tmp_path):
+    data = os.urandom(5 * MiB + 123)
+    local = tmp_path / "up.bin"
+    local.write_bytes(data)
+    with open(local, "rb") as f:
+        assert sandbox.files.write("/work/up.bin", f).size == len(data)
+    assert sandbox.files.write("/work/mem.bin", io.BytesIO(b"from memory")).size == 11
+    assert sandbox.files.read("/work/mem.bin") == "from memory"
+    with sandbox.files.read("/work/up.bin", format="stream") as stream:
+        got = b"".join(stream)
+    assert got == data
+
+
+def test_a_100_mib_file_round_trip(sandbox):
+    data = os.urandom(100 * MiB)
+    want = hashlib.sha256(data).hexdigest()
+    assert sandbox.files.write("/work/big.bin", data).size == 100 * MiB
+    assert sandbox.files.stat("/work/big.bin").size == 100 * MiB
+    assert sandbox.commands.run("sha256sum /work/big.bin").stdout.split()[0] == want
+    assert hashlib.sha256(sandbox.files.read("/work/big.bin", format="bytes")).hexdigest() == want
+    h = hashlib.sha256()
+    n = 0
+    for chunk in sandbox.files.read("/work/big.bin", format="stream"):
+        h.update(chunk)
+        n += 1
+    assert h.hexdigest() == want and n > 1  # it came in pieces
