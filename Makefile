@@ -5,7 +5,7 @@
 #                   touches the network
 #   make up         deps, build, default template, start spaced in the background
 #   make down       stop the spaced that `make up` started
-#   make test       deps, build, unit tests, agent protocol tests, end-to-end tests
+#   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests
 #   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
 #   make bench      benchmarks (see bench/README.md)
 
@@ -39,7 +39,7 @@ CLI_LIBS    := -lcurl -ljansson -lpthread
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl
 
-.PHONY: all deps up down test unit agent-test e2e asan bench clean
+.PHONY: all deps up down test unit agent-test e2e sdk-test asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
 $(BUILD)/%.o: %.c
@@ -104,10 +104,14 @@ agent-test: $(BUILD)/space-agent
 e2e: all
 	/usr/bin/python3 -m pytest -q tests/e2e
 
+sdk-test: all
+	/usr/bin/python3 -m pytest -q tests/sdk
+
 test: deps all
 	$(MAKE) unit
 	$(MAKE) agent-test
 	$(MAKE) e2e
+	$(MAKE) sdk-test
 
 asan:
 	$(MAKE) BUILD=build-asan SAN='-fsanitize=address,undefined -fno-omit-frame-pointer' \
