@@ -564,6 +564,9 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench: needs root (it runs runsc and mounts overlays)")
+    # a timeout or Ctrl-C still removes what the bench made (its spaced and sandboxes)
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     b = Bench(args.quick)
     scenarios = {"exec": b.exec_rtt, "exec_python": b.exec_python, "create": b.create, "stream": b.stream,
                  "files": b.files, "lifecycle": b.lifecycle, "concurrent": b.concurrent,
