@@ -313,20 +313,48 @@ static void dispatch(struct daemon *d, struct sandbox *sb, const struct frame *f
 			}
 		return; /* a reply to a request that gave up */
 	}
-	struct proc *p = agent_proc(sb, f->chan, true);
+	/* Whatever speaks on the agent's socket is inside the sandbox, so it is held to the
+	 * protocol: a bounded number of process records, and never more output than credit. */
+	struct proc *p = agent_proc(sb, f->chan, false);
+	if (!p) {
+		int n = 0;
+		for (struct proc *q = sb->procs; q; q = q->next)
+			n++;
+		if (n >= SANDBOX_MAX_PROCS_TRACKED) {
+			log_warn("sandbox %s: the agent names more than %d processes; dropping the connection", sb->id,
+				 SANDBOX_MAX_PROCS_TRACKED);
+			disconnect(d, sb);
+			return;
+		}
+		p = agent_proc(sb, f->chan, true);
+	}
 	if (!p)
 		return;
 	switch (f->type) {
 	case SP_A_STDOUT:
 	case SP_A_STDERR:
+		if (p->owed + f->len > SP_WINDOW) {
+			log_warn("sandbox %s: output of process %u beyond its credit; dropping the connection", sb->id,
+				 p->pid);
+			disconnect(d, sb);
+			return;
+		}
 		p->owed += f->len;
 		if (p->reader) {
 			op_on_output(p->reader, f->type, f->payload, f->len);
 		} else {
+			/* unread output waits here; a real agent keeps it within two windows per process */
+			if (buf_avail(&p->pending) + f->len > 2 * SP_WINDOW || sb->pending_bytes + f->len > SANDBOX_MAX_PENDING) {
+				log_warn("sandbox %s: more unread output than credit allows; dropping the connection", sb->id);
+				disconnect(d, sb);
+				return;
+			}
 			uint8_t h[5] = { f->type };
 			frame_put_u32(h + 1, f->len);
 			buf_put(&p->pending, h, sizeof(h));
 			buf_put(&p->pending, f->payload, f->len);
+			sb->pending_bytes += f->len;
+			p->pending_raw += f->len;
 		}
 		break;
 	case SP_A_EXIT:

@@ -27,6 +27,8 @@
 #define TENANT_MAX_SANDBOXES 64          /* of them, owned by one tenant (TCP token) */
 #define SANDBOX_ID_LEN 12                /* hex characters */
 #define SANDBOX_MAX_EXITED 128           /* exited processes remembered per sandbox */
+#define SANDBOX_MAX_PROCS_TRACKED 512    /* process records per sandbox (running + remembered) */
+#define SANDBOX_MAX_PENDING (64u * 2u * 256u * 1024u) /* unread output held for one sandbox */
 #define AGENT_HELLO_TIMEOUT_MS 30000     /* from runsc start to the agent's hello */
 #define DEFAULT_MEMORY_MB 512
 #define DEFAULT_CPUS 1
@@ -52,6 +54,7 @@ struct proc {
 	bool timed_out;
 	struct op *reader;          /* [L] the stream or capture taking the output */
 	struct buf pending;         /* [L] output received while nobody read it */
+	uint32_t pending_raw;       /* [L] output bytes in it (counted in sb->pending_bytes) */
 	uint32_t owed;              /* [L] bytes received on this connection, credit not yet returned */
 	struct op *waiters;         /* [L] waits for its exit, and stdin writers */
 	uint32_t stdin_credit;      /* [L] stdin bytes the agent will take */
@@ -93,6 +96,7 @@ struct sandbox {
 	struct op *ops;             /* [L] requests waiting for an agent reply, by tag */
 	struct op *deferred;        /* [L] requests waiting for the sandbox to resume */
 	uint32_t next_tag;          /* [L] */
+	uint64_t pending_bytes;     /* [L] unread output held for its processes, all together */
 	bool dead;                  /* [L] removed from the registry; freed by the I/O thread */
 	bool watched;               /* [L] a job watches it after its agent dropped */
 	int refs;                   /* [L] jobs using it: the I/O thread frees it only at 0 */

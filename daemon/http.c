@@ -28,6 +28,8 @@
 #include "store.h"
 
 #define HTTP_MAX_CONNECTIONS 1024
+#define HTTP_IDLE_TIMEOUT_S 60    /* a connection that sends nothing for this long is closed */
+#define HTTP_MAX_PER_IP 64        /* TCP connections from one address */
 #define HTTP_MAX_HEADER_BYTES (64 * 1024) /* per connection, headers included */
 #define STREAM_BLOCK (64 * 1024)
 
@@ -303,6 +305,9 @@ static int tcp_socket(const char *addr)
 	return fd;
 }
 
+/* Idle connections are closed after HTTP_IDLE_TIMEOUT_S (suspended ones, which wait for a
+ * sandbox, never time out); on TCP one address may hold at most HTTP_MAX_PER_IP, so idle
+ * strangers cannot take every slot before a token is even checked. */
 static struct MHD_Daemon *start_mhd(struct listener *l, int fd)
 {
 	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
@@ -310,7 +315,9 @@ static struct MHD_Daemon *start_mhd(struct listener *l, int fd)
 				0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_CONNECTION_LIMIT,
 				(unsigned)HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-				(size_t)HTTP_MAX_HEADER_BYTES, MHD_OPTION_END);
+				(size_t)HTTP_MAX_HEADER_BYTES, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				(unsigned)(l->tcp ? HTTP_MAX_PER_IP : 0), MHD_OPTION_END);
 }
 
 int http_start(struct daemon *d)

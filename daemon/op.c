@@ -305,6 +305,9 @@ void op_attach(struct op *op, struct proc *p)
 		op_on_output(op, h[0], h + 5, n);
 		buf_consume(&p->pending, 5 + (size_t)n);
 	}
+	if (op->sb)
+		op->sb->pending_bytes -= p->pending_raw < op->sb->pending_bytes ? p->pending_raw : op->sb->pending_bytes;
+	p->pending_raw = 0;
 	buf_free(&p->pending);
 	if (p->exited)
 		op_on_exit(op, p);

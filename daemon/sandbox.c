@@ -184,6 +184,7 @@ void sandbox_prune_procs(struct sandbox *sb)
 				victim = pp;
 		struct proc *p = *victim;
 		*victim = p->next;
+		sb->pending_bytes -= p->pending_raw < sb->pending_bytes ? p->pending_raw : sb->pending_bytes;
 		buf_free(&p->pending);
 		free(p->cmd);
 		free(p);
