@@ -1,0 +1,132 @@
+/*
+ * tests/fuzz/stubs_daemon.c - stand-ins for the daemon modules the fuzz
+ * targets do not link: the store (SQLite), jobs, the lifecycle, snapshots,
+ * templates and host programs.
+ *
+ * The targets link the real request validation (api*.c), the real agent
+ * channel (agent.c, op.c, timer.c) and the real sandbox registry
+ * (sandbox.c). The log is silenced. Everything below is what those reach only on paths that would
+ * start real work on the host: a stub fails the request as a broken host
+ * would (an error with a message), so the code under test takes its error
+ * path and never mounts, spawns or writes anything. None of them aborts:
+ * a fuzzer must not mistake a legitimate error path for a crash.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <jansson.h>
+
+#include "daemon/daemon.h"
+#include "daemon/err.h"
+#include "daemon/job.h"
+#include "daemon/lifecycle.h"
+#include "daemon/log.h"
+#include "daemon/snapshot.h"
+#include "daemon/spawn.h"
+#include "daemon/store.h"
+#include "daemon/template.h"
+
+#define NOT_HERE(e) err_set((e), 500, "internal", ENOSYS, "not available in the fuzz target")
+
+/* The log would drown libFuzzer's own output: what spaced logs is not what is checked. */
+void log_msg(const char *level, const char *fmt, ...)
+{
+}
+
+int job_start(struct daemon *d, const struct job *tmpl, struct err *e)
+{
+	return NOT_HERE(e);
+}
+
+int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, struct op *op, struct err *e)
+{
+	return NOT_HERE(e);
+}
+
+int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e)
+{
+	return NOT_HERE(e);
+}
+
+int lifecycle_sync_layer(struct sandbox *sb)
+{
+	return -ENOSYS;
+}
+
+void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e)
+{
+}
+
+int snapshot_take(struct daemon *d, struct sandbox *sb, const char *name, struct op *op, struct err *e)
+{
+	return NOT_HERE(e);
+}
+
+int snapshot_fork(struct daemon *d, struct sandbox *sb, int count, struct op *op, struct err *e)
+{
+	return NOT_HERE(e);
+}
+
+int snapshot_path(struct daemon *d, const char *id, char *out, size_t n)
+{
+	return -ENOENT;
+}
+
+int snapshot_remove(struct daemon *d, const char *id, struct op *op, struct err *e)
+{
+	return err_set(e, 404, "not_found", ENOENT, "no snapshot %s", id);
+}
+
+int spawn_run(char *const argv[], int out_fd, int err_fd)
+{
+	return -ENOSYS;
+}
+
+int spawn_capture(char *const argv[], char *out, size_t n)
+{
+	return -ENOSYS;
+}
+
+void spawn_reap_orphan(pid_t pid)
+{
+}
+
+int store_put_sandbox(struct store *st, const struct sandbox *sb)
+{
+	return -ENOSYS;
+}
+
+int store_set_state(struct store *st, const char *id, const char *state, const char *reason)
+{
+	return 0;
+}
+
+int store_delete_sandbox(struct store *st, const char *id)
+{
+	return 0;
+}
+
+int store_load_sandboxes(struct store *st, struct sandbox **out)
+{
+	*out = NULL;
+	return 0;
+}
+
+json_t *store_get_snapshot(struct store *st, const char *id)
+{
+	return NULL;
+}
+
+json_t *store_list_snapshots(struct store *st)
+{
+	return json_array();
+}
+
+json_t *store_list_templates(struct store *st)
+{
+	return json_array();
+}
+
+int template_rootfs(struct daemon *d, const char *name, char *out, size_t n)
+{
+	return -ENOENT;
+}

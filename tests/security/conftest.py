@@ -1,0 +1,746 @@
+"""Machinery of the escape and abuse suite: a private spaced, an HTTP client,
+a neighbour sandbox that must not notice anything, and the per-attack guard
+that checks containment and records what happened.
+
+Every test is one attempt. It runs as root inside a fresh sandbox (the
+`attack` fixture) and asserts that the attempt stayed inside. Around it the
+guard:
+
+  - samples the exec latency of a neighbour sandbox while the attack runs
+    (a thread running `true` there in a loop) and compares the median with a
+    baseline taken when the session started;
+  - checks afterwards that the neighbour's data is unchanged (sha256 of a
+    file it holds, read through the API and inside the neighbour), that
+    spaced still answers, that the host's hostname and clock did not move,
+    and that host canary files are intact;
+  - writes one record per attempt (attempt, expected, observed, outcome,
+    latencies, spaced's VmRSS) to the results file, from which
+    tests/security/report.py makes the table in docs/security.md.
+
+The daemon, client and stream helpers are copied from tests/e2e/conftest.py
+on purpose: the two suites are independent.
+
+Environment:
+  SPACE_SECURITY_RESULTS  where the results go (default:
+                          tests/security/results/last-run.json)
+  SPACE_SECURITY_SPACED   the spaced binary to run (default build/spaced)
+  SPACE_SECURITY_LATENCY_RATIO  allowed ratio of the neighbour's exec latency
+                          median during an attack to its baseline (default 3)
+
+Synchronisation is a read until an event or a poll until a condition, each
+with a deadline; no test sleeps to let something happen.
+
+Run: /usr/bin/python3 -m pytest -q tests/security
+"""
+
+import base64
+import hashlib
+import http.client
+import json
+import os
+import platform
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+# SPACE_SECURITY_SPACED runs another spaced binary (or build/spaced through a symlink of another
+# name, which keeps a stray `pkill spaced` on a shared machine from stopping the session's daemon)
+SPACED = os.environ.get("SPACE_SECURITY_SPACED", os.path.join(BUILD, "spaced"))
+AGENT = os.path.join(BUILD, "space-agent")
+SHIM = os.path.join(BUILD, "libspace-shim.so")
+
+START_DEADLINE = 15 * 60   # a fresh machine builds the default template at start
+IO_TIMEOUT = 180           # seconds any single read from spaced may take
+RESULTS = os.environ.get("SPACE_SECURITY_RESULTS",
+                         os.path.join(ROOT, "tests", "security", "results", "last-run.json"))
+LATENCY_RATIO = float(os.environ.get("SPACE_SECURITY_LATENCY_RATIO", "3"))
+BASELINE_SAMPLES = 21
+MIN_SAMPLES = 5            # neighbour execs sampled per attack, at least
+
+
+# --------------------------------------------------------------------------
+# waiting
+
+
+def wait_until(cond, timeout, what, interval=0.05):
+    """Polls cond() until it returns a true value, which is returned; fails at the deadline."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = cond()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------
+# HTTP client (as in tests/e2e)
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=IO_TIMEOUT, blocksize=1 << 20):
+        super().__init__("space", timeout=timeout, blocksize=blocksize)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+class ApiError(AssertionError):
+    pass
+
+
+class Stream:
+    """An open NDJSON (or error) response; iterating yields events as they arrive."""
+
+    def __init__(self, conn, resp):
+        self.conn = conn
+        self.resp = resp
+        self.status = resp.status
+        self.headers = {k.lower(): v for k, v in resp.getheaders()}
+        self._buf = b""
+        self._eof = False
+        self.body = None
+        if not self.headers.get("content-type", "").startswith("application/x-ndjson"):
+            self.body = resp.read()
+            self.close()
+
+    def next_event(self):
+        while b"\n" not in self._buf:
+            if self._eof:
+                return None
+            chunk = self.resp.read1(65536)
+            if not chunk:
+                self._eof = True
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        if not line.strip():
+            return self.next_event()
+        return json.loads(line)
+
+    def __iter__(self):
+        while True:
+            ev = self.next_event()
+            if ev is None:
+                return
+            yield ev
+
+    def close(self):
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Api:
+    def __init__(self, socket_path=None, tcp=None, token=None):
+        self.socket_path = socket_path
+        self.tcp = tcp
+        self.token = token
+
+    def connection(self, timeout=IO_TIMEOUT):
+        if self.tcp:
+            return http.client.HTTPConnection(self.tcp[0], self.tcp[1], timeout=timeout, blocksize=1 << 20)
+        return UnixHTTPConnection(self.socket_path, timeout=timeout)
+
+    def _send(self, conn, method, path, body=None, raw=None, headers=None):
+        hdrs = {}
+        if self.token:
+            hdrs["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        elif raw is not None:
+            data = raw
+            if isinstance(raw, (bytes, bytearray)):
+                hdrs["Content-Length"] = str(len(raw))
+        if method in ("POST", "PUT") and data is None:
+            hdrs["Content-Length"] = "0"
+        hdrs.update(headers or {})
+        conn.request(method, path, body=data, headers=hdrs)
+        return conn.getresponse()
+
+    def request(self, method, path, body=None, raw=None, headers=None, timeout=IO_TIMEOUT):
+        conn = self.connection(timeout)
+        try:
+            resp = self._send(conn, method, path, body, raw, headers)
+            data = resp.read()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+        finally:
+            conn.close()
+
+    def json(self, method, path, body=None, raw=None, headers=None, timeout=IO_TIMEOUT):
+        status, hdrs, data = self.request(method, path, body, raw, headers, timeout)
+        if not data:
+            return status, None
+        try:
+            return status, json.loads(data)
+        except ValueError:
+            raise ApiError(f"{method} {path}: {status} with a body that is not JSON: {data[:300]!r}")
+
+    def ok(self, method, path, body=None, expect=(200, 201, 204), **kw):
+        status, data = self.json(method, path, body, **kw)
+        if status not in expect:
+            raise ApiError(f"{method} {path} {body!r}: expected {expect}, got {status} {data}")
+        return data
+
+    def stream(self, method, path, body=None, raw=None, headers=None, timeout=IO_TIMEOUT):
+        conn = self.connection(timeout)
+        resp = self._send(conn, method, path, body, raw, headers)
+        return Stream(conn, resp)
+
+    def create(self, **fields):
+        sb = self.ok("POST", "/v1/sandboxes", fields, expect=(201,))
+        return sb["id"]
+
+    def delete(self, sbid):
+        status, _, _ = self.request("DELETE", f"/v1/sandboxes/{sbid}")
+        assert status in (204, 404), f"DELETE {sbid}: {status}"
+
+    def exec(self, sbid, cmd, **fields):
+        fields["cmd"] = cmd
+        return self.ok("POST", f"/v1/sandboxes/{sbid}/exec", fields, expect=(200,))
+
+    def exec_stream(self, sbid, cmd, **fields):
+        fields["cmd"] = cmd
+        fields["stream"] = True
+        return self.stream("POST", f"/v1/sandboxes/{sbid}/exec", fields)
+
+    def put_file(self, sbid, path, data, timeout=IO_TIMEOUT):
+        return self.request("PUT", f"/v1/sandboxes/{sbid}/files?path={q(path)}", raw=data, timeout=timeout)
+
+    def get_file(self, sbid, path, timeout=IO_TIMEOUT):
+        status, _, data = self.request("GET", f"/v1/sandboxes/{sbid}/files?path={q(path)}", timeout=timeout)
+        return status, data
+
+
+def out_bytes(res, name="stdout"):
+    if name in res:
+        return res[name].encode("utf-8")
+    return base64.b64decode(res.get(name + "_b64", ""))
+
+
+def event_bytes(ev):
+    if "data" in ev:
+        return ev["data"].encode("utf-8")
+    return base64.b64decode(ev["data_b64"])
+
+
+def q(path):
+    return urllib.parse.quote(path, safe="/")
+
+
+# --------------------------------------------------------------------------
+# the daemon
+
+
+class Daemon:
+    """One build/spaced with its own state directory and socket."""
+
+    def __init__(self, listen=None):
+        self.state_dir = tempfile.mkdtemp(prefix="space-sec-")
+        self.socket = os.path.join(self.state_dir, "space.sock")
+        self.listen = listen
+        self.log_path = os.path.join(self.state_dir, "spaced.log")
+        self.proc = None
+        self.api = Api(self.socket)
+
+    def start(self):
+        a = [SPACED, "--state-dir", self.state_dir, "--socket", self.socket, "--agent", AGENT]
+        if self.listen:
+            a += ["--listen", self.listen]
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(a, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, stdin=subprocess.DEVNULL)
+        log.close()
+        wait_until(self.healthy, START_DEADLINE, f"spaced on {self.socket} to answer /v1/health", interval=0.1)
+        return self
+
+    def log_tail(self, n=30):
+        try:
+            with open(self.log_path, "rb") as f:
+                return b"".join(f.readlines()[-n:]).decode(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def healthy(self):
+        if not self.alive():
+            pytest.fail(f"spaced exited with status {self.proc.returncode}:\n{self.log_tail()}")
+        try:
+            status, body = self.api.json("GET", "/v1/health", timeout=10)
+        except (OSError, http.client.HTTPException):
+            return False
+        return status == 200 and body.get("status") == "ok"
+
+    def rss_kib(self):
+        """spaced's resident set size (VmRSS), KiB."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def token(self, tenant):
+        r = subprocess.run([SPACED, "--state-dir", self.state_dir, "token", "create", "--name", tenant,
+                            "--tenant", tenant], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    def sandbox_dir(self, sbid):
+        return os.path.join(self.state_dir, "sandboxes", sbid)
+
+    def runsc_root(self):
+        return os.path.join(self.state_dir, "runsc")
+
+    def stop(self):
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def cleanup(self):
+        """Deletes every sandbox, stops spaced, removes what is left: containers, mounts, files."""
+        if self.alive():
+            try:
+                _, body = self.api.json("GET", "/v1/sandboxes", timeout=30)
+                for sb in (body or {}).get("sandboxes", []):
+                    try:
+                        self.api.request("DELETE", f"/v1/sandboxes/{sb['id']}", timeout=180)
+                    except (OSError, http.client.HTTPException):
+                        pass
+            except (OSError, http.client.HTTPException, ValueError):
+                pass
+        self.stop()
+        root = self.runsc_root()
+        if os.path.isdir(root):
+            r = subprocess.run(["runsc", "--root", root, "list", "-quiet"], capture_output=True, text=True)
+            for cid in r.stdout.split():
+                subprocess.run(["runsc", "--root", root, "kill", cid, "KILL"], capture_output=True)
+                subprocess.run(["runsc", "--root", root, "delete", "--force", cid], capture_output=True)
+        for mnt in mounts_under(self.state_dir):
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
+        if not mounts_under(self.state_dir):
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def mounts_under(d):
+    d = os.path.realpath(d)
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].replace("\\040", " ")
+            if mp == d or mp.startswith(d + "/"):
+                found.append(mp)
+    return sorted(found, key=len, reverse=True)
+
+
+def wait_usable(api, sbid, timeout=90):
+    """Polls until sbid runs commands; 503 (agent not connected) and 500 are tolerated meanwhile."""
+    def ready():
+        try:
+            status, body = api.json("POST", f"/v1/sandboxes/{sbid}/exec", {"cmd": ["true"]}, timeout=30)
+        except (OSError, http.client.HTTPException):
+            return False
+        return status == 200 and body["exit_code"] == 0
+    wait_until(ready, timeout, f"sandbox {sbid} to run commands again", interval=0.2)
+
+
+def sandbox_state(api, sbid):
+    status, body = api.json("GET", f"/v1/sandboxes/{sbid}")
+    if status == 404:
+        return "gone", None
+    assert status == 200, (status, body)
+    return body["state"], body.get("reason")
+
+
+# --------------------------------------------------------------------------
+# the host as the attacks must leave it
+
+
+class Host:
+    """Things on the host an escape would reach: canary files with a secret
+    content in places a sandbox might try to read or overwrite."""
+
+    def __init__(self, state_dir):
+        self.secret = "space-sec-canary-" + secrets.token_hex(16)
+        self.dir = tempfile.mkdtemp(prefix="space-sec-canary-")
+        self.canaries = [os.path.join(self.dir, "canary.txt"), os.path.join(state_dir, "canary.txt"),
+                         os.path.join("/tmp", "space-sec-canary-" + secrets.token_hex(4) + ".txt")]
+        for p in self.canaries:
+            with open(p, "w") as f:
+                f.write(self.secret + "\n")
+        self.sums = {p: sha256_file(p) for p in self.canaries}
+        self.hostname = socket.gethostname()
+        self.clock_offset = time.time() - time.monotonic()
+        self.agent_sum = sha256_file(AGENT)
+        self.shim_sum = sha256_file(SHIM) if os.path.exists(SHIM) else None
+
+    def check(self):
+        """Problems found on the host: [] when untouched."""
+        bad = []
+        for p, s in self.sums.items():
+            if not os.path.exists(p) or sha256_file(p) != s:
+                bad.append(f"canary {p} changed")
+        if socket.gethostname() != self.hostname:
+            bad.append(f"host name changed to {socket.gethostname()!r}")
+        drift = (time.time() - time.monotonic()) - self.clock_offset
+        if abs(drift) > 5:
+            bad.append(f"host wall clock moved by {drift:.1f} s against the monotonic clock")
+        if sha256_file(AGENT) != self.agent_sum:
+            bad.append("the agent binary on the host changed")
+        if self.shim_sum and sha256_file(SHIM) != self.shim_sum:
+            bad.append("the shim on the host changed")
+        return bad
+
+    def cleanup(self):
+        for p in self.canaries:
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def sha256_file(p):
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------
+# the neighbour
+
+
+class Neighbour:
+    """A sandbox that holds a file of known sha256 and answers execs; its exec
+    latency is the measure of whether spaced stays responsive."""
+
+    PATH = "/work/neighbour.bin"
+
+    def __init__(self, api, sbid):
+        self.api = api
+        self.id = sbid
+        data = os.urandom(1 << 20)
+        self.sum = hashlib.sha256(data).hexdigest()
+        status, _, body = api.put_file(sbid, self.PATH, data)
+        assert status == 201, (status, body)
+        self.baseline = []
+        self.baseline_median = None
+
+    def exec_ms(self, timeout=IO_TIMEOUT):
+        """One exec of `true` in the neighbour: its latency in ms, or None when it failed."""
+        t0 = time.monotonic()
+        try:
+            status, body = self.api.json("POST", f"/v1/sandboxes/{self.id}/exec", {"cmd": ["true"]},
+                                         timeout=timeout)
+        except (OSError, http.client.HTTPException):
+            return None
+        if status != 200 or body.get("exit_code") != 0:
+            return None
+        return (time.monotonic() - t0) * 1000
+
+    def measure_baseline(self):
+        for _ in range(3):      # warm-up
+            self.exec_ms()
+        self.baseline = [self.exec_ms() for _ in range(BASELINE_SAMPLES)]
+        assert all(x is not None for x in self.baseline), "the neighbour failed to exec at baseline"
+        self.baseline_median = statistics.median(self.baseline)
+
+    def check(self):
+        """Problems with the neighbour's data or liveness: [] when it is intact."""
+        bad = []
+        status, data = self.api.get_file(self.id, self.PATH)
+        if status != 200 or hashlib.sha256(data).hexdigest() != self.sum:
+            bad.append(f"neighbour file changed or unreadable through the API (status {status})")
+        try:
+            res = self.api.exec(self.id, ["sha256sum", self.PATH])
+            if res["exit_code"] != 0 or not res["stdout"].startswith(self.sum):
+                bad.append(f"neighbour file changed inside the neighbour: {res}")
+        except (ApiError, OSError, http.client.HTTPException) as e:
+            bad.append(f"neighbour exec failed: {e}")
+        return bad
+
+
+class Sampler(threading.Thread):
+    """Runs execs in the neighbour in a loop until stopped; keeps their latencies."""
+
+    def __init__(self, neighbour):
+        super().__init__(daemon=True)
+        self.neighbour = neighbour
+        self.samples = []
+        self.failures = 0
+        self._halt = threading.Event()
+
+    def run(self):
+        while not self._halt.is_set():
+            ms = self.neighbour.exec_ms()
+            if ms is None:
+                self.failures += 1
+            else:
+                self.samples.append(ms)
+
+    def stop(self):
+        # A quick attack leaves too few samples for a median: take a few more.
+        deadline = time.monotonic() + 120
+        while len(self.samples) < MIN_SAMPLES and time.monotonic() < deadline and self.is_alive():
+            time.sleep(0.02)
+        self._halt.set()
+        self.join(timeout=IO_TIMEOUT)
+
+
+# --------------------------------------------------------------------------
+# results
+
+
+class Results:
+    def __init__(self, path):
+        self.path = path
+        self.meta = {}
+        self.records = []
+
+    def add(self, rec):
+        self.records.append(rec)
+        self.save()
+
+    def save(self):
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"meta": self.meta, "attempts": self.records}, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, self.path)
+
+
+def docstring_parts(fn):
+    """(attempt, expected) from a test's docstring: first line, and the text after 'Expected:'."""
+    doc = (fn.__doc__ or fn.__name__).strip()
+    first = doc.split("\n\n")[0].replace("\n", " ").strip()
+    expected = ""
+    if "Expected:" in doc:
+        expected = " ".join(doc.split("Expected:", 1)[1].split())
+    return first, expected
+
+
+# --------------------------------------------------------------------------
+# fixtures
+
+
+@pytest.fixture(scope="session")
+def spaced():
+    for binary in (SPACED, AGENT):
+        if not os.access(binary, os.X_OK):
+            pytest.exit(f"{binary} is missing: run `make` first", returncode=2)
+    d = Daemon(listen=f"127.0.0.1:{free_port()}")
+    try:
+        d.start()
+        yield d
+    finally:
+        d.cleanup()
+
+
+@pytest.fixture(scope="session")
+def api(spaced):
+    return spaced.api
+
+
+@pytest.fixture(scope="session")
+def tenants(spaced):
+    """API clients of two tenants over the daemon's TCP listener, each with its own token."""
+    host, port = spaced.listen.rsplit(":", 1)
+    return {name: Api(tcp=(host, int(port)), token=spaced.token(name)) for name in ("alice", "mallory")}
+
+
+@pytest.fixture(scope="session")
+def host(spaced):
+    h = Host(spaced.state_dir)
+    yield h
+    h.cleanup()
+
+
+@pytest.fixture(scope="session")
+def results(spaced):
+    r = Results(RESULTS)
+    r.meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
+              "cpus": os.cpu_count(), "kernel": platform.release(), "latency_ratio_allowed": LATENCY_RATIO}
+    yield r
+    r.meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    r.save()
+
+
+@pytest.fixture(scope="session")
+def neighbour(api, spaced, results):
+    sbid = api.create(memory_mb=256)
+    n = Neighbour(api, sbid)
+    n.measure_baseline()
+    results.meta["neighbour_baseline_ms"] = [round(x, 1) for x in n.baseline]
+    results.meta["neighbour_baseline_median_ms"] = round(n.baseline_median, 1)
+    results.meta["spaced_rss_kib_at_start"] = spaced.rss_kib()
+    results.save()
+    yield n
+    api.delete(sbid)
+
+
+class Attack:
+    """The sandbox an attempt runs in, and what the test observed."""
+
+    def __init__(self, api, spaced, sbid):
+        self.api = api
+        self.spaced = spaced
+        self.id = sbid
+        self.notes = []
+        self.contained = None     # False for a documented limit that is not contained
+
+    def note(self, text):
+        """Records what was observed (goes into the results table)."""
+        self.notes.append(str(text))
+
+    def sh(self, script, timeout=None, **kw):
+        """Runs a shell script as root in the attacking sandbox; the exec result."""
+        if timeout is not None:
+            kw["timeout"] = timeout
+        return self.api.exec(self.id, ["/bin/bash", "-c", script], **kw)
+
+    def py(self, code, timeout=None, **kw):
+        """Runs a Python program as root in the attacking sandbox; the exec result."""
+        if timeout is not None:
+            kw["timeout"] = timeout
+        return self.api.exec(self.id, ["python3", "-c", code], **kw)
+
+    def state(self):
+        return sandbox_state(self.api, self.id)
+
+
+def make_attack(request, api, spaced, neighbour, host, results, create_fields):
+    """Creates the attacking sandbox, samples the neighbour meanwhile, and after the
+    test checks containment and records the attempt."""
+    sbid = api.create(**create_fields)
+    atk = Attack(api, spaced, sbid)
+    rss0 = spaced.rss_kib()
+    sampler = Sampler(neighbour)
+    sampler.start()
+    t0 = time.monotonic()
+    failed_before = request.session.testsfailed
+    yield atk
+    elapsed = time.monotonic() - t0
+    sampler.stop()
+    rss1 = spaced.rss_kib() if spaced.alive() else None
+    problems = []
+    if not spaced.alive():
+        problems.append(f"spaced died (status {spaced.proc.returncode}):\n{spaced.log_tail()}")
+    else:
+        try:
+            if not spaced.healthy():
+                problems.append("spaced does not answer /v1/health")
+        except BaseException as e:  # pytest.fail inside healthy()
+            problems.append(f"spaced health: {e}")
+    if spaced.alive():
+        problems += neighbour.check()
+    problems += host.check()
+    state = None
+    if spaced.alive():
+        try:
+            state, reason = atk.state()
+            if reason:
+                state = f"{state} ({reason})"
+        except (ApiError, OSError, http.client.HTTPException) as e:
+            state = f"unknown: {e}"
+    median = statistics.median(sampler.samples) if sampler.samples else None
+    ratio = median / neighbour.baseline_median if median else None
+    if sampler.failures:
+        problems.append(f"{sampler.failures} neighbour execs failed during the attack")
+    if ratio is None:
+        problems.append("no neighbour exec answered during the attack")
+    elif ratio > LATENCY_RATIO:
+        problems.append(f"neighbour exec latency median {median:.0f} ms is {ratio:.1f}x its baseline "
+                        f"{neighbour.baseline_median:.0f} ms (allowed {LATENCY_RATIO}x)")
+
+    attempt, expected = docstring_parts(request.function)
+    marker = request.node.get_closest_marker("xfail")
+    rep = getattr(request.node, "rep_call", None)
+    outcome = "passed" if rep is not None and rep.passed else ("failed" if rep is not None else "error")
+    if marker is not None and rep is not None and rep.skipped:
+        outcome = "xfailed"
+    results.add({
+        "test": request.node.name,
+        "attempt": attempt,
+        "expected": expected,
+        "observed": "; ".join(atk.notes),
+        "outcome": outcome,
+        "contained": atk.contained if atk.contained is not None else (outcome in ("passed",)),
+        "xfail_reason": marker.kwargs.get("reason") if marker is not None else None,
+        "sandbox_after": state,
+        "neighbour_median_ms": round(median, 1) if median else None,
+        "neighbour_samples": len(sampler.samples),
+        "neighbour_ratio": round(ratio, 2) if ratio else None,
+        "baseline_median_ms": round(neighbour.baseline_median, 1),
+        "spaced_rss_kib": [rss0, rss1],
+        "seconds": round(elapsed, 1),
+        "problems": problems,
+    })
+    if spaced.alive():
+        try:
+            api.delete(sbid)
+        except (ApiError, OSError, http.client.HTTPException):
+            pass
+    if problems:
+        pytest.fail("containment check after the attack:\n  " + "\n  ".join(problems))
+
+
+@pytest.fixture
+def attack(request, api, spaced, neighbour, host, results):
+    """A fresh sandbox (1 cpu, 256 MiB) to attack from, guarded and recorded."""
+    fields = {"cpus": 1, "memory_mb": 256}
+    marker = request.node.get_closest_marker("sandbox")
+    if marker:
+        fields.update(marker.kwargs)
+    yield from make_attack(request, api, spaced, neighbour, host, results, fields)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call":
+        item.rep_call = rep
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sandbox(**fields): create fields of the attacking sandbox")

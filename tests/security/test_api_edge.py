@@ -1,0 +1,205 @@
+"""The API's own edge: oversized and malformed requests, connection floods,
+and what an API client may do to sandboxes that are not its own.
+
+API clients are untrusted beyond their own sandboxes: over TCP each token
+belongs to a tenant that sees only its own sandboxes and snapshots; the Unix
+socket (0660 root:space) is the host administrator's.
+"""
+
+import http.client
+import json
+import resource
+import socket
+import time
+
+import pytest
+
+from conftest import Api, Daemon, wait_until
+
+
+def raw_request(path, data, read=200, timeout=30):
+    """Sends raw bytes to a Unix socket; the first bytes of the answer (b'' if the peer hung up)."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    s.connect(path)
+    try:
+        try:
+            s.sendall(data)
+        except OSError:
+            pass
+        try:
+            return s.recv(read)
+        except OSError:
+            return b""
+    finally:
+        s.close()
+
+
+def status_of(answer):
+    return answer.split(b" ", 2)[1].decode() if answer.startswith(b"HTTP/") else "closed"
+
+
+def test_giant_headers_and_urls(attack, spaced):
+    """A 70 KiB header, a 16 MiB header, 20,000 headers, a 200 KB URL, a 6,000-argument query string.
+
+    Expected: 431/414 or a closed connection, within the documented 64 KiB of
+    headers per connection; spaced's memory does not follow the sizes sent.
+    """
+    rss0 = spaced.rss_kib()
+    got = {}
+    got["70 KiB header"] = raw_request(spaced.socket, b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-A: "
+                                       + b"a" * 70000 + b"\r\n\r\n")
+    got["16 MiB header"] = raw_request(spaced.socket, b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-A: "
+                                       + b"a" * (16 << 20) + b"\r\n\r\n")
+    got["20k headers"] = raw_request(spaced.socket, b"GET /v1/health HTTP/1.1\r\nHost: x\r\n"
+                                     + b"".join(b"X-%d: y\r\n" % i for i in range(20000)) + b"\r\n")
+    got["200 KB URL"] = raw_request(spaced.socket, b"GET /v1/sandboxes/" + b"a" * 200000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    got["6000 args"] = raw_request(spaced.socket, b"GET /v1/sandboxes?" + b"&".join(b"label=%d=x" % i for i in range(6000))
+                                   + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    statuses = {k: status_of(v) for k, v in got.items()}
+    for k, s in statuses.items():
+        assert s in ("431", "414", "413", "400", "closed"), (k, got[k][:100])
+    grew = spaced.rss_kib() - rss0
+    assert grew < 32 * 1024
+    attack.note(f"{statuses}; VmRSS +{grew} KiB")
+
+
+def test_bodies_too_big_or_too_deep(attack, api, spaced):
+    """A 2 MiB JSON body, JSON nested 100,000 deep, 60,000 unknown keys, invalid UTF-8, a 10 MB number,
+    and an exec whose argv is 70 KiB.
+
+    Expected: 413 or 400 naming the problem; spaced stays up and small.
+    """
+    rss0 = spaced.rss_kib()
+    cases = {
+        "2 MiB body": ("POST", "/v1/sandboxes", b'{"metadata": {"k": "' + b"a" * (2 << 20) + b'"}}'),
+        "nested": ("POST", f"/v1/sandboxes/{attack.id}/exec", b"[" * 100000 + b"]" * 100000),
+        "60k keys": ("POST", "/v1/sandboxes", json.dumps({f"k{i}": 0 for i in range(60000)}).encode()),
+        "bad utf-8": ("POST", f"/v1/sandboxes/{attack.id}/exec", b'{"cmd": ["echo", "\xff\xfe"]}'),
+        "huge number": ("POST", "/v1/sandboxes", b'{"cpus": 1' + b"0" * 1000000 + b"}"),
+        "70 KiB argv": ("POST", f"/v1/sandboxes/{attack.id}/exec", json.dumps({"cmd": ["echo"] + ["a" * 1000] * 70}).encode()),
+    }
+    seen = {}
+    for name, (method, path, body) in cases.items():
+        status, _, data = api.request(method, path, raw=body, headers={"Content-Type": "application/json"})
+        seen[name] = status
+        assert status in (400, 413), (name, status, data[:200])
+    grew = spaced.rss_kib() - rss0
+    assert grew < 32 * 1024
+    assert attack.sh("echo alive")["stdout"] == "alive\n"
+    attack.note(f"{seen}; VmRSS +{grew} KiB")
+
+
+def open_idle(n, connect):
+    socks = []
+    for _ in range(n):
+        try:
+            socks.append(connect())
+        except OSError:
+            break
+    return socks
+
+
+def test_many_connections_on_the_unix_socket(attack, spaced):
+    """1,100 idle connections to the administrator's Unix socket, then a request, then they close.
+
+    Expected: the documented limit (1,024 connections) holds: spaced refuses
+    what is over it and lives on, and serves again as soon as they close.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+
+    def connect():
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(spaced.socket)
+        return s
+    socks = open_idle(1100, connect)
+    try:
+        try:
+            status = spaced.api.json("GET", "/v1/health", timeout=10)[0]
+            during = f"answered {status}"
+        except (OSError, http.client.HTTPException) as e:
+            during = f"refused ({type(e).__name__})"
+    finally:
+        for s in socks:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    wait_until(spaced.healthy, 60, "spaced to serve after the connections closed")
+    attack.note(f"{len(socks)} idle connections opened; a new request meanwhile: {during}; served again after")
+
+
+def test_idle_tcp_connections_lock_out_clients(attack, spaced, tenants):
+    """1,030 idle TCP connections from an unauthenticated peer, kept open; meanwhile a tenant with a
+    valid token asks for its sandboxes.
+
+    Expected: spaced keeps serving clients that authenticate (idle
+    connections time out, or one peer cannot take every slot).
+    """
+    host, port = spaced.listen.rsplit(":", 1)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    socks = open_idle(1030, lambda: socket.create_connection((host, int(port)), timeout=5))
+    alice = tenants["alice"]
+
+    def served():
+        try:
+            return alice.json("GET", "/v1/sandboxes", timeout=10)[0] == 200
+        except (OSError, http.client.HTTPException):
+            return False
+    try:
+        ok = None
+        try:
+            ok = wait_until(served, 90, "a token holder to be served while idle connections are open", interval=1)
+        finally:
+            attack.note(f"{len(socks)} idle unauthenticated TCP connections: a token holder "
+                        + ("was served" if ok else "was locked out for 90 s (until they closed)"))
+    finally:
+        for s in socks:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        wait_until(spaced.healthy, 60, "spaced to serve after the connections closed")
+
+
+def test_tenants_cannot_reach_each_others_sandboxes(attack, tenants):
+    """Tenant mallory, with its own valid token, goes for tenant alice's sandbox by id: get, exec,
+    files, processes, signal, suspend, snapshot, fork, delete; lists; and alice's snapshot.
+
+    Expected: every request answers 404 as if the sandbox did not exist;
+    alice's sandbox and its file are untouched and not listed to mallory.
+    """
+    alice, mallory = tenants["alice"], tenants["mallory"]
+    sbid = alice.create(memory_mb=128)
+    snap_id = None
+    try:
+        status, _, body = alice.put_file(sbid, "/work/alice.txt", b"alice's\n")
+        assert status == 201, body
+        snap = alice.ok("POST", f"/v1/sandboxes/{sbid}/snapshot", {"name": "alice-snap"}, timeout=300)
+        snap_id = snap["id"]
+        tries = [("GET", f"/v1/sandboxes/{sbid}", None), ("POST", f"/v1/sandboxes/{sbid}/exec", {"cmd": ["id"]}),
+                 ("POST", f"/v1/sandboxes/{sbid}/processes", {"cmd": ["sleep", "1"]}),
+                 ("GET", f"/v1/sandboxes/{sbid}/processes", None),
+                 ("GET", f"/v1/sandboxes/{sbid}/files?path=/work/alice.txt", None),
+                 ("GET", f"/v1/sandboxes/{sbid}/files/list?path=/work", None),
+                 ("POST", f"/v1/sandboxes/{sbid}/files/mkdir", {"path": "/work/m"}),
+                 ("DELETE", f"/v1/sandboxes/{sbid}/files?path=/work/alice.txt", None),
+                 ("POST", f"/v1/sandboxes/{sbid}/processes/1/signal", {"signal": 9}),
+                 ("POST", f"/v1/sandboxes/{sbid}/pause", None), ("POST", f"/v1/sandboxes/{sbid}/suspend", None),
+                 ("POST", f"/v1/sandboxes/{sbid}/snapshot", {}), ("POST", f"/v1/sandboxes/{sbid}/fork", {"count": 1}),
+                 ("DELETE", f"/v1/sandboxes/{sbid}", None), ("GET", f"/v1/snapshots/{snap_id}", None),
+                 ("DELETE", f"/v1/snapshots/{snap_id}", None), ("POST", "/v1/sandboxes", {"snapshot": snap_id})]
+        seen = {}
+        for method, path, body in tries:
+            status, data = mallory.json(method, path, body)
+            seen[status] = seen.get(status, 0) + 1
+            assert status == 404, (method, path, status, data)
+        status, _, _ = mallory.request("PUT", f"/v1/sandboxes/{sbid}/files?path=/work/alice.txt", raw=b"mallory\n")
+        assert status == 404
+        assert sbid not in {s["id"] for s in mallory.ok("GET", "/v1/sandboxes")["sandboxes"]}
+        assert snap_id not in {s["id"] for s in mallory.ok("GET", "/v1/snapshots")["snapshots"]}
+        assert alice.get_file(sbid, "/work/alice.txt") == (200, b"alice's\n")
+        assert alice.ok("GET", f"/v1/sandboxes/{sbid}")["state"] == "running"
+        attack.note(f"{len(tries) + 1} requests by another tenant: all 404; not listed; alice's file intact")
+    finally:
+        if snap_id:
+            alice.request("DELETE", f"/v1/snapshots/{snap_id}")
+        alice.delete(sbid)
