@@ -7,7 +7,9 @@
 #   make down       stop the spaced that `make up` started
 #   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests
 #   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
-#   make bench      benchmarks (see bench/README.md)
+#   make bench      benchmarks against raw runsc (bench/run.py; SPECIFICATION.md)
+#   make security   the escape and abuse suite (tests/security)
+#   make fuzz       every fuzz target for 60 s each (tests/fuzz/fuzz.mk; fuzz-smoke: 10 s)
 
 CC      ?= cc
 BUILD   ?= build
@@ -39,7 +41,7 @@ CLI_LIBS    := -lcurl -ljansson -lpthread
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl
 
-.PHONY: all deps up down test unit agent-test e2e sdk-test asan bench clean
+.PHONY: all deps up down test unit agent-test e2e sdk-test security asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
 $(BUILD)/%.o: %.c
@@ -106,6 +108,12 @@ e2e: all
 
 sdk-test: all
 	/usr/bin/python3 -m pytest -q tests/sdk
+
+# The escape and abuse suite (about 12 minutes) and the fuzz targets (clang's libFuzzer).
+security: all
+	/usr/bin/python3 -m pytest -q tests/security
+
+include tests/fuzz/fuzz.mk
 
 test: deps all
 	$(MAKE) unit
