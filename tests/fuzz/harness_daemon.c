@@ -89,6 +89,7 @@ void fz_reset(struct fz *z)
 		free(p->cmd);
 		free(p);
 	}
+	sb->pending_bytes = 0; /* the unread output of the processes just freed */
 	buf_free(&sb->chan.wq);
 	buf_free(&sb->chan.rbuf);
 	sb->chan.want_out = false;

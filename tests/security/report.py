@@ -42,10 +42,16 @@ def cell(text, limit=600):
 
 def table(data):
     meta = data["meta"]
-    rows = ["| # | attempt | expected | observed | verdict | neighbour exec median, ms (x baseline) |",
+    rows = ["| # | attempt | expected | observed | verdict | neighbour exec median during / control before, ms "
+            "(ratio to the larger of control and session baseline) |",
             "|---|---|---|---|---|---|"]
     for i, a in enumerate(data["attempts"], 1):
-        lat = "-" if a["neighbour_median_ms"] is None else f"{a['neighbour_median_ms']:.0f} ({a['neighbour_ratio']:.2f}x)"
+        if a["neighbour_median_ms"] is None:
+            lat = "-"
+        elif a.get("control_median_ms") is not None:
+            lat = f"{a['neighbour_median_ms']:.0f} / {a['control_median_ms']:.0f} ({a['reference_ratio']:.2f}x)"
+        else:
+            lat = f"{a['neighbour_median_ms']:.0f} ({a['neighbour_ratio']:.2f}x)"
         observed = a["observed"] or ""
         if a.get("sandbox_after") and a["sandbox_after"] not in ("running",) and a["sandbox_after"] not in observed:
             observed += f"; sandbox afterwards: {a['sandbox_after']}"
@@ -60,6 +66,8 @@ def table(data):
     for a in data["attempts"]:
         counts[verdict(a)] = counts.get(verdict(a), 0) + 1
     ratios = [a["neighbour_ratio"] for a in data["attempts"] if a["neighbour_ratio"]]
+    ref_ratios = [a["reference_ratio"] for a in data["attempts"] if a.get("reference_ratio")]
+    controls = sorted(a["control_median_ms"] for a in data["attempts"] if a.get("control_median_ms"))
     medians = sorted(a["neighbour_median_ms"] for a in data["attempts"] if a["neighbour_median_ms"])
     summary = [
         f"Run of {meta.get('started', '?')} to {meta.get('finished', '?')} on a {meta.get('cpus')}-CPU host "
@@ -68,9 +76,12 @@ def table(data):
         "",
         f"Neighbour exec latency (`true` in another sandbox, end to end through the API): baseline median "
         f"{meta.get('neighbour_baseline_median_ms')} ms over {len(meta.get('neighbour_baseline_ms', []))} execs "
-        f"at the start of the session; during the attempts the medians ranged "
-        f"{medians[0]:.0f}-{medians[-1]:.0f} ms, at most {max(ratios):.2f}x the baseline "
-        f"(allowed: {meta.get('latency_ratio_allowed')}x)." if ratios else "No latency samples.",
+        f"at the start of the session; the controls just before each attempt ranged "
+        f"{controls[0]:.0f}-{controls[-1]:.0f} ms (other jobs share this machine); during the attempts the "
+        f"medians ranged {medians[0]:.0f}-{medians[-1]:.0f} ms: at most {max(ratios):.2f}x the session "
+        f"baseline and {max(ref_ratios):.2f}x the larger of baseline and control "
+        f"(allowed: {meta.get('latency_ratio_allowed')}x the larger)." if ref_ratios and controls
+        else "No latency samples.",
     ]
     return "\n".join(summary) + "\n\n" + "\n".join(rows) + "\n"
 

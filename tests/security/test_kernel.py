@@ -218,9 +218,11 @@ def test_sigstop_to_the_agent(attack):
     Expected: fail safe: spaced notices the agent no longer answers and fails
     the sandbox (or the agent keeps serving); requests to it never hang.
     """
-    pid = attack.api.ok("POST", f"/v1/sandboxes/{attack.id}/processes", {"cmd": ["sh", "-c", "kill -STOP 1"]},
-                        expect=(201,))["pid"]
-    assert pid
+    # the marker file tells the host (through the sandbox's layer) that the signal went out
+    marker = os.path.join(attack.spaced.sandbox_dir(attack.id), "upper", "work", "stopped")
+    attack.api.ok("POST", f"/v1/sandboxes/{attack.id}/processes",
+                  {"cmd": ["sh", "-c", "kill -STOP 1; touch /work/stopped"]}, expect=(201,))
+    wait_until(lambda: os.path.exists(marker), 60, "the SIGSTOP to have been sent")
     try:
         outcome, reason = wait_failed_or_serving(attack, timeout=90)
         attack.note(f"sandbox {outcome} {reason or ''}")
