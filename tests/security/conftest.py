@@ -43,6 +43,7 @@ import http.client
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import signal
@@ -555,12 +556,15 @@ class Results:
 
 
 def docstring_parts(fn):
-    """(attempt, expected) from a test's docstring: first line, and the text after 'Expected:'."""
+    """(attempt, expected) from a test's docstring: its first paragraph, and the text after
+    'Expected:' (or 'Expected (qualifier):', the qualifier kept)."""
     doc = (fn.__doc__ or fn.__name__).strip()
     first = doc.split("\n\n")[0].replace("\n", " ").strip()
     expected = ""
-    if "Expected:" in doc:
-        expected = " ".join(doc.split("Expected:", 1)[1].split())
+    m = re.search(r"Expected(\s*\([^)]*\))?:", doc)
+    if m:
+        qualifier = (m.group(1) or "").strip()
+        expected = " ".join((qualifier + " " + doc[m.end():]).split())
     return first, expected
 
 

@@ -70,11 +70,10 @@ def host_addresses():
 
 
 def test_raw_and_packet_sockets(attack):
-    """Raw IPv4/IPv6 sockets, AF_PACKET, and a netlink socket used to add an address and a route.
+    """Raw IPv4 and IPv6 sockets (ICMP, IPPROTO_RAW) and AF_PACKET sockets (raw and datagram).
 
-    Expected: raw and packet sockets refused (no NET_RAW); netlink changes, if
-    accepted at all, stay in gVisor's own network stack (the host's routes
-    are unchanged).
+    Expected: all refused (no NET_RAW); the sandbox's only interface is its own
+    loopback and the host's routes are unchanged.
     """
     host_routes = open("/proc/net/route").read()
     code = textwrap.dedent("""

@@ -91,7 +91,7 @@ def test_memory_bomb_one_process(attack):
 
 
 def test_memory_bomb_many_processes(attack):
-    """Six processes each touching 200 MiB (1.2 GiB in a 256 MiB sandbox), plus 64 MiB in /dev/shm.
+    """Six processes each touching 200 MiB (1.2 GiB in a 256 MiB sandbox).
 
     Expected: each process is under its RLIMIT_AS, so only the host cgroup can
     stop them: it kills the whole sandbox (spaced marks it `failed`, reason
@@ -210,7 +210,7 @@ def test_inode_exhaustion(attack, spaced):
 
 
 def test_fd_exhaustion(attack):
-    """Opening descriptors until it fails (files, then pipes), in one process and in eight.
+    """Opening descriptors until it fails: files, then pipes.
 
     Expected: each process stops at its RLIMIT_NOFILE (EMFILE) and the sandbox
     and its agent live on.
