@@ -81,23 +81,24 @@ static int setup_std_fds(void)
 }
 
 /*
- * As PID 1 no signal may end the agent: ignore those a process in the
- * sandbox could send (gVisor delivers to init only signals it handles).
- * SIGPIPE is ignored in every mode: writes report EPIPE instead. SIGCHLD is
- * blocked and read from a signalfd.
+ * As PID 1 no signal may end the agent: every signal a process in the
+ * sandbox could send and that can be ignored is ignored (gVisor delivers to
+ * init whatever it does not ignore, SIGSEGV and real-time signals included).
+ * SIGKILL and SIGSTOP cannot be: spaced notices a dead or stopped agent. A
+ * fault of the agent's own still ends it: the kernel forces those. SIGPIPE is
+ * ignored in every mode: writes report EPIPE instead. SIGCHLD is blocked and
+ * read from a signalfd. Commands get every signal back to default (spawn.c).
  */
 static int setup_signals(struct agent *a)
 {
-	static const int ignored[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
-				       SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU, SIGVTALRM, SIGPROF,
-				       SIGWINCH, SIGURG, SIGIO, SIGXCPU, SIGXFSZ };
 	struct sigaction sa = { .sa_handler = SIG_IGN };
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGPIPE, &sa, NULL) < 0)
 		return -errno;
 	if (a->pid1) {
-		for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
-			sigaction(ignored[i], &sa, NULL);
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD)
+				sigaction(sig, &sa, NULL); /* the C library's own signals refuse: fine */
 	}
 	sigset_t set;
 	sigemptyset(&set);
