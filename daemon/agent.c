@@ -30,7 +30,8 @@
 #include "sandbox.h"
 #include "timer.h"
 
-#define TAG_HELLO_PS (SP_CHAN_REQ | 0u) /* the listing asked for on every hello */
+#define TAG_HELLO_PS (SP_CHAN_REQ | AGENT_TAG_HELLO_PS)
+#define TAG_PING (SP_CHAN_REQ | AGENT_TAG_PING)
 #define EXPIRY_PERIOD_MS 1000 /* how often sandbox timeouts are checked */
 #define RBUF_MAX (2 * (SP_HDR_SIZE + SP_MAX_PAYLOAD))
 
@@ -167,6 +168,7 @@ static void disconnect(struct daemon *d, struct sandbox *sb)
 	c->hello = false;
 	c->listed = false;
 	c->want_out = false;
+	c->ping_ms = 0;
 	buf_free(&c->wq);
 	buf_free(&c->rbuf);
 	fail_pending(sb, "the agent disconnected");
@@ -297,6 +299,8 @@ static void dispatch(struct daemon *d, struct sandbox *sb, const struct frame *f
 	if (!sb->chan.hello)
 		return;
 	if (f->chan & SP_CHAN_REQ) {
+		if (f->chan == TAG_PING)
+			return; /* its arrival was noted on reading */
 		if (f->chan == TAG_HELLO_PS) {
 			on_hello_ps(sb, f);
 			if (sb->chan.listed) {
@@ -390,6 +394,12 @@ static void on_readable(struct daemon *d, struct sandbox *sb)
 		return;
 	}
 	buf_commit(&c->rbuf, (size_t)n);
+	/* anything at all from the agent shows it is alive */
+	c->last_rx_ms = mono_ms();
+	if (c->ping_ms) {
+		c->ping_ms = 0;
+		pthread_cond_broadcast(&d->cond);
+	}
 	for (;;) {
 		struct frame f;
 		long used = frame_parse(buf_head(&c->rbuf), buf_avail(&c->rbuf), &f);
@@ -406,6 +416,43 @@ static void on_readable(struct daemon *d, struct sandbox *sb)
 		buf_consume(&c->rbuf, (size_t)used);
 	}
 	daemon_unlock(d);
+}
+
+/* Whether a request or a client waits on the agent of sb. [L] */
+static bool awaited(const struct sandbox *sb)
+{
+	if (sb->ops)
+		return true;
+	for (const struct proc *p = sb->procs; p; p = p->next)
+		if (!p->exited && (p->reader || p->waiters))
+			return true;
+	return false;
+}
+
+/*
+ * Liveness of the agents someone waits on: an agent silent for AGENT_PING_AFTER_MS is pinged,
+ * and one that leaves its ping unanswered for AGENT_DEADLINE_MS is handed to
+ * sandbox_unresponsive. Only running sandboxes count: the clock starts afresh after a pause or
+ * suspend. Called about once a second. [L]
+ */
+static void watchdog(struct daemon *d)
+{
+	int64_t now = mono_ms();
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
+		struct chan *c = &sb->chan;
+		if (sb->state != SB_RUNNING || c->fd < 0 || !c->hello) {
+			c->ping_ms = 0;
+			c->last_rx_ms = now;
+			continue;
+		}
+		if (c->ping_ms) {
+			if (now - c->ping_ms >= AGENT_DEADLINE_MS && !c->nudging)
+				sandbox_unresponsive(d, sb);
+		} else if (now - c->last_rx_ms >= AGENT_PING_AFTER_MS && awaited(sb)) {
+			if (agent_send(d, sb, SP_H_PING, TAG_PING, NULL, 0, NULL, 0) == 0)
+				c->ping_ms = now;
+		}
+	}
 }
 
 static void bury_all(struct daemon *d)
@@ -507,6 +554,7 @@ static void *io_main(void *arg)
 		timer_fire(d);
 		if (mono_ms() >= next_expiry) {
 			sandbox_expire(d);
+			watchdog(d);
 			next_expiry = mono_ms() + EXPIRY_PERIOD_MS;
 		}
 		daemon_unlock(d);

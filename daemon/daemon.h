@@ -30,6 +30,15 @@
 #define SANDBOX_MAX_PROCS_TRACKED 512    /* process records per sandbox (running + remembered) */
 #define SANDBOX_MAX_PENDING (64u * 2u * 256u * 1024u) /* unread output held for one sandbox */
 #define AGENT_HELLO_TIMEOUT_MS 30000     /* from runsc start to the agent's hello */
+/* Liveness: an agent someone waits on that said nothing for AGENT_PING_AFTER_MS is pinged; a
+ * ping unanswered for AGENT_DEADLINE_MS gets the agent continued (something inside may have
+ * stopped it) and as long again before the sandbox fails as unresponsive. */
+#define AGENT_PING_AFTER_MS 5000
+#define AGENT_DEADLINE_MS 15000
+/* Request tags spaced keeps for itself; those of requests start above them. */
+#define AGENT_TAG_HELLO_PS 0u               /* the process listing asked for on every hello */
+#define AGENT_TAG_PING 1u                   /* the liveness ping */
+#define AGENT_TAG_FIRST 2u
 #define DEFAULT_MEMORY_MB 512
 #define DEFAULT_CPUS 1
 #define DEFAULT_TIMEOUT_S 300
@@ -70,6 +79,9 @@ struct chan {
 	bool hello;                 /* [L] the agent said hello on this connection */
 	bool listed;                /* [L] ... and its process list has been applied */
 	uint64_t boot_id;
+	int64_t last_rx_ms;         /* [L] monotonic time the agent last sent anything */
+	int64_t ping_ms;            /* [L] when the unanswered ping went out, 0: none */
+	bool nudging;               /* [L] a job is continuing an agent that stopped answering */
 };
 
 struct sandbox {

@@ -51,6 +51,8 @@ struct driver_ops {
 			  struct err *e);
 	/* Starts the sandbox from the image in dir (its root filesystem is remounted if needed). */
 	int (*restore)(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
+	/* Continues the sandbox's PID 1 (the agent) if something inside stopped it. */
+	int (*wake)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* Releases every process and runtime resource of the sandbox, keeping its files. */
 	int (*stop)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* Kills every process and removes mounts, runtime state and the sandbox dir. */

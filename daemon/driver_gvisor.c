@@ -222,6 +222,13 @@ static int gv_resume(struct driver *drv, struct sandbox *sb, struct err *e)
 	return runsc(drv, sb, args, e);
 }
 
+static int gv_wake(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	/* runsc signals the container's init, which is the agent */
+	char *args[] = { "kill", sb->id, "CONT", NULL };
+	return runsc(drv, sb, args, e);
+}
+
 static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir, int leave_running,
 			 struct err *e)
 {
@@ -357,6 +364,7 @@ const struct driver_ops driver_gvisor = {
 	.resume = gv_resume,
 	.checkpoint = gv_checkpoint,
 	.restore = gv_restore,
+	.wake = gv_wake,
 	.stop = gv_stop,
 	.destroy = gv_destroy,
 	.state = gv_state,

@@ -68,8 +68,8 @@ void op_finish(struct op *op)
 uint32_t op_link(struct op *op, struct sandbox *sb)
 {
 	sb->next_tag = (sb->next_tag + 1) & ~SP_CHAN_REQ;
-	if (sb->next_tag == 0)
-		sb->next_tag = 1;
+	if (sb->next_tag < AGENT_TAG_FIRST)
+		sb->next_tag = AGENT_TAG_FIRST;
 	op->tag = SP_CHAN_REQ | sb->next_tag;
 	op->sb = sb;
 	op->next = sb->ops;

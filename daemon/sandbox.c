@@ -315,6 +315,50 @@ void sandbox_watch(struct daemon *d, struct sandbox *sb)
 		sb->watched = true;
 }
 
+static void nudge_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	struct err e = { 0 };
+	if (d->driver->wake(d->drv, sb, &e) < 0)
+		log_warn("sandbox %s: continuing its agent: %s", sb->id, e.msg);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += AGENT_DEADLINE_MS / 1000;
+	daemon_lock(d);
+	/* answered, gone, or in another state: whoever changed that took charge */
+	while (sb->chan.ping_ms && sb->state == SB_RUNNING &&
+	       pthread_cond_timedwait(&d->cond, &d->lock, &until) != ETIMEDOUT)
+		;
+	bool hung = sb->chan.ping_ms && sb->state == SB_RUNNING;
+	if (!hung) {
+		if (sb->state == SB_RUNNING && sb->chan.hello)
+			log_warn("sandbox %s: its agent had stopped answering; continued", sb->id);
+		sb->chan.nudging = false;
+		daemon_unlock(d);
+		return;
+	}
+	/* failed first, so the connection dropping as it stops is not taken for a crash */
+	sandbox_fail(d, sb, "unresponsive: its agent stopped answering (stopped or starved from inside); files kept");
+	daemon_unlock(d);
+	struct err ignored = { 0 };
+	d->driver->stop(d->drv, sb, &ignored);
+	daemon_lock(d);
+	sb->chan.nudging = false;
+	daemon_unlock(d);
+}
+
+void sandbox_unresponsive(struct daemon *d, struct sandbox *sb)
+{
+	if (sb->chan.nudging || sb->state != SB_RUNNING)
+		return;
+	log_warn("sandbox %s: its agent has not answered for %d s", sb->id, AGENT_DEADLINE_MS / 1000);
+	struct job j = { .fn = nudge_job, .sb = sb };
+	struct err e = { 0 };
+	if (job_start(d, &j, &e) == 0)
+		sb->chan.nudging = true;
+}
+
 static int new_id(char out[SANDBOX_ID_LEN + 1])
 {
 	uint8_t r[SANDBOX_ID_LEN / 2];

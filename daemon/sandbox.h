@@ -73,6 +73,10 @@ void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason);
  * back and the sandbox no longer runs, the sandbox is failed with the reason. [L] */
 void sandbox_watch(struct daemon *d, struct sandbox *sb);
 
+/* The agent of a running sandbox left a ping unanswered past its deadline: a job continues it
+ * (something inside may have stopped it with SIGSTOP) and, if it still does not answer within
+ * another deadline, stops the sandbox and fails it as unresponsive, files kept. [L] */
+void sandbox_unresponsive(struct daemon *d, struct sandbox *sb);
 /* Records activity on sb: its idle timeout starts again. [L] */
 void sandbox_touch(struct sandbox *sb);
 /* Suspends or deletes every sandbox whose idle timeout or lifetime has passed. [L] */
