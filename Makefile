@@ -39,7 +39,8 @@ DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
-                libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl
+                libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
+                e2fsprogs util-linux clang libclang-rt-14-dev
 
 .PHONY: all deps up down test unit agent-test e2e sdk-test security asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)

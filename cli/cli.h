@@ -81,6 +81,7 @@ void cli_note_resumed(const char *path);
 	{ "template", required_argument, NULL, 'T' },             \
 	{ "cpus", required_argument, NULL, 'C' },                 \
 	{ "memory", required_argument, NULL, 'M' },               \
+	{ "disk", required_argument, NULL, 'D' },                 \
 	{ "timeout", required_argument, NULL, 'O' },              \
 	{ "env", required_argument, NULL, 'e' },                  \
 	{ "label", required_argument, NULL, 'l' },                \
@@ -92,7 +93,7 @@ void cli_note_resumed(const char *path);
 int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
 /*
  * After the last option: whether they make sense together (--from-snapshot
- * excludes --template, --cpus and --memory, which come from the snapshot).
+ * excludes --template, --cpus, --memory and --disk, which come from the snapshot).
  * Returns 0, or the exit status of a bad command line (after saying why).
  */
 int cmd_create_check(const struct cli *cli, json_t *body);

@@ -27,15 +27,17 @@ const char cmd_create_usage[] =
 	"\n"
 	"Create a sandbox and print its id alone on a line, once it is ready to run\n"
 	"commands. With --from-snapshot, the sandbox is restored from a snapshot\n"
-	"(`space snapshot`): its processes go on from there, and its template, CPUs\n"
-	"and memory are the snapshot's.\n"
+	"(`space snapshot`): its processes go on from there, and its template, CPUs,\n"
+	"memory and disk are the snapshot's.\n"
 	"\n"
 	"Options:\n"
 	"      --template T     root filesystem to start from (default: default)\n"
 	"      --cpus N         CPU quota in whole CPUs (default 1)\n"
 	"      --memory MIB     memory limit in MiB (default 512)\n"
+	"      --disk MIB       size of its disk in MiB: its files beyond the\n"
+	"                       template (default 5120)\n"
 	"      --from-snapshot SID\n"
-	"                       restore snapshot SID (not with the three above)\n"
+	"                       restore snapshot SID (not with the four above)\n"
 	"      --timeout S      idle timeout in seconds (default 300; 0: none)\n"
 	"      --lifetime S     remove or suspend it S seconds after creation\n"
 	"                       (default 0: no limit)\n"
@@ -147,6 +149,10 @@ int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body
 		if (cli_parse_int(arg, 1, 1L << 30, &n))
 			return cli_usage_error(cli, "--memory wants MiB, not '%s'", arg);
 		return json_object_set_new(body, "memory_mb", json_integer(n)) ? cli_error("out of memory") : 0;
+	case 'D':
+		if (cli_parse_int(arg, 1, 1L << 30, &n))
+			return cli_usage_error(cli, "--disk wants MiB, not '%s'", arg);
+		return json_object_set_new(body, "disk_mb", json_integer(n)) ? cli_error("out of memory") : 0;
 	case 'O':
 		if (cli_parse_seconds(arg, &v))
 			return cli_usage_error(cli, "--timeout wants seconds, not '%s'", arg);
@@ -180,6 +186,7 @@ int cmd_create_check(const struct cli *cli, json_t *body)
 {
 	static const struct { const char *field, *opt; } from_snapshot[] = {
 		{ "template", "--template" }, { "cpus", "--cpus" }, { "memory_mb", "--memory" },
+		{ "disk_mb", "--disk" },
 	};
 
 	if (!json_object_get(body, "snapshot"))

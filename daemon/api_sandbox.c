@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "disk.h"
 #include "driver.h"
 #include "lifecycle.h"
 #include "sandbox.h"
@@ -62,7 +63,8 @@ static json_t *visible_snapshot(struct op *op, const char *sid)
 int api_sandbox_create(struct op *op)
 {
 	static const struct field fields[] = {
-		{ "template", F_STRING }, { "cpus", F_INT }, { "memory_mb", F_INT }, { "env", F_STRMAP },
+		{ "template", F_STRING }, { "cpus", F_INT }, { "memory_mb", F_INT }, { "disk_mb", F_INT },
+		{ "env", F_STRMAP },
 		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { "snapshot", F_STRING },
 		{ "lifetime", F_NUMBER }, { "timeout_action", F_STRING }, { "keepalive_processes", F_BOOL },
 		{ NULL, 0 },
@@ -70,7 +72,8 @@ int api_sandbox_create(struct op *op)
 	json_t *b;
 	if (api_body(op, fields, &b) < 0)
 		return API_DONE;
-	struct sb_config cfg = { .cpus = DEFAULT_CPUS, .memory_mb = DEFAULT_MEMORY_MB, .timeout_s = DEFAULT_TIMEOUT_S };
+	struct sb_config cfg = { .cpus = DEFAULT_CPUS, .memory_mb = DEFAULT_MEMORY_MB, .disk_mb = DISK_DEFAULT_MB,
+				 .timeout_s = DEFAULT_TIMEOUT_S };
 	const char *tpl = json_string_value(json_object_get(b, "template"));
 	json_t *v;
 	snprintf(cfg.template, sizeof(cfg.template), "%s", tpl ? tpl : "default");
@@ -78,6 +81,8 @@ int api_sandbox_create(struct op *op)
 		cfg.cpus = (int)(json_integer_value(v) > MAX_CPUS + 1 ? MAX_CPUS + 1 : json_integer_value(v));
 	if ((v = json_object_get(b, "memory_mb")))
 		cfg.memory_mb = (int)(json_integer_value(v) > MAX_MEMORY_MB + 1 ? MAX_MEMORY_MB + 1 : json_integer_value(v));
+	if ((v = json_object_get(b, "disk_mb")))
+		cfg.disk_mb = (int)(json_integer_value(v) > DISK_MAX_MB + 1 ? DISK_MAX_MB + 1 : json_integer_value(v));
 	if ((v = json_object_get(b, "timeout")))
 		cfg.timeout_s = json_number_value(v);
 	if ((v = json_object_get(b, "lifetime")))
@@ -96,6 +101,8 @@ int api_sandbox_create(struct op *op)
 	else if (cfg.memory_mb < MIN_MEMORY_MB || cfg.memory_mb > MAX_MEMORY_MB)
 		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "memory_mb must be %d..%d", MIN_MEMORY_MB,
 			     MAX_MEMORY_MB);
+	else if (cfg.disk_mb < DISK_MIN_MB || cfg.disk_mb > DISK_MAX_MB)
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "disk_mb must be %d..%d", DISK_MIN_MB, DISK_MAX_MB);
 	else if (!(cfg.timeout_s >= 0 && cfg.timeout_s <= MAX_TIMEOUT_S))
 		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
 	else if (!(cfg.lifetime_s >= 0 && cfg.lifetime_s <= MAX_TIMEOUT_S))
@@ -127,12 +134,14 @@ int api_sandbox_create(struct op *op)
 		snap = visible_snapshot(op, snapid);
 		if (!snap || snapshot_path(op->d, snapid, snapdir, sizeof(snapdir)) < 0)
 			rc = err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", snapid);
-		else if (json_object_get(b, "cpus") || json_object_get(b, "memory_mb") || json_object_get(b, "template"))
+		else if (json_object_get(b, "cpus") || json_object_get(b, "memory_mb") || json_object_get(b, "disk_mb") ||
+			 json_object_get(b, "template"))
 			rc = err_set(&op->err, 400, "invalid_argument", EINVAL,
-				     "cpus, memory_mb and template come from the snapshot");
+				     "cpus, memory_mb, disk_mb and template come from the snapshot");
 		else {
 			cfg.cpus = (int)json_integer_value(json_object_get(snap, "cpus"));
 			cfg.memory_mb = (int)json_integer_value(json_object_get(snap, "memory_mb"));
+			cfg.disk_mb = (int)json_integer_value(json_object_get(snap, "disk_mb"));
 			snprintf(cfg.template, sizeof(cfg.template), "%s", json_string_value(json_object_get(snap, "template")));
 			if (!json_object_get(b, "env"))
 				cfg.env = json_object_get(snap, "env");

@@ -92,6 +92,7 @@ struct sandbox {
 	char template[64];
 	char tenant[64];            /* who owns it: "" for the Unix socket's administrator */
 	int cpus, memory_mb;
+	int disk_mb;                /* size of its disk; 0 for one made before disks */
 	double timeout_s;           /* idle timeout, 0: none */
 	double lifetime_s;          /* maximum lifetime from creation, 0: none */
 	bool timeout_kill;          /* on expiry: delete instead of suspend */

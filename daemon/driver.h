@@ -39,8 +39,10 @@ struct driver_ops {
 	/* Checks the host can run this driver; allocates *out. */
 	int (*init)(struct daemon *d, struct driver **out, struct err *e);
 	void (*fini)(struct driver *drv);
-	/* Prepares the root filesystem (template + writable layer) and the runtime config. */
-	int (*create)(struct driver *drv, struct sandbox *sb, const char *template_rootfs, struct err *e);
+	/* Prepares the sandbox's disk, its root filesystem (template + writable layer, which starts
+	 * as a copy of the directory seed when seed is not NULL) and the runtime config. */
+	int (*create)(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
+		      struct err *e);
 	/* Boots the sandbox; returns once its PID 1 (the agent) has been started. */
 	int (*start)(struct driver *drv, struct sandbox *sb, struct err *e);
 	int (*pause)(struct driver *drv, struct sandbox *sb, struct err *e);
@@ -59,6 +61,8 @@ struct driver_ops {
 	int (*destroy)(struct driver *drv, struct sandbox *sb, struct err *e);
 	enum driver_state (*state)(struct driver *drv, struct sandbox *sb);
 	int (*stats)(struct driver *drv, struct sandbox *sb, struct driver_stats *out);
+	/* The host directory holding the sandbox's writable layer (its files over the template). */
+	void (*layer)(struct driver *drv, struct sandbox *sb, char *out, size_t n);
 	/* Why a sandbox that stopped on its own stopped: "oom", "pids" or "exited", into buf.
 	 * Call before stop (which removes what it reads). */
 	void (*exit_reason)(struct driver *drv, struct sandbox *sb, char *buf, size_t n);

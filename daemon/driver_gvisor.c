@@ -1,11 +1,14 @@
 /*
  * daemon/driver_gvisor.c - sandboxes as gVisor (runsc) containers.
  *
- * Layout of a sandbox dir: upper/ and work/ (the overlayfs writable layer on
- * host disk), rootfs/ (the overlay of the template's rootfs and upper/, the
- * container's root), bundle/config.json, sock/ (the agent's socket, bind-
- * mounted into the sandbox) and runsc.log. runsc keeps its own state under
- * <state dir>/runsc, so a restarted spaced finds its containers again.
+ * Layout of a sandbox dir: disk.img (the sandbox's disk: an ext4 image of
+ * its disk_mb, see disk.h) mounted on layer/, which holds upper/ and work/
+ * (the overlayfs writable layer); rootfs/ (the overlay of the template's
+ * rootfs and layer/upper, the container's root), bundle/config.json, sock/
+ * (the agent's socket, bind-mounted into the sandbox) and runsc.log. runsc
+ * keeps its own state under <state dir>/runsc, so a restarted spaced finds
+ * its containers again. Sandboxes made before disks existed have upper/ and
+ * work/ directly in their dir; rootfs.opts records which.
  *
  * Flags: the ptrace platform (the only one that works without VT-x here),
  * no network, and --host-uds=open so the agent can connect to its socket.
@@ -21,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "disk.h"
 #include "oci.h"
 #include "spawn.h"
 
@@ -120,56 +124,96 @@ static int write_file(const char *p, const char *data)
 	return rc;
 }
 
-/* Mounts the sandbox's root overlay unless it is mounted already (after a host restart it is
- * not); the options were recorded at create. */
-static int mount_rootfs(struct sandbox *sb)
+/* The host directory of the writable layer: on the sandbox's disk, or in its dir for one
+ * made before disks. */
+static void gv_layer(struct driver *drv, struct sandbox *sb, char *out, size_t n)
 {
-	char rootfs[700], optpath[720], opts[2200];
-	struct stat a, b;
+	(void)drv;
+	char img[700];
+	path(img, sizeof(img), sb, "disk.img");
+	path(out, n, sb, access(img, F_OK) == 0 ? "layer/upper" : "upper");
+}
+
+/* Mounts the sandbox's disk and root overlay unless they are mounted already (after a host
+ * restart they are not); the overlay's options were recorded at create. */
+static int mount_rootfs(struct sandbox *sb, struct err *e)
+{
+	char rootfs[700], optpath[720], opts[2200], img[700], layer[700];
+	path(img, sizeof(img), sb, "disk.img");
+	path(layer, sizeof(layer), sb, "layer");
+	int rc;
+	if (access(img, F_OK) == 0 && !disk_mounted(layer) && (rc = disk_mount(img, layer, e)) < 0)
+		return rc;
 	path(rootfs, sizeof(rootfs), sb, "rootfs");
-	if (stat(rootfs, &a) < 0 || stat(sb->dir, &b) < 0)
-		return -errno;
-	if (a.st_dev != b.st_dev)
+	if (disk_mounted(rootfs))
 		return 0;
 	path(optpath, sizeof(optpath), sb, "rootfs.opts");
 	int fd = open(optpath, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return err_set(e, 500, "internal", errno, "reading %s: %s", optpath, strerror(errno));
 	ssize_t n = read(fd, opts, sizeof(opts) - 1);
 	close(fd);
 	if (n <= 0)
-		return -EIO;
+		return err_set(e, 500, "internal", EIO, "reading %s: empty", optpath);
 	opts[n] = '\0';
-	return mount("overlay", rootfs, "overlay", MS_NODEV, opts) < 0 ? -errno : 0;
+	if (mount("overlay", rootfs, "overlay", MS_NODEV, opts) < 0)
+		return err_set(e, 500, "internal", errno, "mounting the root filesystem: %s", strerror(errno));
+	return 0;
 }
 
-static int gv_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, struct err *e)
+/* Copies the contents of the directory seed into dir (cp -a), sharing blocks where it can. */
+static int seed_layer(const char *seed, const char *dir, struct err *e)
 {
-	char upper[700], work[700], rootfs[700], bundle[700], sock[700], cfgpath[760];
-	path(upper, sizeof(upper), sb, "upper");
-	path(work, sizeof(work), sb, "work");
+	char from[720];
+	snprintf(from, sizeof(from), "%s/.", seed);
+	char *cp[] = { "cp", "-a", "--reflink=auto", from, (char *)dir, NULL };
+	if (spawn_run(cp, -1, -1) != 0)
+		return err_set(e, 507, "no_space", ENOSPC,
+			       "cannot copy the snapshot's files onto the new sandbox's disk (is disk_mb large enough?)");
+	return 0;
+}
+
+static int gv_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
+		     struct err *e)
+{
+	char layer[700], upper[700], work[700], rootfs[700], bundle[700], sock[700], cfgpath[760], img[700];
+	char blanks[600];
+	path(img, sizeof(img), sb, "disk.img");
+	path(layer, sizeof(layer), sb, "layer");
+	path(upper, sizeof(upper), sb, "layer/upper");
+	path(work, sizeof(work), sb, "layer/work");
 	path(rootfs, sizeof(rootfs), sb, "rootfs");
 	path(bundle, sizeof(bundle), sb, "bundle");
 	path(sock, sizeof(sock), sb, "sock");
 	char parent[600];
 	snprintf(parent, sizeof(parent), "%s/sandboxes", drv->d->state_dir);
 	mkdir(parent, 0700);
-	/* The sandbox dir keeps the host out (0700); the writable layer's root is the root
-	 * directory users inside see, so it has the usual 0755. */
-	const char *dirs[] = { sb->dir, upper, work, rootfs, bundle, sock };
+	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->state_dir);
+	/* The sandbox dir keeps the host out (0700). */
+	const char *dirs[] = { sb->dir, layer, rootfs, bundle, sock };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (mkdir(dirs[i], dirs[i] == upper ? 0755 : 0700) < 0 && errno != EEXIST)
+		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
 			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dirs[i], strerror(errno));
+	int rc = disk_create(blanks, img, sb->disk_mb, e);
+	if (rc == 0 && !disk_mounted(layer))
+		rc = disk_mount(img, layer, e);
+	if (rc < 0)
+		return rc;
+	/* the writable layer's root is the root directory users inside see: the usual 0755 */
+	if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
+		return err_set(e, 500, "internal", errno, "mkdir in %s: %s", layer, strerror(errno));
 	chmod(upper, 0755);
+	if (seed && (rc = seed_layer(seed, upper, e)) < 0)
+		return rc;
 
 	char opts[2200], optpath[720];
 	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", template_rootfs, upper, work);
 	path(optpath, sizeof(optpath), sb, "rootfs.opts");
-	int rc = write_file(optpath, opts);
+	rc = write_file(optpath, opts);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "writing %s: %s", optpath, strerror(-rc));
-	if ((rc = mount_rootfs(sb)) < 0)
-		return err_set(e, 500, "internal", -rc, "mounting the root filesystem: %s", strerror(-rc));
+	if ((rc = mount_rootfs(sb, e)) < 0)
+		return rc;
 
 	struct oci_params p = {
 		.id = sb->id, .rootfs = rootfs, .agent = drv->d->agent_path, .sock_dir = sock, .env = sb->env,
@@ -242,9 +286,9 @@ static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
 {
 	char opt[700], bundle[700];
-	int rc = mount_rootfs(sb);
+	int rc = mount_rootfs(sb, e);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "mounting the root filesystem: %s", strerror(-rc));
+		return rc;
 	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
 	path(bundle, sizeof(bundle), sb, "bundle");
 	char *args[] = { "restore", "--detach", "--bundle", bundle, opt, sb->id, NULL };
@@ -266,14 +310,18 @@ static int gv_stop(struct driver *drv, struct sandbox *sb, struct err *e)
 
 static int gv_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
 {
-	char rootfs[700];
+	char rootfs[700], layer[700];
 	/* kill and delete may fail when the container is already gone: that is the goal. */
 	int rc = gv_stop(drv, sb, e);
 	if (rc < 0)
 		return rc;
 	path(rootfs, sizeof(rootfs), sb, "rootfs");
+	path(layer, sizeof(layer), sb, "layer");
 	if (umount2(rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		return err_set(e, 500, "internal", errno, "unmounting %s: %s", rootfs, strerror(errno));
+	/* the disk last: the overlay above it is gone (a lazy unmount may still hold it a moment) */
+	if ((rc = disk_umount(layer)) < 0 && umount2(layer, MNT_DETACH) < 0 && errno != EINVAL)
+		return err_set(e, 500, "internal", -rc, "unmounting %s: %s", layer, strerror(-rc));
 	char *rm[] = { "rm", "-rf", "--one-file-system", sb->dir, NULL };
 	if (spawn_run(rm, -1, -1) != 0)
 		return err_set(e, 500, "internal", EIO, "cannot remove %s", sb->dir);
@@ -365,6 +413,7 @@ const struct driver_ops driver_gvisor = {
 	.checkpoint = gv_checkpoint,
 	.restore = gv_restore,
 	.wake = gv_wake,
+	.layer = gv_layer,
 	.stop = gv_stop,
 	.destroy = gv_destroy,
 	.state = gv_state,

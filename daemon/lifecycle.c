@@ -150,10 +150,10 @@ static int remove_tree(const char *p)
 	return spawn_run(rm, -1, -1) == 0 ? 0 : -EIO;
 }
 
-int lifecycle_sync_layer(struct sandbox *sb)
+int lifecycle_sync_layer(struct daemon *d, struct sandbox *sb)
 {
-	char upper[600];
-	snprintf(upper, sizeof(upper), "%s/upper", sb->dir);
+	char upper[700];
+	d->driver->layer(d->drv, sb, upper, sizeof(upper));
 	int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -284,7 +284,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 	if (rc < 0)
 		return SB_RUNNING;
 	rc = lifecycle_write_image(d, sb, image, 0, e);
-	if (rc == 0 && (rc = lifecycle_sync_layer(sb)) < 0)
+	if (rc == 0 && (rc = lifecycle_sync_layer(d, sb)) < 0)
 		err_set(e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
 	struct err stop_err = { 0 };
 	/* After a checkpoint (or a failed one) the container no longer runs: release it. */
@@ -359,7 +359,7 @@ static void sync_job(struct job *j)
 		op_unlink(call);
 	}
 	daemon_unlock(d);
-	if (rc == 0 && (rc = lifecycle_sync_layer(sb)) < 0)
+	if (rc == 0 && (rc = lifecycle_sync_layer(d, sb)) < 0)
 		err_set(&e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
 	daemon_lock(d);
 	if (rc < 0) {

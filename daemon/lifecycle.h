@@ -25,7 +25,7 @@ int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, stru
 int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e);
 
 /* syncfs of the filesystem holding sb's writable layer. Blocks. */
-int lifecycle_sync_layer(struct sandbox *sb);
+int lifecycle_sync_layer(struct daemon *d, struct sandbox *sb);
 
 /*
  * Checkpoints sb into the directory `final`, durably: written under final.tmp,

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "agent.h"
+#include "disk.h"
 #include "driver.h"
 #include "job.h"
 #include "lifecycle.h"
@@ -93,9 +94,10 @@ json_t *sandbox_json(const struct sandbox *sb)
 	char created[32];
 	format_time(created, sizeof(created), sb->created_ms);
 	bool ticking = sb->state == SB_RUNNING || sb->state == SB_PAUSED;
-	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:O, s:s, s:f, s:f, s:s, s:b, s:o, s:o, s:s}", "id", sb->id,
-			      "state", sb_state_name(sb->state), "template", sb->template, "cpus", sb->cpus, "memory_mb",
-			      sb->memory_mb, "metadata", sb->metadata, "created_at", created, "timeout", sb->timeout_s,
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:f, s:f, s:s, s:b, s:o, s:o, s:s}", "id",
+			      sb->id, "state", sb_state_name(sb->state), "template", sb->template, "cpus", sb->cpus,
+			      "memory_mb", sb->memory_mb, "disk_mb", sb->disk_mb, "metadata", sb->metadata, "created_at",
+			      created, "timeout", sb->timeout_s,
 			      "lifetime", sb->lifetime_s, "timeout_action", sb->timeout_kill ? "kill" : "suspend",
 			      "keepalive_processes", sb->keepalive, "timeout_at",
 			      time_or_null(ticking ? sb->deadline_ms : 0), "expires_at",
@@ -382,29 +384,13 @@ static bool wait_hello(struct daemon *d, struct sandbox *sb)
 	return true;
 }
 
-/* Copies a directory tree (cp -a), sharing blocks where the filesystem can. */
-static int copy_tree(const char *from, const char *to)
-{
-	char *cp[] = { "cp", "-a", "--reflink=auto", (char *)from, (char *)to, NULL };
-	return spawn_run(cp, -1, -1) == 0 ? 0 : -EIO;
-}
-
 int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e)
 {
-	int rc = 0;
-	if (snapshot) {
-		/* the snapshot's writable layer becomes this sandbox's own copy */
-		char from[700], to[600], parent[600];
-		snprintf(parent, sizeof(parent), "%s/sandboxes", d->state_dir);
-		mkdir(parent, 0700);
-		mkdir(sb->dir, 0700);
-		snprintf(from, sizeof(from), "%s/upper", snapshot);
-		snprintf(to, sizeof(to), "%s/upper", sb->dir);
-		if (copy_tree(from, to) < 0)
-			rc = err_set(e, 500, "internal", EIO, "cannot copy the snapshot's files");
-	}
-	if (rc == 0)
-		rc = d->driver->create(d->drv, sb, rootfs, e);
+	/* a snapshot's writable layer becomes this sandbox's own copy */
+	char seed[700];
+	if (snapshot)
+		snprintf(seed, sizeof(seed), "%s/upper", snapshot);
+	int rc = d->driver->create(d->drv, sb, rootfs, snapshot ? seed : NULL, e);
 	if (rc == 0) {
 		daemon_lock(d);
 		rc = agent_listen(d, sb);
@@ -523,6 +509,8 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");
 	sb->cpus = cfg->cpus;
 	sb->memory_mb = cfg->memory_mb;
+	/* 0 from a snapshot taken before disks: the default */
+	sb->disk_mb = cfg->disk_mb >= DISK_MIN_MB ? cfg->disk_mb : DISK_DEFAULT_MB;
 	sb->timeout_s = cfg->timeout_s;
 	sb->lifetime_s = cfg->lifetime_s;
 	sb->timeout_kill = cfg->timeout_kill;
@@ -626,7 +614,7 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 		if (!have_image)
 			return SB_FAILED;
 		d->driver->stop(d->drv, sb, &e);
-		lifecycle_sync_layer(sb);
+		lifecycle_sync_layer(d, sb);
 		return SB_SUSPENDED;
 	case SB_SUSPENDED:
 		if (ds != DRV_ABSENT)

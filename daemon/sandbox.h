@@ -16,7 +16,7 @@ struct op;
 
 struct sb_config {
 	char template[64];
-	int cpus, memory_mb;
+	int cpus, memory_mb, disk_mb;
 	double timeout_s;
 	double lifetime_s;
 	bool timeout_kill;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "driver.h"
 #include "job.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -64,7 +65,7 @@ static int copy_out(struct daemon *d, struct sandbox *sb, const char *dir, struc
 	mkdir(parent, 0700);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", dir);
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
-	snprintf(upper, sizeof(upper), "%s/upper", sb->dir);
+	d->driver->layer(d->drv, sb, upper, sizeof(upper)); /* copied as <tmp>/upper */
 	snprintf(dst_image, sizeof(dst_image), "%s/image", tmp);
 	char *rm[] = { "rm", "-rf", "--one-file-system", tmp, NULL };
 	char *link[] = { "cp", "-al", image, dst_image, NULL };
@@ -160,7 +161,7 @@ static void fork_job(struct job *j)
 	for (int i = 0; rc == 0 && i < j->count; i++) {
 		char rootfs[600];
 		daemon_lock(d);
-		struct sb_config cfg = { .cpus = src->cpus, .memory_mb = src->memory_mb, .timeout_s = src->timeout_s,
+		struct sb_config cfg = { .cpus = src->cpus, .memory_mb = src->memory_mb, .disk_mb = src->disk_mb, .timeout_s = src->timeout_s,
 					 .lifetime_s = src->lifetime_s, .timeout_kill = src->timeout_kill,
 					 .keepalive = src->keepalive, .env = src->env, .metadata = src->metadata,
 					 .tenant = src->tenant };

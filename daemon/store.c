@@ -60,6 +60,8 @@ int store_open(const char *path, struct store **out)
 		"ALTER TABLE sandboxes ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
 		"ALTER TABLE snapshots ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
 		"ALTER TABLE tokens ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE sandboxes ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE snapshots ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
 	};
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
 		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
@@ -117,11 +119,11 @@ int store_put_sandbox(struct store *st, const struct sandbox *sb)
 		rc = exec_args(st,
 			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
 			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms,"
-			       " tenant) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiidssidiiis", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       " tenant, disk_mb) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiiisi", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
 			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
 			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
-			       sb->remaining_ms, sb->tenant);
+			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb);
 	free(env);
 	free(meta);
 	return rc;
@@ -159,7 +161,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	struct sandbox *head = NULL, **tail = &head;
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
-			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant FROM sandboxes"
+			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb FROM sandboxes"
 			       " ORDER BY created_ms",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
@@ -184,6 +186,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		sb->remaining_ms = sqlite3_column_int64(stmt, 13);
 		const unsigned char *tenant = sqlite3_column_text(stmt, 14);
 		snprintf(sb->tenant, sizeof(sb->tenant), "%s", tenant ? (const char *)tenant : "");
+		sb->disk_mb = sqlite3_column_int(stmt, 15);
 		*tail = sb;
 		tail = &sb->next;
 	}
@@ -271,9 +274,9 @@ int store_put_snapshot(struct store *st, const char *id, const struct sandbox *s
 	if (env && meta)
 		rc = exec_args(st,
 			       "INSERT INTO snapshots(id, sandbox_id, name, template, cpus, memory_mb, env, metadata,"
-			       " created_ms, tenant) VALUES(?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiissis", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
-			       meta, wall_ms(), sb->tenant);
+			       " created_ms, tenant, disk_mb) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiissisi", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
+			       meta, wall_ms(), sb->tenant, (int64_t)sb->disk_mb);
 	free(env);
 	free(meta);
 	return rc;
@@ -292,15 +295,17 @@ static json_t *snapshot_row(sqlite3_stmt *stmt)
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	const unsigned char *name = sqlite3_column_text(stmt, 2);
-	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:o, s:o, s:s, s:s}", "id", sqlite3_column_text(stmt, 0),
+	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:o, s:o, s:s, s:s}", "id", sqlite3_column_text(stmt, 0),
 			 "sandbox_id", sqlite3_column_text(stmt, 1), "name",
 			 name ? json_string((const char *)name) : json_null(), "template", sqlite3_column_text(stmt, 3),
-			 "cpus", sqlite3_column_int(stmt, 4), "memory_mb", sqlite3_column_int(stmt, 5), "env",
+			 "cpus", sqlite3_column_int(stmt, 4), "memory_mb", sqlite3_column_int(stmt, 5),
+			 "disk_mb", sqlite3_column_int(stmt, 10), "env",
 			 load_object(sqlite3_column_text(stmt, 6)), "metadata", load_object(sqlite3_column_text(stmt, 7)),
 			 "created_at", when, "tenant", sqlite3_column_text(stmt, 9));
 }
 
-#define SNAPSHOT_COLUMNS "id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms, tenant"
+#define SNAPSHOT_COLUMNS \
+	"id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms, tenant, disk_mb"
 
 json_t *store_get_snapshot(struct store *st, const char *id)
 {

@@ -69,12 +69,13 @@ def test_create_prints_the_id_alone_and_ls_inspect_rm_follow_it(cli, api):
 
 
 def test_create_takes_options(cli, api):
-    r = cli("create", "--cpus", "2", "--memory", "256", "--label", "team=e2e", "--env", "GREETING=hi")
+    r = cli("create", "--cpus", "2", "--memory", "256", "--disk", "128", "--label", "team=e2e", "--env",
+            "GREETING=hi")
     assert r.returncode == 0, r.stderr
     sbid = r.stdout.strip()
     try:
         sb = api.ok("GET", f"/v1/sandboxes/{sbid}")
-        assert (sb["cpus"], sb["memory_mb"], sb["metadata"]) == (2, 256, {"team": "e2e"})
+        assert (sb["cpus"], sb["memory_mb"], sb["disk_mb"], sb["metadata"]) == (2, 256, 128, {"team": "e2e"})
         ex = cli("exec", sbid, "--", "sh", "-c", "echo $GREETING")
         assert (ex.returncode, ex.stdout) == (0, "hi\n"), ex.stderr
         ls = cli("ls", "--label", "team=e2e", "-q")

@@ -255,7 +255,7 @@ def test_fork_and_create_from_snapshot_json(cli, api, sandbox, made):
 
     # the snapshot decides the size: asking for one is a usage error, and nothing is made
     before = {s["id"] for s in api.ok("GET", "/v1/sandboxes")["sandboxes"]}
-    for opt in (["--cpus", "2"], ["--memory", "256"], ["--template", "default"]):
+    for opt in (["--cpus", "2"], ["--memory", "256"], ["--disk", "128"], ["--template", "default"]):
         r = cli("create", "--from-snapshot", sid, *opt)
         assert r.returncode == 2 and r.stdout == "" and opt[0] in r.stderr, (opt, r.stderr)
     assert {s["id"] for s in api.ok("GET", "/v1/sandboxes")["sandboxes"]} == before

@@ -132,7 +132,7 @@ def test_sync_reaches_the_host_disk(api, spaced, sandbox):
     api.exec(sandbox, "echo durable > /work/d.txt")
     assert api.ok("POST", f"/v1/sandboxes/{sandbox}/sync")["state"] == "running"
     # the writable layer on the host holds the bytes once sync answered
-    with open(os.path.join(spaced.state_dir, "sandboxes", sandbox, "upper", "work", "d.txt"), "rb") as f:
+    with open(os.path.join(spaced.state_dir, "sandboxes", sandbox, "layer", "upper", "work", "d.txt"), "rb") as f:
         assert f.read() == b"durable\n"
 
 

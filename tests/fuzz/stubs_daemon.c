@@ -47,7 +47,7 @@ int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 	return NOT_HERE(e);
 }
 
-int lifecycle_sync_layer(struct sandbox *sb)
+int lifecycle_sync_layer(struct daemon *d, struct sandbox *sb)
 {
 	return -ENOSYS;
 }

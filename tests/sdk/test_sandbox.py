@@ -27,10 +27,13 @@ def test_create_with_the_issue_arguments(spaced):
 
 def test_create_passes_timeouts_and_sizes(spaced):
     with Sandbox.create(timeout=0, lifetime=3600, timeout_action="kill", keepalive_processes=True, cpus=2,
-                        memory_mb=256) as sb:
+                        memory_mb=256, disk_mb=128) as sb:
         info = sb.get_info()
         assert (info.timeout, info.lifetime, info.timeout_action, info.keepalive_processes) == (0, 3600, "kill", True)
-        assert (info.cpus, info.memory_mb) == (2, 256)
+        assert (info.cpus, info.memory_mb, info.disk_mb) == (2, 256, 128)
+        # the disk's size is what the sandbox sees, and what stops a write
+        r = sb.commands.run("df -m --output=size / | tail -1")
+        assert abs(int(r.stdout) - 128) < 10, r.stdout
         assert info.expires_at is not None and info.timeout_at is None
 
 

@@ -320,6 +320,10 @@ class Daemon:
     def sandbox_dir(self, sbid):
         return os.path.join(self.state_dir, "sandboxes", sbid)
 
+    def layer(self, sbid, *rel):
+        """A path in the sandbox's writable layer on the host (its disk, mounted)."""
+        return os.path.join(self.sandbox_dir(sbid), "layer", "upper", *rel)
+
     def runsc_root(self):
         return os.path.join(self.state_dir, "runsc")
 
@@ -655,6 +659,11 @@ class Attack:
 
     def state(self):
         return sandbox_state(self.api, self.id)
+
+    def read_layer(self, rel):
+        """The bytes of a file in this sandbox's writable layer, read on the host."""
+        with open(self.spaced.layer(self.id, rel), "rb") as f:
+            return f.read()
 
 
 def make_attack(request, api, spaced, neighbour, host, results, create_fields):

@@ -212,7 +212,7 @@ def test_suspend_with_an_impostor_holding_the_socket(attack, spaced):
     else:
         # refused or failed: never stuck in between, and the files are where they were
         assert state in ("running", "failed"), state
-        layer = os.path.join(spaced.sandbox_dir(attack.id), "upper", "work", "before.txt")
+        layer = spaced.layer(attack.id, "work", "before.txt")
         assert open(layer, "rb").read() == b"before\n"
         note += "; its files intact"
     attack.note(note)

@@ -21,7 +21,7 @@ def secretless(host, data):
 
 
 def neighbour_host_path(spaced, neighbour):
-    return os.path.join(spaced.sandbox_dir(neighbour.id), "upper", neighbour.PATH.lstrip("/"))
+    return spaced.layer(neighbour.id, neighbour.PATH.lstrip("/"))
 
 
 def test_file_api_dotdot_read(attack, host, spaced, neighbour):
@@ -227,7 +227,7 @@ def test_rm_rf_root_through_file_api(attack, host, spaced):
     after = os.stat(probe)
     assert (after.st_size, after.st_mtime, after.st_ino) == (before.st_size, before.st_mtime, before.st_ino)
     sock_kept = os.path.exists(os.path.join(spaced.sandbox_dir(attack.id), "sock", "agent.sock"))
-    upper = os.path.join(spaced.sandbox_dir(attack.id), "upper")
+    upper = spaced.layer(attack.id)
     whiteouts = sum(1 for root, dirs, files in os.walk(upper) for f in files
                     if stat.S_ISCHR(os.lstat(os.path.join(root, f)).st_mode))
     attack.note(f"the sandbox's view was emptied through {whiteouts} overlay whiteouts in its own layer; "

@@ -39,7 +39,7 @@ class SandboxInfo:
         id: the sandbox id.
         state: "creating", "running", "pausing", "paused", "suspending",
             "suspended", "resuming", "deleting" or "failed".
-        template, cpus, memory_mb, driver: how it was made.
+        template, cpus, memory_mb, disk_mb, driver: how it was made.
         metadata: its labels (dict of str).
         created_at: datetime (UTC).
         timeout: idle timeout in seconds (0: none); lifetime: seconds (0: none).
@@ -57,6 +57,7 @@ class SandboxInfo:
         self.template = d.get("template")
         self.cpus = d.get("cpus")
         self.memory_mb = d.get("memory_mb")
+        self.disk_mb = d.get("disk_mb")
         self.metadata = d.get("metadata") or {}
         self.created_at = _time(d.get("created_at"))
         self.timeout = d.get("timeout")
@@ -81,7 +82,7 @@ class Snapshot:
         id: the snapshot id ("s-...").
         sandbox_id: the sandbox it was taken from.
         name: its name, or None.
-        template, cpus, memory_mb, env, metadata: what sandboxes made from it get.
+        template, cpus, memory_mb, disk_mb, env, metadata: what sandboxes made from it get.
         created_at: datetime (UTC).
         raw: the whole JSON object.
     """
@@ -94,6 +95,7 @@ class Snapshot:
         self.template = d.get("template")
         self.cpus = d.get("cpus")
         self.memory_mb = d.get("memory_mb")
+        self.disk_mb = d.get("disk_mb")
         self.env = d.get("env") or {}
         self.metadata = d.get("metadata") or {}
         self.created_at = _time(d.get("created_at"))
@@ -152,7 +154,7 @@ class Sandbox:
 
     @classmethod
     def create(cls, template=None, timeout=None, env=None, metadata=None, cpus=None, memory_mb=None,
-               lifetime=None, timeout_action=None, keepalive_processes=None, snapshot=None,
+               disk_mb=None, lifetime=None, timeout_action=None, keepalive_processes=None, snapshot=None,
                host=None, token=None, request_timeout=None):
         """Creates a sandbox and returns it once its first command can run.
 
@@ -163,17 +165,20 @@ class Sandbox:
             env: environment (dict of str) of every process in the sandbox.
             metadata: labels (dict of str), for ``Sandbox.list(metadata=...)``.
             cpus: whole CPUs (1..64, default 1); memory_mb: memory limit (default 512).
+            disk_mb: size of its disk, the files it writes (64..262144, default 5120);
+                filling it gives ENOSPC inside.
             lifetime: maximum lifetime in seconds from creation (default: none).
             timeout_action: "suspend" (default) or "kill" when a timeout runs out.
             keepalive_processes: whether a running process counts as activity.
             snapshot: a Snapshot (or snapshot id) to restore instead of a template;
-                template, cpus and memory_mb then come from it.
+                template, cpus, memory_mb and disk_mb then come from it.
             host, token: the daemon to use; default $SPACE_HOST and $SPACE_TOKEN.
             request_timeout: seconds any request may wait for the daemon (default 60).
         """
         t = Transport(host, token, request_timeout)
         body = {}
         for key, val in (("template", template), ("timeout", timeout), ("cpus", cpus), ("memory_mb", memory_mb),
+                         ("disk_mb", disk_mb),
                          ("lifetime", lifetime), ("timeout_action", timeout_action),
                          ("keepalive_processes", keepalive_processes)):
             if val is not None:

@@ -1,0 +1,87 @@
+"""Each sandbox's files live on a disk of its own size (disk_mb): filling it gives ENOSPC
+inside that sandbox, never a full host disk, and the size travels with snapshots and forks."""
+
+import os
+import shutil
+
+import pytest
+
+from conftest import q
+
+DISK_MIN_MB = 64
+DISK_MAX_MB = 256 * 1024
+DISK_DEFAULT_MB = 5120
+
+
+@pytest.mark.parametrize("size", [DISK_MIN_MB - 1, DISK_MAX_MB + 1, 0, -5, 2**40])
+def test_disk_size_out_of_range_is_refused(api, size):
+    status, body = api.json("POST", "/v1/sandboxes", {"disk_mb": size})
+    assert status == 400 and "disk_mb" in body["error"]["message"], (status, body)
+
+
+def test_disk_size_must_be_an_integer(api):
+    status, body = api.json("POST", "/v1/sandboxes", {"disk_mb": "1G"})
+    assert status == 400 and "disk_mb" in body["error"]["message"], (status, body)
+
+
+def test_default_disk_size_is_reported_and_seen_inside(api, sandbox):
+    assert api.ok("GET", f"/v1/sandboxes/{sandbox}")["disk_mb"] == DISK_DEFAULT_MB
+    # df inside reports the sandbox's own disk (the overlay's upper layer), in 1 MiB blocks
+    out = api.exec(sandbox, ["df", "-m", "--output=size", "/"])["stdout"].split()
+    assert abs(int(out[-1]) - DISK_DEFAULT_MB) < DISK_DEFAULT_MB * 0.05, out
+
+
+def test_filling_the_smallest_disk_gives_enospc_inside_and_spares_the_host(api, spaced, neighbour):
+    sbid = api.create(disk_mb=DISK_MIN_MB)
+    try:
+        assert api.ok("GET", f"/v1/sandboxes/{sbid}")["disk_mb"] == DISK_MIN_MB
+        free = shutil.disk_usage(spaced.state_dir).free
+        r = api.exec(sbid, ["sh", "-c", "dd if=/dev/zero of=/work/fill bs=1M count=200 2>&1; "
+                                        "stat -c %s /work/fill"])
+        assert "No space left on device" in r["stdout"], r
+        size = int(r["stdout"].split()[-1])
+        assert 32 << 20 < size < DISK_MIN_MB << 20, size
+        # the host lost at most the disk's size (other writers on this host may add noise)
+        assert free - shutil.disk_usage(spaced.state_dir).free < 4 * DISK_MIN_MB << 20
+        # the file API reports the full disk as such, and nothing half-written is left
+        status, body = api.json("PUT", f"/v1/sandboxes/{sbid}/files?path={q('/work/more')}", raw=b"x" * (1 << 20))
+        assert status == 507 and body["error"]["code"] == "no_space", (status, body)
+        # making room makes room
+        api.exec(sbid, ["rm", "/work/fill"])
+        api.ok("PUT", f"/v1/sandboxes/{sbid}/files?path={q('/work/more')}", raw=b"x" * (1 << 20), expect=(201,))
+        assert api.exec(neighbour, ["echo", "alive"])["stdout"] == "alive\n"
+    finally:
+        api.delete(sbid)
+
+
+def test_disk_survives_suspend_and_goes_with_the_sandbox(api, spaced):
+    sbid = api.create(disk_mb=128)
+    layer = os.path.join(spaced.state_dir, "sandboxes", sbid, "layer")
+    try:
+        api.ok("PUT", f"/v1/sandboxes/{sbid}/files?path={q('/work/a')}", raw=b"kept\n", expect=(201,))
+        api.ok("POST", f"/v1/sandboxes/{sbid}/suspend")
+        assert os.path.ismount(layer)
+        assert api.exec(sbid, ["cat", "/work/a"])["stdout"] == "kept\n"
+    finally:
+        api.delete(sbid)
+    assert not os.path.exists(layer)
+
+
+def test_snapshot_and_fork_keep_the_disk_size(api):
+    sbid = api.create(disk_mb=96)
+    made = [sbid]
+    try:
+        api.exec(sbid, ["sh", "-c", "echo hello > /work/h"])
+        snap = api.ok("POST", f"/v1/sandboxes/{sbid}/snapshot", {}, expect=(201,))
+        assert snap["disk_mb"] == 96
+        status, body = api.json("POST", "/v1/sandboxes", {"snapshot": snap["id"], "disk_mb": 200})
+        assert status == 400 and "disk_mb" in body["error"]["message"], (status, body)
+        child = api.ok("POST", "/v1/sandboxes", {"snapshot": snap["id"]}, expect=(201,))
+        made.append(child["id"])
+        assert child["disk_mb"] == 96
+        out = api.exec(child["id"], ["sh", "-c", "cat /work/h; df -m --output=size / | tail -1"])["stdout"].split()
+        assert out[0] == "hello" and abs(int(out[1]) - 96) < 10, out
+        api.ok("DELETE", f"/v1/snapshots/{snap['id']}", expect=(204,))
+    finally:
+        for s in made:
+            api.delete(s)
