@@ -25,6 +25,7 @@
 
 #define SPACE_MAX_SANDBOXES 256          /* sandboxes that exist at once */
 #define TENANT_MAX_SANDBOXES 64          /* of them, owned by one tenant (TCP token) */
+#define TENANT_MAX_REQUESTS 64           /* requests of one tenant in flight at once (streams too) */
 #define SANDBOX_ID_LEN 12                /* hex characters */
 #define SANDBOX_MAX_EXITED 128           /* exited processes remembered per sandbox */
 #define SANDBOX_MAX_PROCS_TRACKED 512    /* process records per sandbox (running + remembered) */
@@ -116,6 +117,13 @@ struct sandbox {
 	struct sandbox *grave;      /* [L] next in the I/O thread's list of sandboxes to free */
 };
 
+/* Requests in flight for one tenant (TCP only), while it has any. */
+struct tenant_load {
+	struct tenant_load *next;
+	char tenant[64];
+	int requests;
+};
+
 struct daemon {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;        /* broadcast when an agent says hello or a job ends */
@@ -140,6 +148,7 @@ struct daemon {
 	int epfd, wakefd;           /* the I/O thread's epoll set and its eventfd */
 	struct op *timers;          /* [L] ops with a deadline, earliest first */
 	struct sandbox *graveyard;  /* [L] sandboxes the I/O thread is to free */
+	struct tenant_load *loads;  /* [L] tenants with requests in flight */
 	pthread_t io_thread;
 	bool stopping;
 

@@ -13,6 +13,7 @@
 #include <grp.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +32,49 @@
 #define HTTP_IDLE_TIMEOUT_S 60    /* a connection that sends nothing for this long is closed */
 #define HTTP_MAX_PER_IP 64        /* TCP connections from one address */
 #define HTTP_MAX_HEADER_BYTES (64 * 1024) /* per connection, headers included */
+#define HTTP_LOG_BURST 5          /* libmicrohttpd messages logged per window; the rest are counted */
+#define HTTP_LOG_WINDOW_MS 60000
 #define STREAM_BLOCK (64 * 1024)
 
 struct listener {
 	struct daemon *d;
 	bool tcp;
+	char nul_uri;               /* its address marks a request whose URL encodes a NUL byte */
+	int64_t log_window_ms;      /* when the current window of libmicrohttpd messages began */
+	int log_count;              /* messages in it */
 };
+
+/*
+ * libmicrohttpd's messages (a connection refused over a limit, a client gone) into spaced's
+ * log, at most HTTP_LOG_BURST a minute: a client hammering a limit cannot flood the log.
+ * Called from the listener's thread only.
+ */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct listener *l = cls;
+	int64_t now = mono_ms();
+	if (now - l->log_window_ms >= HTTP_LOG_WINDOW_MS) {
+		if (l->log_count > HTTP_LOG_BURST)
+			log_warn("http: %d more messages in the last minute were not logged", l->log_count - HTTP_LOG_BURST);
+		l->log_window_ms = now;
+		l->log_count = 0;
+	}
+	if (l->log_count++ >= HTTP_LOG_BURST)
+		return;
+	char line[512];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	log_warn("http: %s", line);
+}
+
+/* Sees each request's URL before it is decoded: "%00" would cut the decoded path or query value
+ * short, so such a request is marked and refused rather than served for a shorter path. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)conn;
+	struct listener *l = cls;
+	return strstr(uri, "%00") ? &l->nul_uri : NULL;
+}
 
 static struct listener unix_listener, tcp_listener;
 
@@ -67,6 +105,40 @@ static bool authorized(struct daemon *d, struct MHD_Connection *conn, char *tena
 	if (hash_sha256_hex(h + 7, strlen(h + 7), hex) < 0)
 		return false;
 	return store_token_tenant(d->store, hex, tenant, n) == 1;
+}
+
+/* Counts a request of tenant; false when it has TENANT_MAX_REQUESTS in flight already. [L] */
+static bool tenant_admit(struct daemon *d, const char *tenant)
+{
+	struct tenant_load *t = d->loads;
+	while (t && strcmp(t->tenant, tenant) != 0)
+		t = t->next;
+	if (!t) {
+		if (!(t = calloc(1, sizeof(*t))))
+			return false;
+		snprintf(t->tenant, sizeof(t->tenant), "%s", tenant);
+		t->next = d->loads;
+		d->loads = t;
+	}
+	if (t->requests >= TENANT_MAX_REQUESTS)
+		return false;
+	t->requests++;
+	return true;
+}
+
+/* The request of tenant has ended. [L] */
+static void tenant_release(struct daemon *d, const char *tenant)
+{
+	for (struct tenant_load **pp = &d->loads; *pp; pp = &(*pp)->next) {
+		struct tenant_load *t = *pp;
+		if (strcmp(t->tenant, tenant) != 0)
+			continue;
+		if (--t->requests <= 0) {
+			*pp = t->next;
+			free(t);
+		}
+		return;
+	}
 }
 
 static struct MHD_Response *json_response(json_t *j)
@@ -147,7 +219,8 @@ static enum MHD_Result respond(struct op *op)
 	return rc;
 }
 
-static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const char *method, const char *url)
+static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const char *method, const char *url,
+			 bool nul_uri)
 {
 	struct op *op = calloc(1, sizeof(*op));
 	if (!op)
@@ -161,6 +234,20 @@ static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const 
 		err_set(&op->err, 401, "unauthorized", EACCES, "a valid bearer token is required");
 		return op;
 	}
+	if (l->tcp) {
+		daemon_lock(l->d);
+		op->counted = tenant_admit(l->d, op->tenant);
+		daemon_unlock(l->d);
+		if (!op->counted) {
+			err_set(&op->err, 429, "too_many", EAGAIN, "tenant %s has %d requests in flight; wait for one to end",
+				op->tenant, TENANT_MAX_REQUESTS);
+			return op;
+		}
+	}
+	if (nul_uri) {
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "the URL encodes a NUL byte (%%00)");
+		return op;
+	}
 	op->route = api_match(op, method, url);
 	return op;
 }
@@ -172,8 +259,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct daemon *d = l->d;
 	struct op *op = *con_cls;
 
-	if (!op) {
-		op = new_op(l, conn, method, url);
+	if (!op || *con_cls == &l->nul_uri) {
+		op = new_op(l, conn, method, url, op != NULL);
 		if (!op)
 			return MHD_NO;
 		*con_cls = op;
@@ -243,16 +330,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct listener *l = cls;
 	struct op *op = *con_cls;
-	if (!op)
+	*con_cls = NULL;
+	if (!op || (void *)op == &l->nul_uri)
 		return;
 	daemon_lock(l->d);
 	/* An upload or download the client abandoned: tell the agent to drop it. */
 	if (op->sb && (op->kind == OP_WRITE || op->kind == OP_READ) && op->tag && !op->eof && !op->done)
 		agent_send(l->d, op->sb, SP_H_ABORT, op->tag, NULL, 0, NULL, 0);
 	op_unlink(op);
+	if (op->counted)
+		tenant_release(l->d, op->tenant);
 	daemon_unlock(l->d);
 	op_free(op);
-	*con_cls = NULL;
 }
 
 static int unix_socket(const char *path)
@@ -317,7 +406,8 @@ static struct MHD_Daemon *start_mhd(struct listener *l, int fd)
 				(unsigned)HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 				(size_t)HTTP_MAX_HEADER_BYTES, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-				(unsigned)(l->tcp ? HTTP_MAX_PER_IP : 0), MHD_OPTION_END);
+				(unsigned)(l->tcp ? HTTP_MAX_PER_IP : 0), MHD_OPTION_URI_LOG_CALLBACK, on_uri, l,
+				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l, MHD_OPTION_END);
 }
 
 int http_start(struct daemon *d)

@@ -50,6 +50,7 @@ struct op {
 	enum op_kind kind;
 	bool tcp;                   /* arrived on the TCP listener */
 	char tenant[64];            /* the token's tenant: a TCP request sees only its own */
+	bool counted;               /* counts against its tenant's TENANT_MAX_REQUESTS */
 
 	/* request */
 	char sbid[SANDBOX_ID_LEN + 1];

@@ -90,6 +90,19 @@ def test_path_with_a_nul_byte_is_400(api, neighbour, after):
     check_error(status, body, 400, "invalid_argument")
 
 
+def test_a_nul_byte_anywhere_in_the_url_is_400(api, neighbour, after):
+    # the decoded URL would end at the NUL: /v1/sandboxes/%00 must not become the list route
+    for method, url in (("GET", "/v1/sandboxes/%00"), ("GET", f"/v1/sandboxes/{neighbour}%00/processes"),
+                        ("DELETE", f"/v1/sandboxes/{neighbour}%00"), ("GET", "/v1/sandboxes?metadata.k=%00")):
+        status, body = api.json(method, url)
+        check_error(status, body, 400, "invalid_argument")
+        assert "NUL" in body["error"]["message"]
+    # an encoded percent sign followed by 00 is only text
+    status, body = api.json("GET", f"/v1/sandboxes/{neighbour}/files?path=/work/a%2500b")
+    check_error(status, body, 404, "not_found")
+    assert api.ok("GET", f"/v1/sandboxes/{neighbour}")["state"] == "running"
+
+
 def test_relative_path_is_400(api, neighbour, after):
     for method, tail in (("GET", ""), ("GET", "/stat"), ("GET", "/list"), ("DELETE", "")):
         status, body = api.json(method, f"/v1/sandboxes/{neighbour}/files{tail}?path=work/a")

@@ -3,9 +3,11 @@ another tenant's are 404 (not 403), so ids do not leak. The Unix socket is the h
 administrator and sees everything.
 """
 
+import http.client
+import json
 import subprocess
 
-from conftest import SPACED, Api, free_port
+from conftest import SPACED, Api, free_port, wait_until
 
 
 def token(d, tenant):
@@ -45,3 +47,43 @@ def test_a_tenant_sees_only_its_own(make_daemon):
     assert {mine, theirs} <= listed
     assert alice.exec(mine, ["echo", "still mine"])["stdout"] == "still mine\n"
     alice.ok("DELETE", f"/v1/snapshots/{snap['id']}", expect=(204,))
+
+
+TENANT_MAX_REQUESTS = 64
+
+
+def test_one_tenant_cannot_hold_more_than_its_share_of_requests(make_daemon):
+    """A tenant with TENANT_MAX_REQUESTS requests in flight (here execs of `sleep`, sent from two
+    addresses so the per-address connection limit is not what stops it) gets 429 for the next
+    one; another tenant is served meanwhile, and the first is served again once its requests end."""
+    port = free_port()
+    d = make_daemon(listen=f"127.0.0.1:{port}")
+    alice_token = token(d, "alice")
+    alice = Api(tcp=("127.0.0.1", port), token=alice_token)
+    bob = Api(tcp=("127.0.0.1", port), token=token(d, "bob"))
+    boxes = [alice.create(), alice.create()]
+    held = []
+    try:
+        for i in range(TENANT_MAX_REQUESTS):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120,
+                                           source_address=(f"127.0.0.{2 + i % 2}", 0))
+            c.request("POST", f"/v1/sandboxes/{boxes[i % 2]}/exec", body=json.dumps({"cmd": ["sleep", "600"]}),
+                      headers={"Authorization": f"Bearer {alice_token}", "Content-Type": "application/json"})
+            held.append(c)
+
+        def sleeping():
+            return sum(len([p for p in d.api.ok("GET", f"/v1/sandboxes/{b}/processes")["processes"]
+                            if p["state"] == "running"]) for b in boxes)
+        wait_until(lambda: sleeping() >= TENANT_MAX_REQUESTS, 120, "every held exec to be running")
+        status, body = alice.json("GET", "/v1/sandboxes")
+        assert status == 429 and body["error"]["code"] == "too_many", (status, body)
+        assert bob.json("GET", "/v1/sandboxes")[0] == 200
+        # the held requests end (their sandboxes go): alice is served again
+        for b in boxes:
+            d.api.delete(b)
+        for c in held:
+            c.close()
+        wait_until(lambda: alice.json("GET", "/v1/sandboxes")[0] == 200, 60, "alice to be served again")
+    finally:
+        for c in held:
+            c.close()
