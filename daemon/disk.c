@@ -23,7 +23,8 @@
 static int make_blank(const char *path, int size_mb, struct err *e)
 {
 	char tmp[700], size[32], ratio[32];
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	/* per thread: two creates may make the same blank at once; either result serves */
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)gettid());
 	unlink(tmp);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)

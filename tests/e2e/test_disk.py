@@ -3,6 +3,7 @@ inside that sandbox, never a full host disk, and the size travels with snapshots
 
 import os
 import shutil
+import threading
 
 import pytest
 
@@ -85,3 +86,27 @@ def test_snapshot_and_fork_keep_the_disk_size(api):
     finally:
         for s in made:
             api.delete(s)
+
+
+def test_concurrent_creates_of_a_new_disk_size(api):
+    """The first sandboxes of a size make its blank image; several at once must all succeed."""
+    made = []
+    errors = []
+
+    def one():
+        try:
+            made.append(api.create(disk_mb=77))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert not errors and len(made) == 4, errors
+        for sbid in made:
+            assert api.exec(sbid, ["sh", "-c", "echo ok > /work/f && cat /work/f"])["stdout"] == "ok\n"
+    finally:
+        for sbid in made:
+            api.delete(sbid)
