@@ -290,6 +290,14 @@ static void on_exit_frame(struct sandbox *sb, struct proc *p, const struct frame
 	sandbox_prune_procs(sb);
 }
 
+static int count_procs(const struct sandbox *sb)
+{
+	int n = 0;
+	for (const struct proc *q = sb->procs; q; q = q->next)
+		n++;
+	return n;
+}
+
 static void dispatch(struct daemon *d, struct sandbox *sb, const struct frame *f)
 {
 	if (f->type == SP_A_HELLO) {
@@ -315,16 +323,22 @@ static void dispatch(struct daemon *d, struct sandbox *sb, const struct frame *f
 				op_on_frame(op, f);
 				return;
 			}
-		return; /* a reply to a request that gave up */
+		/* A reply to a request that gave up. A process it started runs on all the same:
+		 * record it, and ask for the listing that names its command. */
+		struct sp_started st;
+		if (f->type == SP_A_STARTED && frame_need(f, sizeof(st)) == 0) {
+			memcpy(&st, f->payload, sizeof(st));
+			if (!agent_proc(sb, st.pid, false) && count_procs(sb) < SANDBOX_MAX_PROCS_TRACKED &&
+			    agent_proc(sb, st.pid, true))
+				agent_send(d, sb, SP_H_PS, TAG_HELLO_PS, NULL, 0, NULL, 0);
+		}
+		return;
 	}
 	/* Whatever speaks on the agent's socket is inside the sandbox, so it is held to the
 	 * protocol: a bounded number of process records, and never more output than credit. */
 	struct proc *p = agent_proc(sb, f->chan, false);
 	if (!p) {
-		int n = 0;
-		for (struct proc *q = sb->procs; q; q = q->next)
-			n++;
-		if (n >= SANDBOX_MAX_PROCS_TRACKED) {
+		if (count_procs(sb) >= SANDBOX_MAX_PROCS_TRACKED) {
 			log_warn("sandbox %s: the agent names more than %d processes; dropping the connection", sb->id,
 				 SANDBOX_MAX_PROCS_TRACKED);
 			disconnect(d, sb);
@@ -430,16 +444,27 @@ static bool awaited(const struct sandbox *sb)
 }
 
 /*
- * Liveness of the agents someone waits on: an agent silent for AGENT_PING_AFTER_MS is pinged,
- * and one that leaves its ping unanswered for AGENT_DEADLINE_MS is handed to
- * sandbox_unresponsive. Only running sandboxes count: the clock starts afresh after a pause or
- * suspend. Called about once a second. [L]
+ * Once a second: the clients waiting on each sandbox (one that left is let go, a silent stream
+ * gets a keepalive), then the liveness of the agents someone waits on: an agent silent for
+ * AGENT_PING_AFTER_MS is pinged, and one that leaves its ping unanswered for AGENT_DEADLINE_MS
+ * is handed to sandbox_unresponsive. Only running sandboxes count for liveness: the clock
+ * starts afresh after a pause or suspend. [L]
  */
 static void watchdog(struct daemon *d)
 {
 	int64_t now = mono_ms();
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
 		struct chan *c = &sb->chan;
+		for (struct proc *p = sb->procs; p; p = p->next) {
+			if (p->reader && !op_check_gone(p->reader))
+				op_keepalive(p->reader, now);
+			for (struct op *w = p->waiters; w; w = w->next)
+				op_check_gone(w);
+		}
+		for (struct op *op = sb->ops; op; op = op->next)
+			op_check_gone(op);
+		for (struct op *op = sb->deferred; op; op = op->next)
+			op_check_gone(op);
 		if (sb->state != SB_RUNNING || c->fd < 0 || !c->hello) {
 			c->ping_ms = 0;
 			c->last_rx_ms = now;

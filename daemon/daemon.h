@@ -36,6 +36,7 @@
  * stopped it) and as long again before the sandbox fails as unresponsive. */
 #define AGENT_PING_AFTER_MS 5000
 #define AGENT_DEADLINE_MS 15000
+#define STREAM_KEEPALIVE_MS 15000           /* an NDJSON stream silent this long gets a keepalive */
 /* Request tags spaced keeps for itself; those of requests start above them. */
 #define AGENT_TAG_HELLO_PS 0u               /* the process listing asked for on every hello */
 #define AGENT_TAG_PING 1u                   /* the liveness ping */

@@ -188,6 +188,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 				agent_credit(d, op->sb, op->proc->pid, give);
 			}
 		}
+	} else if (op->gone) {
+		n = MHD_CONTENT_READER_END_WITH_ERROR;
 	} else if (op->eof) {
 		n = op->failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 	} else {
@@ -266,6 +268,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = op;
 		return MHD_YES;
 	}
+	daemon_lock(d);
+	bool gone = op->gone;
+	daemon_unlock(d);
+	if (gone)
+		return MHD_NO; /* its client left while it waited: end it, freeing what it held */
 
 	if (*upload_size) {
 		if (op->err.status || op->done) {
@@ -401,13 +408,14 @@ static struct MHD_Daemon *start_mhd(struct listener *l, int fd)
 {
 	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 					MHD_USE_ERROR_LOG,
-				0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, fd,
+				0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l,
+				MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_CONNECTION_LIMIT,
 				(unsigned)HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 				(size_t)HTTP_MAX_HEADER_BYTES, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 				(unsigned)(l->tcp ? HTTP_MAX_PER_IP : 0), MHD_OPTION_URI_LOG_CALLBACK, on_uri, l,
-				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l, MHD_OPTION_END);
+				MHD_OPTION_END);
 }
 
 int http_start(struct daemon *d)

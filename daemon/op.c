@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,7 @@ static void emit(struct op *op, const char *line, size_t n, uint32_t raw)
 {
 	buf_put(&op->out, line, n);
 	op->out_written += n;
+	op->emitted_ms = mono_ms();
 	if (raw) {
 		if (op->ring_n == OP_CREDIT_RING) {
 			op->ring[OP_CREDIT_RING - 1].end = op->out_written;
@@ -131,6 +133,32 @@ static void emit_json(struct op *op, json_t *ev)
 	s[n] = '\n';
 	emit(op, s, n + 1, 0);
 	free(s);
+}
+
+void op_keepalive(struct op *op, int64_t now_ms)
+{
+	if (!op->stream || !op->responding || op->eof || op->kind == OP_READ)
+		return;
+	if (op->emitted_ms == 0)
+		op->emitted_ms = now_ms;
+	if (now_ms - op->emitted_ms >= STREAM_KEEPALIVE_MS)
+		emit_json(op, json_pack("{s:s}", "type", "keepalive"));
+}
+
+bool op_check_gone(struct op *op)
+{
+	if (!op->suspended || !op->conn || op->gone)
+		return op->gone;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(op->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return false;
+	/* the peer's FIN (or a reset) is visible without reading what it may have sent */
+	struct pollfd p = { .fd = ci->connect_fd, .events = POLLRDHUP };
+	if (poll(&p, 1, 0) != 1 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		return false;
+	op->gone = true;
+	op_wake(op);
+	return true;
 }
 
 void op_fail(struct op *op, const struct err *e)

@@ -94,6 +94,8 @@ struct op {
 	struct { uint64_t end; uint32_t raw; } ring[OP_CREDIT_RING];
 	unsigned ring_n;
 	bool responding;            /* a streaming response was queued */
+	int64_t emitted_ms;         /* when the stream last got a line (mono_ms) */
+	bool gone;                  /* [L] the client closed its connection while it was suspended */
 
 	/* uploads and stdin [L] */
 	uint32_t credit;
@@ -112,6 +114,16 @@ struct op {
 void daemon_lock(struct daemon *d);
 /* Unlocks d->lock, then resumes every connection op_wake recorded on this thread. */
 void daemon_unlock(struct daemon *d);
+
+/* Sends a {"type":"keepalive"} event on an NDJSON stream that has been silent for
+ * STREAM_KEEPALIVE_MS: the write is how a client that went away is noticed (a suspended
+ * connection is not watched), and it keeps proxies from closing an idle stream. [L] */
+void op_keepalive(struct op *op, int64_t now_ms);
+
+/* Whether the client of a suspended op has closed its connection (libmicrohttpd does not
+ * watch suspended connections): if so, marks op gone and wakes it, so the HTTP layer ends the
+ * request and everything it held is let go. [L] */
+bool op_check_gone(struct op *op);
 
 /* Marks op's answer ready and wakes its connection if it is suspended. [L] */
 void op_finish(struct op *op);

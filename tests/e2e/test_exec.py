@@ -384,6 +384,20 @@ def test_reattach_after_the_client_went_away(api, sandbox):
     assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0
 
 
+STREAM_KEEPALIVE_S = 15
+
+
+def test_a_silent_stream_gets_keepalive_events(api, sandbox):
+    """A stream with nothing to say for STREAM_KEEPALIVE_S gets a {"type": "keepalive"} event, which
+    clients ignore; the output and the exit follow as usual."""
+    with api.exec_stream(sandbox, ["sh", "-c", f"sleep {STREAM_KEEPALIVE_S + 3}; echo done"]) as s:
+        out, _, events = collect(s)
+    kinds = [e["type"] for e in events]
+    assert "keepalive" in kinds, kinds
+    assert kinds.index("keepalive") < kinds.index("stdout") and out == b"done\n", events
+    assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0
+
+
 def test_a_new_reader_takes_the_stream_over(api, sandbox):
     pid = start_proc(api, sandbox, ["python3", "-u", "-c", COUNTER], stdin_open=True)
     first = api.stream("GET", proc_path(sandbox, pid, "/output"))

@@ -52,6 +52,25 @@ def test_a_tenant_sees_only_its_own(make_daemon):
 TENANT_MAX_REQUESTS = 64
 
 
+def running(d, boxes):
+    """How many processes run in boxes, as the administrator sees them."""
+    return sum(p["state"] == "running" for b in boxes
+               for p in d.api.ok("GET", f"/v1/sandboxes/{b}/processes")["processes"])
+
+
+def hold_execs(port, tok, boxes, streams):
+    """Sends TENANT_MAX_REQUESTS execs of `sleep 600` (half of them streamed if streams) over
+    TCP from two addresses, spread over boxes, without reading the answers; the connections."""
+    held = []
+    for i in range(TENANT_MAX_REQUESTS):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120, source_address=(f"127.0.0.{2 + i % 2}", 0))
+        c.request("POST", f"/v1/sandboxes/{boxes[i % len(boxes)]}/exec",
+                  body=json.dumps({"cmd": ["sleep", "600"], "stream": streams and i % 4 < 2}),
+                  headers={"Authorization": f"Bearer {tok}", "Content-Type": "application/json"})
+        held.append(c)
+    return held
+
+
 def test_one_tenant_cannot_hold_more_than_its_share_of_requests(make_daemon):
     """A tenant with TENANT_MAX_REQUESTS requests in flight (here execs of `sleep`, sent from two
     addresses so the per-address connection limit is not what stops it) gets 429 for the next
@@ -64,17 +83,8 @@ def test_one_tenant_cannot_hold_more_than_its_share_of_requests(make_daemon):
     boxes = [alice.create(), alice.create()]
     held = []
     try:
-        for i in range(TENANT_MAX_REQUESTS):
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120,
-                                           source_address=(f"127.0.0.{2 + i % 2}", 0))
-            c.request("POST", f"/v1/sandboxes/{boxes[i % 2]}/exec", body=json.dumps({"cmd": ["sleep", "600"]}),
-                      headers={"Authorization": f"Bearer {alice_token}", "Content-Type": "application/json"})
-            held.append(c)
-
-        def sleeping():
-            return sum(len([p for p in d.api.ok("GET", f"/v1/sandboxes/{b}/processes")["processes"]
-                            if p["state"] == "running"]) for b in boxes)
-        wait_until(lambda: sleeping() >= TENANT_MAX_REQUESTS, 120, "every held exec to be running")
+        held += hold_execs(port, alice_token, boxes, streams=False)
+        wait_until(lambda: running(d, boxes) == TENANT_MAX_REQUESTS, 120, "every held exec to be running")
         status, body = alice.json("GET", "/v1/sandboxes")
         assert status == 429 and body["error"]["code"] == "too_many", (status, body)
         assert bob.json("GET", "/v1/sandboxes")[0] == 200
@@ -84,6 +94,30 @@ def test_one_tenant_cannot_hold_more_than_its_share_of_requests(make_daemon):
         for c in held:
             c.close()
         wait_until(lambda: alice.json("GET", "/v1/sandboxes")[0] == 200, 60, "alice to be served again")
+    finally:
+        for c in held:
+            c.close()
+
+
+def test_requests_whose_clients_left_are_let_go(make_daemon):
+    """A client that sends requests which wait (execs of `sleep`, plain and streamed) and then
+    drops its connections does not keep them: spaced notices the closed connections while the
+    requests wait, so the tenant's share of requests is free again long before the commands end."""
+    port = free_port()
+    d = make_daemon(listen=f"127.0.0.1:{port}")
+    alice_token = token(d, "alice")
+    alice = Api(tcp=("127.0.0.1", port), token=alice_token)
+    boxes = [alice.create(), alice.create()]
+    held = []
+    try:
+        held += hold_execs(port, alice_token, boxes, streams=True)
+        wait_until(lambda: running(d, boxes) == TENANT_MAX_REQUESTS, 120, "every held exec to be running")
+        assert alice.json("GET", "/v1/sandboxes")[0] == 429
+        for c in held:
+            c.close()
+        wait_until(lambda: alice.json("GET", "/v1/sandboxes")[0] == 200, 30, "the abandoned requests to be let go")
+        # the commands themselves run on: leaving a request is not killing its process
+        assert running(d, boxes) == TENANT_MAX_REQUESTS
     finally:
         for c in held:
             c.close()
