@@ -5,7 +5,8 @@
 #                   touches the network
 #   make up         deps, build, default template, start spaced in the background
 #   make down       stop the spaced that `make up` started
-#   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests
+#   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests,
+#                   the escape and abuse suite, and every fuzz target for 60 s (what CI runs)
 #   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
 #   make bench      benchmarks against raw runsc (bench/run.py; SPECIFICATION.md)
 #   make security   the escape and abuse suite (tests/security)
@@ -110,7 +111,8 @@ e2e: all
 sdk-test: all
 	/usr/bin/python3 -m pytest -q tests/sdk
 
-# The escape and abuse suite (about 12 minutes) and the fuzz targets (clang's libFuzzer).
+# The escape and abuse suite (about 12 minutes) and the fuzz targets (clang's libFuzzer), both
+# part of `make test`.
 security: all
 	/usr/bin/python3 -m pytest -q tests/security
 
@@ -121,6 +123,8 @@ test: deps all
 	$(MAKE) agent-test
 	$(MAKE) e2e
 	$(MAKE) sdk-test
+	$(MAKE) security
+	$(MAKE) fuzz
 
 asan:
 	$(MAKE) BUILD=build-asan SAN='-fsanitize=address,undefined -fno-omit-frame-pointer' \
