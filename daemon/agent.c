@@ -443,40 +443,60 @@ static bool awaited(const struct sandbox *sb)
 	return false;
 }
 
+/* The clients waiting on sb: one that left is let go, a silent stream gets a keepalive. [L] */
+static void watch_clients(struct sandbox *sb, int64_t now)
+{
+	for (struct proc *p = sb->procs; p; p = p->next) {
+		if (p->reader && !op_check_gone(p->reader))
+			op_keepalive(p->reader, now);
+		for (struct op *w = p->waiters; w; w = w->next)
+			op_check_gone(w);
+	}
+	for (struct op *op = sb->ops; op; op = op->next)
+		op_check_gone(op);
+	for (struct op *op = sb->deferred; op; op = op->next)
+		op_check_gone(op);
+}
+
+/* Whether the agent of sb serves a call it may rightly be silent in (sync(2)). [L] */
+static bool in_long_call(const struct sandbox *sb)
+{
+	for (const struct op *op = sb->ops; op; op = op->next)
+		if (op->long_call)
+			return true;
+	return false;
+}
+
 /*
- * Once a second: the clients waiting on each sandbox (one that left is let go, a silent stream
- * gets a keepalive), then the liveness of the agents someone waits on: an agent silent for
- * AGENT_PING_AFTER_MS is pinged, and one that leaves its ping unanswered for AGENT_DEADLINE_MS
- * is handed to sandbox_unresponsive. Only running sandboxes count for liveness: the clock
- * starts afresh after a pause or suspend. [L]
+ * Liveness of an agent someone waits on: silent for AGENT_PING_AFTER_MS, it is pinged; a ping
+ * unanswered for AGENT_DEADLINE_MS hands the sandbox to sandbox_unresponsive. Only a running
+ * sandbox counts, outside long calls (bounded by their own deadline): the clock starts afresh
+ * after a pause, a suspend or a sync. [L]
  */
+static void watch_agent(struct daemon *d, struct sandbox *sb, int64_t now)
+{
+	struct chan *c = &sb->chan;
+	if (sb->state != SB_RUNNING || c->fd < 0 || !c->hello || in_long_call(sb)) {
+		c->ping_ms = 0;
+		c->last_rx_ms = now;
+		return;
+	}
+	if (c->ping_ms) {
+		if (now - c->ping_ms >= AGENT_DEADLINE_MS && !c->nudging)
+			sandbox_unresponsive(d, sb);
+	} else if (now - c->last_rx_ms >= AGENT_PING_AFTER_MS && awaited(sb)) {
+		if (agent_send(d, sb, SP_H_PING, TAG_PING, NULL, 0, NULL, 0) == 0)
+			c->ping_ms = now;
+	}
+}
+
+/* Once a second, for every sandbox. [L] */
 static void watchdog(struct daemon *d)
 {
 	int64_t now = mono_ms();
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
-		struct chan *c = &sb->chan;
-		for (struct proc *p = sb->procs; p; p = p->next) {
-			if (p->reader && !op_check_gone(p->reader))
-				op_keepalive(p->reader, now);
-			for (struct op *w = p->waiters; w; w = w->next)
-				op_check_gone(w);
-		}
-		for (struct op *op = sb->ops; op; op = op->next)
-			op_check_gone(op);
-		for (struct op *op = sb->deferred; op; op = op->next)
-			op_check_gone(op);
-		if (sb->state != SB_RUNNING || c->fd < 0 || !c->hello) {
-			c->ping_ms = 0;
-			c->last_rx_ms = now;
-			continue;
-		}
-		if (c->ping_ms) {
-			if (now - c->ping_ms >= AGENT_DEADLINE_MS && !c->nudging)
-				sandbox_unresponsive(d, sb);
-		} else if (now - c->last_rx_ms >= AGENT_PING_AFTER_MS && awaited(sb)) {
-			if (agent_send(d, sb, SP_H_PING, TAG_PING, NULL, 0, NULL, 0) == 0)
-				c->ping_ms = now;
-		}
+		watch_clients(sb, now);
+		watch_agent(d, sb, now);
 	}
 }
 

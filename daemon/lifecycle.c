@@ -342,6 +342,7 @@ static void sync_job(struct job *j)
 		/* Inside first: the sandbox's own page cache reaches the writable layer. */
 		call->d = d;
 		call->kind = OP_CALL;
+		call->long_call = true; /* bounded by SYNC_TIMEOUT_MS instead of the liveness ping */
 		op_link(call, sb);
 		if (agent_send(d, sb, SP_H_SYNC, call->tag, NULL, 0, NULL, 0) == 0) {
 			struct timespec until;

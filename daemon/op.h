@@ -96,6 +96,7 @@ struct op {
 	bool responding;            /* a streaming response was queued */
 	int64_t emitted_ms;         /* when the stream last got a line (mono_ms) */
 	bool gone;                  /* [L] the client closed its connection while it was suspended */
+	bool long_call;             /* the agent may rightly be silent while it serves this (sync(2)) */
 
 	/* uploads and stdin [L] */
 	uint32_t credit;
