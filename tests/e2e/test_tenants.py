@@ -5,22 +5,15 @@ administrator and sees everything.
 
 import http.client
 import json
-import subprocess
 
-from conftest import SPACED, Api, free_port, wait_until
-
-
-def token(d, tenant):
-    r = subprocess.run([SPACED, "--state-dir", d.state_dir, "token", "create", "--tenant", tenant],
-                       capture_output=True, text=True, check=True)
-    return r.stdout.strip()
+from conftest import Api, free_port, wait_until
 
 
 def test_a_tenant_sees_only_its_own(make_daemon):
     port = free_port()
     d = make_daemon(listen=f"127.0.0.1:{port}")
-    alice = Api(tcp=("127.0.0.1", port), token=token(d, "alice"))
-    bob = Api(tcp=("127.0.0.1", port), token=token(d, "bob"))
+    alice = Api(tcp=("127.0.0.1", port), token=d.token("alice"))
+    bob = Api(tcp=("127.0.0.1", port), token=d.token("bob"))
 
     mine = alice.create(metadata={"who": "alice"})
     assert [s["id"] for s in alice.ok("GET", "/v1/sandboxes")["sandboxes"]] == [mine]
@@ -77,9 +70,9 @@ def test_one_tenant_cannot_hold_more_than_its_share_of_requests(make_daemon):
     one; another tenant is served meanwhile, and the first is served again once its requests end."""
     port = free_port()
     d = make_daemon(listen=f"127.0.0.1:{port}")
-    alice_token = token(d, "alice")
+    alice_token = d.token("alice")
     alice = Api(tcp=("127.0.0.1", port), token=alice_token)
-    bob = Api(tcp=("127.0.0.1", port), token=token(d, "bob"))
+    bob = Api(tcp=("127.0.0.1", port), token=d.token("bob"))
     boxes = [alice.create(), alice.create()]
     held = []
     try:
@@ -105,7 +98,7 @@ def test_requests_whose_clients_left_are_let_go(make_daemon):
     requests wait, so the tenant's share of requests is free again long before the commands end."""
     port = free_port()
     d = make_daemon(listen=f"127.0.0.1:{port}")
-    alice_token = token(d, "alice")
+    alice_token = d.token("alice")
     alice = Api(tcp=("127.0.0.1", port), token=alice_token)
     boxes = [alice.create(), alice.create()]
     held = []

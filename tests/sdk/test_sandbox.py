@@ -167,11 +167,11 @@ def test_tcp_needs_the_token(spaced, monkeypatch):
     with pytest.raises(space.AuthError):
         Sandbox.list(host=spaced.tcp_host, token="wrong")
     with pytest.raises(space.AuthError):
-        Sandbox.create(host=spaced.tcp_host, token=spaced.token + "x")
-    assert isinstance(Sandbox.list(host=spaced.tcp_host, token=spaced.token), list)
+        Sandbox.create(host=spaced.tcp_host, token=spaced.tcp_token + "x")
+    assert isinstance(Sandbox.list(host=spaced.tcp_host, token=spaced.tcp_token), list)
     # the same through SPACE_HOST / SPACE_TOKEN, as the CLI reads them
     monkeypatch.setenv("SPACE_HOST", spaced.tcp_host)
-    monkeypatch.setenv("SPACE_TOKEN", spaced.token)
+    monkeypatch.setenv("SPACE_TOKEN", spaced.tcp_token)
     with Sandbox.create() as sb:
         assert sb.commands.run("echo over tcp").stdout == "over tcp\n"
         assert sb.run_code("21 * 2").text == "42"

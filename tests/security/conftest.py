@@ -20,8 +20,8 @@ guard:
     latencies, spaced's VmRSS) to the results file, from which
     tests/security/report.py makes the table in docs/security.md.
 
-The daemon, client and stream helpers are copied from tests/e2e/conftest.py
-on purpose: the two suites are independent.
+The daemon, client and stream helpers come from tests/support/spacetest.py,
+shared with the other suites.
 
 Environment:
   SPACE_SECURITY_RESULTS  where the results go (default:
@@ -37,25 +37,28 @@ with a deadline; no test sleeps to let something happen.
 Run: /usr/bin/python3 -m pytest -q tests/security
 """
 
-import base64
 import hashlib
-import http.client
 import json
+import http.client
 import os
 import platform
 import re
 import secrets
 import shutil
-import signal
 import socket
 import statistics
-import subprocess
+import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+
+from spacetest import (  # noqa: E402,F401  (re-exported to the tests)
+    Api, ApiError, event_bytes, free_port, q, result_bytes, wait_until)
+import spacetest  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build")
@@ -65,7 +68,6 @@ SPACED = os.environ.get("SPACE_SECURITY_SPACED", os.path.join(BUILD, "spaced"))
 AGENT = os.path.join(BUILD, "space-agent")
 SHIM = os.path.join(BUILD, "libspace-shim.so")
 
-START_DEADLINE = 15 * 60   # a fresh machine builds the default template at start
 IO_TIMEOUT = 180           # seconds any single read from spaced may take
 RESULTS = os.environ.get("SPACE_SECURITY_RESULTS",
                          os.path.join(ROOT, "tests", "security", "results", "last-run.json"))
@@ -75,309 +77,17 @@ MIN_SAMPLES = 5            # neighbour execs sampled per attack, at least
 CONTROL_SAMPLES = 5        # neighbour execs just before each attack: the machine's load of the moment
 
 
-# --------------------------------------------------------------------------
-# waiting
+class Daemon(spacetest.Daemon):
+    """The session's spaced: its own state dir under /tmp, and IO_TIMEOUT for every read."""
+
+    def __init__(self, **kw):
+        kw.setdefault("spaced", SPACED)
+        kw.setdefault("prefix", "space-sec-")
+        kw.setdefault("io_timeout", IO_TIMEOUT)
+        super().__init__(**kw)
 
 
-def wait_until(cond, timeout, what, interval=0.05):
-    """Polls cond() until it returns a true value, which is returned; fails at the deadline."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        last = cond()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
-        time.sleep(interval)
-
-
-# --------------------------------------------------------------------------
-# HTTP client (as in tests/e2e)
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=IO_TIMEOUT, blocksize=1 << 20):
-        super().__init__("space", timeout=timeout, blocksize=blocksize)
-        self.unix_path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.unix_path)
-        self.sock = s
-
-
-class ApiError(AssertionError):
-    pass
-
-
-class Stream:
-    """An open NDJSON (or error) response; iterating yields events as they arrive."""
-
-    def __init__(self, conn, resp):
-        self.conn = conn
-        self.resp = resp
-        self.status = resp.status
-        self.headers = {k.lower(): v for k, v in resp.getheaders()}
-        self._buf = b""
-        self._eof = False
-        self.body = None
-        if not self.headers.get("content-type", "").startswith("application/x-ndjson"):
-            self.body = resp.read()
-            self.close()
-
-    def next_event(self):
-        while b"\n" not in self._buf:
-            if self._eof:
-                return None
-            chunk = self.resp.read1(65536)
-            if not chunk:
-                self._eof = True
-            self._buf += chunk
-        line, self._buf = self._buf.split(b"\n", 1)
-        if not line.strip():
-            return self.next_event()
-        return json.loads(line)
-
-    def __iter__(self):
-        while True:
-            ev = self.next_event()
-            if ev is None:
-                return
-            yield ev
-
-    def close(self):
-        try:
-            self.conn.close()
-        except OSError:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class Api:
-    def __init__(self, socket_path=None, tcp=None, token=None):
-        self.socket_path = socket_path
-        self.tcp = tcp
-        self.token = token
-
-    def connection(self, timeout=IO_TIMEOUT):
-        if self.tcp:
-            return http.client.HTTPConnection(self.tcp[0], self.tcp[1], timeout=timeout, blocksize=1 << 20)
-        return UnixHTTPConnection(self.socket_path, timeout=timeout)
-
-    def _send(self, conn, method, path, body=None, raw=None, headers=None):
-        hdrs = {}
-        if self.token:
-            hdrs["Authorization"] = f"Bearer {self.token}"
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            hdrs["Content-Type"] = "application/json"
-        elif raw is not None:
-            data = raw
-            if isinstance(raw, (bytes, bytearray)):
-                hdrs["Content-Length"] = str(len(raw))
-        if method in ("POST", "PUT") and data is None:
-            hdrs["Content-Length"] = "0"
-        hdrs.update(headers or {})
-        conn.request(method, path, body=data, headers=hdrs)
-        return conn.getresponse()
-
-    def request(self, method, path, body=None, raw=None, headers=None, timeout=IO_TIMEOUT):
-        conn = self.connection(timeout)
-        try:
-            resp = self._send(conn, method, path, body, raw, headers)
-            data = resp.read()
-            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
-        finally:
-            conn.close()
-
-    def json(self, method, path, body=None, raw=None, headers=None, timeout=IO_TIMEOUT):
-        status, hdrs, data = self.request(method, path, body, raw, headers, timeout)
-        if not data:
-            return status, None
-        try:
-            return status, json.loads(data)
-        except ValueError:
-            raise ApiError(f"{method} {path}: {status} with a body that is not JSON: {data[:300]!r}")
-
-    def ok(self, method, path, body=None, expect=(200, 201, 204), **kw):
-        status, data = self.json(method, path, body, **kw)
-        if status not in expect:
-            raise ApiError(f"{method} {path} {body!r}: expected {expect}, got {status} {data}")
-        return data
-
-    def stream(self, method, path, body=None, raw=None, headers=None, timeout=IO_TIMEOUT):
-        conn = self.connection(timeout)
-        resp = self._send(conn, method, path, body, raw, headers)
-        return Stream(conn, resp)
-
-    def create(self, **fields):
-        sb = self.ok("POST", "/v1/sandboxes", fields, expect=(201,))
-        return sb["id"]
-
-    def delete(self, sbid):
-        status, _, _ = self.request("DELETE", f"/v1/sandboxes/{sbid}")
-        assert status in (204, 404), f"DELETE {sbid}: {status}"
-
-    def exec(self, sbid, cmd, **fields):
-        fields["cmd"] = cmd
-        return self.ok("POST", f"/v1/sandboxes/{sbid}/exec", fields, expect=(200,))
-
-    def exec_stream(self, sbid, cmd, **fields):
-        fields["cmd"] = cmd
-        fields["stream"] = True
-        return self.stream("POST", f"/v1/sandboxes/{sbid}/exec", fields)
-
-    def put_file(self, sbid, path, data, timeout=IO_TIMEOUT):
-        return self.request("PUT", f"/v1/sandboxes/{sbid}/files?path={q(path)}", raw=data, timeout=timeout)
-
-    def get_file(self, sbid, path, timeout=IO_TIMEOUT):
-        status, _, data = self.request("GET", f"/v1/sandboxes/{sbid}/files?path={q(path)}", timeout=timeout)
-        return status, data
-
-
-def out_bytes(res, name="stdout"):
-    if name in res:
-        return res[name].encode("utf-8")
-    return base64.b64decode(res.get(name + "_b64", ""))
-
-
-def event_bytes(ev):
-    if "data" in ev:
-        return ev["data"].encode("utf-8")
-    return base64.b64decode(ev["data_b64"])
-
-
-def q(path):
-    return urllib.parse.quote(path, safe="/")
-
-
-# --------------------------------------------------------------------------
-# the daemon
-
-
-class Daemon:
-    """One build/spaced with its own state directory and socket."""
-
-    def __init__(self, listen=None):
-        self.state_dir = tempfile.mkdtemp(prefix="space-sec-")
-        self.socket = os.path.join(self.state_dir, "space.sock")
-        self.listen = listen
-        self.log_path = os.path.join(self.state_dir, "spaced.log")
-        self.proc = None
-        self.api = Api(self.socket)
-
-    def start(self):
-        a = [SPACED, "--state-dir", self.state_dir, "--socket", self.socket, "--agent", AGENT]
-        if self.listen:
-            a += ["--listen", self.listen]
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(a, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, stdin=subprocess.DEVNULL)
-        log.close()
-        wait_until(self.healthy, START_DEADLINE, f"spaced on {self.socket} to answer /v1/health", interval=0.1)
-        return self
-
-    def log_tail(self, n=30):
-        try:
-            with open(self.log_path, "rb") as f:
-                return b"".join(f.readlines()[-n:]).decode(errors="replace")
-        except OSError:
-            return ""
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def healthy(self):
-        if not self.alive():
-            pytest.fail(f"spaced exited with status {self.proc.returncode}:\n{self.log_tail()}")
-        try:
-            status, body = self.api.json("GET", "/v1/health", timeout=10)
-        except (OSError, http.client.HTTPException):
-            return False
-        return status == 200 and body.get("status") == "ok"
-
-    def rss_kib(self):
-        """spaced's resident set size (VmRSS), KiB."""
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
-
-    def token(self, tenant):
-        r = subprocess.run([SPACED, "--state-dir", self.state_dir, "token", "create", "--name", tenant,
-                            "--tenant", tenant], capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-        return r.stdout.strip()
-
-    def sandbox_dir(self, sbid):
-        return os.path.join(self.state_dir, "sandboxes", sbid)
-
-    def layer(self, sbid, *rel):
-        """A path in the sandbox's writable layer on the host (its disk, mounted)."""
-        return os.path.join(self.sandbox_dir(sbid), "layer", "upper", *rel)
-
-    def runsc_root(self):
-        return os.path.join(self.state_dir, "runsc")
-
-    def stop(self):
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def cleanup(self):
-        """Deletes every sandbox, stops spaced, removes what is left: containers, mounts, files."""
-        if self.alive():
-            try:
-                _, body = self.api.json("GET", "/v1/sandboxes", timeout=30)
-                for sb in (body or {}).get("sandboxes", []):
-                    try:
-                        self.api.request("DELETE", f"/v1/sandboxes/{sb['id']}", timeout=180)
-                    except (OSError, http.client.HTTPException):
-                        pass
-            except (OSError, http.client.HTTPException, ValueError):
-                pass
-        self.stop()
-        root = self.runsc_root()
-        if os.path.isdir(root):
-            r = subprocess.run(["runsc", "--root", root, "list", "-quiet"], capture_output=True, text=True)
-            for cid in r.stdout.split():
-                subprocess.run(["runsc", "--root", root, "kill", cid, "KILL"], capture_output=True)
-                subprocess.run(["runsc", "--root", root, "delete", "--force", cid], capture_output=True)
-        for mnt in mounts_under(self.state_dir):
-            subprocess.run(["umount", "-l", mnt], capture_output=True)
-        if not mounts_under(self.state_dir):
-            shutil.rmtree(self.state_dir, ignore_errors=True)
-
-
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def mounts_under(d):
-    d = os.path.realpath(d)
-    found = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            mp = line.split()[4].replace("\\040", " ")
-            if mp == d or mp.startswith(d + "/"):
-                found.append(mp)
-    return sorted(found, key=len, reverse=True)
+out_bytes = result_bytes
 
 
 def wait_usable(api, sbid, timeout=90):
@@ -598,7 +308,8 @@ def api(spaced):
 def tenants(spaced):
     """API clients of two tenants over the daemon's TCP listener, each with its own token."""
     host, port = spaced.listen.rsplit(":", 1)
-    return {name: Api(tcp=(host, int(port)), token=spaced.token(name)) for name in ("alice", "mallory")}
+    return {name: Api(tcp=(host, int(port)), token=spaced.token(name), io_timeout=IO_TIMEOUT)
+            for name in ("alice", "mallory")}
 
 
 @pytest.fixture(scope="session")

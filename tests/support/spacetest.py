@@ -1,0 +1,403 @@
+"""What the test suites share: a private spaced, an HTTP client of its API, and waiting.
+
+tests/e2e, tests/sdk and tests/security each start their own build/spaced
+with its own state directory and socket under /tmp (never the system's
+spaced); this module is that daemon (Daemon), a small client of the API
+(Api, with NDJSON streams), and wait_until, the one way the suites wait:
+a poll of a condition with a deadline, never a sleep standing in for an
+event. Each suite's conftest.py imports from here and adds its fixtures.
+"""
+
+import base64
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+SPACED = os.path.join(BUILD, "spaced")
+SPACE = os.path.join(BUILD, "space")
+AGENT = os.path.join(BUILD, "space-agent")
+
+START_DEADLINE = 15 * 60   # a fresh machine builds the default template at start
+IO_TIMEOUT = 120           # seconds any single read from spaced may take, unless a suite says otherwise
+SANDBOX_ID_CHARS = set("0123456789abcdef")
+
+
+# --------------------------------------------------------------------------
+# waiting
+
+
+def wait_until(cond, timeout, what, interval=0.05):
+    """Polls cond() until it returns a true value, which is returned; fails at the deadline."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = cond()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------
+# HTTP client
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP/1.1 over a Unix socket."""
+
+    def __init__(self, path, timeout=IO_TIMEOUT, blocksize=1 << 20):
+        super().__init__("space", timeout=timeout, blocksize=blocksize)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+class ApiError(AssertionError):
+    pass
+
+
+class Stream:
+    """An open NDJSON (or error) response; iterating yields events as they arrive."""
+
+    def __init__(self, conn, resp):
+        self.conn = conn
+        self.resp = resp
+        self.status = resp.status
+        self.headers = {k.lower(): v for k, v in resp.getheaders()}
+        self._buf = b""
+        self._eof = False
+        self.body = None
+        if not self.headers.get("content-type", "").startswith("application/x-ndjson"):
+            self.body = resp.read()
+            self.close()
+
+    def json_body(self):
+        return json.loads(self.body) if self.body else None
+
+    def next_event(self):
+        """The next event, or None at the end of the stream."""
+        while b"\n" not in self._buf:
+            if self._eof:
+                if self._buf.strip():
+                    raise ApiError(f"stream ended inside a line: {self._buf!r}")
+                return None
+            chunk = self.resp.read1(65536)
+            if not chunk:
+                self._eof = True
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        if not line.strip():
+            return self.next_event()
+        return json.loads(line)
+
+    def __iter__(self):
+        while True:
+            ev = self.next_event()
+            if ev is None:
+                return
+            yield ev
+
+    def close(self):
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Api:
+    """A small client of the space API.
+
+    request() returns (status, headers, body bytes); the json helpers decode
+    the body; stream() opens an NDJSON stream read line by line as it comes.
+    """
+
+    def __init__(self, socket_path=None, tcp=None, token=None, io_timeout=IO_TIMEOUT):
+        self.socket_path = socket_path
+        self.tcp = tcp          # (host, port)
+        self.token = token
+        self.io_timeout = io_timeout
+
+    def connection(self, timeout=None):
+        timeout = timeout or self.io_timeout
+        if self.tcp:
+            return http.client.HTTPConnection(self.tcp[0], self.tcp[1], timeout=timeout, blocksize=1 << 20)
+        return UnixHTTPConnection(self.socket_path, timeout=timeout)
+
+    def _send(self, conn, method, path, body=None, raw=None, headers=None):
+        hdrs = {}
+        if self.token:
+            hdrs["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        elif raw is not None:
+            data = raw
+            if isinstance(raw, (bytes, bytearray)):
+                hdrs["Content-Length"] = str(len(raw))
+            else:  # a file: http.client sends it in blocks
+                hdrs["Content-Length"] = str(os.fstat(raw.fileno()).st_size - raw.tell())
+        if method in ("POST", "PUT") and data is None:
+            hdrs["Content-Length"] = "0"
+        hdrs.update(headers or {})
+        conn.request(method, path, body=data, headers=hdrs)
+        return conn.getresponse()
+
+    def request(self, method, path, body=None, raw=None, headers=None, timeout=None):
+        conn = self.connection(timeout)
+        try:
+            resp = self._send(conn, method, path, body, raw, headers)
+            data = resp.read()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+        finally:
+            conn.close()
+
+    def json(self, method, path, body=None, raw=None, headers=None, timeout=None):
+        """(status, decoded JSON body or None)."""
+        status, hdrs, data = self.request(method, path, body, raw, headers, timeout)
+        if not data:
+            return status, None
+        try:
+            return status, json.loads(data)
+        except ValueError:
+            raise ApiError(f"{method} {path}: {status} with a body that is not JSON: {data[:300]!r}")
+
+    def ok(self, method, path, body=None, expect=(200, 201, 204), **kw):
+        """The decoded body of a request that must succeed."""
+        status, data = self.json(method, path, body, **kw)
+        if status not in expect:
+            raise ApiError(f"{method} {path} {body!r}: expected {expect}, got {status} {data}")
+        return data
+
+    def stream(self, method, path, body=None, raw=None, headers=None, timeout=None):
+        conn = self.connection(timeout)
+        resp = self._send(conn, method, path, body, raw, headers)
+        return Stream(conn, resp)
+
+    # -- conveniences for what almost every test does
+
+    def create(self, **fields):
+        sb = self.ok("POST", "/v1/sandboxes", fields, expect=(201,))
+        assert set(sb["id"]) <= SANDBOX_ID_CHARS, sb
+        return sb["id"]
+
+    def delete(self, sbid):
+        status, _, _ = self.request("DELETE", f"/v1/sandboxes/{sbid}")
+        assert status in (204, 404), f"DELETE {sbid}: {status}"
+
+    def exec(self, sbid, cmd, **fields):
+        """Runs cmd (argv list or shell string); the result object. Fails on a non-200."""
+        fields["cmd"] = cmd
+        return self.ok("POST", f"/v1/sandboxes/{sbid}/exec", fields, expect=(200,))
+
+    def exec_stream(self, sbid, cmd, **fields):
+        fields["cmd"] = cmd
+        fields["stream"] = True
+        return self.stream("POST", f"/v1/sandboxes/{sbid}/exec", fields)
+
+    def put_file(self, sbid, path, data, timeout=None):
+        """(status, headers, body) of writing data (bytes or a file) at path in sbid."""
+        return self.request("PUT", f"/v1/sandboxes/{sbid}/files?path={q(path)}", raw=data, timeout=timeout)
+
+    def get_file(self, sbid, path, timeout=None):
+        """(status, bytes) of reading path in sbid."""
+        status, _, data = self.request("GET", f"/v1/sandboxes/{sbid}/files?path={q(path)}", timeout=timeout)
+        return status, data
+
+
+def event_bytes(ev):
+    """The output bytes of a stdout/stderr event, whichever encoding it used."""
+    if "data" in ev:
+        return ev["data"].encode("utf-8")
+    return base64.b64decode(ev["data_b64"])
+
+
+def result_bytes(res, name="stdout"):
+    """stdout or stderr of a non-stream exec result, as bytes."""
+    if name in res:
+        return res[name].encode("utf-8")
+    return base64.b64decode(res.get(name + "_b64", ""))
+
+
+def collect(stream):
+    """Reads a whole exec/output stream: (stdout bytes, stderr bytes, events)."""
+    out, err, events = b"", b"", []
+    for ev in stream:
+        events.append(ev)
+        if ev["type"] == "stdout":
+            out += event_bytes(ev)
+        elif ev["type"] == "stderr":
+            err += event_bytes(ev)
+    return out, err, events
+
+
+def q(path):
+    """A path for a ?path= query."""
+    return urllib.parse.quote(path, safe="/")
+
+
+# --------------------------------------------------------------------------
+# the daemon
+
+
+class Daemon:
+    """One build/spaced with its own state directory and socket (and a TCP listener with listen)."""
+
+    def __init__(self, state_dir=None, listen=None, agent=AGENT, cwd=ROOT, spaced=SPACED, prefix="space-test-",
+                 io_timeout=IO_TIMEOUT):
+        self.state_dir = state_dir or tempfile.mkdtemp(prefix=prefix)
+        self.socket = os.path.join(self.state_dir, "space.sock")
+        self.listen = listen
+        self.agent = agent
+        self.cwd = cwd
+        self.spaced = spaced
+        self.io_timeout = io_timeout
+        self.log_path = os.path.join(self.state_dir, "spaced.log")
+        self.proc = None
+        self.api = Api(self.socket, io_timeout=io_timeout)
+
+    def argv(self):
+        a = [self.spaced, "--state-dir", self.state_dir, "--socket", self.socket, "--agent", self.agent]
+        if self.listen:
+            a += ["--listen", self.listen]
+        return a
+
+    def start(self, deadline=START_DEADLINE):
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, cwd=self.cwd,
+                                     stdin=subprocess.DEVNULL)
+        log.close()
+        self.wait_healthy(deadline)
+        return self
+
+    def log_tail(self, n=30):
+        try:
+            with open(self.log_path, "rb") as f:
+                return b"".join(f.readlines()[-n:]).decode(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def healthy(self):
+        if not self.alive():
+            pytest.fail(f"spaced exited with status {self.proc.returncode}:\n{self.log_tail()}")
+        try:
+            status, body = self.api.json("GET", "/v1/health", timeout=10)
+        except (OSError, http.client.HTTPException):
+            return False
+        return status == 200 and body.get("status") == "ok"
+
+    def wait_healthy(self, deadline=START_DEADLINE):
+        wait_until(self.healthy, deadline, f"spaced on {self.socket} to answer /v1/health", interval=0.1)
+
+    def kill(self, sig=signal.SIGKILL):
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self):
+        if self.alive():
+            self.kill(signal.SIGTERM)
+
+    def token(self, tenant=None):
+        """A new bearer token (of tenant, if given), made with `spaced token create`."""
+        argv = [self.spaced, "--state-dir", self.state_dir, "token", "create"]
+        if tenant:
+            argv += ["--name", tenant, "--tenant", tenant]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    def rss_kib(self):
+        """spaced's resident set size (VmRSS), KiB."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def runsc_root(self):
+        return os.path.join(self.state_dir, "runsc")
+
+    def sandbox_dir(self, sbid):
+        return os.path.join(self.state_dir, "sandboxes", sbid)
+
+    def layer(self, sbid, *rel):
+        """A path in the sandbox's writable layer on the host (its disk, mounted)."""
+        return os.path.join(self.sandbox_dir(sbid), "layer", "upper", *rel)
+
+    def cleanup(self):
+        """Deletes every sandbox and snapshot, stops spaced, removes what is left: containers,
+        mounts, files. SPACE_TEST_KEEP_LOG=PATH keeps a copy of the log."""
+        if self.alive():
+            for kind in ("sandboxes", "snapshots"):
+                try:
+                    _, body = self.api.json("GET", f"/v1/{kind}", timeout=30)
+                    for item in (body or {}).get(kind, []):
+                        try:
+                            self.api.request("DELETE", f"/v1/{kind}/{item['id']}", timeout=self.io_timeout)
+                        except (OSError, http.client.HTTPException):
+                            pass
+                except (OSError, http.client.HTTPException, ValueError):
+                    pass
+        self.stop()
+        root = self.runsc_root()
+        if os.path.isdir(root):
+            r = subprocess.run(["runsc", "--root", root, "list", "-quiet"], capture_output=True, text=True)
+            for cid in r.stdout.split():
+                subprocess.run(["runsc", "--root", root, "kill", cid, "KILL"], capture_output=True)
+                subprocess.run(["runsc", "--root", root, "delete", "--force", cid], capture_output=True)
+        keep = os.environ.get("SPACE_TEST_KEEP_LOG")
+        if keep and os.path.exists(self.log_path):
+            shutil.copyfile(self.log_path, keep)
+        for mnt in mounts_under(self.state_dir):
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
+        if not mounts_under(self.state_dir):
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def mounts_under(d):
+    """Mount points at or below d, deepest first."""
+    d = os.path.realpath(d)
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].replace("\\040", " ")
+            if mp == d or mp.startswith(d + "/"):
+                found.append(mp)
+    return sorted(found, key=len, reverse=True)
+
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
