@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -154,4 +155,44 @@ void cli_note_resumed(const char *path)
 		fprintf(stderr, "space: sandbox %.*s was paused or suspended; spaced resumed it\n", len, id);
 	else
 		fprintf(stderr, "space: spaced resumed a paused or suspended sandbox\n");
+}
+
+int cli_remove(struct cli *cli, int argc, char **argv, const char *what, char *(*path_of)(const char *id))
+{
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, force = 0, status = 0;
+
+	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+		if (c == 'f')
+			force = 1;
+		else if (c == 'h')
+			return cli_help(cli);
+		else
+			return cli_bad_option(cli);
+	}
+	if (optind >= argc && !force)
+		return cli_usage_error(cli, "wants at least one %s ID", what);
+	for (int i = optind; i < argc; i++) {
+		struct client_err err = { 0 };
+		char *path = path_of(argv[i]);
+		if (!path)
+			return cli_error("out of memory");
+		int r = client_request(&cli->client, "DELETE", path, NULL, NULL, &err);
+		free(path);
+		if (!r) {
+			printf("%s\n", argv[i]);
+			fflush(stdout);
+			continue;
+		}
+		if (force && err.kind == CLIENT_ERR_API && err.status == 404)
+			continue;
+		status = cli_report(cli, &err);
+		if (status == CLI_EXIT_DAEMON)
+			return status;
+	}
+	return status;
 }

@@ -66,6 +66,13 @@ int cli_print_json(json_t *v);
 char *cli_sandbox_path(const char *id, const char *suffix);
 
 /*
+ * `space rm` and `space snapshot rm`: [-f] ID..., each removed with DELETE on path_of(id)
+ * (malloc'd) and printed; with -f an id that does not exist is not an error. `what` names
+ * the ids in the usage message. Returns the exit status.
+ */
+int cli_remove(struct cli *cli, int argc, char **argv, const char *what, char *(*path_of)(const char *id));
+
+/*
  * With SPACE_VERBOSE set (and not "0"), the client's on_resumed hook: says on
  * stderr that spaced resumed the sandbox of the request at path for it.
  */

@@ -389,42 +389,7 @@ static int snapshot_inspect(struct cli *cli, int argc, char **argv)
 /* `space snapshot rm [-f] SID...` */
 static int snapshot_rm(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c, force = 0, status = 0;
-
-	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
-		if (c == 'f')
-			force = 1;
-		else if (c == 'h')
-			return cli_help(cli);
-		else
-			return cli_bad_option(cli);
-	}
-	if (optind >= argc && !force)
-		return cli_usage_error(cli, "wants at least one snapshot ID");
-	for (int i = optind; i < argc; i++) {
-		struct client_err err = { 0 };
-		char *path = snapshot_path(argv[i]);
-		if (!path)
-			return cli_error("out of memory");
-		int r = client_request(&cli->client, "DELETE", path, NULL, NULL, &err);
-		free(path);
-		if (!r) {
-			printf("%s\n", argv[i]);
-			fflush(stdout);
-			continue;
-		}
-		if (force && err.kind == CLIENT_ERR_API && err.status == 404)
-			continue;
-		status = cli_report(cli, &err);
-		if (status == CLI_EXIT_DAEMON)
-			return status;
-	}
-	return status;
+	return cli_remove(cli, argc, argv, "snapshot", snapshot_path);
 }
 
 int cmd_snapshot(struct cli *cli, int argc, char **argv)
