@@ -9,9 +9,12 @@ bench/results/<date>-<host>.json with a description of the machine.
     /usr/bin/python3 bench/run.py [--quick] [--only NAME[,NAME...]]
 
 Scenarios (--only takes their names):
-  exec       round trip of `true` and of `python3 -c pass` in a running sandbox (vs runsc exec, native)
+  exec       round trip of `true` through the API and through the Python SDK in a running sandbox
+             (vs runsc exec, native)
+  exec_python  round trip of `python3 -c pass` (vs runsc exec, native)
   create     create -> first exec of `true` done (vs runsc run of `true`); and from a snapshot
-  stream     stdout of `head -c 1G /dev/zero` through the API (vs runsc exec); files of 256 MiB
+  stream     stdout of `head -c 1G /dev/zero` through the API (vs runsc exec)
+  files      upload and download of 256 MiB through the API (vs a native copy)
   lifecycle  pause/resume; suspend/resume of an idle Python sandbox and of one holding 200 MiB
              (vs runsc checkpoint + restore of the same contents); host memory before and after;
              snapshot; fork of 4
@@ -39,6 +42,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
+sys.path.insert(0, os.path.join(ROOT, "sdk", "python"))
+
+from space import Sandbox  # noqa: E402  (the Python SDK, from the tree)
 
 
 class UnixHTTP(http.client.HTTPConnection):
@@ -175,11 +181,15 @@ class Bench:
         proc = os.path.join(d, "true.json")
         with open(proc, "w") as f:
             json.dump({"args": ["/bin/true"], "env": ["PATH=/usr/bin:/bin"], "cwd": "/", "user": {"uid": 0, "gid": 0}}, f)
-        ours, raw, native = [], [], []
+        sdk_sb = Sandbox.connect(sb["id"], host=f"unix://{self.sockpath}")
+        ours, sdk, raw, native = [], [], [], []
         for _ in range(n):
             t = time.perf_counter()
             self.api.call("POST", f"/v1/sandboxes/{sb['id']}/exec", {"cmd": ["/bin/true"]})
             ours.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            sdk_sb.commands.run(["/bin/true"])
+            sdk.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
             self.runsc("exec", "--process", proc, cid, check=True)
             raw.append((time.perf_counter() - t) * 1000)
@@ -187,6 +197,7 @@ class Bench:
             subprocess.run(["/bin/true"], check=True)
             native.append((time.perf_counter() - t) * 1000)
         self.record("exec round trip of `true`", "ms", ours, raw, native=native)
+        self.record("exec round trip of `true` through the Python SDK", "ms", sdk, raw, native=native)
         self.api.call("DELETE", f"/v1/sandboxes/{sb['id']}")
         self.raw_cleanup(d, cid)
 
