@@ -419,9 +419,13 @@ int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 
 void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e)
 {
-	while (sb->deferred) {
-		struct op *op = sb->deferred;
-		sb->deferred = op->next;
+	/* Each waiting request runs once: one that defers itself again (the agent went away in the
+	 * meantime) waits in sb->deferred for the next hello, not in this loop. */
+	struct op *list = sb->deferred;
+	sb->deferred = NULL;
+	while (list) {
+		struct op *op = list;
+		list = op->next;
 		op->next = NULL;
 		op->deferred = false;
 		op->sb = NULL;
@@ -433,7 +437,7 @@ void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e
 		/* Run the request again, now against a running sandbox. */
 		int rc = op->route->handler(op);
 		if (op->deferred)
-			continue; /* suspended again meanwhile: it waits for the next resume */
+			continue; /* deferred again: it waits for the next resume or hello */
 		if (op->route->upload && rc == API_DONE && !op->err.status && !op->done)
 			op_wake(op); /* go on with the body */
 		else if (rc == API_DONE)
