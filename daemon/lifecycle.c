@@ -146,6 +146,9 @@ static int fsync_path(const char *p)
 
 static int remove_tree(const char *p)
 {
+	struct stat st;
+	if (lstat(p, &st) < 0 && errno == ENOENT)
+		return 0; /* the usual case: nothing to remove, and no rm to start */
 	char *rm[] = { "rm", "-rf", "--one-file-system", (char *)p, NULL };
 	return spawn_run(rm, -1, -1) == 0 ? 0 : -EIO;
 }
