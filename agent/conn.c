@@ -250,8 +250,14 @@ void conn_tick(struct agent *a, uint64_t now)
 	struct conn *c = &a->conn;
 	if (c->fd >= 0 || now < c->retry_at)
 		return;
-	if (conn_connect(a) < 0)
+	if (conn_connect(a) == 0) {
+		c->fast_retries = 0;
+	} else if (c->fast_retries > 0) {
+		c->fast_retries--;
+		c->retry_at = now + AGENT_RETRY_FAST_MS;
+	} else {
 		c->retry_at = now + SP_AGENT_RETRY_MS;
+	}
 }
 
 uint64_t conn_deadline(const struct agent *a)
@@ -326,6 +332,8 @@ void conn_detach(struct agent *a)
 		poll(&p, 1, (int)(end - now));
 	}
 	conn_drop(a, "detached by the host");
+	c->fast_retries = AGENT_FAST_RETRIES;
+	c->retry_at = agent_now_ms() + AGENT_RETRY_FAST_MS;
 }
 
 /* Handles every whole frame in the input buffer. */

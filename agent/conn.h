@@ -28,6 +28,11 @@ struct proc;
 
 /* How long H_DETACH may take to write out the queue before closing anyway. */
 #define AGENT_DETACH_FLUSH_MS 10000u
+/* After a detach the sandbox is about to be checkpointed, and the agent's next attempts happen
+ * right after its restore: those retry quickly, so a resumed sandbox is reachable sooner. Time
+ * frozen in the image does not use them up. */
+#define AGENT_RETRY_FAST_MS 20u
+#define AGENT_FAST_RETRIES 100u
 
 struct outframe {
 	struct outframe *next;
@@ -41,6 +46,7 @@ struct conn {
 	int fd;                    /* -1 while disconnected */
 	uint64_t generation;       /* number of connections made so far */
 	uint64_t retry_at;         /* monotonic ms of the next connect attempt */
+	unsigned fast_retries;     /* attempts left at AGENT_RETRY_FAST_MS (after a detach) */
 	struct outframe *head, *tail;
 	size_t head_off;           /* bytes of head already written */
 	size_t ctrl_bytes;         /* queued bytes of control frames */
