@@ -42,23 +42,6 @@
 #define DETACH_TIMEOUT_MS 10000
 #define SYNC_TIMEOUT_MS 600000
 
-/* Waits on d->cond until cond(sb) holds or timeout_ms passed. [L] */
-static bool wait_for(struct daemon *d, struct sandbox *sb, bool (*cond)(struct sandbox *), int timeout_ms)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	while (!cond(sb))
-		if (pthread_cond_timedwait(&d->cond, &d->lock, &until) == ETIMEDOUT)
-			return cond(sb);
-	return true;
-}
-
 static bool disconnected(struct sandbox *sb)
 {
 	return sb->chan.fd < 0;
@@ -195,7 +178,7 @@ int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e)
 {
 	if (agent_detach(d, sb) < 0 && sb->chan.fd >= 0)
 		return err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
-	if (!wait_for(d, sb, disconnected, DETACH_TIMEOUT_MS))
+	if (!sandbox_wait(d, sb, disconnected, DETACH_TIMEOUT_MS))
 		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not detach within %d s", sb->id,
 			       DETACH_TIMEOUT_MS / 1000);
 	return 0;
@@ -214,7 +197,7 @@ int lifecycle_reattach(struct daemon *d, struct sandbox *sb, struct err *e)
 
 static int wait_agent(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	if (!wait_for(d, sb, said_hello, AGENT_HELLO_TIMEOUT_MS))
+	if (!sandbox_wait(d, sb, said_hello, AGENT_HELLO_TIMEOUT_MS))
 		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not reconnect within %d s",
 			       sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
 	return 0;

@@ -317,6 +317,27 @@ void sandbox_watch(struct daemon *d, struct sandbox *sb)
 		sb->watched = true;
 }
 
+bool sandbox_wait(struct daemon *d, struct sandbox *sb, bool (*cond)(struct sandbox *), int timeout_ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	while (!cond(sb))
+		if (pthread_cond_timedwait(&d->cond, &d->lock, &until) == ETIMEDOUT)
+			return cond(sb);
+	return true;
+}
+
+static bool ping_settled(struct sandbox *sb)
+{
+	return !sb->chan.ping_ms || sb->state != SB_RUNNING;
+}
+
 static void nudge_job(struct job *j)
 {
 	struct daemon *d = j->d;
@@ -324,15 +345,9 @@ static void nudge_job(struct job *j)
 	struct err e = { 0 };
 	if (d->driver->wake(d->drv, sb, &e) < 0)
 		log_warn("sandbox %s: continuing its agent: %s", sb->id, e.msg);
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += AGENT_DEADLINE_MS / 1000;
 	daemon_lock(d);
 	/* answered, gone, or in another state: whoever changed that took charge */
-	while (sb->chan.ping_ms && sb->state == SB_RUNNING &&
-	       pthread_cond_timedwait(&d->cond, &d->lock, &until) != ETIMEDOUT)
-		;
-	bool hung = sb->chan.ping_ms && sb->state == SB_RUNNING;
+	bool hung = !sandbox_wait(d, sb, ping_settled, AGENT_DEADLINE_MS);
 	if (!hung) {
 		if (sb->state == SB_RUNNING && sb->chan.hello)
 			log_warn("sandbox %s: its agent had stopped answering; continued", sb->id);
@@ -371,17 +386,10 @@ static int new_id(char out[SANDBOX_ID_LEN + 1])
 	return 0;
 }
 
-/* Waits until the agent of sb said hello, or the deadline passed. [L] */
-static bool wait_hello(struct daemon *d, struct sandbox *sb)
+/* Ready: connected and its process list applied, so a listing right after is complete. */
+static bool agent_ready(struct sandbox *sb)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += AGENT_HELLO_TIMEOUT_MS / 1000;
-	/* ready = connected and its process list applied, so a listing right after is complete */
-	while (!(sb->chan.hello && sb->chan.listed))
-		if (pthread_cond_timedwait(&d->cond, &d->lock, &until) == ETIMEDOUT)
-			return sb->chan.hello && sb->chan.listed;
-	return true;
+	return sb->chan.hello && sb->chan.listed;
 }
 
 int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e)
@@ -406,7 +414,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		rc = d->driver->start(d->drv, sb, e);
 	}
 	daemon_lock(d);
-	if (rc == 0 && !wait_hello(d, sb))
+	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, AGENT_HELLO_TIMEOUT_MS))
 		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
 			     sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
 	if (rc == 0) {

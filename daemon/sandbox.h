@@ -77,6 +77,8 @@ void sandbox_watch(struct daemon *d, struct sandbox *sb);
  * (something inside may have stopped it with SIGSTOP) and, if it still does not answer within
  * another deadline, stops the sandbox and fails it as unresponsive, files kept. [L] */
 void sandbox_unresponsive(struct daemon *d, struct sandbox *sb);
+/* Waits on d->cond until cond(sb) holds or timeout_ms pass; whether it holds. [L] */
+bool sandbox_wait(struct daemon *d, struct sandbox *sb, bool (*cond)(struct sandbox *), int timeout_ms);
 /* Records activity on sb: its idle timeout starts again. [L] */
 void sandbox_touch(struct sandbox *sb);
 /* Suspends or deletes every sandbox whose idle timeout or lifetime has passed. [L] */
