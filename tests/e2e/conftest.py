@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 from spacetest import (  # noqa: E402,F401  (re-exported to the tests)
     AGENT, IO_TIMEOUT, ROOT, SPACE, SPACED, Api, ApiError, Stream, collect, event_bytes, free_port, mounts_under, q,
-    result_bytes, wait_until)
+    result_bytes, spaced_survives, wait_until)
 import spacetest  # noqa: E402
 
 Daemon = functools.partial(spacetest.Daemon, prefix="space-e2e-")
@@ -55,16 +55,6 @@ def spaced():
         yield d
     finally:
         d.cleanup()
-
-
-@pytest.fixture(autouse=True)
-def spaced_survives(request):
-    """After every test that used the session's daemon: it must still be running."""
-    yield
-    if "spaced" in request.fixturenames:
-        d = request.getfixturevalue("spaced")
-        if d.proc.poll() is not None:
-            pytest.fail(f"spaced died (status {d.proc.returncode}) during this test:\n{d.log_tail()}")
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 
 import spacetest  # noqa: E402
-from spacetest import AGENT, ROOT, SPACED, free_port, wait_until  # noqa: E402,F401  (re-exported)
+from spacetest import AGENT, ROOT, SPACED, free_port, spaced_survives, wait_until  # noqa: E402,F401  (re-exported)
 
 SDK = os.path.join(ROOT, "sdk", "python")
 sys.path.insert(0, SDK)
@@ -79,16 +79,6 @@ def spaced():
             else:
                 os.environ[k] = v
         d.cleanup()
-
-
-@pytest.fixture(autouse=True)
-def spaced_survives(request):
-    """After every test that used the daemon: it must still be running."""
-    yield
-    if "spaced" in request.fixturenames:
-        d = request.getfixturevalue("spaced")
-        if d.proc.poll() is not None:
-            pytest.fail(f"spaced died (status {d.proc.returncode}) during this test:\n{d.log_tail()}")
 
 
 @pytest.fixture

@@ -401,3 +401,14 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+@pytest.fixture(autouse=True)
+def spaced_survives(request):
+    """After every test that used the session's daemon (fixture `spaced`): it must still be running.
+    A suite's conftest imports it to have it run around each of its tests."""
+    yield
+    if "spaced" in request.fixturenames:
+        d = request.getfixturevalue("spaced")
+        if d.proc.poll() is not None:
+            pytest.fail(f"spaced died (status {d.proc.returncode}) during this test:\n{d.log_tail()}")
