@@ -25,7 +25,7 @@ CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -DSPACE_VERSION='"$(VERSION)"' -I.
 SAN     :=
 
 LIB_SRC     := $(wildcard lib/*.c)
-DAEMON_SRC  := $(wildcard daemon/*.c)
+DAEMON_SRC  := $(wildcard daemon/*.c daemon/*/*.c)
 CLI_SRC     := $(wildcard cli/*.c)
 AGENT_SRC   := $(wildcard agent/*.c)
 UNIT_SRC    := $(wildcard tests/unit/*.c)

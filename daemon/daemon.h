@@ -20,8 +20,8 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "../lib/buf.h"
-#include "state.h"
+#include "lib/buf.h"
+#include "daemon/core/state.h"
 
 #define SPACE_MAX_SANDBOXES 256          /* sandboxes that exist at once */
 #define TENANT_MAX_SANDBOXES 64          /* of them, owned by one tenant (TCP token) */

@@ -20,17 +20,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "daemon.h"
-#include "driver.h"
-#include "hash.h"
-#include "http.h"
-#include "reaper.h"
-#include "log.h"
-#include "sandbox.h"
-#include "snapshot.h"
-#include "store.h"
-#include "template.h"
+#include "daemon/io/agent.h"
+#include "daemon/daemon.h"
+#include "daemon/driver/driver.h"
+#include "daemon/base/hash.h"
+#include "daemon/api/http.h"
+#include "daemon/base/reaper.h"
+#include "daemon/base/log.h"
+#include "daemon/core/sandbox.h"
+#include "daemon/core/snapshot.h"
+#include "daemon/store/store.h"
+#include "daemon/store/template.h"
 
 static void usage(FILE *f)
 {

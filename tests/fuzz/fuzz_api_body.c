@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/api.h"
-#include "daemon/agent.h"
-#include "daemon/sandbox.h"
+#include "daemon/api/api.h"
+#include "daemon/io/agent.h"
+#include "daemon/core/sandbox.h"
 #include "harness_daemon.h"
 #include "lib/frame.h"
 

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/api.h"
-#include "daemon/sandbox.h"
+#include "daemon/api/api.h"
+#include "daemon/core/sandbox.h"
 
 static const char *const methods[] = { "GET", "POST", "PUT", "DELETE" };
 

@@ -19,12 +19,12 @@
  * bytes, and every answer that came out is a status with a JSON body or an
  * error with a code.
  */
-#include "../../daemon/agent.c"
+#include "daemon/io/agent.c"
 
 #include <assert.h>
 #include <sys/ioctl.h>
 
-#include "daemon/sandbox.h"
+#include "daemon/core/sandbox.h"
 #include "harness_daemon.h"
 
 static struct fz z;

@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon/agent.h"
-#include "daemon/sandbox.h"
+#include "daemon/io/agent.h"
+#include "daemon/core/sandbox.h"
 
 static void connect_agent(struct fz *z)
 {

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "daemon/daemon.h"
-#include "daemon/op.h"
+#include "daemon/core/op.h"
 
 #define FZ_SANDBOX_ID "0123456789ab"
 

@@ -16,14 +16,14 @@
 #include <jansson.h>
 
 #include "daemon/daemon.h"
-#include "daemon/err.h"
-#include "daemon/job.h"
-#include "daemon/lifecycle.h"
-#include "daemon/log.h"
-#include "daemon/snapshot.h"
-#include "daemon/spawn.h"
-#include "daemon/store.h"
-#include "daemon/template.h"
+#include "daemon/base/err.h"
+#include "daemon/core/job.h"
+#include "daemon/core/lifecycle.h"
+#include "daemon/base/log.h"
+#include "daemon/core/snapshot.h"
+#include "daemon/base/spawn.h"
+#include "daemon/store/store.h"
+#include "daemon/store/template.h"
 
 #define NOT_HERE(e) err_set((e), 500, "internal", ENOSYS, "not available in the fuzz target")
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "daemon/api.h"
+#include "daemon/api/api.h"
 
 static struct op *op_with(const char *body)
 {

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "daemon/oci.h"
+#include "daemon/driver/oci.h"
 
 static json_t *spec(int cpus, int mem)
 {

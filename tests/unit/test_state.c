@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "daemon/state.h"
+#include "daemon/core/state.h"
 
 static void test_running(void **state)
 {

@@ -1,0 +1,242 @@
+/*
+ * daemon/api/api.c - the route table of API v1 and request validation.
+ *
+ * Every route is one line of the table; matching is by path segments, with
+ * ":id" and ":pid" capturing a sandbox id and a process id. Bodies are
+ * validated strictly: unknown fields and wrong types are errors that name
+ * the field.
+ */
+#include "daemon/api/api.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/core/lifecycle.h"
+#include "daemon/core/sandbox.h"
+#include "daemon/core/snapshot.h"
+#include "daemon/io/timer.h"
+
+static const struct route routes[] = {
+	{ "GET", "/v1/health", api_health, NULL },
+	{ "GET", "/v1/version", api_version, NULL },
+	{ "GET", "/v1/templates", api_templates, NULL },
+	{ "POST", "/v1/sandboxes", api_sandbox_create, NULL },
+	{ "GET", "/v1/sandboxes", api_sandbox_list, NULL },
+	{ "GET", "/v1/sandboxes/:id", api_sandbox_get, NULL },
+	{ "DELETE", "/v1/sandboxes/:id", api_sandbox_delete, NULL },
+	{ "POST", "/v1/sandboxes/:id/pause", api_sandbox_pause, NULL },
+	{ "POST", "/v1/sandboxes/:id/resume", api_sandbox_resume, NULL },
+	{ "POST", "/v1/sandboxes/:id/suspend", api_sandbox_suspend, NULL },
+	{ "POST", "/v1/sandboxes/:id/sync", api_sandbox_sync, NULL },
+	{ "POST", "/v1/sandboxes/:id/snapshot", api_sandbox_snapshot, NULL },
+	{ "POST", "/v1/sandboxes/:id/fork", api_sandbox_fork, NULL },
+	{ "GET", "/v1/snapshots", api_snapshot_list, NULL },
+	{ "GET", "/v1/snapshots/:snap", api_snapshot_get, NULL },
+	{ "DELETE", "/v1/snapshots/:snap", api_snapshot_delete, NULL },
+	{ "POST", "/v1/sandboxes/:id/exec", api_exec, NULL },
+	{ "POST", "/v1/sandboxes/:id/processes", api_proc_start, NULL },
+	{ "GET", "/v1/sandboxes/:id/processes", api_proc_list, NULL },
+	{ "GET", "/v1/sandboxes/:id/processes/:pid", api_proc_get, NULL },
+	{ "GET", "/v1/sandboxes/:id/processes/:pid/output", api_proc_output, NULL },
+	{ "POST", "/v1/sandboxes/:id/processes/:pid/stdin", api_proc_stdin, api_proc_stdin_upload },
+	{ "DELETE", "/v1/sandboxes/:id/processes/:pid/stdin", api_proc_stdin_close, NULL },
+	{ "POST", "/v1/sandboxes/:id/processes/:pid/signal", api_proc_signal, NULL },
+	{ "GET", "/v1/sandboxes/:id/processes/:pid/wait", api_proc_wait, NULL },
+	{ "GET", "/v1/sandboxes/:id/files", api_file_read, NULL },
+	{ "PUT", "/v1/sandboxes/:id/files", api_file_write, api_file_write_upload },
+	{ "DELETE", "/v1/sandboxes/:id/files", api_file_remove, NULL },
+	{ "GET", "/v1/sandboxes/:id/files/stat", api_file_stat, NULL },
+	{ "GET", "/v1/sandboxes/:id/files/list", api_file_list, NULL },
+	{ "POST", "/v1/sandboxes/:id/files/mkdir", api_file_mkdir, NULL },
+	{ "POST", "/v1/sandboxes/:id/files/rename", api_file_rename, NULL },
+};
+
+/* Matches url against pattern; captures into op. */
+static bool match(struct op *op, const char *pattern, const char *url)
+{
+	const char *p = pattern, *u = url;
+	while (*p && *u) {
+		if (*p != '/' || *u != '/')
+			return false;
+		p++;
+		u++;
+		size_t pl = strcspn(p, "/"), ul = strcspn(u, "/");
+		if (pl == 3 && strncmp(p, ":id", 3) == 0) {
+			if (ul == 0 || ul > SANDBOX_ID_LEN)
+				return false;
+			memcpy(op->sbid, u, ul);
+			op->sbid[ul] = '\0';
+		} else if (pl == 5 && strncmp(p, ":snap", 5) == 0) {
+			if (ul == 0 || ul > SNAPSHOT_ID_LEN)
+				return false;
+			memcpy(op->snapid, u, ul);
+			op->snapid[ul] = '\0';
+		} else if (pl == 4 && strncmp(p, ":pid", 4) == 0) {
+			char num[16];
+			if (ul == 0 || ul >= sizeof(num))
+				return false;
+			memcpy(num, u, ul);
+			num[ul] = '\0';
+			char *end;
+			unsigned long v = strtoul(num, &end, 10);
+			if (*end || v == 0 || v >= SP_CHAN_REQ)
+				return false;
+			op->pid = (uint32_t)v;
+		} else if (pl != ul || strncmp(p, u, pl) != 0) {
+			return false;
+		}
+		p += pl;
+		u += ul;
+	}
+	return *p == '\0' && (*u == '\0' || strcmp(u, "/") == 0);
+}
+
+const struct route *api_match(struct op *op, const char *method, const char *url)
+{
+	bool path_known = false;
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		if (!match(op, routes[i].pattern, url))
+			continue;
+		path_known = true;
+		if (strcmp(routes[i].method, method) == 0)
+			return &routes[i];
+	}
+	if (path_known)
+		err_set(&op->err, 405, "method_not_allowed", EINVAL, "%s is not allowed on %s", method, url);
+	else
+		err_set(&op->err, 404, "not_found", ENOENT, "no such route: %s %s", method, url);
+	return NULL;
+}
+
+static bool type_ok(json_t *v, enum field_type t)
+{
+	switch (t) {
+	case F_STRING:
+		return json_is_string(v);
+	case F_INT:
+		return json_is_integer(v);
+	case F_NUMBER:
+		return json_is_number(v);
+	case F_BOOL:
+		return json_is_boolean(v);
+	case F_STRMAP: {
+		const char *k;
+		json_t *x;
+		if (!json_is_object(v))
+			return false;
+		json_object_foreach(v, k, x) if (!json_is_string(x)) return false;
+		return true;
+	}
+	case F_INT_OR_STRING:
+		return json_is_integer(v) || json_is_string(v);
+	case F_ARGV_OR_STRING: {
+		size_t i;
+		json_t *x;
+		if (json_is_string(v))
+			return true;
+		if (!json_is_array(v) || json_array_size(v) == 0)
+			return false;
+		json_array_foreach(v, i, x) if (!json_is_string(x)) return false;
+		return true;
+	}
+	}
+	return false;
+}
+
+static const char *type_name(enum field_type t)
+{
+	static const char *names[] = { "a string", "an integer", "a number", "a boolean",
+				       "an object of strings", "a non-empty array of strings or a string",
+				       "an integer or a string" };
+	return names[t];
+}
+
+int api_body(struct op *op, const struct field *fields, json_t **out)
+{
+	json_error_t jerr;
+	json_t *body;
+	if (buf_avail(&op->body) == 0) {
+		body = json_object();
+	} else {
+		body = json_loadb((const char *)buf_head(&op->body), buf_avail(&op->body), JSON_REJECT_DUPLICATES, &jerr);
+		if (!body)
+			return err_set(&op->err, 400, "invalid_argument", EINVAL, "malformed JSON: %s (line %d, column %d)",
+				       jerr.text, jerr.line, jerr.column);
+	}
+	if (!json_is_object(body)) {
+		json_decref(body);
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "the body must be a JSON object");
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(body, k, v) {
+		const struct field *f = fields;
+		while (f->name && strcmp(f->name, k) != 0)
+			f++;
+		if (!f->name) {
+			err_set(&op->err, 400, "invalid_argument", EINVAL, "unknown field \"%s\"", k);
+			json_decref(body);
+			return -EINVAL;
+		}
+		if (!type_ok(v, f->type)) {
+			err_set(&op->err, 400, "invalid_argument", EINVAL, "field \"%s\" must be %s", k, type_name(f->type));
+			json_decref(body);
+			return -EINVAL;
+		}
+	}
+	*out = body;
+	return 0;
+}
+
+int api_check_path(struct op *op, const char *path, size_t len, const char *what)
+{
+	if (!path)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s is required", what);
+	if (strlen(path) != len)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s contains a NUL byte", what);
+	if (len == 0 || path[0] != '/')
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s must be an absolute path", what);
+	if (len > API_MAX_PATH)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s is longer than %d bytes", what,
+			       API_MAX_PATH);
+	return 0;
+}
+
+struct sandbox *api_sandbox(struct op *op, bool need_agent)
+{
+	struct sandbox *sb = sandbox_find(op->d, op->sbid);
+	/* another tenant's sandbox does not exist, as far as this request can tell */
+	if (sb && op->tcp && strcmp(sb->tenant, op->tenant) != 0)
+		sb = NULL;
+	if (!sb) {
+		err_set(&op->err, 404, "not_found", ENOENT, "no sandbox %s", op->sbid);
+		return NULL;
+	}
+	if (!need_agent)
+		return sb;
+	sandbox_touch(sb);
+	/* suspending: a suspend or a snapshot under way; the request waits for the sandbox to run */
+	bool waking = (sb->state == SB_RESUMING || sb->state == SB_SUSPENDING) && op->d->auto_resume;
+	if (op->d->auto_resume && (sb->state == SB_PAUSED || sb->state == SB_SUSPENDED)) {
+		struct err e = { 0 };
+		waking = lifecycle_start(op->d, sb, ACT_RESUME, NULL, &e) >= 0;
+	}
+	/* running, but its agent has not (re)connected yet, as right after a restart of spaced:
+	 * wait for its hello rather than fail */
+	bool connecting = sb->state == SB_RUNNING && !(sb->chan.hello && sb->chan.listed) && sb->chan.listen_fd >= 0;
+	if (connecting)
+		timer_add(op->d, op, mono_ms() + AGENT_HELLO_TIMEOUT_MS);
+	if (waking || connecting) {
+		/* Transparent resume: the request waits and runs again once the sandbox runs. */
+		op->deferred = true;
+		op->resumed = waking;
+		op->sb = sb;
+		op->next = sb->deferred;
+		sb->deferred = op;
+		return NULL;
+	}
+	if (!sandbox_usable(sb, &op->err))
+		return NULL;
+	return sb;
+}

@@ -1,0 +1,372 @@
+/*
+ * daemon/api/api_exec.c - routes that run and manage processes in a sandbox:
+ * exec (one result or an NDJSON stream), background processes, their
+ * output, stdin, signals and waiting.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/codec.h"
+#include "daemon/io/agent.h"
+#include "daemon/api/api.h"
+#include "daemon/core/sandbox.h"
+#include "daemon/io/timer.h"
+
+#define EXEC_MAX_TIMEOUT_S (7 * 24 * 3600)
+#define EXEC_MAX_STDIN SP_WINDOW /* bytes given inline with "stdin"; more goes through /stdin */
+
+static const struct field exec_fields[] = {
+	{ "cmd", F_ARGV_OR_STRING }, { "env", F_STRMAP }, { "cwd", F_STRING }, { "stdin", F_STRING },
+	{ "stdin_b64", F_STRING }, { "timeout", F_NUMBER }, { "user", F_STRING }, { "stream", F_BOOL },
+	{ "stdin_open", F_BOOL }, { NULL, 0 },
+};
+
+static int put_str(struct buf *b, const char *s)
+{
+	return buf_put(b, s, strlen(s) + 1);
+}
+
+/* Joins argv with spaces, for listings and messages. */
+static char *join_cmd(json_t *cmd)
+{
+	if (json_is_string(cmd))
+		return strdup(json_string_value(cmd));
+	struct buf b = { 0 };
+	size_t i;
+	json_t *a;
+	json_array_foreach(cmd, i, a) {
+		if (i)
+			buf_put(&b, " ", 1);
+		buf_put(&b, json_string_value(a), json_string_length(a));
+	}
+	buf_put(&b, "", 1);
+	return (char *)b.data;
+}
+
+/* Builds and sends H_EXEC for op from its validated body. */
+static int send_exec(struct op *op, struct sandbox *sb, json_t *body)
+{
+	json_t *cmd = json_object_get(body, "cmd");
+	json_t *env = json_object_get(body, "env");
+	const char *cwd = json_string_value(json_object_get(body, "cwd"));
+	const char *user = json_string_value(json_object_get(body, "user"));
+	json_t *tmo = json_object_get(body, "timeout");
+	double timeout = tmo ? json_number_value(tmo) : 0;
+
+	if (!cmd)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "field \"cmd\" is required");
+	if (cwd && api_check_path(op, cwd, strlen(cwd), "cwd") < 0)
+		return -EINVAL;
+	if (!(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S))
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds",
+			       EXEC_MAX_TIMEOUT_S);
+
+	struct sp_exec x = { 0 };
+	struct buf strs = { 0 };
+	if (user && *user && strcmp(user, "root") != 0) {
+		x.uid = x.gid = 0xffffffffu;
+		put_str(&strs, user);
+	} else {
+		put_str(&strs, "");
+	}
+	put_str(&strs, cwd ? cwd : "");
+	if (json_is_string(cmd)) {
+		x.argc = 3;
+		put_str(&strs, "/bin/sh");
+		put_str(&strs, "-c");
+		put_str(&strs, json_string_value(cmd));
+	} else {
+		size_t i;
+		json_t *a;
+		x.argc = (uint32_t)json_array_size(cmd);
+		json_array_foreach(cmd, i, a) put_str(&strs, json_string_value(a));
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(env, k, v) {
+		if (!*k || strchr(k, '=')) {
+			buf_free(&strs);
+			return err_set(&op->err, 400, "invalid_argument", EINVAL, "bad environment variable name \"%s\"", k);
+		}
+		buf_put(&strs, k, strlen(k));
+		buf_put(&strs, "=", 1);
+		put_str(&strs, json_string_value(v));
+		x.envc++;
+	}
+	x.timeout_ms = (uint32_t)(timeout * 1000);
+	if (timeout > 0 && x.timeout_ms == 0)
+		x.timeout_ms = 1;
+	if (json_is_true(json_object_get(body, "stdin_open")) || json_object_get(body, "stdin") ||
+	    json_object_get(body, "stdin_b64"))
+		x.flags |= SP_EXEC_STDIN;
+	if (x.argc + x.envc > SP_MAX_ARGS || sizeof(x) + buf_avail(&strs) > SP_MAX_PAYLOAD) {
+		buf_free(&strs);
+		return err_set(&op->err, 413, "too_large", E2BIG,
+			       "command and environment are limited to %u entries and %u bytes", SP_MAX_ARGS,
+			       SP_MAX_PAYLOAD - (unsigned)sizeof(x));
+	}
+	op->what = join_cmd(cmd);
+	op->kind = OP_EXEC;
+	op->t0 = mono_ms();
+	op_link(op, sb);
+	int rc = agent_send(op->d, sb, SP_H_EXEC, op->tag, &x, sizeof(x), buf_head(&strs), buf_avail(&strs));
+	buf_free(&strs);
+	if (rc < 0) {
+		op_unlink(op);
+		return err_set(&op->err, 503, "unavailable", -rc, "sandbox %s: cannot reach its agent", sb->id);
+	}
+	return 0;
+}
+
+/* Decodes "stdin" / "stdin_b64" into op->body, which holds the bytes to send once started. */
+static int take_stdin(struct op *op, json_t *body)
+{
+	json_t *s = json_object_get(body, "stdin");
+	json_t *b64 = json_object_get(body, "stdin_b64");
+	buf_free(&op->body);
+	if (s && b64)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "give stdin or stdin_b64, not both");
+	if (s) {
+		buf_put(&op->body, json_string_value(s), json_string_length(s));
+	} else if (b64) {
+		size_t n = json_string_length(b64);
+		uint8_t *dst = buf_reserve(&op->body, n / 4 * 3 + 3);
+		long got = dst ? codec_b64_decode(dst, json_string_value(b64), n) : -1;
+		if (got < 0)
+			return err_set(&op->err, 400, "invalid_argument", EINVAL, "stdin_b64 is not valid base64");
+		buf_commit(&op->body, (size_t)got);
+	}
+	if (buf_avail(&op->body) > EXEC_MAX_STDIN)
+		return err_set(&op->err, 413, "too_large", E2BIG,
+			       "inline stdin is limited to %u bytes; stream more through the process's stdin route",
+			       EXEC_MAX_STDIN);
+	op->stdin_pending = s || b64;
+	return 0;
+}
+
+static int start(struct op *op, bool background)
+{
+	json_t *body;
+	if (api_body(op, exec_fields, &body) < 0)
+		return API_DONE;
+	struct sandbox *sb = api_sandbox(op, true);
+	int rc = sb ? 0 : -ENOENT;
+	if (rc == 0 && background && json_object_get(body, "stream"))
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "\"stream\" is for exec, not for processes");
+	if (rc == 0)
+		rc = take_stdin(op, body);
+	op->background = background;
+	op->stream = json_is_true(json_object_get(body, "stream"));
+	if (rc == 0)
+		rc = send_exec(op, sb, body);
+	json_decref(body);
+	return rc == 0 ? API_PENDING : API_DONE;
+}
+
+int api_exec(struct op *op)
+{
+	return start(op, false);
+}
+
+int api_proc_start(struct op *op)
+{
+	return start(op, true);
+}
+
+/* The process op->pid of op's sandbox; NULL with op->err set. */
+static struct proc *find_proc(struct op *op, struct sandbox **sbp, bool need_agent)
+{
+	struct sandbox *sb = api_sandbox(op, need_agent);
+	if (!sb)
+		return NULL;
+	struct proc *p = agent_proc(sb, op->pid, false);
+	if (!p)
+		err_set(&op->err, 404, "not_found", ESRCH, "no process %u in sandbox %s", op->pid, sb->id);
+	*sbp = sb;
+	return p;
+}
+
+/* The running process op->pid; NULL with op->err set (404, or 409 once it exited). */
+static struct proc *running_proc(struct op *op, struct sandbox **sbp)
+{
+	struct proc *p = find_proc(op, sbp, true);
+	if (p && p->exited) {
+		err_set(&op->err, 409, "conflict", ESRCH, "process %u has exited", p->pid);
+		return NULL;
+	}
+	return p;
+}
+
+/* Links op to p as one of the requests that wait on it (its exit, or stdin credit). [L] */
+static void wait_on(struct op *op, enum op_kind kind, struct sandbox *sb, struct proc *p)
+{
+	op->kind = kind;
+	op->sb = sb;
+	op->proc = p;
+	op->next = p->waiters;
+	p->waiters = op;
+}
+
+int api_proc_list(struct op *op)
+{
+	struct sandbox *sb = api_sandbox(op, false);
+	if (!sb)
+		return API_DONE;
+	json_t *arr = json_array();
+	/* procs is newest first; list oldest first */
+	for (struct proc *p = sb->procs; p; p = p->next)
+		json_array_insert_new(arr, 0, sandbox_proc_json(p));
+	op->json = json_pack("{s:o}", "processes", arr);
+	return API_DONE;
+}
+
+int api_proc_get(struct op *op)
+{
+	struct sandbox *sb;
+	struct proc *p = find_proc(op, &sb, false);
+	if (p)
+		op->json = sandbox_proc_json(p);
+	return API_DONE;
+}
+
+int api_proc_output(struct op *op)
+{
+	struct sandbox *sb;
+	struct proc *p = find_proc(op, &sb, false);
+	if (!p)
+		return API_DONE;
+	sandbox_touch(sb);
+	op->kind = OP_ATTACH;
+	op->stream = true;
+	op->responding = true;
+	op->t0 = mono_ms() - (now_ms() - p->started_ms);
+	op->sb = sb;
+	op_attach(op, p);
+	return API_DONE;
+}
+
+int api_proc_stdin(struct op *op)
+{
+	struct sandbox *sb;
+	struct proc *p = running_proc(op, &sb);
+	if (p)
+		wait_on(op, OP_STDIN, sb, p);
+	return API_DONE;
+}
+
+int api_proc_stdin_upload(struct op *op, const char *data, size_t *size)
+{
+	struct proc *p = op->proc;
+	if (!p || !op->sb) {
+		err_set(&op->err, 409, "conflict", ESRCH, "process %u has exited", op->pid);
+		return API_DONE;
+	}
+	while (*size > 0 && p->stdin_credit > 0) {
+		size_t n = *size;
+		if (n > SP_MAX_PAYLOAD)
+			n = SP_MAX_PAYLOAD;
+		if (n > p->stdin_credit)
+			n = p->stdin_credit;
+		if (agent_send(op->d, op->sb, SP_H_STDIN, p->pid, data, n, NULL, 0) < 0) {
+			err_set(&op->err, 503, "unavailable", ENOTCONN, "sandbox %s: its agent is not connected", op->sb->id);
+			return API_DONE;
+		}
+		p->stdin_credit -= (uint32_t)n;
+		data += n;
+		*size -= n;
+	}
+	if (*size > 0)
+		return API_PENDING;
+	if (data == NULL) { /* end of the body */
+		op->status = 204;
+		op_unlink(op);
+		op->done = true;
+	}
+	return API_DONE;
+}
+
+int api_proc_stdin_close(struct op *op)
+{
+	struct sandbox *sb;
+	struct proc *p = find_proc(op, &sb, true);
+	if (!p)
+		return API_DONE;
+	if (!p->exited)
+		agent_send(op->d, sb, SP_H_STDIN, p->pid, NULL, 0, NULL, 0);
+	op->status = 204;
+	return API_DONE;
+}
+
+static int signal_number(json_t *v)
+{
+	static const struct { const char *name; int num; } names[] = {
+		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 },
+		{ "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "STOP", SIGSTOP }, { "CONT", SIGCONT }, { "ALRM", SIGALRM },
+	};
+	if (json_is_integer(v)) {
+		json_int_t n = json_integer_value(v);
+		return n >= 1 && n <= 64 ? (int)n : -1;
+	}
+	const char *s = json_string_value(v);
+	if (!s)
+		return -1;
+	if (strncmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(names[i].name, s) == 0)
+			return names[i].num;
+	return -1;
+}
+
+int api_proc_signal(struct op *op)
+{
+	static const struct field fields[] = { { "signal", F_INT_OR_STRING }, { NULL, 0 } };
+	json_t *body;
+	if (api_body(op, fields, &body) < 0)
+		return API_DONE;
+	json_t *v = json_object_get(body, "signal");
+	int signo = v ? signal_number(v) : SIGTERM;
+	json_decref(body);
+	if (signo < 0) {
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "unknown signal");
+		return API_DONE;
+	}
+	struct sandbox *sb;
+	struct proc *p = running_proc(op, &sb);
+	if (!p)
+		return API_DONE;
+	uint8_t payload[4];
+	frame_put_u32(payload, (uint32_t)signo);
+	agent_send(op->d, sb, SP_H_SIGNAL, p->pid, payload, sizeof(payload), NULL, 0);
+	op->status = 204;
+	return API_DONE;
+}
+
+int api_proc_wait(struct op *op)
+{
+	const char *t = json_string_value(json_object_get(op->query, "timeout"));
+	double timeout = -1;
+	if (t) {
+		char *end;
+		timeout = strtod(t, &end);
+		if (!*t || *end || !(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S)) {
+			err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", EXEC_MAX_TIMEOUT_S);
+			return API_DONE;
+		}
+	}
+	struct sandbox *sb;
+	struct proc *p = find_proc(op, &sb, false);
+	if (!p)
+		return API_DONE;
+	if (p->exited) {
+		op->json = sandbox_proc_json(p);
+		return API_DONE;
+	}
+	wait_on(op, OP_WAIT, sb, p);
+	if (timeout >= 0)
+		timer_add(op->d, op, mono_ms() + (int64_t)(timeout * 1000));
+	return API_PENDING;
+}

@@ -1,0 +1,180 @@
+/*
+ * daemon/api/api_files.c - routes that move files in and out of a sandbox.
+ *
+ * Reads and writes stream through the agent against credit, so a file of any
+ * size passes through spaced in pieces of at most one window.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/io/agent.h"
+#include "daemon/api/api.h"
+#include "daemon/core/sandbox.h"
+
+/* The "path" query argument, checked; NULL with op->err set. */
+static const char *query_path(struct op *op)
+{
+	json_t *v = json_object_get(op->query, "path");
+	if (api_check_path(op, json_string_value(v), json_string_length(v), "path") < 0)
+		return NULL;
+	return json_string_value(v);
+}
+
+/* Links op to sb and sends one request frame: fixed part + path(s). */
+static int request(struct op *op, struct sandbox *sb, enum op_kind kind, uint8_t type, const void *fixed,
+		   size_t nfixed, const char *s1, const char *s2)
+{
+	struct buf b = { 0 };
+	buf_put(&b, fixed, nfixed);
+	buf_put(&b, s1, strlen(s1) + 1);
+	if (s2)
+		buf_put(&b, s2, strlen(s2) + 1);
+	op->kind = kind;
+	op->what = strdup(s1);
+	op_link(op, sb);
+	int rc = agent_send(op->d, sb, type, op->tag, buf_head(&b), buf_avail(&b), NULL, 0);
+	buf_free(&b);
+	if (rc < 0) {
+		op_unlink(op);
+		err_set(&op->err, 503, "unavailable", -rc, "sandbox %s: cannot reach its agent", sb->id);
+		return API_DONE;
+	}
+	return API_PENDING;
+}
+
+static struct sandbox *target(struct op *op, const char **path)
+{
+	struct sandbox *sb = api_sandbox(op, true);
+	if (!sb)
+		return NULL;
+	*path = query_path(op);
+	return *path ? sb : NULL;
+}
+
+int api_file_read(struct op *op)
+{
+	const char *path;
+	struct sandbox *sb = target(op, &path);
+	return sb ? request(op, sb, OP_READ, SP_H_FREAD, NULL, 0, path, NULL) : API_DONE;
+}
+
+int api_file_write(struct op *op)
+{
+	const char *path;
+	struct sandbox *sb = target(op, &path);
+	if (!sb)
+		return API_DONE;
+	struct sp_fwrite w = { .mode = 0644 };
+	const char *mode = json_string_value(json_object_get(op->query, "mode"));
+	if (mode) {
+		char *end;
+		unsigned long m = strtoul(mode, &end, 8);
+		if (!*mode || *end || m > 07777) {
+			err_set(&op->err, 400, "invalid_argument", EINVAL, "mode must be octal permission bits, like 0644");
+			return API_DONE;
+		}
+		w.mode = (uint32_t)m;
+	}
+	op->credit = SP_WINDOW;
+	if (request(op, sb, OP_WRITE, SP_H_FWRITE, &w, sizeof(w), path, NULL) != API_PENDING)
+		return API_DONE;
+	op->json = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)0);
+	return API_DONE; /* the body follows through api_file_write_upload */
+}
+
+int api_file_write_upload(struct op *op, const char *data, size_t *size)
+{
+	if (!op->sb)
+		return API_DONE; /* failed meanwhile: op->err or done is set */
+	while (*size > 0 && op->credit > 0) {
+		size_t n = *size < SP_MAX_PAYLOAD ? *size : SP_MAX_PAYLOAD;
+		if (n > op->credit)
+			n = op->credit;
+		agent_send(op->d, op->sb, SP_H_DATA, op->tag, data, n, NULL, 0);
+		op->credit -= (uint32_t)n;
+		op->upload_size += n;
+		data += n;
+		*size -= n;
+	}
+	if (*size > 0)
+		return API_PENDING;
+	if (data == NULL && !op->eof) {
+		op->eof = true;
+		json_object_set_new(op->json, "size", json_integer((json_int_t)op->upload_size));
+		agent_send(op->d, op->sb, SP_H_END, op->tag, NULL, 0, NULL, 0);
+	}
+	return data == NULL ? API_PENDING : API_DONE;
+}
+
+int api_file_stat(struct op *op)
+{
+	const char *path;
+	struct sandbox *sb = target(op, &path);
+	return sb ? request(op, sb, OP_CALL, SP_H_STAT, NULL, 0, path, NULL) : API_DONE;
+}
+
+int api_file_list(struct op *op)
+{
+	const char *path;
+	struct sandbox *sb = target(op, &path);
+	if (!sb)
+		return API_DONE;
+	op->json = json_array();
+	return request(op, sb, OP_CALL, SP_H_LIST, NULL, 0, path, NULL);
+}
+
+int api_file_remove(struct op *op)
+{
+	const char *path;
+	struct sandbox *sb = target(op, &path);
+	if (!sb)
+		return API_DONE;
+	op->status = 204;
+	return request(op, sb, OP_CALL, SP_H_REMOVE, NULL, 0, path, NULL);
+}
+
+/* Reads a path member of a JSON body, checked. */
+static const char *body_path(struct op *op, json_t *body, const char *name)
+{
+	json_t *v = json_object_get(body, name);
+	if (api_check_path(op, json_string_value(v), json_string_length(v), name) < 0)
+		return NULL;
+	return json_string_value(v);
+}
+
+int api_file_mkdir(struct op *op)
+{
+	static const struct field fields[] = { { "path", F_STRING }, { NULL, 0 } };
+	json_t *body;
+	if (api_body(op, fields, &body) < 0)
+		return API_DONE;
+	int rc = API_DONE;
+	const char *path = body_path(op, body, "path");
+	struct sandbox *sb = path ? api_sandbox(op, true) : NULL;
+	if (sb) {
+		struct sp_mode m = { .mode = 0755 };
+		op->status = 201;
+		rc = request(op, sb, OP_CALL, SP_H_MKDIR, &m, sizeof(m), path, NULL);
+	}
+	json_decref(body);
+	return rc;
+}
+
+int api_file_rename(struct op *op)
+{
+	static const struct field fields[] = { { "from", F_STRING }, { "to", F_STRING }, { NULL, 0 } };
+	json_t *body;
+	if (api_body(op, fields, &body) < 0)
+		return API_DONE;
+	int rc = API_DONE;
+	const char *from = body_path(op, body, "from");
+	const char *to = from ? body_path(op, body, "to") : NULL;
+	struct sandbox *sb = to ? api_sandbox(op, true) : NULL;
+	if (sb) {
+		op->status = 204;
+		rc = request(op, sb, OP_CALL, SP_H_RENAME, NULL, 0, from, to);
+	}
+	json_decref(body);
+	return rc;
+}

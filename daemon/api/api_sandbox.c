@@ -1,0 +1,346 @@
+/*
+ * daemon/api/api_sandbox.c - routes for sandboxes themselves, templates, health
+ * and version.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/api/api.h"
+#include "daemon/driver/disk.h"
+#include "daemon/driver/driver.h"
+#include "daemon/core/lifecycle.h"
+#include "daemon/core/sandbox.h"
+#include "daemon/core/snapshot.h"
+#include "daemon/store/store.h"
+
+#define MAX_CPUS 64
+#define MIN_MEMORY_MB 64
+#define MAX_MEMORY_MB 65536
+#define MAX_TIMEOUT_S (30 * 24 * 3600)
+#define MAX_ENV_BYTES (128 * 1024)
+
+int api_health(struct op *op)
+{
+	op->json = json_pack("{s:s, s:i}", "status", "ok", "sandboxes", op->d->nsandboxes);
+	return API_DONE;
+}
+
+int api_version(struct op *op)
+{
+	struct daemon *d = op->d;
+	op->json = json_pack("{s:s, s:i, s:s, s:s}", "version", SPACE_VERSION, "api", 1, "driver", d->driver->name,
+			     "runtime", d->driver->runtime(d->drv));
+	return API_DONE;
+}
+
+int api_templates(struct op *op)
+{
+	op->json = json_pack("{s:o}", "templates", store_list_templates(op->d->store));
+	return API_DONE;
+}
+
+static size_t map_bytes(json_t *m)
+{
+	size_t n = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(m, k, v) n += strlen(k) + json_string_length(v) + 2;
+	return n;
+}
+
+/* Snapshot sid if this request may see it (its tenant's, or any over the Unix socket). */
+static json_t *visible_snapshot(struct op *op, const char *sid)
+{
+	json_t *s = store_get_snapshot(op->d->store, sid);
+	if (s && op->tcp && strcmp(json_string_value(json_object_get(s, "tenant")), op->tenant) != 0) {
+		json_decref(s);
+		return NULL;
+	}
+	return s;
+}
+
+int api_sandbox_create(struct op *op)
+{
+	static const struct field fields[] = {
+		{ "template", F_STRING }, { "cpus", F_INT }, { "memory_mb", F_INT }, { "disk_mb", F_INT },
+		{ "env", F_STRMAP },
+		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { "snapshot", F_STRING },
+		{ "lifetime", F_NUMBER }, { "timeout_action", F_STRING }, { "keepalive_processes", F_BOOL },
+		{ NULL, 0 },
+	};
+	json_t *b;
+	if (api_body(op, fields, &b) < 0)
+		return API_DONE;
+	struct sb_config cfg = { .cpus = DEFAULT_CPUS, .memory_mb = DEFAULT_MEMORY_MB, .disk_mb = DISK_DEFAULT_MB,
+				 .timeout_s = DEFAULT_TIMEOUT_S };
+	const char *tpl = json_string_value(json_object_get(b, "template"));
+	json_t *v;
+	snprintf(cfg.template, sizeof(cfg.template), "%s", tpl ? tpl : "default");
+	if ((v = json_object_get(b, "cpus")))
+		cfg.cpus = (int)(json_integer_value(v) > MAX_CPUS + 1 ? MAX_CPUS + 1 : json_integer_value(v));
+	if ((v = json_object_get(b, "memory_mb")))
+		cfg.memory_mb = (int)(json_integer_value(v) > MAX_MEMORY_MB + 1 ? MAX_MEMORY_MB + 1 : json_integer_value(v));
+	if ((v = json_object_get(b, "disk_mb")))
+		cfg.disk_mb = (int)(json_integer_value(v) > DISK_MAX_MB + 1 ? DISK_MAX_MB + 1 : json_integer_value(v));
+	if ((v = json_object_get(b, "timeout")))
+		cfg.timeout_s = json_number_value(v);
+	if ((v = json_object_get(b, "lifetime")))
+		cfg.lifetime_s = json_number_value(v);
+	cfg.keepalive = json_is_true(json_object_get(b, "keepalive_processes"));
+	const char *action = json_string_value(json_object_get(b, "timeout_action"));
+	cfg.timeout_kill = action && strcmp(action, "kill") == 0;
+	json_t *empty = json_object();
+	cfg.env = json_object_get(b, "env") ? json_object_get(b, "env") : empty;
+	cfg.metadata = json_object_get(b, "metadata") ? json_object_get(b, "metadata")
+			: json_object_get(b, "labels") ? json_object_get(b, "labels") : empty;
+
+	int rc = 0;
+	if (cfg.cpus < 1 || cfg.cpus > MAX_CPUS)
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "cpus must be 1..%d", MAX_CPUS);
+	else if (cfg.memory_mb < MIN_MEMORY_MB || cfg.memory_mb > MAX_MEMORY_MB)
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "memory_mb must be %d..%d", MIN_MEMORY_MB,
+			     MAX_MEMORY_MB);
+	else if (cfg.disk_mb < DISK_MIN_MB || cfg.disk_mb > DISK_MAX_MB)
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "disk_mb must be %d..%d", DISK_MIN_MB, DISK_MAX_MB);
+	else if (!(cfg.timeout_s >= 0 && cfg.timeout_s <= MAX_TIMEOUT_S))
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
+	else if (!(cfg.lifetime_s >= 0 && cfg.lifetime_s <= MAX_TIMEOUT_S))
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "lifetime must be 0..%d seconds", MAX_TIMEOUT_S);
+	else if (action && strcmp(action, "kill") != 0 && strcmp(action, "suspend") != 0)
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout_action must be \"suspend\" or \"kill\"");
+	else if (strlen(tpl ? tpl : "") >= sizeof(cfg.template))
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "template name too long");
+	else if (map_bytes(cfg.env) > MAX_ENV_BYTES || map_bytes(cfg.metadata) > MAX_ENV_BYTES)
+		rc = err_set(&op->err, 413, "too_large", E2BIG, "env and metadata are limited to %d bytes each",
+			     MAX_ENV_BYTES);
+	else {
+		const char *k;
+		json_t *x;
+		json_object_foreach(cfg.env, k, x) {
+			if (!*k || strchr(k, '=') || strlen(k) != strcspn(k, "\n")) {
+				rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "bad environment variable name \"%s\"", k);
+				break;
+			}
+		}
+	}
+	char snapdir[700];
+	json_t *snap = NULL;
+	const char *snapid = json_string_value(json_object_get(b, "snapshot"));
+	if (op->tcp)
+		cfg.tenant = op->tenant;
+	if (rc == 0 && snapid) {
+		/* a sandbox from a snapshot takes its size and template from it */
+		snap = visible_snapshot(op, snapid);
+		if (!snap || snapshot_path(op->d, snapid, snapdir, sizeof(snapdir)) < 0)
+			rc = err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", snapid);
+		else if (json_object_get(b, "cpus") || json_object_get(b, "memory_mb") || json_object_get(b, "disk_mb") ||
+			 json_object_get(b, "template"))
+			rc = err_set(&op->err, 400, "invalid_argument", EINVAL,
+				     "cpus, memory_mb, disk_mb and template come from the snapshot");
+		else {
+			cfg.cpus = (int)json_integer_value(json_object_get(snap, "cpus"));
+			cfg.memory_mb = (int)json_integer_value(json_object_get(snap, "memory_mb"));
+			cfg.disk_mb = (int)json_integer_value(json_object_get(snap, "disk_mb"));
+			snprintf(cfg.template, sizeof(cfg.template), "%s", json_string_value(json_object_get(snap, "template")));
+			if (!json_object_get(b, "env"))
+				cfg.env = json_object_get(snap, "env");
+			if (!json_object_get(b, "metadata") && !json_object_get(b, "labels"))
+				cfg.metadata = json_object_get(snap, "metadata");
+			cfg.snapshot = snapdir;
+		}
+	}
+	if (rc == 0)
+		rc = sandbox_create(op->d, &cfg, op, &op->err);
+	json_decref(snap);
+	json_decref(empty);
+	json_decref(b);
+	op->kind = OP_JOB;
+	return rc == 0 ? API_PENDING : API_DONE;
+}
+
+/* Whether sb's metadata holds every "K=V" of the label filters in arr. */
+static bool labels_match(const struct sandbox *sb, json_t *arr)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(arr, i, f) {
+		const char *s = json_string_value(f);
+		const char *eq = s ? strchr(s, '=') : NULL;
+		if (!eq)
+			return false;
+		char key[256];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - s), s);
+		const char *have = json_string_value(json_object_get(sb->metadata, key));
+		if (!have || strcmp(have, eq + 1) != 0)
+			return false;
+	}
+	return true;
+}
+
+int api_sandbox_list(struct op *op)
+{
+	/* label=K=V (repeatable) and metadata.K=V select by metadata; every pair must match */
+	json_t *filters = json_deep_copy(json_object_get(op->query, "label[]"));
+	const char *qk;
+	json_t *qv;
+	json_object_foreach(op->query, qk, qv) {
+		if (strncmp(qk, "metadata.", 9) != 0 || !json_is_array(qv) || strchr(qk, '[') == NULL)
+			continue;
+		if (!filters)
+			filters = json_array();
+		size_t i;
+		json_t *v;
+		json_array_foreach(qv, i, v) {
+			char pair[512];
+			snprintf(pair, sizeof(pair), "%.*s=%s", (int)(strlen(qk) - 9 - 2), qk + 9, json_string_value(v));
+			json_array_append_new(filters, json_string(pair));
+		}
+	}
+	json_t *arr = json_array();
+	for (struct sandbox *sb = op->d->sandboxes; sb; sb = sb->next)
+		if ((!op->tcp || strcmp(sb->tenant, op->tenant) == 0) && (!filters || labels_match(sb, filters)))
+			json_array_append_new(arr, sandbox_json(sb));
+	json_decref(filters);
+	op->json = json_pack("{s:o}", "sandboxes", arr);
+	return API_DONE;
+}
+
+int api_sandbox_get(struct op *op)
+{
+	struct sandbox *sb = api_sandbox(op, false);
+	if (sb)
+		op->json = sandbox_json(sb);
+	return API_DONE;
+}
+
+int api_sandbox_delete(struct op *op)
+{
+	struct sandbox *sb = api_sandbox(op, false);
+	if (!sb)
+		return API_DONE;
+	op->kind = OP_JOB;
+	return sandbox_delete(op->d, sb, op, &op->err) == 0 ? API_PENDING : API_DONE;
+}
+
+static int transition(struct op *op, enum sb_action a)
+{
+	struct sandbox *sb = api_sandbox(op, false);
+	if (!sb)
+		return API_DONE;
+	op->kind = OP_JOB;
+	int rc = lifecycle_start(op->d, sb, a, op, &op->err);
+	return rc == 0 ? API_PENDING : API_DONE;
+}
+
+int api_sandbox_pause(struct op *op)
+{
+	return transition(op, ACT_PAUSE);
+}
+
+int api_sandbox_resume(struct op *op)
+{
+	static const struct field fields[] = { { "timeout", F_NUMBER }, { NULL, 0 } };
+	json_t *b;
+	if (api_body(op, fields, &b) < 0)
+		return API_DONE;
+	json_t *t = json_object_get(b, "timeout");
+	double timeout = t ? json_number_value(t) : -1;
+	json_decref(b);
+	if (t && !(timeout >= 0 && timeout <= MAX_TIMEOUT_S)) {
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
+		return API_DONE;
+	}
+	struct sandbox *sb = api_sandbox(op, false);
+	if (sb && t) {
+		/* a new idle timeout, counted from now, instead of what was left */
+		sb->timeout_s = timeout;
+		sb->remaining_ms = 0;
+		sandbox_touch(sb);
+	}
+	return transition(op, ACT_RESUME);
+}
+
+int api_sandbox_suspend(struct op *op)
+{
+	return transition(op, ACT_SUSPEND);
+}
+
+int api_sandbox_sync(struct op *op)
+{
+	struct sandbox *sb = api_sandbox(op, false);
+	if (!sb)
+		return API_DONE;
+	op->kind = OP_JOB;
+	return lifecycle_sync(op->d, sb, op, &op->err) == 0 ? API_PENDING : API_DONE;
+}
+
+int api_sandbox_snapshot(struct op *op)
+{
+	static const struct field fields[] = { { "name", F_STRING }, { NULL, 0 } };
+	json_t *b;
+	if (api_body(op, fields, &b) < 0)
+		return API_DONE;
+	const char *name = json_string_value(json_object_get(b, "name"));
+	struct sandbox *sb = api_sandbox(op, false);
+	int rc = -ENOENT;
+	if (sb && name && strlen(name) > 128)
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "name is limited to 128 bytes");
+	else if (sb)
+		rc = snapshot_take(op->d, sb, name, op, &op->err);
+	json_decref(b);
+	op->kind = OP_JOB;
+	return rc == 0 ? API_PENDING : API_DONE;
+}
+
+int api_sandbox_fork(struct op *op)
+{
+	static const struct field fields[] = { { "count", F_INT }, { NULL, 0 } };
+	json_t *b;
+	if (api_body(op, fields, &b) < 0)
+		return API_DONE;
+	json_t *c = json_object_get(b, "count");
+	json_int_t count = c ? json_integer_value(c) : 1;
+	json_decref(b);
+	if (count < 1 || count > FORK_MAX_COUNT) {
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "count must be 1..%d", FORK_MAX_COUNT);
+		return API_DONE;
+	}
+	struct sandbox *sb = api_sandbox(op, false);
+	if (!sb)
+		return API_DONE;
+	op->kind = OP_JOB;
+	return snapshot_fork(op->d, sb, (int)count, op, &op->err) == 0 ? API_PENDING : API_DONE;
+}
+
+int api_snapshot_list(struct op *op)
+{
+	json_t *all = store_list_snapshots(op->d->store), *mine = json_array();
+	size_t i;
+	json_t *s;
+	json_array_foreach(all, i, s) if (!op->tcp || strcmp(json_string_value(json_object_get(s, "tenant")), op->tenant) == 0)
+		json_array_append(mine, s);
+	json_decref(all);
+	op->json = json_pack("{s:o}", "snapshots", mine);
+	return API_DONE;
+}
+
+int api_snapshot_get(struct op *op)
+{
+	op->json = visible_snapshot(op, op->snapid);
+	if (!op->json)
+		err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", op->snapid);
+	return API_DONE;
+}
+
+int api_snapshot_delete(struct op *op)
+{
+	json_t *s = visible_snapshot(op, op->snapid);
+	if (!s) {
+		err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", op->snapid);
+		return API_DONE;
+	}
+	json_decref(s);
+	op->kind = OP_JOB;
+	return snapshot_remove(op->d, op->snapid, op, &op->err) == 0 ? API_PENDING : API_DONE;
+}

@@ -1,0 +1,454 @@
+/*
+ * daemon/api/http.c - the HTTP edge: libmicrohttpd listeners, authentication,
+ * request bodies, and turning an op's answer into a response.
+ *
+ * One MHD daemon per listener (the Unix socket, and TCP with --listen), each
+ * with its own internal polling thread; suspend/resume keeps those threads
+ * from ever waiting on a sandbox. The error body is made in one place
+ * (respond_error) from the op's struct err.
+ */
+#include "daemon/api/http.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/io/agent.h"
+#include "daemon/api/api.h"
+#include "daemon/base/hash.h"
+#include "daemon/base/log.h"
+#include "daemon/store/store.h"
+
+#define HTTP_MAX_CONNECTIONS 1024
+#define HTTP_IDLE_TIMEOUT_S 60    /* a connection that sends nothing for this long is closed */
+#define HTTP_MAX_PER_IP 64        /* TCP connections from one address */
+#define HTTP_MAX_HEADER_BYTES (64 * 1024) /* per connection, headers included */
+#define HTTP_LOG_BURST 5          /* libmicrohttpd messages logged per window; the rest are counted */
+#define HTTP_LOG_WINDOW_MS 60000
+#define STREAM_BLOCK (64 * 1024)
+
+struct listener {
+	struct daemon *d;
+	bool tcp;
+	char nul_uri;               /* its address marks a request whose URL encodes a NUL byte */
+	int64_t log_window_ms;      /* when the current window of libmicrohttpd messages began */
+	int log_count;              /* messages in it */
+};
+
+/*
+ * libmicrohttpd's messages (a connection refused over a limit, a client gone) into spaced's
+ * log, at most HTTP_LOG_BURST a minute: a client hammering a limit cannot flood the log.
+ * Called from the listener's thread only.
+ */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct listener *l = cls;
+	int64_t now = mono_ms();
+	if (now - l->log_window_ms >= HTTP_LOG_WINDOW_MS) {
+		if (l->log_count > HTTP_LOG_BURST)
+			log_warn("http: %d more messages in the last minute were not logged", l->log_count - HTTP_LOG_BURST);
+		l->log_window_ms = now;
+		l->log_count = 0;
+	}
+	if (l->log_count++ >= HTTP_LOG_BURST)
+		return;
+	char line[512];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	log_warn("http: %s", line);
+}
+
+/* Sees each request's URL before it is decoded: "%00" would cut the decoded path or query value
+ * short, so such a request is marked and refused rather than served for a shorter path. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)conn;
+	struct listener *l = cls;
+	return strstr(uri, "%00") ? &l->nul_uri : NULL;
+}
+
+static struct listener unix_listener, tcp_listener;
+
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+			       const char *value, size_t value_size)
+{
+	json_t *q = cls;
+	json_t *v = json_stringn_nocheck(value ? value : "", value ? value_size : 0);
+	/* Repeated keys (label=...) collect into an array under "key[]". */
+	char multi[256];
+	snprintf(multi, sizeof(multi), "%.*s[]", (int)(key_size < 200 ? key_size : 200), key);
+	json_t *arr = json_object_get(q, multi);
+	if (!arr) {
+		arr = json_array();
+		json_object_set_new(q, multi, arr);
+	}
+	json_array_append(arr, v);
+	json_object_set_new(q, key, v);
+	return MHD_YES;
+}
+
+static bool authorized(struct daemon *d, struct MHD_Connection *conn, char *tenant, size_t n)
+{
+	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!h || strncmp(h, "Bearer ", 7) != 0)
+		return false;
+	char hex[65];
+	if (hash_sha256_hex(h + 7, strlen(h + 7), hex) < 0)
+		return false;
+	return store_token_tenant(d->store, hex, tenant, n) == 1;
+}
+
+/* Counts a request of tenant; false when it has TENANT_MAX_REQUESTS in flight already. [L] */
+static bool tenant_admit(struct daemon *d, const char *tenant)
+{
+	struct tenant_load *t = d->loads;
+	while (t && strcmp(t->tenant, tenant) != 0)
+		t = t->next;
+	if (!t) {
+		if (!(t = calloc(1, sizeof(*t))))
+			return false;
+		snprintf(t->tenant, sizeof(t->tenant), "%s", tenant);
+		t->next = d->loads;
+		d->loads = t;
+	}
+	if (t->requests >= TENANT_MAX_REQUESTS)
+		return false;
+	t->requests++;
+	return true;
+}
+
+/* The request of tenant has ended. [L] */
+static void tenant_release(struct daemon *d, const char *tenant)
+{
+	for (struct tenant_load **pp = &d->loads; *pp; pp = &(*pp)->next) {
+		struct tenant_load *t = *pp;
+		if (strcmp(t->tenant, tenant) != 0)
+			continue;
+		if (--t->requests <= 0) {
+			*pp = t->next;
+			free(t);
+		}
+		return;
+	}
+}
+
+static struct MHD_Response *json_response(json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	struct MHD_Response *r;
+	if (s) {
+		size_t n = strlen(s);
+		s[n] = '\n';
+		r = MHD_create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_FREE);
+	} else {
+		r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	}
+	if (s || j)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	return r;
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *conn, const struct err *e)
+{
+	json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", e->msg);
+	if (e->state[0])
+		json_object_set_new(json_object_get(j, "error"), "state", json_string(e->state));
+	struct MHD_Response *r = json_response(j);
+	json_decref(j);
+	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)e->status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* Feeds an op's stream to the client, suspending while it is empty. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct op *op = cls;
+	struct daemon *d = op->d;
+	ssize_t n;
+	daemon_lock(d);
+	if (buf_avail(&op->out) > 0) {
+		uint32_t credit = 0;
+		n = (ssize_t)op_take(op, (uint8_t *)buf, max, &credit);
+		if (op->sb && credit) {
+			if (op->kind == OP_READ) {
+				agent_credit(d, op->sb, op->tag, credit);
+			} else if (op->proc) {
+				uint32_t give = credit < op->proc->owed ? credit : op->proc->owed;
+				op->proc->owed -= give;
+				agent_credit(d, op->sb, op->proc->pid, give);
+			}
+		}
+	} else if (op->gone) {
+		n = MHD_CONTENT_READER_END_WITH_ERROR;
+	} else if (op->eof) {
+		n = op->failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+	} else {
+		op_suspend(op);
+		n = 0;
+	}
+	daemon_unlock(d);
+	return n;
+}
+
+static enum MHD_Result respond(struct op *op)
+{
+	struct MHD_Connection *conn = op->conn;
+	if (op->err.status)
+		return respond_error(conn, &op->err);
+	struct MHD_Response *r;
+	if (op->responding) {
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, op, NULL);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+					op->kind == OP_READ ? "application/octet-stream" : "application/x-ndjson");
+		MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	} else {
+		r = json_response(op->json);
+	}
+	if (op->resumed)
+		MHD_add_response_header(r, "Space-Resumed", "true");
+	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)(op->status ? op->status : 200), r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const char *method, const char *url,
+			 bool nul_uri)
+{
+	struct op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return NULL;
+	op->d = l->d;
+	op->conn = conn;
+	op->tcp = l->tcp;
+	op->query = json_object();
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, add_arg, op->query);
+	if (l->tcp && !authorized(l->d, conn, op->tenant, sizeof(op->tenant))) {
+		err_set(&op->err, 401, "unauthorized", EACCES, "a valid bearer token is required");
+		return op;
+	}
+	if (l->tcp) {
+		daemon_lock(l->d);
+		op->counted = tenant_admit(l->d, op->tenant);
+		daemon_unlock(l->d);
+		if (!op->counted) {
+			err_set(&op->err, 429, "too_many", EAGAIN, "tenant %s has %d requests in flight; wait for one to end",
+				op->tenant, TENANT_MAX_REQUESTS);
+			return op;
+		}
+	}
+	if (nul_uri) {
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "the URL encodes a NUL byte (%%00)");
+		return op;
+	}
+	op->route = api_match(op, method, url);
+	return op;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct listener *l = cls;
+	struct daemon *d = l->d;
+	struct op *op = *con_cls;
+
+	if (!op || *con_cls == &l->nul_uri) {
+		op = new_op(l, conn, method, url, op != NULL);
+		if (!op)
+			return MHD_NO;
+		*con_cls = op;
+		return MHD_YES;
+	}
+	daemon_lock(d);
+	bool gone = op->gone;
+	daemon_unlock(d);
+	if (gone)
+		return MHD_NO; /* its client left while it waited: end it, freeing what it held */
+
+	if (*upload_size) {
+		if (op->err.status || op->done) {
+			*upload_size = 0; /* the answer is known: the rest of the body is discarded */
+			return MHD_YES;
+		}
+		if (op->route->upload) {
+			daemon_lock(d);
+			int rc = API_DONE;
+			if (!op->started) {
+				op->started = true;
+				rc = op->route->handler(op);
+				if (op->deferred)
+					rc = API_PENDING;
+			}
+			if (rc == API_DONE && !op->err.status && !op->done)
+				rc = op->route->upload(op, upload, upload_size);
+			if (op->err.status || op->done)
+				*upload_size = 0;
+			else if (rc == API_PENDING || op->deferred)
+				op_suspend(op);
+			daemon_unlock(d);
+			return MHD_YES;
+		}
+		if (buf_avail(&op->body) + *upload_size > API_MAX_BODY)
+			err_set(&op->err, 413, "too_large", E2BIG, "the request body is over %d bytes", API_MAX_BODY);
+		else
+			buf_put(&op->body, upload, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+
+	daemon_lock(d);
+	int rc = API_DONE;
+	if (!op->err.status && !op->started) {
+		op->started = true;
+		rc = op->route->handler(op);
+		if (op->deferred)
+			rc = API_PENDING;
+		if (rc == API_DONE && op->route->upload && !op->err.status && !op->done) {
+			size_t zero = 0;
+			rc = op->route->upload(op, NULL, &zero);
+		}
+	} else if (!op->err.status && op->route && op->route->upload && !op->done && !op->responding) {
+		size_t zero = 0;
+		rc = op->route->upload(op, NULL, &zero);
+	} else if (!op->err.status && !op->done && !op->responding) {
+		rc = API_PENDING;
+	}
+	if (op->deferred)
+		rc = API_PENDING;
+	if (rc == API_PENDING && !op->err.status && !op->done && !op->responding) {
+		op_suspend(op);
+		daemon_unlock(d);
+		return MHD_YES;
+	}
+	daemon_unlock(d);
+	return respond(op);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct listener *l = cls;
+	struct op *op = *con_cls;
+	*con_cls = NULL;
+	if (!op || (void *)op == &l->nul_uri)
+		return;
+	daemon_lock(l->d);
+	/* An upload or download the client abandoned: tell the agent to drop it. */
+	if (op->sb && (op->kind == OP_WRITE || op->kind == OP_READ) && op->tag && !op->eof && !op->done)
+		agent_send(l->d, op->sb, SP_H_ABORT, op->tag, NULL, 0, NULL, 0);
+	op_unlink(op);
+	if (op->counted)
+		tenant_release(l->d, op->tenant);
+	daemon_unlock(l->d);
+	op_free(op);
+}
+
+static int unix_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	/* root:space 0660 where a "space" group exists, else root-only 0660. */
+	struct group *g = getgrnam("space");
+	if (g && chown(path, 0, g->gr_gid) < 0)
+		log_warn("cannot give %s to group space: %s", path, strerror(errno));
+	chmod(path, 0660);
+	return fd;
+}
+
+static int tcp_socket(const char *addr)
+{
+	char host[128];
+	snprintf(host, sizeof(host), "%s", addr);
+	char *colon = strrchr(host, ':');
+	if (!colon)
+		return -EINVAL;
+	*colon = '\0';
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *res;
+	if (getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res) != 0)
+		return -EINVAL;
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+		int e = -errno;
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(res);
+		return e;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* Idle connections are closed after HTTP_IDLE_TIMEOUT_S (suspended ones, which wait for a
+ * sandbox, never time out); on TCP one address may hold at most HTTP_MAX_PER_IP, so idle
+ * strangers cannot take every slot before a token is even checked. */
+static struct MHD_Daemon *start_mhd(struct listener *l, int fd)
+{
+	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+					MHD_USE_ERROR_LOG,
+				0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l,
+				MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned)HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				(size_t)HTTP_MAX_HEADER_BYTES, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				(unsigned)(l->tcp ? HTTP_MAX_PER_IP : 0), MHD_OPTION_URI_LOG_CALLBACK, on_uri, l,
+				MHD_OPTION_END);
+}
+
+int http_start(struct daemon *d)
+{
+	unix_listener = (struct listener){ .d = d, .tcp = false };
+	int fd = unix_socket(d->socket_path);
+	if (fd < 0) {
+		log_error("cannot listen on %s: %s", d->socket_path, strerror(-fd));
+		return fd;
+	}
+	d->mhd_unix = start_mhd(&unix_listener, fd);
+	if (!d->mhd_unix)
+		return -EIO;
+	if (d->listen_addr[0]) {
+		tcp_listener = (struct listener){ .d = d, .tcp = true };
+		int tfd = tcp_socket(d->listen_addr);
+		if (tfd < 0) {
+			log_error("cannot listen on %s: %s", d->listen_addr, strerror(-tfd));
+			return tfd;
+		}
+		d->mhd_tcp = start_mhd(&tcp_listener, tfd);
+		if (!d->mhd_tcp)
+			return -EIO;
+	}
+	return 0;
+}
+
+void http_stop(struct daemon *d)
+{
+	/* Suspended connections would make MHD_stop_daemon unsafe; quiesce only. */
+	if (d->mhd_unix)
+		MHD_quiesce_daemon(d->mhd_unix);
+	if (d->mhd_tcp)
+		MHD_quiesce_daemon(d->mhd_tcp);
+	unlink(d->socket_path);
+}

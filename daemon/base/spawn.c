@@ -1,0 +1,125 @@
+/*
+ * daemon/base/spawn.c - posix_spawn wrappers for host programs (see spawn.h).
+ */
+#include "daemon/base/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/*
+ * The children spawn calls are waiting for. The lock is held from posix_spawn
+ * until the pid is recorded, and by the reaper while it decides, so the reaper
+ * never reaps a child that a spawn call will wait for.
+ */
+#define SPAWN_MAX_WAITING 256
+static pthread_mutex_t waiting_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t waiting[SPAWN_MAX_WAITING];
+
+static void track(pid_t pid, pid_t replace)
+{
+	for (int i = 0; i < SPAWN_MAX_WAITING; i++)
+		if (waiting[i] == replace) {
+			waiting[i] = pid;
+			return;
+		}
+}
+
+static int spawn_tracked(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa, char *const argv[])
+{
+	pthread_mutex_lock(&waiting_lock);
+	int rc = posix_spawnp(pid, file, fa, NULL, argv, environ);
+	if (rc == 0)
+		track(*pid, 0);
+	pthread_mutex_unlock(&waiting_lock);
+	return rc;
+}
+
+void spawn_reap_orphan(pid_t pid)
+{
+	pthread_mutex_lock(&waiting_lock);
+	bool mine = false;
+	for (int i = 0; i < SPAWN_MAX_WAITING; i++)
+		mine |= waiting[i] == pid;
+	if (!mine)
+		waitpid(pid, NULL, WNOHANG);
+	pthread_mutex_unlock(&waiting_lock);
+}
+
+static int wait_status(pid_t pid)
+{
+	int st, rc;
+	while ((rc = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	pthread_mutex_lock(&waiting_lock);
+	track(0, pid);
+	pthread_mutex_unlock(&waiting_lock);
+	if (rc < 0)
+		return -ECHILD;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int spawn_run(char *const argv[], int out_fd, int err_fd)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (out_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+	else
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (err_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+	else
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	int rc = spawn_tracked(&pid, argv[0], &fa, argv);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0)
+		return -rc;
+	return wait_status(pid);
+}
+
+int spawn_capture(char *const argv[], char *out, size_t n)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	int rc = spawn_tracked(&pid, argv[0], &fa, argv);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (rc != 0) {
+		close(p[0]);
+		return -rc;
+	}
+	size_t used = 0;
+	for (;;) {
+		char scratch[4096];
+		char *dst = used + 1 < n ? out + used : scratch;
+		size_t room = used + 1 < n ? n - 1 - used : sizeof(scratch);
+		ssize_t r = read(p[0], dst, room);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (dst != scratch)
+			used += (size_t)r;
+	}
+	close(p[0]);
+	if (n)
+		out[used] = '\0';
+	return wait_status(pid);
+}

@@ -1,0 +1,33 @@
+/*
+ * daemon/base/spawn.h - running host programs (runsc, mmdebstrap) from spaced.
+ *
+ * The child gets only the descriptors named here (everything else spaced
+ * holds is O_CLOEXEC). The calls block until the program exits: use them
+ * from job threads, never with d->lock held.
+ */
+#ifndef SPACE_DAEMON_SPAWN_H
+#define SPACE_DAEMON_SPAWN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * Runs argv[0] (searched in PATH) with stdin from /dev/null, stdout to
+ * out_fd and stderr to err_fd (-1: /dev/null). Returns its exit status
+ * (0..255, 128+n for a signal) or -errno if it could not be started.
+ */
+int spawn_run(char *const argv[], int out_fd, int err_fd);
+
+/*
+ * Runs argv and captures up to n-1 bytes of its stdout into out (NUL-terminated).
+ * Only for programs that do not leave processes holding their stdout behind.
+ */
+int spawn_capture(char *const argv[], char *out, size_t n);
+
+/*
+ * Reaps pid, an exited child, unless a spawn call is waiting for it. Used by the
+ * reaper for orphans spaced inherited; the two never take each other's child.
+ */
+void spawn_reap_orphan(pid_t pid);
+
+#endif

@@ -1,0 +1,432 @@
+/*
+ * daemon/core/lifecycle.c - pause, resume, suspend to disk, and sync.
+ *
+ * Each transition is a job: the request moves the sandbox into its
+ * transitional state (recorded in the store first), the job does the driver
+ * work without d->lock, and the final state is recorded before the request
+ * is answered. A crash in between leaves the transitional state in the store,
+ * which adoption resolves (sandbox.c).
+ *
+ * Suspend follows an order that is part of the contract: runsc's checkpoint
+ * panics with a connected host socket in the sandbox, and a failed checkpoint
+ * leaves the sandbox stopped. So: stop listening, ask the agent to detach and
+ * wait for its connection to close, only then checkpoint. The image is
+ * written under checkpoint.tmp/, every file and the directory fsynced, then
+ * renamed to checkpoint/ and the parent directory fsynced; the writable layer
+ * is synced with syncfs; only then is the state committed as suspended and
+ * the runtime released.
+ */
+#include "daemon/core/lifecycle.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/io/agent.h"
+#include "daemon/api/api.h"
+#include "daemon/driver/driver.h"
+#include "daemon/core/job.h"
+#include "daemon/base/log.h"
+#include "daemon/core/op.h"
+#include "daemon/core/sandbox.h"
+#include "daemon/base/spawn.h"
+#include "daemon/store/store.h"
+#include "daemon/io/timer.h"
+
+#define DETACH_TIMEOUT_MS 10000
+#define SYNC_TIMEOUT_MS 600000
+
+static bool disconnected(struct sandbox *sb)
+{
+	return sb->chan.fd < 0;
+}
+
+static bool said_hello(struct sandbox *sb)
+{
+	return sb->chan.hello && sb->chan.listed;
+}
+
+/* Records sb's new state and answers the job's request with the sandbox. [L] */
+static void settle(struct job *j, enum sb_state st, const struct err *e)
+{
+	struct sandbox *sb = j->sb;
+	enum sb_state from = (enum sb_state)j->count;
+	sb->state = st;
+	if (st == SB_FAILED && e)
+		snprintf(sb->reason, sizeof(sb->reason), "%s", e->msg);
+	if (st == SB_SUSPENDED && from != SB_SUSPENDED) {
+		/* the idle timeout stops while suspended; what is left of it comes back on resume */
+		int64_t left = sb->deadline_ms - now_ms();
+		sb->remaining_ms = sb->timeout_s > 0 ? (left > 0 ? left : 0) : 0;
+		sb->deadline_ms = 0;
+		store_put_sandbox(j->d->store, sb);
+	} else if (st == SB_RUNNING && from == SB_SUSPENDED) {
+		if (sb->remaining_ms > 0)
+			sb->deadline_ms = now_ms() + sb->remaining_ms;
+		else
+			sandbox_touch(sb);
+		sb->remaining_ms = 0;
+		store_put_sandbox(j->d->store, sb);
+	} else {
+		store_set_state(j->d->store, sb->id, sb_state_name(st), st == SB_FAILED ? sb->reason : NULL);
+	}
+	if (!j->op)
+		return;
+	if (e && e->status) {
+		op_fail(j->op, e);
+	} else {
+		j->op->status = 200;
+		j->op->json = sandbox_json(sb);
+		op_finish(j->op);
+	}
+}
+
+/* fsyncs every file of dir, then dir itself. */
+static int sync_dir_tree(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	DIR *dp = fdopendir(dup(dfd));
+	int rc = 0;
+	if (!dp) {
+		close(dfd);
+		return -errno;
+	}
+	fcntl(dirfd(dp), F_SETFD, FD_CLOEXEC);
+	struct dirent *de;
+	while ((de = readdir(dp))) {
+		if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+			continue;
+		int fd = openat(dfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 || fsync(fd) < 0)
+			rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(dp);
+	if (fsync(dfd) < 0)
+		rc = -errno;
+	close(dfd);
+	return rc;
+}
+
+static int fsync_path(const char *p)
+{
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+static int remove_tree(const char *p)
+{
+	struct stat st;
+	if (lstat(p, &st) < 0 && errno == ENOENT)
+		return 0; /* the usual case: nothing to remove, and no rm to start */
+	char *rm[] = { "rm", "-rf", "--one-file-system", (char *)p, NULL };
+	return spawn_run(rm, -1, -1) == 0 ? 0 : -EIO;
+}
+
+int lifecycle_sync_layer(struct daemon *d, struct sandbox *sb)
+{
+	char upper[700];
+	d->driver->layer(d->drv, sb, upper, sizeof(upper));
+	int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = syncfs(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+int lifecycle_write_image(struct daemon *d, struct sandbox *sb, const char *final, int leave_running,
+			  struct err *e)
+{
+	char tmp[700], parent[700];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", final);
+	snprintf(parent, sizeof(parent), "%s", final);
+	char *slash = strrchr(parent, '/');
+	if (slash)
+		*slash = '\0';
+	remove_tree(tmp);
+	if (mkdir(tmp, 0700) < 0)
+		return err_set(e, 500, "internal", errno, "mkdir %s: %s", tmp, strerror(errno));
+	int rc = d->driver->checkpoint(d->drv, sb, tmp, leave_running, e);
+	if (rc == 0 && (rc = sync_dir_tree(tmp)) < 0)
+		err_set(e, 500, "internal", -rc, "syncing the image: %s", strerror(-rc));
+	if (rc == 0) {
+		remove_tree(final);
+		if (rename(tmp, final) < 0 || fsync_path(parent) < 0)
+			rc = err_set(e, 500, "internal", errno, "publishing the image: %s", strerror(errno));
+	}
+	if (rc < 0)
+		remove_tree(tmp);
+	return rc;
+}
+
+/* Detaches the agent and waits for its connection to end. [L] */
+int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	if (agent_detach(d, sb) < 0 && sb->chan.fd >= 0)
+		return err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
+	if (!sandbox_wait(d, sb, disconnected, DETACH_TIMEOUT_MS))
+		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not detach within %d s", sb->id,
+			       DETACH_TIMEOUT_MS / 1000);
+	return 0;
+}
+
+/* Listens again and waits for the agent's hello. [L] */
+int lifecycle_reattach(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	if (sb->chan.listen_fd < 0) {
+		int rc = agent_listen(d, sb);
+		if (rc < 0)
+			return err_set(e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
+	}
+	return 0;
+}
+
+static int wait_agent(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	if (!sandbox_wait(d, sb, said_hello, AGENT_HELLO_TIMEOUT_MS))
+		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not reconnect within %d s",
+			       sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
+	return 0;
+}
+
+static void pause_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct err e = { 0 };
+	int rc = d->driver->pause(d->drv, j->sb, &e);
+	daemon_lock(d);
+	settle(j, rc == 0 ? SB_PAUSED : SB_RUNNING, rc == 0 ? NULL : &e);
+	daemon_unlock(d);
+}
+
+/*
+ * Restores sb from its image and waits for the agent. On failure the image is
+ * kept, the runtime released, and the sandbox stays suspended. Returns the
+ * state sb ends in. Takes and drops d->lock.
+ */
+enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	char image[700];
+	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
+	daemon_lock(d);
+	int rc = lifecycle_reattach(d, sb, e);
+	daemon_unlock(d);
+	if (rc == 0)
+		rc = d->driver->restore(d->drv, sb, image, e);
+	daemon_lock(d);
+	if (rc == 0)
+		rc = wait_agent(d, sb, e);
+	if (rc < 0)
+		agent_unlisten(d, sb);
+	daemon_unlock(d);
+	if (rc < 0) {
+		struct err ignored = { 0 };
+		d->driver->stop(d->drv, sb, &ignored);
+		return SB_SUSPENDED;
+	}
+	/* The image is spent: the sandbox has run on from it. Left in place, a later
+	 * interrupted suspend could be mistaken for a finished one. */
+	remove_tree(image);
+	return SB_RUNNING;
+}
+
+/*
+ * Writes sb durably to disk and releases its runtime (see the top of this file).
+ * `from` is the state it was in. Returns the state sb ends in: suspended, running
+ * (the agent would not detach; nothing was lost) or failed. Takes and drops d->lock.
+ */
+enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb_state from, struct err *e)
+{
+	int rc = 0;
+	char image[700];
+	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
+
+	/* No image may stand while the sandbox is suspending unless this suspend wrote it:
+	 * that is how a restarted spaced tells a finished suspend from an interrupted one. */
+	remove_tree(image);
+	/* A paused sandbox cannot detach its agent: let it run for the moment that takes. */
+	if (from == SB_PAUSED)
+		rc = d->driver->resume(d->drv, sb, e);
+	daemon_lock(d);
+	if (rc == 0)
+		rc = lifecycle_detach(d, sb, e);
+	if (rc < 0)
+		lifecycle_reattach(d, sb, e);
+	daemon_unlock(d);
+	if (rc < 0)
+		return SB_RUNNING;
+	rc = lifecycle_write_image(d, sb, image, 0, e);
+	if (rc == 0 && (rc = lifecycle_sync_layer(d, sb)) < 0)
+		err_set(e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
+	struct err stop_err = { 0 };
+	/* After a checkpoint (or a failed one) the container no longer runs: release it. */
+	if (d->driver->stop(d->drv, sb, &stop_err) < 0 && rc == 0)
+		log_warn("sandbox %s: suspended, but releasing the runtime failed: %s", sb->id, stop_err.msg);
+	return rc == 0 ? SB_SUSPENDED : SB_FAILED;
+}
+
+static void resume_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	struct err e = { 0 };
+	if ((enum sb_state)j->count == SB_PAUSED) {
+		int rc = d->driver->resume(d->drv, sb, &e);
+		daemon_lock(d);
+		settle(j, rc == 0 ? SB_RUNNING : SB_PAUSED, rc == 0 ? NULL : &e);
+		lifecycle_resumed(d, sb, rc == 0 ? NULL : &e);
+		daemon_unlock(d);
+		return;
+	}
+	enum sb_state st = lifecycle_do_resume(d, sb, &e);
+	daemon_lock(d);
+	settle(j, st, e.status ? &e : NULL);
+	lifecycle_resumed(d, sb, e.status ? &e : NULL);
+	daemon_unlock(d);
+}
+
+static void suspend_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct err e = { 0 };
+	enum sb_state st = lifecycle_do_suspend(d, j->sb, (enum sb_state)j->count, &e);
+	daemon_lock(d);
+	settle(j, st, e.status ? &e : NULL);
+	if (j->sb->deferred) {
+		/* requests arrived while it was being suspended: they want it running */
+		struct err ignored = { 0 };
+		if (st != SB_SUSPENDED || lifecycle_start(d, j->sb, ACT_RESUME, NULL, &ignored) < 0)
+			lifecycle_resumed(d, j->sb, &e);
+	}
+	daemon_unlock(d);
+}
+
+static void sync_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	struct err e = { 0 };
+	struct op *call = calloc(1, sizeof(*call));
+	int rc = call ? 0 : err_set(&e, 500, "internal", ENOMEM, "out of memory");
+
+	daemon_lock(d);
+	if (rc == 0 && sb->state == SB_RUNNING && sb->chan.hello) {
+		/* Inside first: the sandbox's own page cache reaches the writable layer. */
+		call->d = d;
+		call->kind = OP_CALL;
+		call->long_call = true; /* bounded by SYNC_TIMEOUT_MS instead of the liveness ping */
+		op_link(call, sb);
+		if (agent_send(d, sb, SP_H_SYNC, call->tag, NULL, 0, NULL, 0) == 0) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += SYNC_TIMEOUT_MS / 1000;
+			while (!call->done && pthread_cond_timedwait(&d->cond, &d->lock, &until) != ETIMEDOUT)
+				;
+			if (!call->done)
+				rc = err_set(&e, 500, "internal", ETIMEDOUT, "sandbox %s: sync inside did not finish", sb->id);
+			else if (call->err.status)
+				rc = err_set(&e, call->err.status, call->err.code, EIO, "%s", call->err.msg);
+		} else {
+			rc = err_set(&e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
+		}
+		op_unlink(call);
+	}
+	daemon_unlock(d);
+	if (rc == 0 && (rc = lifecycle_sync_layer(d, sb)) < 0)
+		err_set(&e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
+	daemon_lock(d);
+	if (rc < 0) {
+		op_fail(j->op, &e);
+	} else {
+		j->op->status = 200;
+		j->op->json = sandbox_json(sb);
+		op_finish(j->op);
+	}
+	daemon_unlock(d);
+	if (call)
+		op_free(call);
+}
+
+int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, struct op *op, struct err *e)
+{
+	enum sb_state via;
+	enum state_verdict v = state_begin(sb->state, a, &via);
+	if (v == STATE_ALREADY) {
+		op->status = 200;
+		op->json = sandbox_json(sb);
+		return API_ANSWERED;
+	}
+	if (v == STATE_ILLEGAL) {
+		static const char *verbs[] = { "paused", "resumed", "suspended", "deleted" };
+		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s and cannot be %s now", sb->id,
+			sb_state_name(sb->state), verbs[a]);
+		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
+		return -EBUSY;
+	}
+	struct job j = { .sb = sb, .op = op, .via = via, .count = (int)sb->state };
+	j.fn = a == ACT_PAUSE ? pause_job : a == ACT_RESUME ? resume_job : suspend_job;
+	int rc = store_set_state(d->store, sb->id, sb_state_name(via), NULL);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot record the transition");
+	enum sb_state old = sb->state;
+	sb->state = via;
+	rc = job_start(d, &j, e);
+	if (rc < 0) {
+		sb->state = old;
+		store_set_state(d->store, sb->id, sb_state_name(old), NULL);
+	}
+	return rc;
+}
+
+int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e)
+{
+	if (sb->state != SB_RUNNING && sb->state != SB_SUSPENDED && sb->state != SB_PAUSED) {
+		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
+		return -EBUSY;
+	}
+	struct job j = { .fn = sync_job, .sb = sb, .op = op };
+	return job_start(d, &j, e);
+}
+
+void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e)
+{
+	/* Each waiting request runs once: one that defers itself again (the agent went away in the
+	 * meantime) waits in sb->deferred for the next hello, not in this loop. */
+	struct op *list = sb->deferred;
+	sb->deferred = NULL;
+	while (list) {
+		struct op *op = list;
+		list = op->next;
+		op->next = NULL;
+		op->deferred = false;
+		op->sb = NULL;
+		timer_del(d, op);
+		if (e) {
+			op_fail(op, e);
+			continue;
+		}
+		/* Run the request again, now against a running sandbox. */
+		int rc = op->route->handler(op);
+		if (op->deferred)
+			continue; /* deferred again: it waits for the next resume or hello */
+		if (op->route->upload && rc == API_DONE && !op->err.status && !op->done)
+			op_wake(op); /* go on with the body */
+		else if (rc == API_DONE)
+			op_finish(op);
+	}
+}

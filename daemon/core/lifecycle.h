@@ -1,0 +1,51 @@
+/*
+ * daemon/core/lifecycle.h - transitions of a running sandbox: pause, resume,
+ * suspend to disk, sync, and the pieces snapshots reuse (detaching the agent,
+ * writing a durable image).
+ */
+#ifndef SPACE_DAEMON_LIFECYCLE_H
+#define SPACE_DAEMON_LIFECYCLE_H
+
+#include "daemon/daemon.h"
+#include "daemon/base/err.h"
+
+struct op;
+
+#define API_ANSWERED 1 /* lifecycle_start answered op at once (the state already held) */
+
+/*
+ * Starts action a (ACT_PAUSE, ACT_RESUME, ACT_SUSPEND) on sb. Returns 0 when a
+ * job will answer op, API_ANSWERED when op was answered at once (the target
+ * state already held), or -errno with *e set (409 for an illegal transition). [L]
+ */
+int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, struct op *op, struct err *e);
+
+/* Flushes sb's filesystem (inside, then its writable layer on the host); op is answered
+ * once it is durable. [L] */
+int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e);
+
+/* syncfs of the filesystem holding sb's writable layer. Blocks. */
+int lifecycle_sync_layer(struct daemon *d, struct sandbox *sb);
+
+/*
+ * Checkpoints sb into the directory `final`, durably: written under final.tmp,
+ * every file and the directory fsynced, renamed, the parent fsynced. The agent
+ * must be detached. Blocks; call without d->lock.
+ */
+int lifecycle_write_image(struct daemon *d, struct sandbox *sb, const char *final, int leave_running,
+			  struct err *e);
+
+/* Asks sb's agent to detach and waits until its connection is closed. [L] */
+int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e);
+/* Listens for sb's agent again (after a detach). [L] */
+int lifecycle_reattach(struct daemon *d, struct sandbox *sb, struct err *e);
+
+/* Suspends sb (from state `from`) to disk; returns the state it ends in. Blocks; no d->lock. */
+enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb_state from, struct err *e);
+/* Restores a suspended sb; returns the state it ends in. Blocks; no d->lock. */
+enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct err *e);
+
+/* Called when a resume ended (e NULL on success): requests waiting for it go on. [L] */
+void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e);
+
+#endif

@@ -1,0 +1,535 @@
+/*
+ * daemon/core/op.c - requests in flight: linking them to sandboxes and processes,
+ * turning agent frames into answers and NDJSON events, waking suspended HTTP
+ * connections, and returning output credit as the client takes bytes.
+ */
+#include "daemon/core/op.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/codec.h"
+#include "daemon/io/agent.h"
+#include "daemon/core/sandbox.h"
+#include "daemon/io/timer.h"
+
+/* Connections to resume once this thread drops d->lock. */
+static __thread struct MHD_Connection *to_resume[256];
+static __thread unsigned n_resume;
+
+void daemon_lock(struct daemon *d)
+{
+	pthread_mutex_lock(&d->lock);
+}
+
+void daemon_unlock(struct daemon *d)
+{
+	struct MHD_Connection *list[256];
+	unsigned n = n_resume;
+	memcpy(list, to_resume, n * sizeof(list[0]));
+	n_resume = 0;
+	pthread_mutex_unlock(&d->lock);
+	for (unsigned i = 0; i < n; i++)
+		MHD_resume_connection(list[i]);
+}
+
+void op_wake(struct op *op)
+{
+	if (!op->suspended || !op->conn)
+		return;
+	if (n_resume == sizeof(to_resume) / sizeof(to_resume[0])) {
+		/* Never expected (256 wake-ups under one lock); resuming with the lock held is
+		 * still correct, only slower. */
+		MHD_resume_connection(op->conn);
+	} else {
+		to_resume[n_resume++] = op->conn;
+	}
+	op->suspended = false;
+}
+
+void op_suspend(struct op *op)
+{
+	if (op->suspended)
+		return;
+	MHD_suspend_connection(op->conn);
+	op->suspended = true;
+}
+
+void op_finish(struct op *op)
+{
+	op->done = true;
+	if (!op->conn)
+		pthread_cond_broadcast(&op->d->cond); /* a job waits for it */
+	op_wake(op);
+}
+
+uint32_t op_link(struct op *op, struct sandbox *sb)
+{
+	sb->next_tag = (sb->next_tag + 1) & ~SP_CHAN_REQ;
+	if (sb->next_tag < AGENT_TAG_FIRST)
+		sb->next_tag = AGENT_TAG_FIRST;
+	op->tag = SP_CHAN_REQ | sb->next_tag;
+	op->sb = sb;
+	op->next = sb->ops;
+	sb->ops = op;
+	return op->tag;
+}
+
+static void list_remove(struct op **head, struct op *op)
+{
+	for (struct op **pp = head; *pp; pp = &(*pp)->next)
+		if (*pp == op) {
+			*pp = op->next;
+			op->next = NULL;
+			return;
+		}
+}
+
+void op_unlink(struct op *op)
+{
+	timer_del(op->d, op);
+	if (op->proc) {
+		if (op->proc->reader == op)
+			op->proc->reader = NULL;
+		list_remove(&op->proc->waiters, op);
+		op->proc = NULL;
+	}
+	if (op->sb) {
+		list_remove(op->deferred ? &op->sb->deferred : &op->sb->ops, op);
+		op->deferred = false;
+		op->sb = NULL;
+	}
+}
+
+/* Appends one line to the client stream; `raw` output bytes ride on it for credit. */
+static void emit(struct op *op, const char *line, size_t n, uint32_t raw)
+{
+	buf_put(&op->out, line, n);
+	op->out_written += n;
+	op->emitted_ms = mono_ms();
+	if (raw) {
+		if (op->ring_n == OP_CREDIT_RING) {
+			op->ring[OP_CREDIT_RING - 1].end = op->out_written;
+			op->ring[OP_CREDIT_RING - 1].raw += raw;
+		} else {
+			op->ring[op->ring_n].end = op->out_written;
+			op->ring[op->ring_n].raw = raw;
+			op->ring_n++;
+		}
+	}
+	op_wake(op);
+}
+
+static void emit_json(struct op *op, json_t *ev)
+{
+	char *s = json_dumps(ev, JSON_COMPACT);
+	json_decref(ev);
+	if (!s)
+		return;
+	size_t n = strlen(s);
+	s[n] = '\n';
+	emit(op, s, n + 1, 0);
+	free(s);
+}
+
+void op_keepalive(struct op *op, int64_t now_ms)
+{
+	if (!op->stream || !op->responding || op->eof || op->kind == OP_READ)
+		return;
+	if (op->emitted_ms == 0)
+		op->emitted_ms = now_ms;
+	if (now_ms - op->emitted_ms >= STREAM_KEEPALIVE_MS)
+		emit_json(op, json_pack("{s:s}", "type", "keepalive"));
+}
+
+bool op_check_gone(struct op *op)
+{
+	if (!op->suspended || !op->conn || op->gone)
+		return op->gone;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(op->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return false;
+	/* the peer's FIN (or a reset) is visible without reading what it may have sent */
+	struct pollfd p = { .fd = ci->connect_fd, .events = POLLRDHUP };
+	if (poll(&p, 1, 0) != 1 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		return false;
+	op->gone = true;
+	op_wake(op);
+	return true;
+}
+
+void op_fail(struct op *op, const struct err *e)
+{
+	if (op->responding) {
+		if (op->kind == OP_READ) {
+			op->failed = true;
+		} else {
+			emit_json(op, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", e->code,
+						"message", e->msg));
+		}
+		op->eof = true;
+		op_wake(op);
+		return;
+	}
+	if (op->err.status == 0)
+		op->err = *e;
+	op_finish(op);
+}
+
+/* Encodes one output chunk as an event line: text when it is UTF-8, unless it is
+ * mostly control characters (escaped, more than twice its size), base64 otherwise. */
+static void emit_output(struct op *op, int which, const uint8_t *data, size_t n, uint32_t raw)
+{
+	static const char *names[2] = { "stdout", "stderr" };
+	size_t esc = codec_json_escaped_len(data, n);
+	size_t b64 = codec_b64_len(n);
+	size_t tail;
+	bool text = codec_utf8_check(data, n, &tail) && tail == 0 && esc <= 2 * n;
+	size_t cap = 48 + (text ? esc : b64);
+	char *line = malloc(cap);
+	if (!line)
+		return;
+	size_t k = (size_t)snprintf(line, cap, "{\"type\":\"%s\",\"%s\":\"", names[which],
+				    text ? "data" : "data_b64");
+	k += text ? codec_json_escape(line + k, data, n) : codec_b64_encode(line + k, data, n);
+	memcpy(line + k, "\"}\n", 3);
+	emit(op, line, k + 3, raw);
+	free(line);
+}
+
+/* Streams a chunk, holding back an incomplete UTF-8 sequence at its end. */
+static void stream_output(struct op *op, int which, const uint8_t *data, uint32_t n)
+{
+	uint8_t *joined = NULL;
+	size_t len = n;
+	const uint8_t *p = data;
+	if (op->hold_len[which]) {
+		joined = malloc(op->hold_len[which] + (size_t)n);
+		if (!joined)
+			return;
+		memcpy(joined, op->utf8_hold[which], op->hold_len[which]);
+		memcpy(joined + op->hold_len[which], data, n);
+		len += op->hold_len[which];
+		p = joined;
+		op->hold_len[which] = 0;
+	}
+	size_t tail = 0;
+	if (codec_utf8_check(p, len, &tail) && tail > 0 && tail < 4) {
+		memcpy(op->utf8_hold[which], p + len - tail, tail);
+		op->hold_len[which] = (uint8_t)tail;
+		len -= tail;
+	}
+	/* the raw bytes' credit rides on the next line when this chunk was only a held tail */
+	op->raw_carry += n;
+	if (len > 0) {
+		emit_output(op, which, p, len, op->raw_carry);
+		op->raw_carry = 0;
+	}
+	free(joined);
+}
+
+static void flush_holds(struct op *op)
+{
+	for (int w = 0; w < 2; w++)
+		if (op->hold_len[w]) {
+			uint8_t h[4];
+			size_t n = op->hold_len[w];
+			memcpy(h, op->utf8_hold[w], n);
+			op->hold_len[w] = 0;
+			emit_output(op, w, h, n, op->raw_carry);
+			op->raw_carry = 0;
+		}
+}
+
+void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
+{
+	int which = type == SP_A_STDERR;
+	if (op->stream) {
+		stream_output(op, which, data, n);
+		return;
+	}
+	/* A capture takes everything at once: the credit goes straight back. */
+	size_t room = EXEC_MAX_CAPTURE - buf_avail(&op->cap[which]);
+	size_t keep = n < room ? n : room;
+	buf_put(&op->cap[which], data, keep);
+	if (keep < n)
+		op->trunc[which] = true;
+	if (op->proc && op->sb) {
+		uint32_t give = n < op->proc->owed ? n : op->proc->owed;
+		op->proc->owed -= give;
+		agent_credit(op->d, op->sb, op->proc->pid, give);
+	}
+}
+
+/* A captured stream as JSON: a string when it is UTF-8, else base64 under name_b64. */
+static void put_captured(json_t *o, const char *name, struct buf *b)
+{
+	json_t *s = buf_avail(b) ? json_stringn((const char *)buf_head(b), buf_avail(b)) : json_string("");
+	if (s) {
+		json_object_set_new(o, name, s);
+		return;
+	}
+	char *enc = malloc(codec_b64_len(buf_avail(b)) + 1);
+	char key[32];
+	if (!enc)
+		return;
+	size_t k = codec_b64_encode(enc, buf_head(b), buf_avail(b));
+	snprintf(key, sizeof(key), "%s_b64", name);
+	json_object_set_new(o, key, json_stringn(enc, k));
+	free(enc);
+}
+
+static json_t *exit_json(struct op *op, const struct proc *p)
+{
+	return json_pack("{s:i, s:o, s:b, s:I}", "exit_code", p->code, "signal",
+			 p->signo ? json_integer(p->signo) : json_null(), "timed_out", p->timed_out,
+			 "duration_ms", (json_int_t)(mono_ms() - op->t0));
+}
+
+void op_on_exit(struct op *op, const struct proc *p)
+{
+	if (op->stream) {
+		flush_holds(op);
+		json_t *ev = exit_json(op, p);
+		json_object_set_new(ev, "type", json_string("exit"));
+		emit_json(op, ev);
+		op->eof = true;
+		op_unlink(op);
+		op_wake(op);
+		return;
+	}
+	json_t *r = exit_json(op, p);
+	json_object_set_new(r, "pid", json_integer(p->pid));
+	put_captured(r, "stdout", &op->cap[0]);
+	put_captured(r, "stderr", &op->cap[1]);
+	if (op->trunc[0])
+		json_object_set_new(r, "stdout_truncated", json_true());
+	if (op->trunc[1])
+		json_object_set_new(r, "stderr_truncated", json_true());
+	op->status = 200;
+	op->json = r;
+	op_unlink(op);
+	op_finish(op);
+}
+
+/* Attaches op as the reader of p, handing it what p buffered meanwhile. [L] */
+void op_attach(struct op *op, struct proc *p)
+{
+	if (p->reader && p->reader != op) {
+		struct op *old = p->reader;
+		struct err e = { 0 };
+		err_set(&e, 409, "conflict", EBUSY, "another reader took over the output of process %u", p->pid);
+		op_unlink(old);
+		op_fail(old, &e);
+	}
+	p->reader = op;
+	op->proc = p;
+	while (buf_avail(&p->pending) >= 5) {
+		const uint8_t *h = buf_head(&p->pending);
+		uint32_t n = frame_get_u32(h + 1);
+		op_on_output(op, h[0], h + 5, n);
+		buf_consume(&p->pending, 5 + (size_t)n);
+	}
+	if (op->sb)
+		op->sb->pending_bytes -= p->pending_raw < op->sb->pending_bytes ? p->pending_raw : op->sb->pending_bytes;
+	p->pending_raw = 0;
+	buf_free(&p->pending);
+	if (p->exited)
+		op_on_exit(op, p);
+}
+
+static json_t *stat_json(const struct frame *f, const char *dir, const char *path)
+{
+	struct sp_stat st;
+	static const char *types[] = { "other", "file", "dir", "symlink", "other" };
+	if (frame_need(f, sizeof(st)) < 0)
+		return NULL;
+	memcpy(&st, f->payload, sizeof(st));
+	size_t off = sizeof(st);
+	const char *name = frame_str(f, &off);
+	if (!name)
+		return NULL;
+	char full[4200], mode[8];
+	if (dir)
+		snprintf(full, sizeof(full), "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+	else
+		snprintf(full, sizeof(full), "%s", path);
+	snprintf(mode, sizeof(mode), "%04o", st.mode & 07777);
+	char when[32];
+	time_t t = (time_t)st.mtime;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:s}", "name", name, "path", full, "type",
+			 types[st.type < 5 ? st.type : 0], "size", (json_int_t)st.size, "mode", mode, "mtime", when);
+}
+
+static void on_error_frame(struct op *op, const struct frame *f)
+{
+	struct sp_error er = { .err = EIO };
+	const char *msg = NULL;
+	if (frame_need(f, sizeof(er)) == 0) {
+		memcpy(&er, f->payload, sizeof(er));
+		size_t off = sizeof(er);
+		msg = frame_str(f, &off);
+	}
+	struct err e = { 0 };
+	if (op->kind == OP_EXEC && er.err != EAGAIN)
+		err_set(&e, 422, "exec_failed", er.err, "%s", msg ? msg : strerror(er.err));
+	else if (msg && *msg)
+		err_from_errno(&e, er.err, "%s", msg);
+	else
+		err_from_errno(&e, er.err, "%s: %s", op->what ? op->what : "request", strerror(er.err));
+	op_unlink(op);
+	op_fail(op, &e);
+}
+
+static void on_started(struct op *op, const struct frame *f)
+{
+	struct sp_started st;
+	if (frame_need(f, sizeof(st)) < 0)
+		return;
+	memcpy(&st, f->payload, sizeof(st));
+	struct sandbox *sb = op->sb;
+	struct proc *p = agent_proc(sb, st.pid, true);
+	op_unlink(op);
+	if (!p)
+		return;
+	p->exited = false;
+	p->started_ms = now_ms();
+	p->stdin_credit = SP_WINDOW;
+	free(p->cmd);
+	p->cmd = op->what ? strdup(op->what) : NULL;
+	op->pid = st.pid;
+	if (op->stdin_pending) {
+		/* inline stdin (at most one window): hand it over, then end of file */
+		const uint8_t *in = buf_head(&op->body);
+		size_t left = buf_avail(&op->body);
+		while (left > 0) {
+			size_t n = left < SP_MAX_PAYLOAD ? left : SP_MAX_PAYLOAD;
+			agent_send(op->d, sb, SP_H_STDIN, st.pid, in, n, NULL, 0);
+			in += n;
+			left -= n;
+		}
+		agent_send(op->d, sb, SP_H_STDIN, st.pid, NULL, 0, NULL, 0);
+		p->stdin_credit -= (uint32_t)buf_avail(&op->body);
+		op->stdin_pending = false;
+	}
+	if (op->background) {
+		op->json = json_pack("{s:i}", "pid", st.pid);
+		op->status = 201;
+		op_finish(op);
+		return;
+	}
+	op->sb = sb;
+	op_attach(op, p);
+	if (op->stream) {
+		op->responding = true;
+		emit_json(op, json_pack("{s:s, s:i}", "type", "start", "pid", st.pid));
+		op->done = true; /* headers can go: the handler answers with the stream */
+	}
+}
+
+void op_on_frame(struct op *op, const struct frame *f)
+{
+	if (f->type == SP_A_ERROR) {
+		on_error_frame(op, f);
+		return;
+	}
+	switch (op->kind) {
+	case OP_EXEC:
+		if (f->type == SP_A_STARTED)
+			on_started(op, f);
+		break;
+	case OP_CALL:
+		if (f->type == SP_A_STAT || f->type == SP_A_PROC) {
+			json_t *e = NULL;
+			if (f->type == SP_A_STAT)
+				e = stat_json(f, json_is_array(op->json) ? json_string_value(json_object_get(op->query, "path")) : NULL,
+					      json_string_value(json_object_get(op->query, "path")));
+			else
+				e = sandbox_proc_frame_json(f);
+			if (!e)
+				break;
+			if (json_is_array(op->json)) {
+				json_array_append_new(op->json, e);
+			} else {
+				json_decref(op->json);
+				op->json = e;
+				op->status = 200;
+				op_unlink(op);
+				op_finish(op);
+			}
+		} else if (f->type == SP_A_OK || f->type == SP_A_END || f->type == SP_A_PONG) {
+			if (json_is_array(op->json)) {
+				op->json = json_pack("{s:o}", "entries", op->json);
+				op->status = 200;
+			}
+			op_unlink(op);
+			op_finish(op);
+		}
+		break;
+	case OP_READ:
+		if (f->type == SP_A_STAT) {
+			op->responding = true;
+			op->done = true;
+			op_wake(op);
+		} else if (f->type == SP_A_DATA) {
+			emit(op, (const char *)f->payload, f->len, f->len);
+		} else if (f->type == SP_A_END) {
+			op_unlink(op);
+			op->eof = true;
+			op_wake(op);
+		}
+		break;
+	case OP_WRITE:
+		if (f->type == SP_A_OK) {
+			op->upload_open = true;
+		} else if (f->type == SP_A_CREDIT && frame_need(f, 4) == 0) {
+			op->credit += frame_get_u32(f->payload);
+			op_wake(op);
+		} else if (f->type == SP_A_END) {
+			op->status = 201;
+			op_unlink(op);
+			op_finish(op);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+size_t op_take(struct op *op, uint8_t *dst, size_t max, uint32_t *credit)
+{
+	size_t n = buf_avail(&op->out);
+	if (n > max)
+		n = max;
+	memcpy(dst, buf_head(&op->out), n);
+	buf_consume(&op->out, n);
+	op->out_read += n;
+	uint32_t give = 0;
+	unsigned k = 0;
+	while (k < op->ring_n && op->ring[k].end <= op->out_read)
+		give += op->ring[k++].raw;
+	if (k) {
+		memmove(op->ring, op->ring + k, (op->ring_n - k) * sizeof(op->ring[0]));
+		op->ring_n -= k;
+	}
+	*credit = give;
+	return n;
+}
+
+void op_free(struct op *op)
+{
+	buf_free(&op->body);
+	buf_free(&op->out);
+	buf_free(&op->cap[0]);
+	buf_free(&op->cap[1]);
+	json_decref(op->json);
+	json_decref(op->query);
+	free(op->what);
+	free(op);
+}

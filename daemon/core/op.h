@@ -1,0 +1,161 @@
+/*
+ * daemon/core/op.h - one API request in flight, and how agent replies reach it.
+ *
+ * Every HTTP request gets a struct op (its libmicrohttpd connection context).
+ * A request that needs the agent links its op to the sandbox (by tag, while
+ * it waits for a reply) or to a process (as its output reader or a waiter),
+ * suspends its HTTP connection and returns. The I/O thread, on a frame for
+ * that tag or pid, updates the op and wakes it; the HTTP thread then sends
+ * the answer. All op fields that both threads touch are under d->lock.
+ *
+ * Waking: op_wake() only records the connection; daemon_unlock() resumes the
+ * recorded connections after releasing d->lock, so libmicrohttpd is never
+ * entered with our lock held.
+ */
+#ifndef SPACE_DAEMON_OP_H
+#define SPACE_DAEMON_OP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "lib/buf.h"
+#include "lib/frame.h"
+#include "daemon/daemon.h"
+#include "daemon/base/err.h"
+
+#define API_MAX_BODY (1024 * 1024)            /* JSON and stdin bodies */
+#define EXEC_MAX_CAPTURE (16 * 1024 * 1024)   /* stdout or stderr kept by a non-stream exec */
+#define OP_CREDIT_RING 64
+
+enum op_kind {
+	OP_NONE,
+	OP_CALL,      /* one request, one reply: ping, stat, mkdir, remove, rename, sync, ps, list */
+	OP_EXEC,      /* exec or background start; after A_STARTED a capture or stream reader */
+	OP_ATTACH,    /* output stream of a running process */
+	OP_WAIT,      /* waiting for a process to exit */
+	OP_STDIN,     /* bytes for a process's stdin */
+	OP_READ,      /* file download */
+	OP_WRITE,     /* file upload */
+	OP_JOB,       /* a job thread's work (create, delete) */
+};
+
+struct route;
+
+struct op {
+	struct op *next;            /* in sb->ops, or proc->waiters */
+	struct daemon *d;
+	struct MHD_Connection *conn;
+	const struct route *route;
+	enum op_kind kind;
+	bool tcp;                   /* arrived on the TCP listener */
+	char tenant[64];            /* the token's tenant: a TCP request sees only its own */
+	bool counted;               /* counts against its tenant's TENANT_MAX_REQUESTS */
+
+	/* request */
+	char sbid[SANDBOX_ID_LEN + 1];
+	char snapid[16];
+	uint32_t pid;
+	struct buf body;
+	bool body_too_large;
+	json_t *query;              /* object: query arguments */
+	bool started;               /* handler ran */
+	bool deferred;              /* [L] waits in sb->deferred for a resume */
+	bool resumed;               /* the request resumed its sandbox: said in a response header */
+	char *what;                 /* the command or path, for messages */
+
+	/* agent link [L] */
+	struct sandbox *sb;         /* set while linked */
+	struct proc *proc;          /* reader or waiter of this process */
+	uint32_t tag;
+	bool suspended;
+	bool done;                  /* answer ready (status/json) */
+
+	/* answer */
+	struct err err;
+	int status;
+	json_t *json;
+
+	/* exec */
+	bool stream;                /* NDJSON events instead of one result */
+	bool background;            /* answer with the pid as soon as it started */
+	int64_t t0;
+	struct buf cap[2];          /* stdout, stderr of a capture */
+	bool trunc[2];
+	uint8_t utf8_hold[2][4];    /* incomplete UTF-8 sequence carried to the next chunk */
+	uint8_t hold_len[2];
+	uint32_t raw_carry;         /* output bytes held back whose credit is still to go out */
+
+	/* streams to the client [L] */
+	struct buf out;             /* bytes for the HTTP client */
+	bool eof;                   /* nothing more will be added to out */
+	bool failed;                /* end the response with an error */
+	uint64_t out_written, out_read;
+	struct { uint64_t end; uint32_t raw; } ring[OP_CREDIT_RING];
+	unsigned ring_n;
+	bool responding;            /* a streaming response was queued */
+	int64_t emitted_ms;         /* when the stream last got a line (mono_ms) */
+	bool gone;                  /* [L] the client closed its connection while it was suspended */
+	bool long_call;             /* the agent may rightly be silent while it serves this (sync(2)) */
+
+	/* uploads and stdin [L] */
+	uint32_t credit;
+	bool upload_open;
+	uint64_t upload_size;
+	uint32_t mode;
+	bool stdin_pending;         /* body holds stdin bytes to send once started */
+
+	/* deadline [L] */
+	bool timed;
+	int64_t deadline;
+	struct op *tnext;
+};
+
+/* Locks d->lock. */
+void daemon_lock(struct daemon *d);
+/* Unlocks d->lock, then resumes every connection op_wake recorded on this thread. */
+void daemon_unlock(struct daemon *d);
+
+/* Sends a {"type":"keepalive"} event on an NDJSON stream that has been silent for
+ * STREAM_KEEPALIVE_MS: the write is how a client that went away is noticed (a suspended
+ * connection is not watched), and it keeps proxies from closing an idle stream. [L] */
+void op_keepalive(struct op *op, int64_t now_ms);
+
+/* Whether the client of a suspended op has closed its connection (libmicrohttpd does not
+ * watch suspended connections): if so, marks op gone and wakes it, so the HTTP layer ends the
+ * request and everything it held is let go. [L] */
+bool op_check_gone(struct op *op);
+
+/* Marks op's answer ready and wakes its connection if it is suspended. [L] */
+void op_finish(struct op *op);
+/* Wakes op's connection (new stream bytes, credit) if it is suspended. [L] */
+void op_wake(struct op *op);
+/* Suspends the HTTP connection of op until op_wake/op_finish. Call from an MHD callback. [L] */
+void op_suspend(struct op *op);
+
+/* Links op to sb under a fresh tag and returns the tag. [L] */
+uint32_t op_link(struct op *op, struct sandbox *sb);
+/* Removes op from whatever sandbox or process it is linked to. [L] */
+void op_unlink(struct op *op);
+/* Fails op with e: finishes it, or ends its stream with an error event. [L] */
+void op_fail(struct op *op, const struct err *e);
+
+/* Makes op the output reader of p, handing it what p buffered meanwhile. [L] */
+void op_attach(struct op *op, struct proc *p);
+
+/* Hands one frame for op's tag to it. [L] */
+void op_on_frame(struct op *op, const struct frame *f);
+/* Output of the process op reads: type SP_A_STDOUT/SP_A_STDERR. [L] */
+void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n);
+/* The process op reads exited (p holds the status). [L] */
+void op_on_exit(struct op *op, const struct proc *p);
+
+/*
+ * Copies up to max stream bytes into dst and returns credit owed to the agent
+ * for what the client has now taken (in *credit). [L]
+ */
+size_t op_take(struct op *op, uint8_t *dst, size_t max, uint32_t *credit);
+
+void op_free(struct op *op);
+
+#endif

@@ -1,0 +1,690 @@
+/*
+ * daemon/core/sandbox.c - the registry of sandboxes and their creation, deletion
+ * and re-adoption.
+ *
+ * Create and delete are jobs: the HTTP thread registers the intent (state
+ * creating/deleting, recorded in the store first), starts a job thread and
+ * suspends the request; the job runs the driver without d->lock and finishes
+ * the request. A crash between the two leaves a creating/deleting record that
+ * sandbox_adopt_all reconciles: an unconfirmed create is undone, a delete is
+ * completed.
+ */
+#include "daemon/core/sandbox.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <time.h>
+
+#include "daemon/io/agent.h"
+#include "daemon/driver/disk.h"
+#include "daemon/driver/driver.h"
+#include "daemon/core/job.h"
+#include "daemon/core/lifecycle.h"
+#include "daemon/base/log.h"
+#include "daemon/base/spawn.h"
+#include "daemon/core/op.h"
+#include "daemon/store/store.h"
+#include "daemon/store/template.h"
+
+int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct sandbox *sandbox_find(struct daemon *d, const char *id)
+{
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		if (strcmp(sb->id, id) == 0)
+			return sb;
+	return NULL;
+}
+
+static void registry_add(struct daemon *d, struct sandbox *sb)
+{
+	struct sandbox **pp = &d->sandboxes;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = sb;
+	d->nsandboxes++;
+}
+
+static void registry_remove(struct daemon *d, struct sandbox *sb)
+{
+	for (struct sandbox **pp = &d->sandboxes; *pp; pp = &(*pp)->next)
+		if (*pp == sb) {
+			*pp = sb->next;
+			d->nsandboxes--;
+			return;
+		}
+}
+
+static void format_time(char *out, size_t n, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static json_t *time_or_null(int64_t ms)
+{
+	char when[32];
+	if (ms <= 0)
+		return json_null();
+	format_time(when, sizeof(when), ms);
+	return json_string(when);
+}
+
+json_t *sandbox_json(const struct sandbox *sb)
+{
+	char created[32];
+	format_time(created, sizeof(created), sb->created_ms);
+	bool ticking = sb->state == SB_RUNNING || sb->state == SB_PAUSED;
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:f, s:f, s:s, s:b, s:o, s:o, s:s}", "id",
+			      sb->id, "state", sb_state_name(sb->state), "template", sb->template, "cpus", sb->cpus,
+			      "memory_mb", sb->memory_mb, "disk_mb", sb->disk_mb, "metadata", sb->metadata, "created_at",
+			      created, "timeout", sb->timeout_s,
+			      "lifetime", sb->lifetime_s, "timeout_action", sb->timeout_kill ? "kill" : "suspend",
+			      "keepalive_processes", sb->keepalive, "timeout_at",
+			      time_or_null(ticking ? sb->deadline_ms : 0), "expires_at",
+			      time_or_null(sb->lifetime_s > 0 ? sb->created_ms + (int64_t)(sb->lifetime_s * 1000) : 0),
+			      "driver", "gvisor");
+	if (sb->state == SB_SUSPENDED && sb->timeout_s > 0)
+		json_object_set_new(o, "timeout_left_ms", json_integer(sb->remaining_ms));
+	if (sb->state == SB_FAILED)
+		json_object_set_new(o, "reason", json_string(sb->reason));
+	return o;
+}
+
+void sandbox_touch(struct sandbox *sb)
+{
+	sb->deadline_ms = sb->timeout_s > 0 ? now_ms() + (int64_t)(sb->timeout_s * 1000) : 0;
+}
+
+static bool has_running_process(const struct sandbox *sb)
+{
+	for (const struct proc *p = sb->procs; p; p = p->next)
+		if (!p->exited)
+			return true;
+	return false;
+}
+
+void sandbox_expire(struct daemon *d)
+{
+	int64_t now = now_ms();
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
+		if (sb->state != SB_RUNNING && sb->state != SB_PAUSED)
+			continue;
+		bool lifetime = sb->lifetime_s > 0 && now >= sb->created_ms + (int64_t)(sb->lifetime_s * 1000);
+		bool idle = sb->deadline_ms > 0 && now >= sb->deadline_ms;
+		if (idle && !lifetime && sb->keepalive && has_running_process(sb)) {
+			sandbox_touch(sb); /* busy counts as activity for this sandbox */
+			continue;
+		}
+		if (!idle && !lifetime)
+			continue;
+		struct err e = { 0 };
+		log_info("sandbox %s: %s passed; %s", sb->id, lifetime ? "its lifetime" : "its idle timeout",
+			 sb->timeout_kill ? "deleting it" : "suspending it");
+		sb->deadline_ms = 0;
+		if (sb->timeout_kill)
+			sandbox_delete(d, sb, NULL, &e);
+		else
+			lifecycle_start(d, sb, ACT_SUSPEND, NULL, &e);
+	}
+}
+
+static json_t *proc_json(uint32_t pid, const char *cmd, bool exited, int code, int signo, int64_t started)
+{
+	char when[32];
+	format_time(when, sizeof(when), started);
+	return json_pack("{s:i, s:s, s:s, s:o, s:o, s:s}", "pid", pid, "cmd", cmd ? cmd : "", "state",
+			 exited ? "exited" : "running", "exit_code", exited ? json_integer(code) : json_null(),
+			 "signal", exited && signo ? json_integer(signo) : json_null(), "started_at", when);
+}
+
+json_t *sandbox_proc_json(const struct proc *p)
+{
+	return proc_json(p->pid, p->cmd, p->exited, p->code, p->signo, p->started_ms);
+}
+
+json_t *sandbox_proc_frame_json(const struct frame *f)
+{
+	struct sp_proc pr;
+	if (frame_need(f, sizeof(pr)) < 0)
+		return NULL;
+	memcpy(&pr, f->payload, sizeof(pr));
+	size_t off = sizeof(pr);
+	const char *cmd = frame_str(f, &off);
+	return proc_json(pr.pid, cmd, pr.state == SP_PROC_EXITED, pr.code, pr.signo, (int64_t)pr.started_ms);
+}
+
+void sandbox_prune_procs(struct sandbox *sb)
+{
+	int exited = 0;
+	for (struct proc *p = sb->procs; p; p = p->next)
+		exited += p->exited && !p->reader && !p->waiters;
+	/* The list is newest first: drop exited records from the tail. */
+	while (exited > SANDBOX_MAX_EXITED) {
+		struct proc **victim = NULL;
+		for (struct proc **pp = &sb->procs; *pp; pp = &(*pp)->next)
+			if ((*pp)->exited && !(*pp)->reader && !(*pp)->waiters)
+				victim = pp;
+		struct proc *p = *victim;
+		*victim = p->next;
+		sb->pending_bytes -= p->pending_raw < sb->pending_bytes ? p->pending_raw : sb->pending_bytes;
+		buf_free(&p->pending);
+		free(p->cmd);
+		free(p);
+		exited--;
+	}
+}
+
+void sandbox_free(struct sandbox *sb)
+{
+	while (sb->procs) {
+		struct proc *p = sb->procs;
+		sb->procs = p->next;
+		buf_free(&p->pending);
+		free(p->cmd);
+		free(p);
+	}
+	json_decref(sb->env);
+	json_decref(sb->metadata);
+	free(sb);
+}
+
+bool sandbox_usable(const struct sandbox *sb, struct err *e)
+{
+	if (sb->state != SB_RUNNING) {
+		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
+		return false;
+	}
+	if (sb->chan.fd < 0 || !sb->chan.hello) {
+		err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: its agent is not connected", sb->id);
+		return false;
+	}
+	return true;
+}
+
+/* Fails every request linked to sb or its processes. [L] */
+static void fail_all(struct sandbox *sb, const struct err *e)
+{
+	while (sb->deferred) {
+		struct op *op = sb->deferred;
+		op_unlink(op);
+		op_fail(op, e);
+	}
+	while (sb->ops) {
+		struct op *op = sb->ops;
+		op_unlink(op);
+		op_fail(op, e);
+	}
+	for (struct proc *p = sb->procs; p; p = p->next) {
+		if (p->reader) {
+			struct op *op = p->reader;
+			op_unlink(op);
+			op_fail(op, e);
+		}
+		while (p->waiters) {
+			struct op *op = p->waiters;
+			op_unlink(op);
+			op_fail(op, e);
+		}
+	}
+}
+
+void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason)
+{
+	sb->state = SB_FAILED;
+	snprintf(sb->reason, sizeof(sb->reason), "%s", reason);
+	store_set_state(d->store, sb->id, "failed", sb->reason);
+	struct err e = { 0 };
+	err_set(&e, 500, "sandbox_failed", EIO, "sandbox %s failed: %s", sb->id, reason);
+	fail_all(sb, &e);
+	log_warn("sandbox %s failed: %s", sb->id, reason);
+}
+
+#define WATCH_GRACE_MS 3000   /* an agent that lost its connection is back within this */
+#define WATCH_ROUNDS 10       /* grace periods to wait while the sandbox still runs */
+
+static bool agent_back(struct sandbox *sb)
+{
+	return sb->chan.hello || sb->state != SB_RUNNING;
+}
+
+static void watch_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	for (int round = 0; round < WATCH_ROUNDS; round++) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += WATCH_GRACE_MS / 1000;
+		daemon_lock(d);
+		while (!agent_back(sb) && pthread_cond_timedwait(&d->cond, &d->lock, &until) != ETIMEDOUT)
+			;
+		bool back = agent_back(sb);
+		if (back)
+			sb->watched = false;
+		daemon_unlock(d);
+		if (back)
+			return;
+		if (d->driver->state(d->drv, sb) == DRV_RUNNING)
+			continue; /* the sandbox runs; its agent may yet reconnect */
+		char why[64], reason[128];
+		d->driver->exit_reason(d->drv, sb, why, sizeof(why));
+		struct err ignored = { 0 };
+		d->driver->stop(d->drv, sb, &ignored);
+		snprintf(reason, sizeof(reason), "%s: %s", why,
+			 strcmp(why, "oom") == 0 ? "the sandbox went over its memory limit on the host; files kept"
+			 : strcmp(why, "pids") == 0 ? "the sandbox went over its process limit on the host; files kept"
+						   : "every process of the sandbox ended; files kept");
+		daemon_lock(d);
+		if (sb->state == SB_RUNNING && !sb->chan.hello)
+			sandbox_fail(d, sb, reason);
+		sb->watched = false;
+		daemon_unlock(d);
+		return;
+	}
+	daemon_lock(d);
+	sb->watched = false;
+	daemon_unlock(d);
+}
+
+void sandbox_watch(struct daemon *d, struct sandbox *sb)
+{
+	if (sb->watched || sb->state != SB_RUNNING)
+		return;
+	struct job j = { .fn = watch_job, .sb = sb };
+	struct err e = { 0 };
+	if (job_start(d, &j, &e) == 0)
+		sb->watched = true;
+}
+
+bool sandbox_wait(struct daemon *d, struct sandbox *sb, bool (*cond)(struct sandbox *), int timeout_ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	while (!cond(sb))
+		if (pthread_cond_timedwait(&d->cond, &d->lock, &until) == ETIMEDOUT)
+			return cond(sb);
+	return true;
+}
+
+static bool ping_settled(struct sandbox *sb)
+{
+	return !sb->chan.ping_ms || sb->state != SB_RUNNING;
+}
+
+static void nudge_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	struct err e = { 0 };
+	if (d->driver->wake(d->drv, sb, &e) < 0)
+		log_warn("sandbox %s: continuing its agent: %s", sb->id, e.msg);
+	daemon_lock(d);
+	/* answered, gone, or in another state: whoever changed that took charge */
+	bool hung = !sandbox_wait(d, sb, ping_settled, AGENT_DEADLINE_MS);
+	if (!hung) {
+		if (sb->state == SB_RUNNING && sb->chan.hello)
+			log_warn("sandbox %s: its agent had stopped answering; continued", sb->id);
+		sb->chan.nudging = false;
+		daemon_unlock(d);
+		return;
+	}
+	/* failed first, so the connection dropping as it stops is not taken for a crash */
+	sandbox_fail(d, sb, "unresponsive: its agent stopped answering (stopped or starved from inside); files kept");
+	daemon_unlock(d);
+	struct err ignored = { 0 };
+	d->driver->stop(d->drv, sb, &ignored);
+	daemon_lock(d);
+	sb->chan.nudging = false;
+	daemon_unlock(d);
+}
+
+void sandbox_unresponsive(struct daemon *d, struct sandbox *sb)
+{
+	if (sb->chan.nudging || sb->state != SB_RUNNING)
+		return;
+	log_warn("sandbox %s: its agent has not answered for %d s", sb->id, AGENT_DEADLINE_MS / 1000);
+	struct job j = { .fn = nudge_job, .sb = sb };
+	struct err e = { 0 };
+	if (job_start(d, &j, &e) == 0)
+		sb->chan.nudging = true;
+}
+
+static int new_id(char out[SANDBOX_ID_LEN + 1])
+{
+	uint8_t r[SANDBOX_ID_LEN / 2];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
+/* Ready: connected and its process list applied, so a listing right after is complete. */
+static bool agent_ready(struct sandbox *sb)
+{
+	return sb->chan.hello && sb->chan.listed;
+}
+
+int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e)
+{
+	/* a snapshot's writable layer becomes this sandbox's own copy */
+	char seed[700];
+	if (snapshot)
+		snprintf(seed, sizeof(seed), "%s/upper", snapshot);
+	int rc = d->driver->create(d->drv, sb, rootfs, snapshot ? seed : NULL, e);
+	if (rc == 0) {
+		daemon_lock(d);
+		rc = agent_listen(d, sb);
+		daemon_unlock(d);
+		if (rc < 0)
+			err_set(e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
+	}
+	if (rc == 0 && snapshot) {
+		char image[700];
+		snprintf(image, sizeof(image), "%s/image", snapshot);
+		rc = d->driver->restore(d->drv, sb, image, e);
+	} else if (rc == 0) {
+		rc = d->driver->start(d->drv, sb, e);
+	}
+	daemon_lock(d);
+	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, AGENT_HELLO_TIMEOUT_MS))
+		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
+			     sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
+	if (rc == 0) {
+		sb->state = SB_RUNNING;
+		store_set_state(d->store, sb->id, "running", NULL);
+		daemon_unlock(d);
+		return 0;
+	}
+	/* An unconfirmed create is undone completely. */
+	sb->state = SB_DELETING;
+	daemon_unlock(d);
+	log_warn("sandbox %s: create failed: %s", sb->id, e->msg);
+	struct err ignored = { 0 };
+	d->driver->destroy(d->drv, sb, &ignored);
+	store_delete_sandbox(d->store, sb->id);
+	daemon_lock(d);
+	registry_remove(d, sb);
+	agent_bury(d, sb);
+	daemon_unlock(d);
+	return rc;
+}
+
+static void create_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct err e = { 0 };
+	json_t *answer = NULL;
+	int rc = sandbox_build(d, j->sb, j->text, j->text2[0] ? j->text2 : NULL, &e);
+	daemon_lock(d);
+	if (rc == 0)
+		answer = sandbox_json(j->sb); /* j->sb is gone after a failure */
+	if (rc == 0) {
+		j->op->status = 201;
+		j->op->json = answer;
+		op_finish(j->op);
+	} else {
+		op_fail(j->op, &e);
+	}
+	daemon_unlock(d);
+}
+
+static void delete_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	struct err e = { 0 };
+	int rc = d->driver->destroy(d->drv, sb, &e);
+	daemon_lock(d);
+	if (rc < 0) {
+		sb->state = SB_FAILED;
+		snprintf(sb->reason, sizeof(sb->reason), "delete failed: %s", e.msg);
+		store_set_state(d->store, sb->id, "failed", sb->reason);
+		if (j->op)
+			op_fail(j->op, &e);
+	} else {
+		store_delete_sandbox(d->store, sb->id);
+		registry_remove(d, sb);
+		agent_bury(d, sb);
+		if (j->op) {
+			j->op->status = 204;
+			op_finish(j->op);
+		}
+	}
+	daemon_unlock(d);
+}
+
+struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char *rootfs, size_t n, struct err *e)
+{
+	if (d->nsandboxes >= SPACE_MAX_SANDBOXES) {
+		err_set(e, 429, "too_many", EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
+		return NULL;
+	}
+	if (cfg->tenant && *cfg->tenant) {
+		int owned = 0;
+		for (struct sandbox *o = d->sandboxes; o; o = o->next)
+			owned += strcmp(o->tenant, cfg->tenant) == 0;
+		if (owned >= TENANT_MAX_SANDBOXES) {
+			err_set(e, 429, "too_many", EAGAIN, "a tenant may have at most %d sandboxes", TENANT_MAX_SANDBOXES);
+			return NULL;
+		}
+	}
+	if (template_rootfs(d, cfg->template, rootfs, n) < 0) {
+		err_set(e, 404, "not_found", ENOENT, "template %s does not exist", cfg->template);
+		return NULL;
+	}
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb) {
+		err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return NULL;
+	}
+	agent_chan_init(sb);
+	do {
+		if (new_id(sb->id) < 0) {
+			free(sb);
+			err_set(e, 500, "internal", EIO, "no randomness for an id");
+			return NULL;
+		}
+	} while (sandbox_find(d, sb->id));
+	snprintf(sb->template, sizeof(sb->template), "%s", cfg->template);
+	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");
+	sb->cpus = cfg->cpus;
+	sb->memory_mb = cfg->memory_mb;
+	/* 0 from a snapshot taken before disks: the default */
+	sb->disk_mb = cfg->disk_mb >= DISK_MIN_MB ? cfg->disk_mb : DISK_DEFAULT_MB;
+	sb->timeout_s = cfg->timeout_s;
+	sb->lifetime_s = cfg->lifetime_s;
+	sb->timeout_kill = cfg->timeout_kill;
+	sb->keepalive = cfg->keepalive;
+	sandbox_touch(sb);
+	sb->env = json_deep_copy(cfg->env);
+	sb->metadata = json_deep_copy(cfg->metadata);
+	sb->created_ms = now_ms();
+	sb->state = SB_CREATING;
+	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
+
+	int rc = store_put_sandbox(d->store, sb);
+	if (rc < 0) {
+		sandbox_free(sb);
+		err_set(e, 500, "internal", -rc, "cannot record the sandbox: %s", strerror(-rc));
+		return NULL;
+	}
+	registry_add(d, sb);
+	return sb;
+}
+
+int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e)
+{
+	struct job j = { .fn = create_job, .op = op };
+	j.sb = sandbox_new(d, cfg, j.text, sizeof(j.text), e);
+	if (!j.sb)
+		return -EINVAL;
+	if (cfg->snapshot)
+		snprintf(j.text2, sizeof(j.text2), "%s", cfg->snapshot);
+	int rc = job_start(d, &j, e);
+	if (rc < 0) {
+		registry_remove(d, j.sb);
+		store_delete_sandbox(d->store, j.sb->id);
+		sandbox_free(j.sb);
+	}
+	return rc;
+}
+
+int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e)
+{
+	enum sb_state via;
+	if (state_begin(sb->state, ACT_DELETE, &via) != STATE_BEGIN) {
+		/* deleting already: the first delete answers; a second one is told why not */
+		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
+		return -EBUSY;
+	}
+	int rc = store_set_state(d->store, sb->id, "deleting", NULL);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot record the deletion: %s", strerror(-rc));
+	sb->state = SB_DELETING;
+	struct err gone = { 0 };
+	err_set(&gone, 404, "not_found", ENOENT, "sandbox %s was deleted", sb->id);
+	fail_all(sb, &gone);
+	struct job j = { .fn = delete_job, .sb = sb, .op = op };
+	return job_start(d, &j, e);
+}
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * Where a sandbox recorded in state `st` really is, given what the driver says
+ * and which images are on disk. Every answer is the old state or the new one of
+ * the interrupted transition, except when the processes are gone: then failed.
+ */
+static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver_state ds)
+{
+	char image[700], tmp[720];
+	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
+	snprintf(tmp, sizeof(tmp), "%s/checkpoint.tmp", sb->dir);
+	bool have_image = is_dir(image);
+	struct err e = { 0 };
+
+	switch (sb->state) {
+	case SB_RUNNING:
+	case SB_PAUSING:
+	case SB_PAUSED:
+		return ds == DRV_RUNNING ? SB_RUNNING : ds == DRV_PAUSED ? SB_PAUSED : SB_FAILED;
+	case SB_RESUMING:
+		if (ds == DRV_RUNNING)
+			return SB_RUNNING;
+		if (ds == DRV_PAUSED)
+			return SB_PAUSED;
+		if (have_image) {
+			d->driver->stop(d->drv, sb, &e);
+			return SB_SUSPENDED;
+		}
+		return SB_FAILED;
+	case SB_SUSPENDING:
+		if (!have_image && ds == DRV_RUNNING)
+			return SB_RUNNING; /* the checkpoint had not happened: the agent reconnects */
+		if (!have_image && is_dir(tmp) && ds == DRV_STOPPED) {
+			/* runsc finished the checkpoint; publishing it did not happen */
+			if (rename(tmp, image) == 0)
+				have_image = true;
+		}
+		if (!have_image)
+			return SB_FAILED;
+		d->driver->stop(d->drv, sb, &e);
+		lifecycle_sync_layer(d, sb);
+		return SB_SUSPENDED;
+	case SB_SUSPENDED:
+		if (ds != DRV_ABSENT)
+			d->driver->stop(d->drv, sb, &e);
+		return have_image ? SB_SUSPENDED : SB_FAILED;
+	default:
+		return sb->state;
+	}
+}
+
+/* Brings one recorded sandbox in line with what the driver says runs. */
+static void adopt(struct daemon *d, struct sandbox *sb)
+{
+	struct err e = { 0 };
+	enum driver_state ds = d->driver->state(d->drv, sb);
+
+	if (sb->state == SB_CREATING || sb->state == SB_DELETING) {
+		/* A create never confirmed or a delete under way: finish by removing it. */
+		log_info("sandbox %s: was %s when spaced stopped; removing it", sb->id, sb_state_name(sb->state));
+		d->driver->destroy(d->drv, sb, &e);
+		store_delete_sandbox(d->store, sb->id);
+		sandbox_free(sb);
+		return;
+	}
+	enum sb_state was = sb->state;
+	enum sb_state now = reconcile(d, sb, ds);
+	if (now != was || was != SB_FAILED) {
+		if (now == SB_FAILED && was != SB_FAILED)
+			snprintf(sb->reason, sizeof(sb->reason),
+				 "its processes were gone when spaced started (it was %s); files kept", sb_state_name(was));
+		sb->state = now;
+		if (now != was) {
+			store_set_state(d->store, sb->id, sb_state_name(now), now == SB_FAILED ? sb->reason : NULL);
+			log_info("sandbox %s: was %s, now %s", sb->id, sb_state_name(was), sb_state_name(now));
+		}
+	}
+	registry_add(d, sb);
+	if (sb->state == SB_RUNNING || sb->state == SB_PAUSED) {
+		sandbox_touch(sb); /* the idle timeout starts again with the new spaced */
+		int rc = agent_listen(d, sb);
+		if (rc < 0)
+			log_warn("sandbox %s: cannot listen for its agent: %s", sb->id, strerror(-rc));
+		else
+			log_info("sandbox %s: adopted (%s)", sb->id, sb_state_name(sb->state));
+	}
+}
+
+int sandbox_adopt_all(struct daemon *d)
+{
+	struct sandbox *list = NULL;
+	int rc = store_load_sandboxes(d->store, &list);
+	if (rc < 0)
+		return rc;
+	daemon_lock(d);
+	while (list) {
+		struct sandbox *sb = list;
+		list = sb->next;
+		sb->next = NULL;
+		agent_chan_init(sb);
+		snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
+		adopt(d, sb);
+	}
+	daemon_unlock(d);
+	return 0;
+}

@@ -1,0 +1,94 @@
+/*
+ * daemon/core/sandbox.h - the sandbox registry and the life of a sandbox:
+ * creation and deletion as jobs off the request path, re-adoption of running
+ * sandboxes when spaced starts, and their JSON views.
+ */
+#ifndef SPACE_DAEMON_SANDBOX_H
+#define SPACE_DAEMON_SANDBOX_H
+
+#include <jansson.h>
+
+#include "lib/frame.h"
+#include "daemon/daemon.h"
+#include "daemon/base/err.h"
+
+struct op;
+
+struct sb_config {
+	char template[64];
+	int cpus, memory_mb, disk_mb;
+	double timeout_s;
+	double lifetime_s;
+	bool timeout_kill;
+	bool keepalive;
+	json_t *env;       /* borrowed */
+	json_t *metadata;  /* borrowed */
+	const char *snapshot; /* start from this snapshot directory instead of booting */
+	const char *tenant;   /* owner; NULL or "" for the administrator */
+};
+
+/* The sandbox with this id, or NULL. [L] */
+struct sandbox *sandbox_find(struct daemon *d, const char *id);
+
+/*
+ * Registers a new sandbox and starts its creation on a job thread; op is
+ * finished with the sandbox (201) or an error once the agent has said hello.
+ * Returns 0 or -errno with *e filled. [L]
+ */
+int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e);
+
+/*
+ * Registers a new sandbox (state creating, recorded in the store) and writes its
+ * template's rootfs path into rootfs. Returns it, or NULL with *e set. [L]
+ */
+struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char *rootfs, size_t n, struct err *e);
+
+/*
+ * Brings a registered sandbox up: root filesystem, agent socket, then boot, or a
+ * restore from `snapshot` (a snapshot directory: image/ and upper/). On failure
+ * everything is undone and sb is freed. Blocks; call without d->lock.
+ */
+int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e);
+
+/* Starts deleting sb on a job thread; op is finished with 204. [L] */
+int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e);
+
+/*
+ * Loads the sandboxes recorded in the store, adopts those that still run,
+ * and reconciles the rest. Called once at start, before the API opens.
+ */
+int sandbox_adopt_all(struct daemon *d);
+
+json_t *sandbox_json(const struct sandbox *sb);              /* [L] */
+json_t *sandbox_proc_json(const struct proc *p);             /* [L] */
+json_t *sandbox_proc_frame_json(const struct frame *f);      /* an A_PROC frame */
+
+/*
+ * Marks sb failed with `reason` (recorded), and fails every request waiting on it.
+ * Its files are kept; it can only be deleted. [L]
+ */
+void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason);
+
+/* Watches a running sandbox whose agent connection dropped unasked: if the agent does not come
+ * back and the sandbox no longer runs, the sandbox is failed with the reason. [L] */
+void sandbox_watch(struct daemon *d, struct sandbox *sb);
+
+/* The agent of a running sandbox left a ping unanswered past its deadline: a job continues it
+ * (something inside may have stopped it with SIGSTOP) and, if it still does not answer within
+ * another deadline, stops the sandbox and fails it as unresponsive, files kept. [L] */
+void sandbox_unresponsive(struct daemon *d, struct sandbox *sb);
+/* Waits on d->cond until cond(sb) holds or timeout_ms pass; whether it holds. [L] */
+bool sandbox_wait(struct daemon *d, struct sandbox *sb, bool (*cond)(struct sandbox *), int timeout_ms);
+/* Records activity on sb: its idle timeout starts again. [L] */
+void sandbox_touch(struct sandbox *sb);
+/* Suspends or deletes every sandbox whose idle timeout or lifetime has passed. [L] */
+void sandbox_expire(struct daemon *d);
+
+/* Forgets the oldest exited processes past SANDBOX_MAX_EXITED. [L] */
+void sandbox_prune_procs(struct sandbox *sb);
+void sandbox_free(struct sandbox *sb);
+
+/* Whether sb may take requests for its agent; fills *e (409/503) if not. [L] */
+bool sandbox_usable(const struct sandbox *sb, struct err *e);
+
+#endif

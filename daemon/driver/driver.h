@@ -1,0 +1,78 @@
+/*
+ * daemon/driver/driver.h - what an isolation driver provides.
+ *
+ * A driver turns a sandbox record into a running isolated environment whose
+ * PID 1 is space-agent, connected to <sandbox dir>/sock/agent.sock. Drivers
+ * are listed in one table (driver_find). Every operation returns 0 or a
+ * negative errno and fills *e for the user; none takes d->lock, and all of
+ * them may be slow, so they run on job threads only.
+ *
+ * Order: create, start, then any of pause/resume/checkpoint/restore/stats,
+ * and destroy last. destroy is idempotent and tolerates any half-done state,
+ * which is what reconciliation after a crash relies on.
+ */
+#ifndef SPACE_DAEMON_DRIVER_H
+#define SPACE_DAEMON_DRIVER_H
+
+#include <stdint.h>
+
+#include "daemon/daemon.h"
+#include "daemon/base/err.h"
+
+enum driver_state {
+	DRV_ABSENT,   /* nothing of the sandbox runs */
+	DRV_RUNNING,
+	DRV_PAUSED,
+	DRV_STOPPED,  /* exists in the runtime but no longer runs */
+};
+
+struct driver_stats {
+	uint64_t memory_bytes;
+	uint64_t cpu_ns;
+	uint32_t pids;
+};
+
+struct driver;
+
+struct driver_ops {
+	const char *name;
+	/* Checks the host can run this driver; allocates *out. */
+	int (*init)(struct daemon *d, struct driver **out, struct err *e);
+	void (*fini)(struct driver *drv);
+	/* Prepares the sandbox's disk, its root filesystem (template + writable layer, which starts
+	 * as a copy of the directory seed when seed is not NULL) and the runtime config. */
+	int (*create)(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
+		      struct err *e);
+	/* Boots the sandbox; returns once its PID 1 (the agent) has been started. */
+	int (*start)(struct driver *drv, struct sandbox *sb, struct err *e);
+	int (*pause)(struct driver *drv, struct sandbox *sb, struct err *e);
+	int (*resume)(struct driver *drv, struct sandbox *sb, struct err *e);
+	/* Writes memory and execution state into dir (which exists and is empty). With
+	 * leave_running the sandbox runs on after; otherwise it is stopped. */
+	int (*checkpoint)(struct driver *drv, struct sandbox *sb, const char *dir, int leave_running,
+			  struct err *e);
+	/* Starts the sandbox from the image in dir (its root filesystem is remounted if needed). */
+	int (*restore)(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
+	/* Continues the sandbox's PID 1 (the agent) if something inside stopped it. */
+	int (*wake)(struct driver *drv, struct sandbox *sb, struct err *e);
+	/* Releases every process and runtime resource of the sandbox, keeping its files. */
+	int (*stop)(struct driver *drv, struct sandbox *sb, struct err *e);
+	/* Kills every process and removes mounts, runtime state and the sandbox dir. */
+	int (*destroy)(struct driver *drv, struct sandbox *sb, struct err *e);
+	enum driver_state (*state)(struct driver *drv, struct sandbox *sb);
+	int (*stats)(struct driver *drv, struct sandbox *sb, struct driver_stats *out);
+	/* The host directory holding the sandbox's writable layer (its files over the template). */
+	void (*layer)(struct driver *drv, struct sandbox *sb, char *out, size_t n);
+	/* Why a sandbox that stopped on its own stopped: "oom", "pids" or "exited", into buf.
+	 * Call before stop (which removes what it reads). */
+	void (*exit_reason)(struct driver *drv, struct sandbox *sb, char *buf, size_t n);
+	/* The runtime underneath, for /v1/version ("runsc 0.0~20221219.0"). */
+	const char *(*runtime)(struct driver *drv);
+};
+
+/* The driver called name ("gvisor", "vm"; "auto" picks what the host supports), or NULL. */
+const struct driver_ops *driver_find(const char *name);
+
+extern const struct driver_ops driver_gvisor;
+
+#endif

@@ -1,0 +1,422 @@
+/*
+ * daemon/driver/driver_gvisor.c - sandboxes as gVisor (runsc) containers.
+ *
+ * Layout of a sandbox dir: disk.img (the sandbox's disk: an ext4 image of
+ * its disk_mb, see disk.h) mounted on layer/, which holds upper/ and work/
+ * (the overlayfs writable layer); rootfs/ (the overlay of the template's
+ * rootfs and layer/upper, the container's root), bundle/config.json, sock/
+ * (the agent's socket, bind-mounted into the sandbox) and runsc.log. runsc
+ * keeps its own state under <state dir>/runsc, so a restarted spaced finds
+ * its containers again. Sandboxes made before disks existed have upper/ and
+ * work/ directly in their dir; rootfs.opts records which.
+ *
+ * Flags: the ptrace platform (the only one that works without VT-x here),
+ * no network, and --host-uds=open so the agent can connect to its socket.
+ */
+#include "daemon/driver/driver.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/driver/disk.h"
+#include "daemon/driver/oci.h"
+#include "daemon/base/spawn.h"
+
+struct driver {
+	struct daemon *d;
+	char root[600];      /* runsc --root */
+	char runtime[128];   /* "runsc <version>" */
+};
+
+#define RUNSC_ARGS(drv) "runsc", "--root", (drv)->root, "--platform=ptrace", "--network=none", "--host-uds=open"
+
+static void path(char *out, size_t n, const struct sandbox *sb, const char *leaf)
+{
+	snprintf(out, n, "%s/%s", sb->dir, leaf);
+}
+
+/* The last line runsc wrote to the log at fd (its error, when it failed), into out. */
+static void last_line(int fd, char *out, size_t n)
+{
+	char tail[512];
+	out[0] = '\0';
+	off_t end = lseek(fd, 0, SEEK_END);
+	if (end <= 0)
+		return;
+	off_t from = end > (off_t)sizeof(tail) - 1 ? end - (off_t)sizeof(tail) + 1 : 0;
+	ssize_t r = pread(fd, tail, sizeof(tail) - 1, from);
+	if (r <= 0)
+		return;
+	tail[r] = '\0';
+	while (r > 0 && (tail[r - 1] == '\n' || tail[r - 1] == ' '))
+		tail[--r] = '\0';
+	char *nl = strrchr(tail, '\n');
+	snprintf(out, n, "%s", nl ? nl + 1 : tail);
+}
+
+/* Runs runsc with the common flags and `args`, logging into the sandbox's runsc.log. */
+static int runsc(struct driver *drv, struct sandbox *sb, char *const args[], struct err *e)
+{
+	char *argv[32] = { RUNSC_ARGS(drv) };
+	int argc = 6;
+	for (int i = 0; args[i] && argc < 31; i++)
+		argv[argc++] = args[i];
+	argv[argc] = NULL;
+	char logpath[700];
+	path(logpath, sizeof(logpath), sb, "runsc.log");
+	int log = open(logpath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	int rc = spawn_run(argv, log, log);
+	char why[256] = "";
+	if (rc != 0 && log >= 0)
+		last_line(log, why, sizeof(why));
+	if (log >= 0)
+		close(log);
+	if (rc != 0)
+		return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "runsc %s failed (status %d): %s", args[0], rc,
+			       why[0] ? why : "no message");
+	return 0;
+}
+
+static int gv_init(struct daemon *d, struct driver **out, struct err *e)
+{
+	struct driver *drv = calloc(1, sizeof(*drv));
+	if (!drv)
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	drv->d = d;
+	snprintf(drv->root, sizeof(drv->root), "%s/runsc", d->state_dir);
+	mkdir(drv->root, 0700);
+	char ver[256] = "";
+	char *argv[] = { "runsc", "--version", NULL };
+	if (spawn_capture(argv, ver, sizeof(ver)) != 0) {
+		free(drv);
+		return err_set(e, 500, "internal", ENOENT, "runsc is not installed (apt-get install runsc)");
+	}
+	/* "runsc version 0.0~20221219.0\n..." -> "runsc 0.0~20221219.0" */
+	char *v = strstr(ver, "version ");
+	char *nl = v ? strchr(v, '\n') : NULL;
+	if (nl)
+		*nl = '\0';
+	snprintf(drv->runtime, sizeof(drv->runtime), "runsc %s", v ? v + 8 : "unknown");
+	*out = drv;
+	return 0;
+}
+
+static void gv_fini(struct driver *drv)
+{
+	free(drv);
+}
+
+static int write_file(const char *p, const char *data)
+{
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(data);
+	ssize_t w = write(fd, data, n);
+	int rc = (w == (ssize_t)n && fsync(fd) == 0) ? 0 : -EIO;
+	close(fd);
+	return rc;
+}
+
+/* The host directory of the writable layer: on the sandbox's disk, or in its dir for one
+ * made before disks. */
+static void gv_layer(struct driver *drv, struct sandbox *sb, char *out, size_t n)
+{
+	(void)drv;
+	char img[700];
+	path(img, sizeof(img), sb, "disk.img");
+	path(out, n, sb, access(img, F_OK) == 0 ? "layer/upper" : "upper");
+}
+
+/* Mounts the sandbox's disk and root overlay unless they are mounted already (after a host
+ * restart they are not); the overlay's options were recorded at create. */
+static int mount_rootfs(struct sandbox *sb, struct err *e)
+{
+	char rootfs[700], optpath[720], opts[2200], img[700], layer[700];
+	path(img, sizeof(img), sb, "disk.img");
+	path(layer, sizeof(layer), sb, "layer");
+	int rc;
+	if (access(img, F_OK) == 0 && !disk_mounted(layer) && (rc = disk_mount(img, layer, e)) < 0)
+		return rc;
+	path(rootfs, sizeof(rootfs), sb, "rootfs");
+	if (disk_mounted(rootfs))
+		return 0;
+	path(optpath, sizeof(optpath), sb, "rootfs.opts");
+	int fd = open(optpath, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, 500, "internal", errno, "reading %s: %s", optpath, strerror(errno));
+	ssize_t n = read(fd, opts, sizeof(opts) - 1);
+	close(fd);
+	if (n <= 0)
+		return err_set(e, 500, "internal", EIO, "reading %s: empty", optpath);
+	opts[n] = '\0';
+	if (mount("overlay", rootfs, "overlay", MS_NODEV, opts) < 0)
+		return err_set(e, 500, "internal", errno, "mounting the root filesystem: %s", strerror(errno));
+	return 0;
+}
+
+/* Copies the contents of the directory seed into dir (cp -a), sharing blocks where it can. */
+static int seed_layer(const char *seed, const char *dir, struct err *e)
+{
+	char from[720];
+	snprintf(from, sizeof(from), "%s/.", seed);
+	char *cp[] = { "cp", "-a", "--reflink=auto", from, (char *)dir, NULL };
+	if (spawn_run(cp, -1, -1) != 0)
+		return err_set(e, 507, "no_space", ENOSPC,
+			       "cannot copy the snapshot's files onto the new sandbox's disk (is disk_mb large enough?)");
+	return 0;
+}
+
+static int gv_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
+		     struct err *e)
+{
+	char layer[700], upper[700], work[700], rootfs[700], bundle[700], sock[700], cfgpath[760], img[700];
+	char blanks[600];
+	path(img, sizeof(img), sb, "disk.img");
+	path(layer, sizeof(layer), sb, "layer");
+	path(upper, sizeof(upper), sb, "layer/upper");
+	path(work, sizeof(work), sb, "layer/work");
+	path(rootfs, sizeof(rootfs), sb, "rootfs");
+	path(bundle, sizeof(bundle), sb, "bundle");
+	path(sock, sizeof(sock), sb, "sock");
+	char parent[600];
+	snprintf(parent, sizeof(parent), "%s/sandboxes", drv->d->state_dir);
+	mkdir(parent, 0700);
+	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->state_dir);
+	/* The sandbox dir keeps the host out (0700). */
+	const char *dirs[] = { sb->dir, layer, rootfs, bundle, sock };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
+			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dirs[i], strerror(errno));
+	int rc = disk_create(blanks, img, sb->disk_mb, e);
+	if (rc == 0 && !disk_mounted(layer))
+		rc = disk_mount(img, layer, e);
+	if (rc < 0)
+		return rc;
+	/* the writable layer's root is the root directory users inside see: the usual 0755 */
+	if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
+		return err_set(e, 500, "internal", errno, "mkdir in %s: %s", layer, strerror(errno));
+	chmod(upper, 0755);
+	if (seed && (rc = seed_layer(seed, upper, e)) < 0)
+		return rc;
+
+	char opts[2200], optpath[720];
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", template_rootfs, upper, work);
+	path(optpath, sizeof(optpath), sb, "rootfs.opts");
+	rc = write_file(optpath, opts);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "writing %s: %s", optpath, strerror(-rc));
+	if ((rc = mount_rootfs(sb, e)) < 0)
+		return rc;
+
+	struct oci_params p = {
+		.id = sb->id, .rootfs = rootfs, .agent = drv->d->agent_path, .sock_dir = sock, .env = sb->env,
+		.shim = drv->d->shim_path[0] ? drv->d->shim_path : NULL,
+		.cpus = sb->cpus, .memory_mb = sb->memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
+	};
+	json_t *spec = oci_spec(&p);
+	char *text = spec ? json_dumps(spec, JSON_INDENT(1)) : NULL;
+	json_decref(spec);
+	if (!text)
+		return err_set(e, 500, "internal", EINVAL, "cannot build the OCI spec");
+	snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", bundle);
+	rc = write_file(cfgpath, text);
+	free(text);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "writing %s: %s", cfgpath, strerror(-rc));
+	return 0;
+}
+
+static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char bundle[700];
+	path(bundle, sizeof(bundle), sb, "bundle");
+	char *args[] = { "run", "--detach", "--bundle", bundle, sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static void remove_cgroups(const char *id)
+{
+	static const char *ctl[] = { "cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids",
+				     "systemd", "unified" };
+	for (size_t i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++) {
+		char p[256];
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/%s/space/%s", ctl[i], id);
+		rmdir(p);
+	}
+}
+
+static enum driver_state gv_state(struct driver *drv, struct sandbox *sb);
+
+static int gv_pause(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char *args[] = { "pause", sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_resume(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char *args[] = { "resume", sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_wake(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	/* runsc signals the container's init, which is the agent */
+	char *args[] = { "kill", sb->id, "CONT", NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir, int leave_running,
+			 struct err *e)
+{
+	char opt[700];
+	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
+	char *args[] = { "checkpoint", opt, leave_running ? "--leave-running" : sb->id, leave_running ? sb->id : NULL,
+			 NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
+{
+	char opt[700], bundle[700];
+	int rc = mount_rootfs(sb, e);
+	if (rc < 0)
+		return rc;
+	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
+	path(bundle, sizeof(bundle), sb, "bundle");
+	char *args[] = { "restore", "--detach", "--bundle", bundle, opt, sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
+static int gv_stop(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	/* delete --force kills whatever still runs first; only a failed delete needs a second look
+	 * (the container may be gone already, which is the goal) */
+	char *del_args[] = { "delete", "--force", sb->id, NULL };
+	struct err ignored = { 0 };
+	if (runsc(drv, sb, del_args, &ignored) < 0 && gv_state(drv, sb) != DRV_ABSENT)
+		return err_set(e, 500, "internal", EBUSY, "runsc still knows sandbox %s after delete", sb->id);
+	remove_cgroups(sb->id);
+	return 0;
+}
+
+static int gv_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char rootfs[700], layer[700];
+	/* kill and delete may fail when the container is already gone: that is the goal. */
+	int rc = gv_stop(drv, sb, e);
+	if (rc < 0)
+		return rc;
+	path(rootfs, sizeof(rootfs), sb, "rootfs");
+	path(layer, sizeof(layer), sb, "layer");
+	if (umount2(rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		return err_set(e, 500, "internal", errno, "unmounting %s: %s", rootfs, strerror(errno));
+	/* the disk last: the overlay above it is gone (a lazy unmount may still hold it a moment) */
+	if ((rc = disk_umount(layer)) < 0 && umount2(layer, MNT_DETACH) < 0 && errno != EINVAL)
+		return err_set(e, 500, "internal", -rc, "unmounting %s: %s", layer, strerror(-rc));
+	char *rm[] = { "rm", "-rf", "--one-file-system", sb->dir, NULL };
+	if (spawn_run(rm, -1, -1) != 0)
+		return err_set(e, 500, "internal", EIO, "cannot remove %s", sb->dir);
+	return 0;
+}
+
+static enum driver_state gv_state(struct driver *drv, struct sandbox *sb)
+{
+	char out[4096];
+	char *argv[] = { RUNSC_ARGS(drv), "state", sb->id, NULL };
+	if (spawn_capture(argv, out, sizeof(out)) != 0)
+		return DRV_ABSENT;
+	json_t *j = json_loads(out, 0, NULL);
+	const char *st = json_string_value(json_object_get(j, "status"));
+	enum driver_state r = DRV_STOPPED;
+	if (st && strcmp(st, "running") == 0)
+		r = DRV_RUNNING;
+	else if (st && strcmp(st, "paused") == 0)
+		r = DRV_PAUSED;
+	json_decref(j);
+	return r;
+}
+
+static int gv_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out)
+{
+	char p[256], val[64];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.usage_in_bytes", sb->id);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, val, sizeof(val) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	val[n] = '\0';
+	memset(out, 0, sizeof(*out));
+	out->memory_bytes = strtoull(val, NULL, 10);
+	return 0;
+}
+
+/* The value after `key ` in a cgroup file of `key value` lines, or -1. */
+static long long cgroup_field(const char *path, const char *key)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	size_t k = strlen(key);
+	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (strncmp(line, key, k) == 0 && line[k] == ' ')
+			return atoll(line + k + 1);
+	return -1;
+}
+
+static void gv_exit_reason(struct driver *drv, struct sandbox *sb, char *buf, size_t n)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.oom_control", sb->id);
+	if (cgroup_field(p, "oom_kill") > 0) {
+		snprintf(buf, n, "oom");
+		return;
+	}
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/pids/space/%s/pids.events", sb->id);
+	if (cgroup_field(p, "max") > 0) {
+		snprintf(buf, n, "pids");
+		return;
+	}
+	snprintf(buf, n, "exited");
+}
+
+static const char *gv_runtime(struct driver *drv)
+{
+	return drv->runtime;
+}
+
+const struct driver_ops driver_gvisor = {
+	.name = "gvisor",
+	.init = gv_init,
+	.fini = gv_fini,
+	.create = gv_create,
+	.start = gv_start,
+	.pause = gv_pause,
+	.resume = gv_resume,
+	.checkpoint = gv_checkpoint,
+	.restore = gv_restore,
+	.wake = gv_wake,
+	.layer = gv_layer,
+	.stop = gv_stop,
+	.destroy = gv_destroy,
+	.state = gv_state,
+	.stats = gv_stats,
+	.exit_reason = gv_exit_reason,
+	.runtime = gv_runtime,
+};

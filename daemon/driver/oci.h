@@ -1,0 +1,34 @@
+/*
+ * daemon/driver/oci.h - the OCI runtime spec (config.json) of a gvisor sandbox.
+ *
+ * Pure: builds JSON from parameters, touches no files, so it is unit-tested
+ * directly.
+ */
+#ifndef SPACE_DAEMON_OCI_H
+#define SPACE_DAEMON_OCI_H
+
+#include <jansson.h>
+
+#define OCI_AGENT_PATH "/.space/agent"
+#define OCI_SOCK_DIR "/.space/sock"
+#define OCI_SHIM_PATH "/.space/shim.so"
+
+struct oci_params {
+	const char *id;          /* hostname and cgroup name */
+	const char *rootfs;      /* host path of the root filesystem */
+	const char *agent;       /* host path of the space-agent binary */
+	const char *shim;        /* host path of libspace-shim.so, or NULL */
+	const char *sock_dir;    /* host dir holding agent.sock */
+	json_t *env;             /* object of strings, may be NULL */
+	int cpus;
+	int memory_mb;
+	int pids;                /* host cgroup backstop */
+	int nproc;               /* per-process RLIMIT_NPROC inside, below pids */
+};
+
+#define OCI_NOFILE 65536     /* open files per process inside a sandbox */
+
+/* Returns a new config.json object, or NULL if a parameter is invalid. */
+json_t *oci_spec(const struct oci_params *p);
+
+#endif

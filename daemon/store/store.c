@@ -1,0 +1,335 @@
+/*
+ * daemon/store/store.c - spaced's SQLite database (see store.h).
+ *
+ * The schema is created on open. Journal mode is WAL with synchronous=FULL:
+ * a transition the API reports has been committed to disk.
+ */
+#include "daemon/store/store.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct store {
+	sqlite3 *db;
+};
+
+static const char *schema =
+	"PRAGMA journal_mode=WAL;"
+	"PRAGMA synchronous=FULL;"
+	"CREATE TABLE IF NOT EXISTS sandboxes("
+	" id TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT, template TEXT NOT NULL,"
+	" cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, timeout REAL NOT NULL,"
+	" env TEXT NOT NULL, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS snapshots("
+	" id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, name TEXT, template TEXT NOT NULL,"
+	" cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, env TEXT NOT NULL, metadata TEXT NOT NULL,"
+	" created_ms INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS tokens(hash TEXT PRIMARY KEY, name TEXT, created_ms INTEGER);"
+	"CREATE TABLE IF NOT EXISTS templates(name TEXT PRIMARY KEY, key TEXT NOT NULL,"
+	" path TEXT NOT NULL, created_ms INTEGER NOT NULL);";
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int store_open(const char *path, struct store **out)
+{
+	struct store *st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	int rc = sqlite3_open_v2(path, &st->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_busy_timeout(st->db, 5000);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(st->db, schema, NULL, NULL, NULL);
+	/* Columns added after the first schema; ADD COLUMN fails harmlessly when present. */
+	static const char *added[] = {
+		"ALTER TABLE sandboxes ADD COLUMN lifetime REAL NOT NULL DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN timeout_kill INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN keepalive INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN remaining_ms INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE snapshots ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE tokens ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE sandboxes ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE snapshots ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
+	};
+	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
+		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(st->db);
+		free(st);
+		return -EIO;
+	}
+	*out = st;
+	return 0;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	sqlite3_close(st->db);
+	free(st);
+}
+
+/* Runs sql with text/int parameters given as a printf-like type string:
+ * 's' const char *, 'i' int64_t, 'd' double. */
+static int exec_args(struct store *st, const char *sql, const char *types, ...)
+{
+	sqlite3_stmt *stmt;
+	va_list ap;
+	if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	va_start(ap, types);
+	for (int i = 0; types[i]; i++) {
+		if (types[i] == 's') {
+			const char *s = va_arg(ap, const char *);
+			if (s)
+				sqlite3_bind_text(stmt, i + 1, s, -1, SQLITE_TRANSIENT);
+			else
+				sqlite3_bind_null(stmt, i + 1);
+		} else if (types[i] == 'i') {
+			sqlite3_bind_int64(stmt, i + 1, va_arg(ap, int64_t));
+		} else {
+			sqlite3_bind_double(stmt, i + 1, va_arg(ap, double));
+		}
+	}
+	va_end(ap);
+	int rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+int store_put_sandbox(struct store *st, const struct sandbox *sb)
+{
+	char *env = json_dumps(sb->env, JSON_COMPACT);
+	char *meta = json_dumps(sb->metadata, JSON_COMPACT);
+	int rc = -ENOMEM;
+	if (env && meta)
+		rc = exec_args(st,
+			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
+			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms,"
+			       " tenant, disk_mb) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiiisi", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
+			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
+			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb);
+	free(env);
+	free(meta);
+	return rc;
+}
+
+int store_set_state(struct store *st, const char *id, const char *state, const char *reason)
+{
+	return exec_args(st, "UPDATE sandboxes SET state = ?, reason = ? WHERE id = ?", "sss", state, reason, id);
+}
+
+int store_delete_sandbox(struct store *st, const char *id)
+{
+	return exec_args(st, "DELETE FROM sandboxes WHERE id = ?", "s", id);
+}
+
+static enum sb_state parse_state(const char *s)
+{
+	int st = s ? sb_state_parse(s) : -1;
+	return st < 0 ? SB_FAILED : (enum sb_state)st;
+}
+
+static json_t *load_object(const unsigned char *text)
+{
+	json_t *o = text ? json_loads((const char *)text, 0, NULL) : NULL;
+	if (!json_is_object(o)) {
+		json_decref(o);
+		o = json_object();
+	}
+	return o;
+}
+
+int store_load_sandboxes(struct store *st, struct sandbox **out)
+{
+	sqlite3_stmt *stmt;
+	struct sandbox *head = NULL, **tail = &head;
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
+			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb FROM sandboxes"
+			       " ORDER BY created_ms",
+			       -1, &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		struct sandbox *sb = calloc(1, sizeof(*sb));
+		if (!sb)
+			break;
+		snprintf(sb->id, sizeof(sb->id), "%s", (const char *)sqlite3_column_text(stmt, 0));
+		sb->state = parse_state((const char *)sqlite3_column_text(stmt, 1));
+		const unsigned char *reason = sqlite3_column_text(stmt, 2);
+		snprintf(sb->reason, sizeof(sb->reason), "%s", reason ? (const char *)reason : "");
+		snprintf(sb->template, sizeof(sb->template), "%s", (const char *)sqlite3_column_text(stmt, 3));
+		sb->cpus = sqlite3_column_int(stmt, 4);
+		sb->memory_mb = sqlite3_column_int(stmt, 5);
+		sb->timeout_s = sqlite3_column_double(stmt, 6);
+		sb->env = load_object(sqlite3_column_text(stmt, 7));
+		sb->metadata = load_object(sqlite3_column_text(stmt, 8));
+		sb->created_ms = sqlite3_column_int64(stmt, 9);
+		sb->lifetime_s = sqlite3_column_double(stmt, 10);
+		sb->timeout_kill = sqlite3_column_int(stmt, 11) != 0;
+		sb->keepalive = sqlite3_column_int(stmt, 12) != 0;
+		sb->remaining_ms = sqlite3_column_int64(stmt, 13);
+		const unsigned char *tenant = sqlite3_column_text(stmt, 14);
+		snprintf(sb->tenant, sizeof(sb->tenant), "%s", tenant ? (const char *)tenant : "");
+		sb->disk_mb = sqlite3_column_int(stmt, 15);
+		*tail = sb;
+		tail = &sb->next;
+	}
+	sqlite3_finalize(stmt);
+	*out = head;
+	return 0;
+}
+
+int store_add_token(struct store *st, const char *hash_hex, const char *name, const char *tenant)
+{
+	return exec_args(st, "INSERT INTO tokens(hash, name, created_ms, tenant) VALUES(?,?,?,?)", "ssis", hash_hex,
+			 name, wall_ms(), tenant);
+}
+
+int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, size_t n)
+{
+	sqlite3_stmt *stmt;
+	if (sqlite3_prepare_v2(st->db, "SELECT hash, tenant FROM tokens", -1, &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	/* Compare against every stored hash in constant time, whatever matches. */
+	int found = 0;
+	size_t len = strlen(hash_hex);
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		const unsigned char *h = sqlite3_column_text(stmt, 0);
+		if (!h || strlen((const char *)h) != len)
+			continue;
+		unsigned diff = 0;
+		for (size_t i = 0; i < len; i++)
+			diff |= (unsigned)(h[i] ^ (unsigned char)hash_hex[i]);
+		if (diff == 0) {
+			found = 1;
+			snprintf(tenant, n, "%s", (const char *)sqlite3_column_text(stmt, 1));
+		}
+	}
+	sqlite3_finalize(stmt);
+	return found;
+}
+
+int store_put_template(struct store *st, const char *name, const char *key, const char *path)
+{
+	return exec_args(st, "INSERT OR REPLACE INTO templates(name, key, path, created_ms) VALUES(?,?,?,?)",
+			 "sssi", name, key, path, wall_ms());
+}
+
+int store_template_path(struct store *st, const char *name, char *out, size_t n)
+{
+	sqlite3_stmt *stmt;
+	int rc = -ENOENT;
+	if (sqlite3_prepare_v2(st->db, "SELECT path FROM templates WHERE name = ?", -1, &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) == SQLITE_ROW) {
+		snprintf(out, n, "%s", (const char *)sqlite3_column_text(stmt, 0));
+		rc = 0;
+	}
+	sqlite3_finalize(stmt);
+	return rc;
+}
+
+json_t *store_list_templates(struct store *st)
+{
+	sqlite3_stmt *stmt;
+	json_t *arr = json_array();
+	if (sqlite3_prepare_v2(st->db, "SELECT name, key, created_ms FROM templates ORDER BY name", -1, &stmt,
+			       NULL) != SQLITE_OK)
+		return arr;
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		char when[32];
+		time_t t = (time_t)(sqlite3_column_int64(stmt, 2) / 1000);
+		struct tm tm;
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", sqlite3_column_text(stmt, 0), "key",
+						     sqlite3_column_text(stmt, 1), "created_at", when));
+	}
+	sqlite3_finalize(stmt);
+	return arr;
+}
+
+int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name)
+{
+	char *env = json_dumps(sb->env, JSON_COMPACT);
+	char *meta = json_dumps(sb->metadata, JSON_COMPACT);
+	int rc = -ENOMEM;
+	if (env && meta)
+		rc = exec_args(st,
+			       "INSERT INTO snapshots(id, sandbox_id, name, template, cpus, memory_mb, env, metadata,"
+			       " created_ms, tenant, disk_mb) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiissisi", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
+			       meta, wall_ms(), sb->tenant, (int64_t)sb->disk_mb);
+	free(env);
+	free(meta);
+	return rc;
+}
+
+int store_delete_snapshot(struct store *st, const char *id)
+{
+	return exec_args(st, "DELETE FROM snapshots WHERE id = ?", "s", id);
+}
+
+static json_t *snapshot_row(sqlite3_stmt *stmt)
+{
+	char when[32];
+	time_t t = (time_t)(sqlite3_column_int64(stmt, 8) / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	const unsigned char *name = sqlite3_column_text(stmt, 2);
+	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:o, s:o, s:s, s:s}", "id", sqlite3_column_text(stmt, 0),
+			 "sandbox_id", sqlite3_column_text(stmt, 1), "name",
+			 name ? json_string((const char *)name) : json_null(), "template", sqlite3_column_text(stmt, 3),
+			 "cpus", sqlite3_column_int(stmt, 4), "memory_mb", sqlite3_column_int(stmt, 5),
+			 "disk_mb", sqlite3_column_int(stmt, 10), "env",
+			 load_object(sqlite3_column_text(stmt, 6)), "metadata", load_object(sqlite3_column_text(stmt, 7)),
+			 "created_at", when, "tenant", sqlite3_column_text(stmt, 9));
+}
+
+#define SNAPSHOT_COLUMNS \
+	"id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms, tenant, disk_mb"
+
+json_t *store_get_snapshot(struct store *st, const char *id)
+{
+	sqlite3_stmt *stmt;
+	json_t *r = NULL;
+	if (sqlite3_prepare_v2(st->db, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots WHERE id = ?", -1, &stmt, NULL) !=
+	    SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(stmt, 1, id, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		r = snapshot_row(stmt);
+	sqlite3_finalize(stmt);
+	return r;
+}
+
+json_t *store_list_snapshots(struct store *st)
+{
+	sqlite3_stmt *stmt;
+	json_t *arr = json_array();
+	if (sqlite3_prepare_v2(st->db, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots ORDER BY created_ms", -1, &stmt,
+			       NULL) != SQLITE_OK)
+		return arr;
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		json_array_append_new(arr, snapshot_row(stmt));
+	sqlite3_finalize(stmt);
+	return arr;
+}

@@ -1,0 +1,48 @@
+/*
+ * daemon/store/store.h - durable state in SQLite (WAL): sandboxes, tokens, templates.
+ *
+ * Every function is safe to call from any thread (SQLite serialized mode)
+ * and returns 0 or a negative errno. A state change is committed (and, with
+ * synchronous=FULL, on disk) when the call returns.
+ */
+#ifndef SPACE_DAEMON_STORE_H
+#define SPACE_DAEMON_STORE_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "daemon/daemon.h"
+
+struct store;
+
+/* Opens (creating if needed) the database at path. */
+int store_open(const char *path, struct store **out);
+void store_close(struct store *st);
+
+/* Records sb (insert or replace) with its current state. */
+int store_put_sandbox(struct store *st, const struct sandbox *sb);
+int store_set_state(struct store *st, const char *id, const char *state, const char *reason);
+int store_delete_sandbox(struct store *st, const char *id);
+/* Loads every recorded sandbox as a newly allocated list (oldest first) in *out. */
+int store_load_sandboxes(struct store *st, struct sandbox **out);
+
+/* Snapshots: a row per named snapshot; its files live in <state>/snapshots/<id>/. */
+int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name);
+int store_delete_snapshot(struct store *st, const char *id);
+/* {"id", "sandbox_id", "name", "template", "cpus", "memory_mb", "env", "metadata", "created_at"} or NULL. */
+json_t *store_get_snapshot(struct store *st, const char *id);
+json_t *store_list_snapshots(struct store *st);
+
+/* Tokens are stored as the hex SHA-256 of the token. */
+int store_add_token(struct store *st, const char *hash_hex, const char *name, const char *tenant);
+/* 1 with its tenant in `tenant` if a token with this hash exists, 0 if not, or -errno. Compares
+ * every stored hash in constant time. */
+int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, size_t n);
+
+int store_put_template(struct store *st, const char *name, const char *key, const char *path);
+/* The recorded path of template `name` into out; -ENOENT if none. */
+int store_template_path(struct store *st, const char *name, char *out, size_t n);
+/* [{"name", "key", "created_at"}...] */
+json_t *store_list_templates(struct store *st);
+
+#endif

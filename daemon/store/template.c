@@ -1,0 +1,171 @@
+/*
+ * daemon/store/template.c - building and finding template root filesystems
+ * (see template.h).
+ */
+#include "daemon/store/template.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/buf.h"
+#include "daemon/base/hash.h"
+#include "daemon/base/log.h"
+#include "daemon/base/spawn.h"
+#include "daemon/store/store.h"
+
+#define TEMPLATE_SUITE "bookworm"
+#define TEMPLATE_VARIANT "minbase"
+#define TEMPLATE_PACKAGES "python3,bash,coreutils,procps,ca-certificates"
+#define TEMPLATE_RECIPE 1 /* bump when the way the template is made changes */
+
+/* The host's apt source files, the inputs that decide what gets installed. */
+static int apt_sources(char paths[][300], int max)
+{
+	int n = 0;
+	if (access("/etc/apt/sources.list", R_OK) == 0) {
+		struct stat st;
+		if (stat("/etc/apt/sources.list", &st) == 0 && st.st_size > 0)
+			snprintf(paths[n++], 300, "/etc/apt/sources.list");
+	}
+	struct dirent **ents;
+	int k = scandir("/etc/apt/sources.list.d", &ents, NULL, alphasort);
+	for (int i = 0; i < k; i++) {
+		const char *nm = ents[i]->d_name;
+		size_t l = strlen(nm);
+		bool want = (l > 5 && strcmp(nm + l - 5, ".list") == 0) || (l > 8 && strcmp(nm + l - 8, ".sources") == 0);
+		if (want && n < max)
+			snprintf(paths[n++], 300, "/etc/apt/sources.list.d/%s", nm);
+		free(ents[i]);
+	}
+	if (k >= 0)
+		free(ents);
+	return n;
+}
+
+static void add_file(struct buf *b, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char chunk[4096];
+	ssize_t r;
+	buf_put(b, path, strlen(path) + 1);
+	while ((r = read(fd, chunk, sizeof(chunk))) > 0)
+		buf_put(b, chunk, (size_t)r);
+	close(fd);
+}
+
+int template_default_key(char out[65])
+{
+	struct buf b = { 0 };
+	char recipe[256], version[128] = "";
+	char *argv[] = { "mmdebstrap", "--version", NULL };
+	spawn_capture(argv, version, sizeof(version));
+	snprintf(recipe, sizeof(recipe), "recipe=%d suite=%s variant=%s packages=%s mmdebstrap=%s", TEMPLATE_RECIPE,
+		 TEMPLATE_SUITE, TEMPLATE_VARIANT, TEMPLATE_PACKAGES, version);
+	buf_put(&b, recipe, strlen(recipe) + 1);
+	char paths[32][300];
+	int n = apt_sources(paths, 32);
+	for (int i = 0; i < n; i++)
+		add_file(&b, paths[i]);
+	int rc = hash_sha256_hex(buf_head(&b), buf_avail(&b), out);
+	buf_free(&b);
+	return rc;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[600];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int build(const char *tmpdir, const char *logpath, struct err *e)
+{
+	char rootfs[700];
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmpdir);
+	char *argv[48] = { "mmdebstrap", "--variant=" TEMPLATE_VARIANT, "--include=" TEMPLATE_PACKAGES,
+			   "--mode=root", "--quiet", TEMPLATE_SUITE, rootfs };
+	int argc = 7;
+	char paths[32][300];
+	int n = apt_sources(paths, 32);
+	for (int i = 0; i < n && argc < 46; i++)
+		argv[argc++] = paths[i];
+	argv[argc] = NULL;
+	int log = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int rc = spawn_run(argv, log, log);
+	if (log >= 0)
+		close(log);
+	if (rc != 0)
+		return err_set(e, 500, "internal", EIO, "mmdebstrap failed (status %d); see %s", rc, logpath);
+	/* The working directory commands start in. */
+	char work[800];
+	snprintf(work, sizeof(work), "%s/work", rootfs);
+	mkdir(work, 0755);
+	return 0;
+}
+
+int template_ensure_default(struct daemon *d, struct err *e)
+{
+	char key[65], dir[700], tmp[760], lockpath[720], logpath[720], rootfs[720];
+	int rc = template_default_key(key);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot compute the template key");
+	snprintf(dir, sizeof(dir), "%s/templates/%s", d->cache_dir, key);
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
+	snprintf(lockpath, sizeof(lockpath), "%s.lock", dir);
+	snprintf(logpath, sizeof(logpath), "%s.log", dir);
+	char parent[600];
+	snprintf(parent, sizeof(parent), "%s/templates", d->cache_dir);
+	if ((rc = mkdir_p(parent, 0755)) < 0)
+		return err_set(e, 500, "internal", -rc, "cannot create %s: %s", parent, strerror(-rc));
+
+	int lock = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
+		rc = -errno;
+		if (lock >= 0)
+			close(lock);
+		return err_set(e, 500, "internal", -rc, "cannot lock %s", lockpath);
+	}
+	struct stat st;
+	if (stat(rootfs, &st) != 0) {
+		log_info("building the default template into %s (this takes about a minute)", dir);
+		snprintf(tmp, sizeof(tmp), "%s.tmp", dir);
+		char *rm[] = { "rm", "-rf", tmp, NULL };
+		spawn_run(rm, -1, -1);
+		if ((rc = mkdir_p(tmp, 0755)) == 0 && (rc = build(tmp, logpath, e)) == 0 && rename(tmp, dir) < 0)
+			rc = err_set(e, 500, "internal", errno, "cannot rename %s: %s", tmp, strerror(errno));
+		if (rc < 0)
+			spawn_run(rm, -1, -1);
+		else
+			log_info("default template ready");
+	}
+	close(lock);
+	if (rc < 0)
+		return rc;
+	rc = store_put_template(d->store, "default", key, rootfs);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot record the template");
+	return 0;
+}
+
+int template_rootfs(struct daemon *d, const char *name, char *out, size_t n)
+{
+	return store_template_path(d->store, name, out, n);
+}
