@@ -27,6 +27,7 @@
 
 #include "dispatch.h"
 #include "files.h"
+#include "probe.h"
 
 uint64_t agent_now_ms(void)
 {
@@ -164,10 +165,13 @@ static void loop_run(struct agent *a)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct agent a = { .sigfd = -1 };
 	int err;
+
+	if (argc == 2 && strcmp(argv[1], "--pid1-state") == 0)
+		return probe_pid1_state();
 
 	a.pid1 = getpid() == 1;
 	const char *sock = getenv("SPACE_AGENT_SOCK");

@@ -2,7 +2,7 @@
  * daemon/daemon.h - the objects spaced is made of and the rule that guards them.
  *
  * Threads: one HTTP thread (libmicrohttpd, internal polling), one I/O thread
- * (agent.c: every agent socket in one epoll set), and short-lived job threads
+ * (io/loop.c: every agent socket in one epoll set), and short-lived job threads
  * for slow sandbox work (create, delete: runsc, mounts). All of them share
  * the sandbox registry, and every field below marked [L] is read and
  * written only with d->lock held. Nothing slow is ever done with the lock
@@ -20,8 +20,11 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "lib/buf.h"
+#include "daemon/base/clock.h"
 #include "daemon/core/state.h"
+#include "daemon/io/chan.h"
+#include "daemon/io/loop.h"
+#include "lib/buf.h"
 
 #define SPACE_MAX_SANDBOXES 256          /* sandboxes that exist at once */
 #define TENANT_MAX_SANDBOXES 64          /* of them, owned by one tenant (TCP token) */
@@ -36,6 +39,9 @@
  * stopped it) and as long again before the sandbox fails as unresponsive. */
 #define AGENT_PING_AFTER_MS 5000
 #define AGENT_DEADLINE_MS 15000
+/* An impostor can answer pings for a PID 1 it stopped, so while someone waits on a sandbox its
+ * PID 1 is also looked at from the host (the runtime's view of it) every AGENT_PROBE_MS. */
+#define AGENT_PROBE_MS 10000
 #define STREAM_KEEPALIVE_MS 15000           /* an NDJSON stream silent this long gets a keepalive */
 /* Request tags spaced keeps for itself; those of requests start above them. */
 #define AGENT_TAG_HELLO_PS 0u               /* the process listing asked for on every hello */
@@ -71,19 +77,15 @@ struct proc {
 	uint32_t stdin_credit;      /* [L] stdin bytes the agent will take */
 };
 
-/* The agent side of a sandbox: owned by the I/O thread, fields under d->lock. */
-struct chan {
-	int listen_fd;
-	int fd;                     /* -1 while the agent is not connected */
-	struct buf rbuf;            /* I/O thread only */
-	struct buf wq;              /* [L] bytes waiting to be written to fd */
-	bool want_out;              /* [L] EPOLLOUT armed */
-	bool hello;                 /* [L] the agent said hello on this connection */
-	bool listed;                /* [L] ... and its process list has been applied */
+/* What spaced knows of the agent on the other end of a sandbox's channel. [L] */
+struct peer {
 	uint64_t boot_id;
-	int64_t last_rx_ms;         /* [L] monotonic time the agent last sent anything */
-	int64_t ping_ms;            /* [L] when the unanswered ping went out, 0: none */
-	bool nudging;               /* [L] a job is continuing an agent that stopped answering */
+	bool listing;               /* a process listing on AGENT_TAG_HELLO_PS is outstanding */
+	bool relist;                /* ... and another is wanted once it ends */
+	int64_t ping_ms;            /* when the unanswered ping went out, 0: none */
+	bool nudging;               /* a job is continuing an agent that stopped answering */
+	int64_t probe_ms;           /* when PID 1 was last looked at from the host */
+	bool probing;               /* a job is looking at it now */
 };
 
 struct sandbox {
@@ -106,7 +108,9 @@ struct sandbox {
 	int64_t created_ms;
 	char dir[512];              /* <state>/sandboxes/<id> */
 
-	struct chan chan;
+	struct daemon *d;
+	struct chan chan;           /* [L] the agent's channel (io/chan.h) */
+	struct peer peer;           /* [L] */
 	struct proc *procs;         /* [L] */
 	struct op *ops;             /* [L] requests waiting for an agent reply, by tag */
 	struct op *deferred;        /* [L] requests waiting for the sandbox to resume */
@@ -123,6 +127,7 @@ struct tenant_load {
 	struct tenant_load *next;
 	char tenant[64];
 	int requests;
+	uint64_t captured;          /* bytes its captures hold (TENANT_MAX_CAPTURE) */
 };
 
 struct daemon {
@@ -146,19 +151,13 @@ struct daemon {
 	struct driver *drv;
 
 	int reaperfd;               /* SIGCHLD signalfd, or -1 */
-	int epfd, wakefd;           /* the I/O thread's epoll set and its eventfd */
-	struct op *timers;          /* [L] ops with a deadline, earliest first */
+	struct loop loop;           /* the I/O thread; its timers are [L] */
 	struct sandbox *graveyard;  /* [L] sandboxes the I/O thread is to free */
 	struct tenant_load *loads;  /* [L] tenants with requests in flight */
-	pthread_t io_thread;
+	uint64_t admin_captured;    /* [L] bytes the administrator's captures hold */
 	bool stopping;
 
 	void *mhd_unix, *mhd_tcp;   /* struct MHD_Daemon * */
 };
-
-/* Milliseconds since the epoch. */
-int64_t now_ms(void);
-/* Milliseconds of a monotonic clock. */
-int64_t mono_ms(void);
 
 #endif

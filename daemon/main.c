@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/io/agent.h"
+#include "daemon/core/op.h"
 #include "daemon/daemon.h"
 #include "daemon/driver/driver.h"
 #include "daemon/base/hash.h"
@@ -31,6 +31,37 @@
 #include "daemon/core/snapshot.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
+
+static void io_lock(void *ctx)
+{
+	daemon_lock(ctx);
+}
+
+static void io_unlock(void *ctx)
+{
+	daemon_unlock(ctx);
+}
+
+static void io_tick(void *ctx)
+{
+	sandbox_tick(ctx);
+}
+
+static void io_after(void *ctx)
+{
+	sandbox_reap(ctx);
+}
+
+static void io_reaper(void *ctx)
+{
+	struct daemon *d = ctx;
+	reaper_run(d->reaperfd);
+}
+
+/* What the I/O thread calls back: it knows no sandbox itself. */
+static const struct loop_hooks io_hooks = {
+	.lock = io_lock, .unlock = io_unlock, .tick = io_tick, .after = io_after, .reaper = io_reaper,
+};
 
 static void usage(FILE *f)
 {
@@ -142,7 +173,7 @@ int main(int argc, char **argv)
 
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
-	d->epfd = d->wakefd = d->reaperfd = -1;
+	d->loop.epfd = d->loop.wakefd = d->reaperfd = -1;
 
 	/* 1. configuration */
 	rc = parse_args(d, argc, argv);
@@ -213,7 +244,7 @@ int main(int argc, char **argv)
 	if (d->reaperfd < 0)
 		log_warn("cannot become a subreaper: %s; deletes and suspends wait for PID 1 to reap",
 			 strerror(-d->reaperfd));
-	if ((rc = agent_start(d)) < 0) {
+	if ((rc = loop_start(&d->loop, &io_hooks, d, d->reaperfd)) < 0) {
 		log_error("cannot start the I/O thread: %s", strerror(-rc));
 		return 1;
 	}

@@ -15,7 +15,7 @@
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
-#include "daemon/io/timer.h"
+#include "daemon/core/peer.h"
 
 static const struct route routes[] = {
 	{ "GET", "/v1/health", api_health, NULL },
@@ -224,9 +224,9 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 	}
 	/* running, but its agent has not (re)connected yet, as right after a restart of spaced:
 	 * wait for its hello rather than fail */
-	bool connecting = sb->state == SB_RUNNING && !(sb->chan.hello && sb->chan.listed) && sb->chan.listen_fd >= 0;
+	bool connecting = sb->state == SB_RUNNING && !peer_ready(sb) && sb->chan.listen_fd >= 0;
 	if (connecting)
-		timer_add(op->d, op, mono_ms() + AGENT_HELLO_TIMEOUT_MS);
+		op_set_deadline(op, mono_ms() + AGENT_HELLO_TIMEOUT_MS);
 	if (waking || connecting) {
 		/* Transparent resume: the request waits and runs again once the sandbox runs. */
 		op->deferred = true;

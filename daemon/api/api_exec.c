@@ -10,10 +10,9 @@
 #include <string.h>
 
 #include "lib/codec.h"
-#include "daemon/io/agent.h"
+#include "daemon/core/proc.h"
 #include "daemon/api/api.h"
 #include "daemon/core/sandbox.h"
-#include "daemon/io/timer.h"
 
 #define EXEC_MAX_TIMEOUT_S (7 * 24 * 3600)
 #define EXEC_MAX_STDIN SP_WINDOW /* bytes given inline with "stdin"; more goes through /stdin */
@@ -112,7 +111,7 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body)
 	op->kind = OP_EXEC;
 	op->t0 = mono_ms();
 	op_link(op, sb);
-	int rc = agent_send(op->d, sb, SP_H_EXEC, op->tag, &x, sizeof(x), buf_head(&strs), buf_avail(&strs));
+	int rc = chan_send(&sb->chan, SP_H_EXEC, op->tag, &x, sizeof(x), buf_head(&strs), buf_avail(&strs));
 	buf_free(&strs);
 	if (rc < 0) {
 		op_unlink(op);
@@ -182,7 +181,7 @@ static struct proc *find_proc(struct op *op, struct sandbox **sbp, bool need_age
 	struct sandbox *sb = api_sandbox(op, need_agent);
 	if (!sb)
 		return NULL;
-	struct proc *p = agent_proc(sb, op->pid, false);
+	struct proc *p = proc_find(sb, op->pid);
 	if (!p)
 		err_set(&op->err, 404, "not_found", ESRCH, "no process %u in sandbox %s", op->pid, sb->id);
 	*sbp = sb;
@@ -218,7 +217,7 @@ int api_proc_list(struct op *op)
 	json_t *arr = json_array();
 	/* procs is newest first; list oldest first */
 	for (struct proc *p = sb->procs; p; p = p->next)
-		json_array_insert_new(arr, 0, sandbox_proc_json(p));
+		json_array_insert_new(arr, 0, proc_json(p));
 	op->json = json_pack("{s:o}", "processes", arr);
 	return API_DONE;
 }
@@ -228,7 +227,7 @@ int api_proc_get(struct op *op)
 	struct sandbox *sb;
 	struct proc *p = find_proc(op, &sb, false);
 	if (p)
-		op->json = sandbox_proc_json(p);
+		op->json = proc_json(p);
 	return API_DONE;
 }
 
@@ -270,7 +269,9 @@ int api_proc_stdin_upload(struct op *op, const char *data, size_t *size)
 			n = SP_MAX_PAYLOAD;
 		if (n > p->stdin_credit)
 			n = p->stdin_credit;
-		if (agent_send(op->d, op->sb, SP_H_STDIN, p->pid, data, n, NULL, 0) < 0) {
+		if (!chan_data_room(&op->sb->chan, n))
+			return API_PENDING; /* the agent's queue is full: woken when it drains */
+		if (chan_send(&op->sb->chan, SP_H_STDIN, p->pid, data, n, NULL, 0) < 0) {
 			err_set(&op->err, 503, "unavailable", ENOTCONN, "sandbox %s: its agent is not connected", op->sb->id);
 			return API_DONE;
 		}
@@ -295,7 +296,7 @@ int api_proc_stdin_close(struct op *op)
 	if (!p)
 		return API_DONE;
 	if (!p->exited)
-		agent_send(op->d, sb, SP_H_STDIN, p->pid, NULL, 0, NULL, 0);
+		chan_send(&sb->chan, SP_H_STDIN, p->pid, NULL, 0, NULL, 0);
 	op->status = 204;
 	return API_DONE;
 }
@@ -340,7 +341,7 @@ int api_proc_signal(struct op *op)
 		return API_DONE;
 	uint8_t payload[4];
 	frame_put_u32(payload, (uint32_t)signo);
-	agent_send(op->d, sb, SP_H_SIGNAL, p->pid, payload, sizeof(payload), NULL, 0);
+	chan_send(&sb->chan, SP_H_SIGNAL, p->pid, payload, sizeof(payload), NULL, 0);
 	op->status = 204;
 	return API_DONE;
 }
@@ -362,11 +363,11 @@ int api_proc_wait(struct op *op)
 	if (!p)
 		return API_DONE;
 	if (p->exited) {
-		op->json = sandbox_proc_json(p);
+		op->json = proc_json(p);
 		return API_DONE;
 	}
 	wait_on(op, OP_WAIT, sb, p);
 	if (timeout >= 0)
-		timer_add(op->d, op, mono_ms() + (int64_t)(timeout * 1000));
+		op_set_deadline(op, mono_ms() + (int64_t)(timeout * 1000));
 	return API_PENDING;
 }

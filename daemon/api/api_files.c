@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/io/agent.h"
 #include "daemon/api/api.h"
 #include "daemon/core/sandbox.h"
 
@@ -33,7 +32,7 @@ static int request(struct op *op, struct sandbox *sb, enum op_kind kind, uint8_t
 	op->kind = kind;
 	op->what = strdup(s1);
 	op_link(op, sb);
-	int rc = agent_send(op->d, sb, type, op->tag, buf_head(&b), buf_avail(&b), NULL, 0);
+	int rc = chan_send(&sb->chan, type, op->tag, buf_head(&b), buf_avail(&b), NULL, 0);
 	buf_free(&b);
 	if (rc < 0) {
 		op_unlink(op);
@@ -91,7 +90,9 @@ int api_file_write_upload(struct op *op, const char *data, size_t *size)
 		size_t n = *size < SP_MAX_PAYLOAD ? *size : SP_MAX_PAYLOAD;
 		if (n > op->credit)
 			n = op->credit;
-		agent_send(op->d, op->sb, SP_H_DATA, op->tag, data, n, NULL, 0);
+		if (!chan_data_room(&op->sb->chan, n))
+			return API_PENDING; /* the agent's queue is full: woken when it drains */
+		chan_send(&op->sb->chan, SP_H_DATA, op->tag, data, n, NULL, 0);
 		op->credit -= (uint32_t)n;
 		op->upload_size += n;
 		data += n;
@@ -102,7 +103,7 @@ int api_file_write_upload(struct op *op, const char *data, size_t *size)
 	if (data == NULL && !op->eof) {
 		op->eof = true;
 		json_object_set_new(op->json, "size", json_integer((json_int_t)op->upload_size));
-		agent_send(op->d, op->sb, SP_H_END, op->tag, NULL, 0, NULL, 0);
+		chan_send(&op->sb->chan, SP_H_END, op->tag, NULL, 0, NULL, 0);
 	}
 	return data == NULL ? API_PENDING : API_DONE;
 }

@@ -22,7 +22,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon/io/agent.h"
 #include "daemon/api/api.h"
 #include "daemon/base/hash.h"
 #include "daemon/base/log.h"
@@ -179,15 +178,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	if (buf_avail(&op->out) > 0) {
 		uint32_t credit = 0;
 		n = (ssize_t)op_take(op, (uint8_t *)buf, max, &credit);
-		if (op->sb && credit) {
-			if (op->kind == OP_READ) {
-				agent_credit(d, op->sb, op->tag, credit);
-			} else if (op->proc) {
-				uint32_t give = credit < op->proc->owed ? credit : op->proc->owed;
-				op->proc->owed -= give;
-				agent_credit(d, op->sb, op->proc->pid, give);
-			}
-		}
+		op_return_credit(op, credit);
 	} else if (op->gone) {
 		n = MHD_CONTENT_READER_END_WITH_ERROR;
 	} else if (op->eof) {
@@ -343,8 +334,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	daemon_lock(l->d);
 	/* An upload or download the client abandoned: tell the agent to drop it. */
 	if (op->sb && (op->kind == OP_WRITE || op->kind == OP_READ) && op->tag && !op->eof && !op->done)
-		agent_send(l->d, op->sb, SP_H_ABORT, op->tag, NULL, 0, NULL, 0);
+		chan_send(&op->sb->chan, SP_H_ABORT, op->tag, NULL, 0, NULL, 0);
 	op_unlink(op);
+	op_release_capture(op);
 	if (op->counted)
 		tenant_release(l->d, op->tenant);
 	daemon_unlock(l->d);

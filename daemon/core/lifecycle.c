@@ -28,12 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/io/agent.h"
 #include "daemon/api/api.h"
 #include "daemon/driver/driver.h"
 #include "daemon/core/job.h"
 #include "daemon/base/log.h"
 #include "daemon/core/op.h"
+#include "daemon/core/peer.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/base/spawn.h"
 #include "daemon/store/store.h"
@@ -49,7 +49,7 @@ static bool disconnected(struct sandbox *sb)
 
 static bool said_hello(struct sandbox *sb)
 {
-	return sb->chan.hello && sb->chan.listed;
+	return peer_ready(sb);
 }
 
 /* Records sb's new state and answers the job's request with the sandbox. [L] */
@@ -176,7 +176,7 @@ int lifecycle_write_image(struct daemon *d, struct sandbox *sb, const char *fina
 /* Detaches the agent and waits for its connection to end. [L] */
 int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	if (agent_detach(d, sb) < 0 && sb->chan.fd >= 0)
+	if (peer_detach(sb) < 0 && sb->chan.fd >= 0)
 		return err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
 	if (!sandbox_wait(d, sb, disconnected, DETACH_TIMEOUT_MS))
 		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not detach within %d s", sb->id,
@@ -188,7 +188,7 @@ int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e)
 int lifecycle_reattach(struct daemon *d, struct sandbox *sb, struct err *e)
 {
 	if (sb->chan.listen_fd < 0) {
-		int rc = agent_listen(d, sb);
+		int rc = peer_listen(d, sb);
 		if (rc < 0)
 			return err_set(e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
 	}
@@ -231,7 +231,7 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 	if (rc == 0)
 		rc = wait_agent(d, sb, e);
 	if (rc < 0)
-		agent_unlisten(d, sb);
+		peer_unlisten(sb);
 	daemon_unlock(d);
 	if (rc < 0) {
 		struct err ignored = { 0 };
@@ -324,13 +324,13 @@ static void sync_job(struct job *j)
 	int rc = call ? 0 : err_set(&e, 500, "internal", ENOMEM, "out of memory");
 
 	daemon_lock(d);
-	if (rc == 0 && sb->state == SB_RUNNING && sb->chan.hello) {
+	if (rc == 0 && sb->state == SB_RUNNING && peer_ready(sb)) {
 		/* Inside first: the sandbox's own page cache reaches the writable layer. */
 		call->d = d;
 		call->kind = OP_CALL;
 		call->long_call = true; /* bounded by SYNC_TIMEOUT_MS instead of the liveness ping */
 		op_link(call, sb);
-		if (agent_send(d, sb, SP_H_SYNC, call->tag, NULL, 0, NULL, 0) == 0) {
+		if (chan_send(&sb->chan, SP_H_SYNC, call->tag, NULL, 0, NULL, 0) == 0) {
 			struct timespec until;
 			clock_gettime(CLOCK_REALTIME, &until);
 			until.tv_sec += SYNC_TIMEOUT_MS / 1000;
@@ -415,7 +415,7 @@ void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e
 		op->next = NULL;
 		op->deferred = false;
 		op->sb = NULL;
-		timer_del(d, op);
+		loop_timer_del(&d->loop, &op->timer);
 		if (e) {
 			op_fail(op, e);
 			continue;

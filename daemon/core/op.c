@@ -6,15 +6,18 @@
 #include "daemon/core/op.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <microhttpd.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "daemon/core/proc.h"
+#include "daemon/io/chan.h"
+#include "daemon/io/loop.h"
 #include "lib/codec.h"
-#include "daemon/io/agent.h"
-#include "daemon/core/sandbox.h"
-#include "daemon/io/timer.h"
 
 /* Connections to resume once this thread drops d->lock. */
 static __thread struct MHD_Connection *to_resume[256];
@@ -90,7 +93,7 @@ static void list_remove(struct op **head, struct op *op)
 
 void op_unlink(struct op *op)
 {
-	timer_del(op->d, op);
+	loop_timer_del(&op->d->loop, &op->timer);
 	if (op->proc) {
 		if (op->proc->reader == op)
 			op->proc->reader = NULL;
@@ -179,6 +182,18 @@ void op_fail(struct op *op, const struct err *e)
 	op_finish(op);
 }
 
+/* The captured-output budget of op's tenant: the administrator's own, or its tenant's while it
+ * has requests in flight (this one among them); NULL if the tenant is unknown. */
+static uint64_t *capture_budget(struct op *op)
+{
+	if (!op->tenant[0])
+		return &op->d->admin_captured;
+	for (struct tenant_load *t = op->d->loads; t; t = t->next)
+		if (strcmp(t->tenant, op->tenant) == 0)
+			return &t->captured;
+	return NULL;
+}
+
 /* Encodes one output chunk as an event line: text when it is UTF-8, unless it is
  * mostly control characters (escaped, more than twice its size), base64 otherwise. */
 static void emit_output(struct op *op, int which, const uint8_t *data, size_t n, uint32_t raw)
@@ -251,23 +266,44 @@ void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 		stream_output(op, which, data, n);
 		return;
 	}
-	/* A capture takes everything at once: the credit goes straight back. */
+	/* A capture takes everything at once: the credit goes straight back. What it keeps is
+	 * bounded per stream and, across every capture of its tenant, by TENANT_MAX_CAPTURE. */
 	size_t room = EXEC_MAX_CAPTURE - buf_avail(&op->cap[which]);
+	uint64_t *budget = capture_budget(op);
+	uint64_t left = budget && *budget < TENANT_MAX_CAPTURE ? TENANT_MAX_CAPTURE - *budget : 0;
+	if (room > left)
+		room = (size_t)left;
 	size_t keep = n < room ? n : room;
-	buf_put(&op->cap[which], data, keep);
+	if (keep > 0 && buf_put(&op->cap[which], data, keep) == 0) {
+		*budget += keep;
+		op->captured += keep;
+	} else {
+		keep = 0;
+	}
 	if (keep < n)
 		op->trunc[which] = true;
 	if (op->proc && op->sb) {
 		uint32_t give = n < op->proc->owed ? n : op->proc->owed;
 		op->proc->owed -= give;
-		agent_credit(op->d, op->sb, op->proc->pid, give);
+		chan_credit(&op->sb->chan, op->proc->pid, give);
 	}
 }
 
-/* A captured stream as JSON: a string when it is UTF-8, else base64 under name_b64. */
+void op_release_capture(struct op *op)
+{
+	uint64_t *budget = op->captured ? capture_budget(op) : NULL;
+	if (budget)
+		*budget -= op->captured < *budget ? op->captured : *budget;
+	op->captured = 0;
+}
+
+/* A captured stream as JSON: a string when it is UTF-8 and escaping it at most doubles it (a
+ * stream of control bytes would grow six-fold), else base64 under name_b64. */
 static void put_captured(json_t *o, const char *name, struct buf *b)
 {
-	json_t *s = buf_avail(b) ? json_stringn((const char *)buf_head(b), buf_avail(b)) : json_string("");
+	size_t n = buf_avail(b);
+	bool text = n == 0 || codec_json_escaped_len(buf_head(b), n) <= 2 * n;
+	json_t *s = !text ? NULL : n ? json_stringn((const char *)buf_head(b), n) : json_string("");
 	if (s) {
 		json_object_set_new(o, name, s);
 		return;
@@ -305,6 +341,9 @@ void op_on_exit(struct op *op, const struct proc *p)
 	json_object_set_new(r, "pid", json_integer(p->pid));
 	put_captured(r, "stdout", &op->cap[0]);
 	put_captured(r, "stderr", &op->cap[1]);
+	buf_free(&op->cap[0]);
+	buf_free(&op->cap[1]);
+	op_release_capture(op);
 	if (op->trunc[0])
 		json_object_set_new(r, "stdout_truncated", json_true());
 	if (op->trunc[1])
@@ -341,18 +380,25 @@ void op_attach(struct op *op, struct proc *p)
 		op_on_exit(op, p);
 }
 
-static json_t *stat_json(const struct frame *f, const char *dir, const char *path)
+/* Whether an entry name from the agent is one name: not empty, not . or .., no slash. */
+static bool name_ok(const char *name)
+{
+	return name[0] && strchr(name, '/') == NULL && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+	       strlen(name) <= 255;
+}
+
+/* An A_STAT frame as JSON; `dir` is the listed directory (NULL for a stat of `path`). */
+static json_t *stat_json(const struct frame *f, const char *dir, const char *path, const char **namep)
 {
 	struct sp_stat st;
 	static const char *types[] = { "other", "file", "dir", "symlink", "other" };
-	if (frame_need(f, sizeof(st)) < 0)
-		return NULL;
 	memcpy(&st, f->payload, sizeof(st));
 	size_t off = sizeof(st);
 	const char *name = frame_str(f, &off);
 	if (!name)
 		return NULL;
-	char full[4200], mode[8];
+	*namep = name;
+	char full[4400], mode[8];
 	if (dir)
 		snprintf(full, sizeof(full), "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
 	else
@@ -361,7 +407,8 @@ static json_t *stat_json(const struct frame *f, const char *dir, const char *pat
 	char when[32];
 	time_t t = (time_t)st.mtime;
 	struct tm tm;
-	gmtime_r(&t, &tm);
+	if (!gmtime_r(&t, &tm))
+		memset(&tm, 0, sizeof(tm));
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:s}", "name", name, "path", full, "type",
 			 types[st.type < 5 ? st.type : 0], "size", (json_int_t)st.size, "mode", mode, "mtime", when);
@@ -369,13 +416,10 @@ static json_t *stat_json(const struct frame *f, const char *dir, const char *pat
 
 static void on_error_frame(struct op *op, const struct frame *f)
 {
-	struct sp_error er = { .err = EIO };
-	const char *msg = NULL;
-	if (frame_need(f, sizeof(er)) == 0) {
-		memcpy(&er, f->payload, sizeof(er));
-		size_t off = sizeof(er);
-		msg = frame_str(f, &off);
-	}
+	struct sp_error er;
+	memcpy(&er, f->payload, sizeof(er));
+	size_t off = sizeof(er);
+	const char *msg = frame_str(f, &off);
 	struct err e = { 0 };
 	if (op->kind == OP_EXEC && er.err != EAGAIN)
 		err_set(&e, 422, "exec_failed", er.err, "%s", msg ? msg : strerror(er.err));
@@ -387,17 +431,20 @@ static void on_error_frame(struct op *op, const struct frame *f)
 	op_fail(op, &e);
 }
 
-static void on_started(struct op *op, const struct frame *f)
+static int on_started(struct op *op, const struct frame *f, char *why)
 {
 	struct sp_started st;
-	if (frame_need(f, sizeof(st)) < 0)
-		return;
 	memcpy(&st, f->payload, sizeof(st));
 	struct sandbox *sb = op->sb;
-	struct proc *p = agent_proc(sb, st.pid, true);
+	struct proc *p = proc_get(sb, st.pid);
 	op_unlink(op);
-	if (!p)
-		return;
+	if (!p) {
+		snprintf(why, CHAN_MAX_WHY, "the agent names more than %d processes", SANDBOX_MAX_PROCS_TRACKED);
+		struct err e = { 0 };
+		err_set(&e, 503, "unavailable", EPROTO, "sandbox %s: %s", sb->id, why);
+		op_fail(op, &e);
+		return -EPROTO;
+	}
 	p->exited = false;
 	p->started_ms = now_ms();
 	p->stdin_credit = SP_WINDOW;
@@ -410,11 +457,11 @@ static void on_started(struct op *op, const struct frame *f)
 		size_t left = buf_avail(&op->body);
 		while (left > 0) {
 			size_t n = left < SP_MAX_PAYLOAD ? left : SP_MAX_PAYLOAD;
-			agent_send(op->d, sb, SP_H_STDIN, st.pid, in, n, NULL, 0);
+			chan_send(&sb->chan, SP_H_STDIN, st.pid, in, n, NULL, 0);
 			in += n;
 			left -= n;
 		}
-		agent_send(op->d, sb, SP_H_STDIN, st.pid, NULL, 0, NULL, 0);
+		chan_send(&sb->chan, SP_H_STDIN, st.pid, NULL, 0, NULL, 0);
 		p->stdin_credit -= (uint32_t)buf_avail(&op->body);
 		op->stdin_pending = false;
 	}
@@ -422,7 +469,7 @@ static void on_started(struct op *op, const struct frame *f)
 		op->json = json_pack("{s:i}", "pid", st.pid);
 		op->status = 201;
 		op_finish(op);
-		return;
+		return 0;
 	}
 	op->sb = sb;
 	op_attach(op, p);
@@ -431,75 +478,185 @@ static void on_started(struct op *op, const struct frame *f)
 		emit_json(op, json_pack("{s:s, s:i}", "type", "start", "pid", st.pid));
 		op->done = true; /* headers can go: the handler answers with the stream */
 	}
+	return 0;
 }
 
-void op_on_frame(struct op *op, const struct frame *f)
+/* Takes `len` bytes on op's tag against its window; false when the agent sent beyond it. */
+static bool take_window(struct op *op, uint32_t len, char *why)
+{
+	if (op->owed + len > SP_WINDOW) {
+		snprintf(why, CHAN_MAX_WHY, "%u bytes on request %#x beyond its credit", op->owed + len, op->tag);
+		return false;
+	}
+	op->owed += len;
+	return true;
+}
+
+/* Ends a listing: its entries, and where to go on when it stopped at a limit. */
+static void list_done(struct op *op)
+{
+	json_t *entries = op->json;
+	op->json = json_pack("{s:o, s:b}", "entries", entries, "truncated", op->truncated);
+	if (op->truncated && op->last_name)
+		json_object_set_new(op->json, "next", json_string(op->last_name));
+	op->status = 200;
+	op_unlink(op);
+	op_finish(op);
+}
+
+/* One entry of a listing. Names must be single names; the answer stops at its limits. */
+static int list_entry(struct op *op, const struct frame *f, char *why)
+{
+	const char *dir = json_string_value(json_object_get(op->query, "path"));
+	const char *name;
+	if (!take_window(op, f->len, why))
+		return -EPROTO;
+	json_t *e = stat_json(f, dir, NULL, &name);
+	if (!e || !name_ok(name)) {
+		json_decref(e);
+		snprintf(why, CHAN_MAX_WHY, "a listing entry that is not one name");
+		return -EPROTO;
+	}
+	/* the agent lists in name order: the cursor skips what an earlier page gave */
+	if (op->after && strcmp(name, op->after) <= 0) {
+		json_decref(e);
+	} else if (json_array_size(op->json) >= LIST_MAX_ENTRIES ||
+		   op->list_bytes + 2 * strlen(name) + strlen(dir) + 160 > LIST_MAX_BYTES) {
+		json_decref(e);
+		op->truncated = true;
+		chan_send(&op->sb->chan, SP_H_ABORT, op->tag, NULL, 0, NULL, 0);
+		list_done(op);
+		return 0;
+	} else {
+		op->list_bytes += 2 * strlen(name) + strlen(dir) + 160;
+		free(op->last_name);
+		op->last_name = strdup(name);
+		json_array_append_new(op->json, e);
+	}
+	/* taken: the window opens again (returned in halves, so most entries cost no frame) */
+	if (op->owed >= SP_WINDOW / 2) {
+		chan_credit(&op->sb->chan, op->tag, op->owed);
+		op->owed = 0;
+	}
+	return 0;
+}
+
+static int on_call(struct op *op, const struct frame *f, char *why)
+{
+	bool listing = json_is_array(op->json);
+	if (f->type == SP_A_STAT && listing)
+		return list_entry(op, f, why);
+	if (f->type == SP_A_STAT) {
+		const char *name;
+		json_t *e = stat_json(f, NULL, json_string_value(json_object_get(op->query, "path")), &name);
+		if (!e) {
+			snprintf(why, CHAN_MAX_WHY, "a stat without a name");
+			return -EPROTO;
+		}
+		json_decref(op->json);
+		op->json = e;
+		op->status = 200;
+		op_unlink(op);
+		op_finish(op);
+	} else if (f->type == SP_A_END && listing) {
+		list_done(op);
+	} else if (f->type == SP_A_OK || f->type == SP_A_END || f->type == SP_A_PONG) {
+		op_unlink(op);
+		op_finish(op);
+	}
+	return 0;
+}
+
+static int on_write(struct op *op, const struct frame *f, char *why)
+{
+	if (f->type == SP_A_OK) {
+		op->upload_open = true;
+	} else if (f->type == SP_A_CREDIT) {
+		uint32_t more = frame_get_u32(f->payload);
+		if (more > SP_WINDOW || op->credit + more > SP_WINDOW) {
+			snprintf(why, CHAN_MAX_WHY, "upload credit beyond the window");
+			return -EPROTO;
+		}
+		op->credit += more;
+		op_wake(op);
+	} else if (f->type == SP_A_END) {
+		op->status = 201;
+		op_unlink(op);
+		op_finish(op);
+	}
+	return 0;
+}
+
+int op_on_frame(struct op *op, const struct frame *f, char *why)
 {
 	if (f->type == SP_A_ERROR) {
 		on_error_frame(op, f);
-		return;
+		return 0;
 	}
 	switch (op->kind) {
 	case OP_EXEC:
-		if (f->type == SP_A_STARTED)
-			on_started(op, f);
-		break;
+		return f->type == SP_A_STARTED ? on_started(op, f, why) : 0;
 	case OP_CALL:
-		if (f->type == SP_A_STAT || f->type == SP_A_PROC) {
-			json_t *e = NULL;
-			if (f->type == SP_A_STAT)
-				e = stat_json(f, json_is_array(op->json) ? json_string_value(json_object_get(op->query, "path")) : NULL,
-					      json_string_value(json_object_get(op->query, "path")));
-			else
-				e = sandbox_proc_frame_json(f);
-			if (!e)
-				break;
-			if (json_is_array(op->json)) {
-				json_array_append_new(op->json, e);
-			} else {
-				json_decref(op->json);
-				op->json = e;
-				op->status = 200;
-				op_unlink(op);
-				op_finish(op);
-			}
-		} else if (f->type == SP_A_OK || f->type == SP_A_END || f->type == SP_A_PONG) {
-			if (json_is_array(op->json)) {
-				op->json = json_pack("{s:o}", "entries", op->json);
-				op->status = 200;
-			}
-			op_unlink(op);
-			op_finish(op);
-		}
-		break;
+		return on_call(op, f, why);
 	case OP_READ:
 		if (f->type == SP_A_STAT) {
 			op->responding = true;
 			op->done = true;
 			op_wake(op);
 		} else if (f->type == SP_A_DATA) {
+			if (!take_window(op, f->len, why))
+				return -EPROTO;
 			emit(op, (const char *)f->payload, f->len, f->len);
 		} else if (f->type == SP_A_END) {
 			op_unlink(op);
 			op->eof = true;
 			op_wake(op);
 		}
-		break;
+		return 0;
 	case OP_WRITE:
-		if (f->type == SP_A_OK) {
-			op->upload_open = true;
-		} else if (f->type == SP_A_CREDIT && frame_need(f, 4) == 0) {
-			op->credit += frame_get_u32(f->payload);
-			op_wake(op);
-		} else if (f->type == SP_A_END) {
-			op->status = 201;
-			op_unlink(op);
-			op_finish(op);
-		}
-		break;
+		return on_write(op, f, why);
 	default:
-		break;
+		return 0;
 	}
+}
+
+void op_return_credit(struct op *op, uint32_t credit)
+{
+	if (!op->sb || !credit)
+		return;
+	if (op->kind == OP_READ) {
+		uint32_t give = credit < op->owed ? credit : op->owed;
+		op->owed -= give;
+		chan_credit(&op->sb->chan, op->tag, give);
+	} else if (op->proc) {
+		uint32_t give = credit < op->proc->owed ? credit : op->proc->owed;
+		op->proc->owed -= give;
+		chan_credit(&op->sb->chan, op->proc->pid, give);
+	}
+}
+
+/* A deadline passed: a deferred request gives up on the agent; a wait answers with the process
+ * as it is now. */
+static void op_deadline(struct timer *t)
+{
+	struct op *op = (struct op *)((char *)t - offsetof(struct op, timer));
+	if (op->deferred) {
+		struct err e = { 0 };
+		err_set(&e, 503, "unavailable", ENOTCONN, "sandbox %s: its agent did not connect", op->sbid);
+		op_unlink(op);
+		op_fail(op, &e);
+		return;
+	}
+	if (op->proc)
+		op->json = proc_json(op->proc);
+	op_unlink(op);
+	op_finish(op);
+}
+
+void op_set_deadline(struct op *op, int64_t when_ms)
+{
+	op->timer.fn = op_deadline;
+	loop_timer_add(&op->d->loop, &op->timer, when_ms);
 }
 
 size_t op_take(struct op *op, uint8_t *dst, size_t max, uint32_t *credit)
@@ -524,6 +681,9 @@ size_t op_take(struct op *op, uint8_t *dst, size_t max, uint32_t *credit)
 
 void op_free(struct op *op)
 {
+	op_release_capture(op);
+	free(op->after);
+	free(op->last_name);
 	buf_free(&op->body);
 	buf_free(&op->out);
 	buf_free(&op->cap[0]);

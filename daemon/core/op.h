@@ -23,10 +23,14 @@
 #include "lib/frame.h"
 #include "daemon/daemon.h"
 #include "daemon/base/err.h"
+#include "daemon/io/timer.h"
 
 #define API_MAX_BODY (1024 * 1024)            /* JSON and stdin bodies */
 #define EXEC_MAX_CAPTURE (16 * 1024 * 1024)   /* stdout or stderr kept by a non-stream exec */
 #define OP_CREDIT_RING 64
+#define LIST_MAX_ENTRIES 10000                /* entries in one listing answer */
+#define LIST_MAX_BYTES (4 * 1024 * 1024)      /* names and paths in one listing answer */
+#define TENANT_MAX_CAPTURE (64ull * 1024 * 1024) /* captured output held for one tenant at once */
 
 enum op_kind {
 	OP_NONE,
@@ -105,10 +109,16 @@ struct op {
 	uint32_t mode;
 	bool stdin_pending;         /* body holds stdin bytes to send once started */
 
+	/* downloads and listings [L] */
+	uint32_t owed;              /* bytes taken from the agent on this tag, credit not yet returned */
+	size_t list_bytes;          /* names and paths in the listing so far */
+	char *after;                /* listing cursor: entries up to this name are skipped */
+	char *last_name;            /* the last entry kept */
+	bool truncated;             /* the listing stopped at a limit */
+	uint64_t captured;          /* bytes of this capture counted in its tenant's budget */
+
 	/* deadline [L] */
-	bool timed;
-	int64_t deadline;
-	struct op *tnext;
+	struct timer timer;
 };
 
 /* Locks d->lock. */
@@ -143,8 +153,15 @@ void op_fail(struct op *op, const struct err *e);
 /* Makes op the output reader of p, handing it what p buffered meanwhile. [L] */
 void op_attach(struct op *op, struct proc *p);
 
-/* Hands one frame for op's tag to it. [L] */
-void op_on_frame(struct op *op, const struct frame *f);
+/* Hands one frame for op's tag to it. Returns 0, or -EPROTO with why (CHAN_MAX_WHY bytes)
+ * filled when the frame breaks the protocol (the connection is to be dropped). [L] */
+int op_on_frame(struct op *op, const struct frame *f, char *why);
+/* Gives back what op's capture counted in its tenant's TENANT_MAX_CAPTURE. [L] */
+void op_release_capture(struct op *op);
+/* Returns `credit` bytes the client took of op's stream to the agent. [L] */
+void op_return_credit(struct op *op, uint32_t credit);
+/* Arms op's deadline: at mono time `when_ms` it is answered (op_deadline). [L] */
+void op_set_deadline(struct op *op, int64_t when_ms);
 /* Output of the process op reads: type SP_A_STDOUT/SP_A_STDERR. [L] */
 void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n);
 /* The process op reads exited (p holds the status). [L] */

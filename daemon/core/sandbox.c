@@ -18,9 +18,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <time.h>
 
-#include "daemon/io/agent.h"
 #include "daemon/driver/disk.h"
 #include "daemon/driver/driver.h"
 #include "daemon/core/job.h"
@@ -28,22 +26,10 @@
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
 #include "daemon/core/op.h"
+#include "daemon/core/peer.h"
+#include "daemon/core/proc.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
-
-int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 struct sandbox *sandbox_find(struct daemon *d, const char *id)
 {
@@ -115,14 +101,6 @@ void sandbox_touch(struct sandbox *sb)
 	sb->deadline_ms = sb->timeout_s > 0 ? now_ms() + (int64_t)(sb->timeout_s * 1000) : 0;
 }
 
-static bool has_running_process(const struct sandbox *sb)
-{
-	for (const struct proc *p = sb->procs; p; p = p->next)
-		if (!p->exited)
-			return true;
-	return false;
-}
-
 void sandbox_expire(struct daemon *d)
 {
 	int64_t now = now_ms();
@@ -131,7 +109,7 @@ void sandbox_expire(struct daemon *d)
 			continue;
 		bool lifetime = sb->lifetime_s > 0 && now >= sb->created_ms + (int64_t)(sb->lifetime_s * 1000);
 		bool idle = sb->deadline_ms > 0 && now >= sb->deadline_ms;
-		if (idle && !lifetime && sb->keepalive && has_running_process(sb)) {
+		if (idle && !lifetime && sb->keepalive && proc_any_running(sb)) {
 			sandbox_touch(sb); /* busy counts as activity for this sandbox */
 			continue;
 		}
@@ -148,61 +126,10 @@ void sandbox_expire(struct daemon *d)
 	}
 }
 
-static json_t *proc_json(uint32_t pid, const char *cmd, bool exited, int code, int signo, int64_t started)
-{
-	char when[32];
-	format_time(when, sizeof(when), started);
-	return json_pack("{s:i, s:s, s:s, s:o, s:o, s:s}", "pid", pid, "cmd", cmd ? cmd : "", "state",
-			 exited ? "exited" : "running", "exit_code", exited ? json_integer(code) : json_null(),
-			 "signal", exited && signo ? json_integer(signo) : json_null(), "started_at", when);
-}
-
-json_t *sandbox_proc_json(const struct proc *p)
-{
-	return proc_json(p->pid, p->cmd, p->exited, p->code, p->signo, p->started_ms);
-}
-
-json_t *sandbox_proc_frame_json(const struct frame *f)
-{
-	struct sp_proc pr;
-	if (frame_need(f, sizeof(pr)) < 0)
-		return NULL;
-	memcpy(&pr, f->payload, sizeof(pr));
-	size_t off = sizeof(pr);
-	const char *cmd = frame_str(f, &off);
-	return proc_json(pr.pid, cmd, pr.state == SP_PROC_EXITED, pr.code, pr.signo, (int64_t)pr.started_ms);
-}
-
-void sandbox_prune_procs(struct sandbox *sb)
-{
-	int exited = 0;
-	for (struct proc *p = sb->procs; p; p = p->next)
-		exited += p->exited && !p->reader && !p->waiters;
-	/* The list is newest first: drop exited records from the tail. */
-	while (exited > SANDBOX_MAX_EXITED) {
-		struct proc **victim = NULL;
-		for (struct proc **pp = &sb->procs; *pp; pp = &(*pp)->next)
-			if ((*pp)->exited && !(*pp)->reader && !(*pp)->waiters)
-				victim = pp;
-		struct proc *p = *victim;
-		*victim = p->next;
-		sb->pending_bytes -= p->pending_raw < sb->pending_bytes ? p->pending_raw : sb->pending_bytes;
-		buf_free(&p->pending);
-		free(p->cmd);
-		free(p);
-		exited--;
-	}
-}
-
 void sandbox_free(struct sandbox *sb)
 {
-	while (sb->procs) {
-		struct proc *p = sb->procs;
-		sb->procs = p->next;
-		buf_free(&p->pending);
-		free(p->cmd);
-		free(p);
-	}
+	chan_close(&sb->chan);
+	proc_free_all(sb);
 	json_decref(sb->env);
 	json_decref(sb->metadata);
 	free(sb);
@@ -215,7 +142,7 @@ bool sandbox_usable(const struct sandbox *sb, struct err *e)
 		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
 		return false;
 	}
-	if (sb->chan.fd < 0 || !sb->chan.hello) {
+	if (!peer_ready(sb)) {
 		err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: its agent is not connected", sb->id);
 		return false;
 	}
@@ -265,7 +192,7 @@ void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason)
 
 static bool agent_back(struct sandbox *sb)
 {
-	return sb->chan.hello || sb->state != SB_RUNNING;
+	return sb->chan.phase >= CHAN_GREETED || sb->state != SB_RUNNING;
 }
 
 static void watch_job(struct job *j)
@@ -296,7 +223,7 @@ static void watch_job(struct job *j)
 			 : strcmp(why, "pids") == 0 ? "the sandbox went over its process limit on the host; files kept"
 						   : "every process of the sandbox ended; files kept");
 		daemon_lock(d);
-		if (sb->state == SB_RUNNING && !sb->chan.hello)
+		if (sb->state == SB_RUNNING && sb->chan.phase < CHAN_GREETED)
 			sandbox_fail(d, sb, reason);
 		sb->watched = false;
 		daemon_unlock(d);
@@ -335,7 +262,7 @@ bool sandbox_wait(struct daemon *d, struct sandbox *sb, bool (*cond)(struct sand
 
 static bool ping_settled(struct sandbox *sb)
 {
-	return !sb->chan.ping_ms || sb->state != SB_RUNNING;
+	return !sb->peer.ping_ms || sb->state != SB_RUNNING;
 }
 
 static void nudge_job(struct job *j)
@@ -349,9 +276,9 @@ static void nudge_job(struct job *j)
 	/* answered, gone, or in another state: whoever changed that took charge */
 	bool hung = !sandbox_wait(d, sb, ping_settled, AGENT_DEADLINE_MS);
 	if (!hung) {
-		if (sb->state == SB_RUNNING && sb->chan.hello)
+		if (sb->state == SB_RUNNING && peer_ready(sb))
 			log_warn("sandbox %s: its agent had stopped answering; continued", sb->id);
-		sb->chan.nudging = false;
+		sb->peer.nudging = false;
 		daemon_unlock(d);
 		return;
 	}
@@ -361,19 +288,87 @@ static void nudge_job(struct job *j)
 	struct err ignored = { 0 };
 	d->driver->stop(d->drv, sb, &ignored);
 	daemon_lock(d);
-	sb->chan.nudging = false;
+	sb->peer.nudging = false;
 	daemon_unlock(d);
 }
 
 void sandbox_unresponsive(struct daemon *d, struct sandbox *sb)
 {
-	if (sb->chan.nudging || sb->state != SB_RUNNING)
+	if (sb->peer.nudging || sb->state != SB_RUNNING)
 		return;
 	log_warn("sandbox %s: its agent has not answered for %d s", sb->id, AGENT_DEADLINE_MS / 1000);
 	struct job j = { .fn = nudge_job, .sb = sb };
 	struct err e = { 0 };
 	if (job_start(d, &j, &e) == 0)
-		sb->chan.nudging = true;
+		sb->peer.nudging = true;
+}
+
+static void probe_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct sandbox *sb = j->sb;
+	char st = '?';
+	int rc = d->driver->pid1_state ? d->driver->pid1_state(d->drv, sb, &st) : -ENOTSUP;
+	if (rc == 0 && (st == 'T' || st == 't')) {
+		/* stopped from inside, perhaps by whatever now answers on its socket: continue it; it
+		 * finds its connection gone and takes the channel back */
+		struct err e = { 0 };
+		log_warn("sandbox %s: its PID 1 was stopped; continuing it", sb->id);
+		if (d->driver->wake(d->drv, sb, &e) < 0)
+			log_warn("sandbox %s: continuing its PID 1: %s", sb->id, e.msg);
+	}
+	daemon_lock(d);
+	sb->peer.probing = false;
+	daemon_unlock(d);
+}
+
+void sandbox_probe(struct daemon *d, struct sandbox *sb)
+{
+	if (sb->peer.probing || sb->state != SB_RUNNING)
+		return;
+	struct job j = { .fn = probe_job, .sb = sb };
+	struct err e = { 0 };
+	if (job_start(d, &j, &e) == 0)
+		sb->peer.probing = true;
+}
+
+void sandbox_tick(struct daemon *d)
+{
+	sandbox_expire(d);
+	int64_t now = mono_ms();
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		peer_tick(d, sb, now);
+}
+
+void sandbox_retire(struct daemon *d, struct sandbox *sb)
+{
+	sb->dead = true;
+	chan_close(&sb->chan);
+	sb->grave = d->graveyard;
+	d->graveyard = sb;
+	loop_wake(&d->loop);
+}
+
+void sandbox_reap(struct daemon *d)
+{
+	daemon_lock(d);
+	struct sandbox *g = d->graveyard, *keep = NULL, *free_list = NULL;
+	d->graveyard = NULL;
+	while (g) {
+		/* a job still holding it finishes first; a later pass frees it */
+		struct sandbox *next = g->grave;
+		struct sandbox **to = g->refs > 0 ? &keep : &free_list;
+		g->grave = *to;
+		*to = g;
+		g = next;
+	}
+	d->graveyard = keep;
+	daemon_unlock(d);
+	while (free_list) {
+		struct sandbox *next = free_list->grave;
+		sandbox_free(free_list);
+		free_list = next;
+	}
 }
 
 static int new_id(char out[SANDBOX_ID_LEN + 1])
@@ -389,7 +384,7 @@ static int new_id(char out[SANDBOX_ID_LEN + 1])
 /* Ready: connected and its process list applied, so a listing right after is complete. */
 static bool agent_ready(struct sandbox *sb)
 {
-	return sb->chan.hello && sb->chan.listed;
+	return peer_ready(sb);
 }
 
 int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e)
@@ -401,7 +396,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	int rc = d->driver->create(d->drv, sb, rootfs, snapshot ? seed : NULL, e);
 	if (rc == 0) {
 		daemon_lock(d);
-		rc = agent_listen(d, sb);
+		rc = peer_listen(d, sb);
 		daemon_unlock(d);
 		if (rc < 0)
 			err_set(e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
@@ -432,7 +427,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	store_delete_sandbox(d->store, sb->id);
 	daemon_lock(d);
 	registry_remove(d, sb);
-	agent_bury(d, sb);
+	sandbox_retire(d, sb);
 	daemon_unlock(d);
 	return rc;
 }
@@ -472,7 +467,7 @@ static void delete_job(struct job *j)
 	} else {
 		store_delete_sandbox(d->store, sb->id);
 		registry_remove(d, sb);
-		agent_bury(d, sb);
+		sandbox_retire(d, sb);
 		if (j->op) {
 			j->op->status = 204;
 			op_finish(j->op);
@@ -505,7 +500,8 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 		err_set(e, 500, "internal", ENOMEM, "out of memory");
 		return NULL;
 	}
-	agent_chan_init(sb);
+	sb->d = d;
+	peer_init(sb);
 	do {
 		if (new_id(sb->id) < 0) {
 			free(sb);
@@ -662,7 +658,7 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 	registry_add(d, sb);
 	if (sb->state == SB_RUNNING || sb->state == SB_PAUSED) {
 		sandbox_touch(sb); /* the idle timeout starts again with the new spaced */
-		int rc = agent_listen(d, sb);
+		int rc = peer_listen(d, sb);
 		if (rc < 0)
 			log_warn("sandbox %s: cannot listen for its agent: %s", sb->id, strerror(-rc));
 		else
@@ -681,7 +677,8 @@ int sandbox_adopt_all(struct daemon *d)
 		struct sandbox *sb = list;
 		list = sb->next;
 		sb->next = NULL;
-		agent_chan_init(sb);
+		sb->d = d;
+		peer_init(sb);
 		snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
 		adopt(d, sb);
 	}

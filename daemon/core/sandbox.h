@@ -8,7 +8,6 @@
 
 #include <jansson.h>
 
-#include "lib/frame.h"
 #include "daemon/daemon.h"
 #include "daemon/base/err.h"
 
@@ -60,8 +59,6 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 int sandbox_adopt_all(struct daemon *d);
 
 json_t *sandbox_json(const struct sandbox *sb);              /* [L] */
-json_t *sandbox_proc_json(const struct proc *p);             /* [L] */
-json_t *sandbox_proc_frame_json(const struct frame *f);      /* an A_PROC frame */
 
 /*
  * Marks sb failed with `reason` (recorded), and fails every request waiting on it.
@@ -84,8 +81,16 @@ void sandbox_touch(struct sandbox *sb);
 /* Suspends or deletes every sandbox whose idle timeout or lifetime has passed. [L] */
 void sandbox_expire(struct daemon *d);
 
-/* Forgets the oldest exited processes past SANDBOX_MAX_EXITED. [L] */
-void sandbox_prune_procs(struct sandbox *sb);
+/* Looks at sb's PID 1 from the host on a job (driver pid1_state) and continues it if it is
+ * stopped: an impostor holding the agent's socket can answer pings, not hide that. [L] */
+void sandbox_probe(struct daemon *d, struct sandbox *sb);
+/* Once a second on the I/O thread: timeouts, then every sandbox's peer_tick. [L] */
+void sandbox_tick(struct daemon *d);
+/* Takes sb (already out of the registry, every op unlinked) out of service: its channel is
+ * closed now, its memory freed by sandbox_reap once no job holds it. [L] */
+void sandbox_retire(struct daemon *d, struct sandbox *sb);
+/* Frees retired sandboxes no job holds any more. Takes d->lock. I/O thread only. */
+void sandbox_reap(struct daemon *d);
 void sandbox_free(struct sandbox *sb);
 
 /* Whether sb may take requests for its agent; fills *e (409/503) if not. [L] */

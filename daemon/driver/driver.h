@@ -55,6 +55,10 @@ struct driver_ops {
 	int (*restore)(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
 	/* Continues the sandbox's PID 1 (the agent) if something inside stopped it. */
 	int (*wake)(struct driver *drv, struct sandbox *sb, struct err *e);
+	/* The state of the sandbox's PID 1 as the kernel underneath sees it (the letter of
+	 * /proc/1/status: 'T' or 't' when stopped), read from the host side, not through the
+	 * agent's channel. Returns 0 or -errno. */
+	int (*pid1_state)(struct driver *drv, struct sandbox *sb, char *state);
 	/* Releases every process and runtime resource of the sandbox, keeping its files. */
 	int (*stop)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* Kills every process and removes mounts, runtime state and the sandbox dir. */

@@ -273,6 +273,21 @@ static int gv_wake(struct driver *drv, struct sandbox *sb, struct err *e)
 	return runsc(drv, sb, args, e);
 }
 
+static int gv_pid1_state(struct driver *drv, struct sandbox *sb, char *state)
+{
+	/* the agent's own binary, from its read-only mount: nothing in the writable layer can stand
+	 * in for it; runsc exec starts it beside PID 1, not through it */
+	char out[16] = "";
+	char *argv[] = { RUNSC_ARGS(drv), "exec", sb->id, OCI_AGENT_PATH, "--pid1-state", NULL };
+	int rc = spawn_capture(argv, out, sizeof(out));
+	if (rc != 0)
+		return rc < 0 ? rc : -EIO;
+	if (out[0] < 'A' || out[0] > 'z')
+		return -EPROTO;
+	*state = out[0];
+	return 0;
+}
+
 static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir, int leave_running,
 			 struct err *e)
 {
@@ -412,6 +427,7 @@ const struct driver_ops driver_gvisor = {
 	.checkpoint = gv_checkpoint,
 	.restore = gv_restore,
 	.wake = gv_wake,
+	.pid1_state = gv_pid1_state,
 	.layer = gv_layer,
 	.stop = gv_stop,
 	.destroy = gv_destroy,

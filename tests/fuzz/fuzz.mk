@@ -12,7 +12,8 @@
 #   frame          lib/frame.c over arbitrary bytes (frame_parse, frame_need, frame_str)
 #   agent_frames   host -> agent: the agent's reader, dispatch and handlers (file system
 #                  calls faked, nothing is spawned: see fakesys.h)
-#   daemon_frames  agent -> host: spaced's I/O-thread reader and dispatch (daemon/io/agent.c)
+#   daemon_frames  agent -> host: spaced's channel reader (daemon/io/chan.c) and the handler
+#                  table (daemon/core/peer.c)
 #                  with requests of every kind waiting, and op.c turning frames into answers
 #   api_route      api_match over arbitrary URLs, api_check_path over arbitrary paths
 #   api_body       request bodies through the real create/exec/... handlers, and the
@@ -39,7 +40,8 @@ FUZZ_LIB_SRC  := lib/frame.c lib/codec.c lib/buf.c
 # lifecycle, snapshots, templates, host programs) are tests/fuzz/stubs_daemon.c.
 FUZZ_DAEMON_SRC := daemon/api/api.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_sandbox.c \
                    daemon/core/op.c daemon/base/err.c daemon/io/timer.c daemon/core/sandbox.c \
-                   daemon/core/state.c daemon/base/reaper.c daemon/io/agent.c
+                   daemon/core/state.c daemon/base/reaper.c daemon/base/clock.c daemon/io/chan.c \
+                   daemon/io/loop.c daemon/core/peer.c daemon/core/proc.c
 FUZZ_HARNESS_SRC := tests/fuzz/stubs_daemon.c tests/fuzz/harness_daemon.c
 # The agent modules, compiled with the fake system calls.
 FUZZ_AGENT_SRC := agent/conn.c agent/dispatch.c agent/proc.c agent/files.c agent/xfer.c \
@@ -51,7 +53,7 @@ FUZZ_SRC_frame         := lib/frame.c
 FUZZ_SRC_codec         := lib/codec.c
 FUZZ_SRC_api_route     := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_api_body      := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
-FUZZ_SRC_daemon_frames := $(filter-out daemon/io/agent.c,$(FUZZ_DAEMON_SRC)) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
+FUZZ_SRC_daemon_frames := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_AGENT_OBJ         := $(patsubst %.c,$(FUZZ_DIR)/obj/fake/%.o,$(FUZZ_AGENT_SRC)) \
                           $(call fuzz_obj,tests/fuzz/fakesys.c $(FUZZ_LIB_SRC))
 
@@ -78,7 +80,7 @@ $(FUZZ_DIR)/fuzz_agent_frames: tests/fuzz/fuzz_agent_frames.c $(FUZZ_AGENT_OBJ)
 	@echo "  LD      $@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(FUZZ_LIBS)
 
-$(FUZZ_DIR)/fuzz_daemon_frames: tests/fuzz/fuzz_daemon_frames.c daemon/io/agent.c \
+$(FUZZ_DIR)/fuzz_daemon_frames: tests/fuzz/fuzz_daemon_frames.c \
 		$(call fuzz_obj,$(FUZZ_SRC_daemon_frames))
 	@echo "  LD      $@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Idaemon -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) $(FUZZ_LIBS)

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "daemon/api/api.h"
-#include "daemon/io/agent.h"
+#include "daemon/core/proc.h"
 #include "daemon/core/sandbox.h"
 #include "harness_daemon.h"
 #include "lib/frame.h"
@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (flags & 1)
 		memcpy(op->sbid, "ffffffffffff", SANDBOX_ID_LEN);
 	if (flags & 2)
-		agent_proc(z.sb, 7, true);
+		proc_get(z.sb, 7);
 	op->pid = 7;
 
 	daemon_lock(&z.d);

@@ -1,13 +1,15 @@
 /*
  * tests/fuzz/fuzz_daemon_frames.c - agent -> host: the bytes a sandbox's
  * agent (or anything inside the sandbox that connects to its socket in the
- * agent's place) sends to spaced, read and dispatched by the real
- * daemon/agent.c and turned into answers by the real daemon/op.c.
+ * agent's place) sends to spaced, read and checked by the real transport
+ * (daemon/io/chan.c), dispatched through the real handler table
+ * (daemon/core/peer.c) and turned into answers by the real daemon/core/op.c.
  *
- * daemon/agent.c is included, not linked, to reach its reader
- * (on_readable) and dispatcher, which are static: the target then runs the
- * exact code of spaced's I/O thread on one sandbox whose agent is the other
- * end of a socketpair (harness_daemon.c). Before each input, requests of
+ * The target runs the channel's own event callback, as the I/O thread does,
+ * on one sandbox whose agent is the other end of a socketpair
+ * (harness_daemon.c). The connection starts in service; every third input
+ * starts it afresh instead (before the hello), so the hello, its listing and
+ * the phase checks are reached too. Before each input, requests of
  * every kind wait on the sandbox: a captured exec, a streamed exec, a
  * background start, a listing, a stat, a download and an upload (each under
  * its tag), a stream reader of process 100 and two waiters on process 101.
@@ -19,11 +21,16 @@
  * bytes, and every answer that came out is a status with a JSON body or an
  * error with a code.
  */
-#include "daemon/io/agent.c"
-
 #include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include "daemon/core/peer.h"
+#include "daemon/core/proc.h"
 #include "daemon/core/sandbox.h"
 #include "harness_daemon.h"
 
@@ -64,7 +71,7 @@ static void setup(struct op *ops[N_OPS])
 	ops[6] = linked(OP_WRITE, false, "/work/up.bin", false);
 	ops[6]->credit = SP_WINDOW;
 
-	struct proc *p = agent_proc(z.sb, 100, true);
+	struct proc *p = proc_get(z.sb, 100);
 	struct op *reader = fz_op(&z, NULL, 0);
 	reader->kind = OP_ATTACH;
 	reader->stream = true;
@@ -73,7 +80,7 @@ static void setup(struct op *ops[N_OPS])
 	op_attach(reader, p);
 	ops[7] = reader;
 
-	struct proc *q = agent_proc(z.sb, 101, true);
+	struct proc *q = proc_get(z.sb, 101);
 	for (int i = 8; i < 10; i++) {
 		struct op *w = fz_op(&z, NULL, 0);
 		w->kind = i == 8 ? OP_WAIT : OP_STDIN;
@@ -103,7 +110,7 @@ static void feed(const uint8_t *data, size_t size)
 				return;
 			continue;
 		}
-		on_readable(&z.d, z.sb);
+		z.sb->chan.csrc.fn(&z.sb->chan.csrc, EPOLLIN);
 		/* what spaced answers (H_PS, credit) must not fill the socket */
 		uint8_t *junk;
 		size_t n;
@@ -125,21 +132,18 @@ static void check_answer(struct op *op)
 	for (int i = 0; i < 64 && buf_avail(&op->out) > 0; i++) {
 		uint32_t credit = 0;
 		op_take(op, buf, sizeof(buf), &credit);
-		if (op->sb && credit && op->proc) {
-			uint32_t give = credit < op->proc->owed ? credit : op->proc->owed;
-			op->proc->owed -= give;
-			agent_credit(op->d, op->sb, op->proc->pid, give);
-		} else if (op->sb && credit && op->kind == OP_READ) {
-			agent_credit(op->d, op->sb, op->tag, credit);
-		}
+		op_return_credit(op, credit);
 	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct op *ops[N_OPS];
+	static unsigned round;
 	daemon_lock(&z.d);
 	setup(ops);
+	if (++round % 3 == 0)
+		z.sb->chan.phase = CHAN_OPEN; /* a fresh connection: the hello comes first */
 	daemon_unlock(&z.d);
 
 	feed(data, size);

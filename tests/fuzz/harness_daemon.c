@@ -12,7 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon/io/agent.h"
+#include "daemon/core/peer.h"
+#include "daemon/core/proc.h"
 #include "daemon/core/sandbox.h"
 
 static void connect_agent(struct fz *z)
@@ -26,7 +27,8 @@ static void connect_agent(struct fz *z)
 	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
 	setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	z->sb->chan.fd = sv[0];
-	z->sb->chan.hello = true;
+	z->sb->chan.loop = &z->d.loop;
+	z->sb->chan.phase = CHAN_READY;
 	z->agent_fd = sv[1];
 }
 
@@ -36,7 +38,7 @@ void fz_daemon_init(struct fz *z)
 	struct daemon *d = &z->d;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
-	d->epfd = d->wakefd = -1;
+	d->loop.epfd = d->loop.wakefd = -1;
 	d->auto_resume = true;
 	snprintf(d->state_dir, sizeof(d->state_dir), "/nonexistent/space-fuzz");
 	struct sandbox *sb = calloc(1, sizeof(*sb));
@@ -50,7 +52,8 @@ void fz_daemon_init(struct fz *z)
 	sb->memory_mb = 512;
 	sb->env = json_object();
 	sb->metadata = json_object();
-	agent_chan_init(sb);
+	sb->d = d;
+	peer_init(sb);
 	z->sb = sb;
 	d->sandboxes = sb;
 	d->nsandboxes = 1;
@@ -80,19 +83,17 @@ void fz_reset(struct fz *z)
 		op_unlink(sb->ops);
 	while (sb->deferred)
 		op_unlink(sb->deferred);
-	while (sb->procs) {
-		struct proc *p = sb->procs;
+	for (struct proc *p = sb->procs; p; p = p->next)
 		while (p->reader || p->waiters)
 			op_unlink(p->reader ? p->reader : p->waiters);
-		sb->procs = p->next;
-		buf_free(&p->pending);
-		free(p->cmd);
-		free(p);
-	}
+	proc_free_all(sb);
 	sb->pending_bytes = 0; /* the unread output of the processes just freed */
 	buf_free(&sb->chan.wq);
 	buf_free(&sb->chan.rbuf);
 	sb->chan.want_out = false;
+	sb->chan.broken = false;
+	sb->chan.credit_tail = false;
+	memset(&sb->peer, 0, sizeof(sb->peer));
 	sb->state = SB_RUNNING;
 	sb->reason[0] = '\0';
 	sb->watched = false;
@@ -105,7 +106,7 @@ void fz_reset(struct fz *z)
 		close(z->agent_fd);
 		connect_agent(z);
 	}
-	sb->chan.hello = true;
+	sb->chan.phase = CHAN_READY;
 }
 
 struct op *fz_op(struct fz *z, const uint8_t *body, size_t n)

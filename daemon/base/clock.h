@@ -1,0 +1,16 @@
+/*
+ * daemon/base/clock.h - the two clocks spaced reads: wall time for what users
+ * see (created_at, idle deadlines kept across restarts) and a monotonic clock
+ * for every wait and timeout.
+ */
+#ifndef SPACE_DAEMON_BASE_CLOCK_H
+#define SPACE_DAEMON_BASE_CLOCK_H
+
+#include <stdint.h>
+
+/* Milliseconds since the epoch (CLOCK_REALTIME). */
+int64_t now_ms(void);
+/* Milliseconds of CLOCK_MONOTONIC. */
+int64_t mono_ms(void);
+
+#endif

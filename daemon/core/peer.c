@@ -1,0 +1,414 @@
+/*
+ * daemon/core/peer.c - the agent messages spaced takes, and the agent's
+ * liveness (see peer.h).
+ *
+ * A connection goes OPEN -> GREETED (its hello taken; spaced asks for the
+ * process listing) -> READY (the listing ended: requests may go to it).
+ * When it drops, requests waiting for a reply fail with 503, while process
+ * readers stay attached: the agent keeps the processes running and resumes
+ * their output on its next connection.
+ */
+#include "daemon/core/peer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "daemon/base/log.h"
+#include "daemon/core/lifecycle.h"
+#include "daemon/core/op.h"
+#include "daemon/core/proc.h"
+#include "daemon/core/sandbox.h"
+
+#define ANY (CHAN_IN(CHAN_GREETED) | CHAN_IN(CHAN_READY))
+#define READY CHAN_IN(CHAN_READY)
+
+static void sock_path(const struct sandbox *sb, char *out, size_t n)
+{
+	snprintf(out, n, "%s/sock/agent.sock", sb->dir);
+}
+
+/* Fails every request waiting on a reply from the agent of sb. */
+static void fail_pending(struct sandbox *sb, const char *why)
+{
+	struct err e = { 0 };
+	err_set(&e, 503, "unavailable", EPIPE, "sandbox %s: %s", sb->id, why);
+	while (sb->ops) {
+		struct op *op = sb->ops;
+		op_unlink(op);
+		op_fail(op, &e);
+	}
+}
+
+static void on_dropped(void *ctx, const char *why)
+{
+	struct sandbox *sb = ctx;
+	struct daemon *d = sb->d;
+	if (why && why[0])
+		log_warn("sandbox %s: dropped the agent's connection: %s", sb->id, why);
+	else if (!sb->dead)
+		log_info("sandbox %s: agent disconnected", sb->id);
+	sb->peer.ping_ms = 0;
+	sb->peer.listing = false;
+	sb->peer.relist = false;
+	fail_pending(sb, why && why[0] ? why : "the agent disconnected");
+	pthread_cond_broadcast(&d->cond);
+	/* Unasked (not a detach: that happens in suspending): did the sandbox die? */
+	if (sb->state == SB_RUNNING && !sb->dead && !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
+		sandbox_watch(d, sb);
+}
+
+static void on_drained(void *ctx)
+{
+	struct sandbox *sb = ctx;
+	/* bulk senders that waited for room go on */
+	for (struct op *op = sb->ops; op; op = op->next)
+		if (op->kind == OP_WRITE)
+			op_wake(op);
+	for (struct proc *p = sb->procs; p; p = p->next)
+		for (struct op *w = p->waiters; w; w = w->next)
+			if (w->kind == OP_STDIN)
+				op_wake(w);
+}
+
+/* Asks for the process listing on PEER_TAG_HELLO_PS, or for one more after the one under way. */
+static void ask_listing(struct sandbox *sb)
+{
+	if (sb->peer.listing) {
+		sb->peer.relist = true;
+		return;
+	}
+	if (chan_send_early(&sb->chan, SP_H_PS, PEER_TAG_HELLO_PS, NULL, 0) == 0)
+		sb->peer.listing = true;
+}
+
+static int on_hello(void *ctx, const struct frame *f, char *why)
+{
+	struct sandbox *sb = ctx;
+	struct sp_hello h;
+	memcpy(&h, f->payload, sizeof(h));
+	if (h.version != SP_PROTO_VERSION) {
+		snprintf(why, CHAN_MAX_WHY, "the agent speaks protocol %u, not %u", h.version, SP_PROTO_VERSION);
+		return -EPROTO;
+	}
+	chan_advance(&sb->chan, CHAN_GREETED);
+	sb->peer.boot_id = h.boot_id;
+	sb->peer.ping_ms = 0;
+	/* A fresh connection starts every window afresh: nothing is owed. */
+	for (struct proc *p = sb->procs; p; p = p->next) {
+		p->owed = 0;
+		p->stdin_credit = SP_WINDOW;
+	}
+	ask_listing(sb);
+	return 0;
+}
+
+/* The record of the process a frame names, made if new; NULL (a protocol error) past the limit. */
+static struct proc *named(struct sandbox *sb, uint32_t pid, char *why)
+{
+	struct proc *p = proc_get(sb, pid);
+	if (!p)
+		snprintf(why, CHAN_MAX_WHY, "the agent names more than %d processes", SANDBOX_MAX_PROCS_TRACKED);
+	return p;
+}
+
+static int on_proc(void *ctx, const struct frame *f, char *why)
+{
+	struct sandbox *sb = ctx;
+	if (f->chan != PEER_TAG_HELLO_PS || !sb->peer.listing) {
+		snprintf(why, CHAN_MAX_WHY, "a process record with no listing asked for");
+		return -EPROTO;
+	}
+	struct sp_proc pr;
+	memcpy(&pr, f->payload, sizeof(pr));
+	size_t off = sizeof(pr);
+	const char *cmd = frame_str(f, &off);
+	struct proc *p = named(sb, pr.pid, why);
+	if (!p)
+		return -EPROTO;
+	if (cmd && !p->cmd)
+		p->cmd = strdup(cmd);
+	p->started_ms = (int64_t)pr.started_ms;
+	if (pr.state == SP_PROC_EXITED && !p->exited) {
+		p->exited = true;
+		p->code = pr.code;
+		p->signo = pr.signo;
+	}
+	return 0;
+}
+
+/* The listing asked for on hello ended: the sandbox is ready for requests about its processes. */
+static void listing_ended(struct sandbox *sb)
+{
+	struct daemon *d = sb->d;
+	sb->peer.listing = false;
+	proc_prune(sb);
+	if (sb->chan.phase == CHAN_GREETED) {
+		chan_advance(&sb->chan, CHAN_READY);
+		pthread_cond_broadcast(&d->cond);
+		if (sb->state == SB_RUNNING && sb->deferred)
+			lifecycle_resumed(d, sb, NULL);
+	}
+	if (sb->peer.relist) {
+		sb->peer.relist = false;
+		ask_listing(sb);
+	}
+}
+
+/* The request op waiting under the frame's tag, or NULL. */
+static struct op *by_tag(struct sandbox *sb, uint32_t tag)
+{
+	for (struct op *op = sb->ops; op; op = op->next)
+		if (op->tag == tag)
+			return op;
+	return NULL;
+}
+
+/* A frame for a request tag: to the request waiting for it, if any. */
+static int on_reply(void *ctx, const struct frame *f, char *why)
+{
+	struct sandbox *sb = ctx;
+	if (!(f->chan & SP_CHAN_REQ)) {
+		snprintf(why, CHAN_MAX_WHY, "message type %u for a pid, not a request", f->type);
+		return -EPROTO;
+	}
+	if (f->chan == PEER_TAG_PING) {
+		if (f->type == SP_A_PONG && sb->peer.ping_ms) {
+			sb->peer.ping_ms = 0;
+			pthread_cond_broadcast(&sb->d->cond);
+		}
+		return 0;
+	}
+	if (f->chan == PEER_TAG_HELLO_PS) {
+		if (f->type == SP_A_END && sb->peer.listing)
+			listing_ended(sb);
+		return 0;
+	}
+	if (sb->chan.phase != CHAN_READY)
+		return 0; /* replies belong to requests of an earlier connection, all failed */
+	struct op *op = by_tag(sb, f->chan);
+	if (op)
+		return op_on_frame(op, f, why);
+	/* A reply to a request that gave up. A process it started runs on all the same: record it,
+	 * and ask for the listing that names its command. */
+	if (f->type == SP_A_STARTED) {
+		struct sp_started st;
+		memcpy(&st, f->payload, sizeof(st));
+		if (!proc_find(sb, st.pid)) {
+			if (!named(sb, st.pid, why))
+				return -EPROTO;
+			ask_listing(sb);
+		}
+	}
+	return 0;
+}
+
+static int on_output(void *ctx, const struct frame *f, char *why)
+{
+	struct sandbox *sb = ctx;
+	struct proc *p = named(sb, f->chan, why);
+	if (!p)
+		return -EPROTO;
+	if (p->owed + f->len > SP_WINDOW) {
+		snprintf(why, CHAN_MAX_WHY, "output of process %u beyond its credit", p->pid);
+		return -EPROTO;
+	}
+	p->owed += f->len;
+	if (p->reader) {
+		op_on_output(p->reader, f->type, f->payload, f->len);
+		return 0;
+	}
+	/* unread output waits here; a real agent keeps it within two windows per process */
+	if (buf_avail(&p->pending) + f->len > 2 * SP_WINDOW || sb->pending_bytes + f->len > SANDBOX_MAX_PENDING) {
+		snprintf(why, CHAN_MAX_WHY, "more unread output than credit allows");
+		return -EPROTO;
+	}
+	uint8_t h[5] = { f->type };
+	frame_put_u32(h + 1, f->len);
+	if (buf_put(&p->pending, h, sizeof(h)) < 0 || buf_put(&p->pending, f->payload, f->len) < 0)
+		return -ENOMEM;
+	sb->pending_bytes += f->len;
+	p->pending_raw += f->len;
+	return 0;
+}
+
+static int on_exit_frame(void *ctx, const struct frame *f, char *why)
+{
+	struct sandbox *sb = ctx;
+	struct proc *p = named(sb, f->chan, why);
+	if (!p)
+		return -EPROTO;
+	struct sp_exit x;
+	memcpy(&x, f->payload, sizeof(x));
+	p->exited = true;
+	p->code = x.code;
+	p->signo = x.signo;
+	p->timed_out = (x.flags & SP_EXIT_TIMEDOUT) != 0;
+	if (p->reader)
+		op_on_exit(p->reader, p);
+	while (p->waiters) {
+		struct op *w = p->waiters;
+		if (w->kind == OP_WAIT)
+			w->json = proc_json(p);
+		op_unlink(w);
+		if (w->kind == OP_STDIN) {
+			struct err e = { 0 };
+			err_set(&e, 409, "conflict", ESRCH, "process %u exited before taking all of its stdin", p->pid);
+			op_fail(w, &e);
+		} else {
+			op_finish(w);
+		}
+	}
+	proc_prune(sb);
+	return 0;
+}
+
+static int on_credit(void *ctx, const struct frame *f, char *why)
+{
+	struct sandbox *sb = ctx;
+	if (f->chan & SP_CHAN_REQ)
+		return on_reply(ctx, f, why); /* upload credit */
+	struct proc *p = proc_find(sb, f->chan);
+	if (!p)
+		return 0; /* stdin credit of a process forgotten since */
+	uint32_t more = frame_get_u32(f->payload);
+	if (more > SP_WINDOW || p->stdin_credit + more > SP_WINDOW) {
+		snprintf(why, CHAN_MAX_WHY, "stdin credit of process %u beyond the window", p->pid);
+		return -EPROTO;
+	}
+	p->stdin_credit += more;
+	for (struct op *w = p->waiters; w; w = w->next)
+		if (w->kind == OP_STDIN)
+			op_wake(w);
+	return 0;
+}
+
+static const struct chan_msg msgs[] = {
+	{ SP_A_HELLO, sizeof(struct sp_hello), CHAN_IN(CHAN_OPEN), on_hello },
+	{ SP_A_PONG, 0, ANY, on_reply },
+	{ SP_A_STARTED, sizeof(struct sp_started), READY, on_reply },
+	{ SP_A_STDOUT, 0, ANY, on_output },
+	{ SP_A_STDERR, 0, ANY, on_output },
+	{ SP_A_EXIT, sizeof(struct sp_exit), ANY, on_exit_frame },
+	{ SP_A_ERROR, sizeof(struct sp_error), ANY, on_reply },
+	{ SP_A_OK, 0, ANY, on_reply },
+	{ SP_A_CREDIT, sizeof(struct sp_credit), ANY, on_credit },
+	{ SP_A_PROC, sizeof(struct sp_proc), ANY, on_proc },
+	{ SP_A_STAT, sizeof(struct sp_stat), ANY, on_reply },
+	{ SP_A_DATA, 0, ANY, on_reply },
+	{ SP_A_END, 0, ANY, on_reply },
+};
+
+const struct chan_proto peer_proto = {
+	.msgs = msgs,
+	.nmsgs = sizeof(msgs) / sizeof(msgs[0]),
+	.dropped = on_dropped,
+	.drained = on_drained,
+};
+
+void peer_init(struct sandbox *sb)
+{
+	chan_init(&sb->chan, &peer_proto, sb);
+	memset(&sb->peer, 0, sizeof(sb->peer));
+}
+
+int peer_listen(struct daemon *d, struct sandbox *sb)
+{
+	char dir[600], path[640];
+	snprintf(dir, sizeof(dir), "%s/sock", sb->dir);
+	mkdir(dir, 0700);
+	sock_path(sb, path, sizeof(path));
+	return chan_listen(&sb->chan, &d->loop, path);
+}
+
+void peer_unlisten(struct sandbox *sb)
+{
+	char path[640];
+	sock_path(sb, path, sizeof(path));
+	chan_unlisten(&sb->chan, path);
+}
+
+int peer_detach(struct sandbox *sb)
+{
+	peer_unlisten(sb);
+	return chan_send(&sb->chan, SP_H_DETACH, 0, NULL, 0, NULL, 0);
+}
+
+bool peer_ready(const struct sandbox *sb)
+{
+	return chan_ready(&sb->chan);
+}
+
+/* Whether a request or a client waits on the agent of sb. */
+static bool awaited(const struct sandbox *sb)
+{
+	if (sb->ops)
+		return true;
+	for (const struct proc *p = sb->procs; p; p = p->next)
+		if (!p->exited && (p->reader || p->waiters))
+			return true;
+	return false;
+}
+
+/* The clients waiting on sb: one that left is let go, a silent stream gets a keepalive. */
+static void watch_clients(struct sandbox *sb, int64_t now)
+{
+	for (struct proc *p = sb->procs; p; p = p->next) {
+		if (p->reader && !op_check_gone(p->reader))
+			op_keepalive(p->reader, now);
+		for (struct op *w = p->waiters; w; w = w->next)
+			op_check_gone(w);
+	}
+	for (struct op *op = sb->ops; op; op = op->next)
+		op_check_gone(op);
+	for (struct op *op = sb->deferred; op; op = op->next)
+		op_check_gone(op);
+}
+
+/* Whether the agent of sb serves a call it may rightly be silent in (sync(2)). */
+static bool in_long_call(const struct sandbox *sb)
+{
+	for (const struct op *op = sb->ops; op; op = op->next)
+		if (op->long_call)
+			return true;
+	return false;
+}
+
+/*
+ * Liveness of an agent someone waits on: silent for AGENT_PING_AFTER_MS, it is pinged; a ping
+ * unanswered for AGENT_DEADLINE_MS hands the sandbox to sandbox_unresponsive. Answers can be
+ * forged by whatever holds the socket, so PID 1 is also looked at from the host every
+ * AGENT_PROBE_MS (sandbox_probe). Only a running sandbox counts, outside long calls (bounded by
+ * their own deadline): the clock starts afresh after a pause, a suspend or a sync.
+ */
+static void watch_agent(struct daemon *d, struct sandbox *sb, int64_t now)
+{
+	struct peer *pe = &sb->peer;
+	if (sb->state != SB_RUNNING || sb->chan.fd < 0 || in_long_call(sb) || !awaited(sb)) {
+		pe->ping_ms = 0;
+		sb->chan.last_rx_ms = now;
+		pe->probe_ms = now;
+		return;
+	}
+	if (now - pe->probe_ms >= AGENT_PROBE_MS && !pe->probing) {
+		pe->probe_ms = now;
+		sandbox_probe(d, sb);
+	}
+	if (!chan_ready(&sb->chan))
+		return;
+	if (pe->ping_ms) {
+		if (now - pe->ping_ms >= AGENT_DEADLINE_MS && !pe->nudging)
+			sandbox_unresponsive(d, sb);
+	} else if (now - sb->chan.last_rx_ms >= AGENT_PING_AFTER_MS) {
+		if (chan_send(&sb->chan, SP_H_PING, PEER_TAG_PING, NULL, 0, NULL, 0) == 0)
+			pe->ping_ms = now;
+	}
+}
+
+void peer_tick(struct daemon *d, struct sandbox *sb, int64_t now)
+{
+	watch_clients(sb, now);
+	watch_agent(d, sb, now);
+}

@@ -1,0 +1,47 @@
+/*
+ * daemon/core/peer.h - spaced's side of the agent protocol: the table of
+ * messages an agent may send (checked by the transport, io/chan.h, before a
+ * handler runs) and what each does to the sandbox, its processes and the
+ * requests waiting on it.
+ *
+ * The peer is untrusted: any process inside the sandbox can take the agent's
+ * place on its socket. So a connection says hello once; process records come
+ * only with a listing spaced asked for, and count against
+ * SANDBOX_MAX_PROCS_TRACKED; output, downloads and listings travel against the
+ * credit spaced granted (per pid or request tag), and credit the agent grants
+ * back is capped at one window; listing entries must be single names. A
+ * breach drops the connection, and the real agent, which retries every
+ * SP_AGENT_RETRY_MS, takes it back. Everything here runs with d->lock held.
+ */
+#ifndef SPACE_DAEMON_CORE_PEER_H
+#define SPACE_DAEMON_CORE_PEER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/daemon.h"
+
+#define PEER_TAG_HELLO_PS (SP_CHAN_REQ | AGENT_TAG_HELLO_PS)
+#define PEER_TAG_PING (SP_CHAN_REQ | AGENT_TAG_PING)
+
+/* The table the transport checks frames against (exposed for tests and fuzzing). */
+extern const struct chan_proto peer_proto;
+
+/* Sets sb's channel up, unconnected, speaking peer_proto. */
+void peer_init(struct sandbox *sb);
+/* Listens for sb's agent on <dir>/sock/agent.sock. Returns 0 or -errno. */
+int peer_listen(struct daemon *d, struct sandbox *sb);
+/* Stops listening and removes the socket: nothing can connect. */
+void peer_unlisten(struct sandbox *sb);
+/* Stops listening and asks the agent to close its connection (H_DETACH). 0 or -ENOTCONN. */
+int peer_detach(struct sandbox *sb);
+/* Whether sb's agent said hello and its process listing is in: requests may go to it. */
+bool peer_ready(const struct sandbox *sb);
+
+/*
+ * Once a second: clients that left are let go, silent streams get a keepalive, and an agent
+ * someone waits on is pinged when silent and looked at from the host every AGENT_PROBE_MS.
+ */
+void peer_tick(struct daemon *d, struct sandbox *sb, int64_t now);
+
+#endif

@@ -1,0 +1,97 @@
+/*
+ * daemon/core/proc.c - process records (see proc.h).
+ */
+#include "daemon/core/proc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct proc *proc_find(struct sandbox *sb, uint32_t pid)
+{
+	for (struct proc *p = sb->procs; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+int proc_count(const struct sandbox *sb)
+{
+	int n = 0;
+	for (const struct proc *p = sb->procs; p; p = p->next)
+		n++;
+	return n;
+}
+
+struct proc *proc_get(struct sandbox *sb, uint32_t pid)
+{
+	struct proc *p = proc_find(sb, pid);
+	if (p)
+		return p;
+	if (proc_count(sb) >= SANDBOX_MAX_PROCS_TRACKED)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->started_ms = now_ms();
+	p->stdin_credit = SP_WINDOW; /* a fresh record: the agent's window for it is whole */
+	p->next = sb->procs;
+	sb->procs = p;
+	return p;
+}
+
+static void proc_free(struct sandbox *sb, struct proc *p)
+{
+	sb->pending_bytes -= p->pending_raw < sb->pending_bytes ? p->pending_raw : sb->pending_bytes;
+	buf_free(&p->pending);
+	free(p->cmd);
+	free(p);
+}
+
+void proc_prune(struct sandbox *sb)
+{
+	int exited = 0;
+	for (struct proc *p = sb->procs; p; p = p->next)
+		exited += p->exited && !p->reader && !p->waiters;
+	/* The list is newest first: drop exited records from the tail. */
+	while (exited > SANDBOX_MAX_EXITED) {
+		struct proc **victim = NULL;
+		for (struct proc **pp = &sb->procs; *pp; pp = &(*pp)->next)
+			if ((*pp)->exited && !(*pp)->reader && !(*pp)->waiters)
+				victim = pp;
+		struct proc *p = *victim;
+		*victim = p->next;
+		proc_free(sb, p);
+		exited--;
+	}
+}
+
+void proc_free_all(struct sandbox *sb)
+{
+	while (sb->procs) {
+		struct proc *p = sb->procs;
+		sb->procs = p->next;
+		proc_free(sb, p);
+	}
+}
+
+bool proc_any_running(const struct sandbox *sb)
+{
+	for (const struct proc *p = sb->procs; p; p = p->next)
+		if (!p->exited)
+			return true;
+	return false;
+}
+
+json_t *proc_json(const struct proc *p)
+{
+	char when[32];
+	time_t t = (time_t)(p->started_ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return json_pack("{s:i, s:s, s:s, s:o, s:o, s:s}", "pid", p->pid, "cmd", p->cmd ? p->cmd : "", "state",
+			 p->exited ? "exited" : "running", "exit_code", p->exited ? json_integer(p->code) : json_null(),
+			 "signal", p->exited && p->signo ? json_integer(p->signo) : json_null(), "started_at", when);
+}

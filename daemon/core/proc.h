@@ -1,0 +1,36 @@
+/*
+ * daemon/core/proc.h - the records of a sandbox's processes: looked up by
+ * pid, bounded in number, and shown as JSON.
+ *
+ * The agent names processes (A_STARTED, A_PROC, output and exits), and what
+ * names them may be an impostor, so a sandbox holds at most
+ * SANDBOX_MAX_PROCS_TRACKED records, of which at most SANDBOX_MAX_EXITED
+ * exited ones are kept once nobody reads or waits on them. [L] throughout.
+ */
+#ifndef SPACE_DAEMON_CORE_PROC_H
+#define SPACE_DAEMON_CORE_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "daemon/daemon.h"
+#include "lib/frame.h"
+
+/* The record of pid, or NULL. */
+struct proc *proc_find(struct sandbox *sb, uint32_t pid);
+/* The record of pid, made if there is none: NULL when the sandbox already holds
+ * SANDBOX_MAX_PROCS_TRACKED records (or memory ran out). */
+struct proc *proc_get(struct sandbox *sb, uint32_t pid);
+/* Number of records sb holds. */
+int proc_count(const struct sandbox *sb);
+/* Forgets the oldest exited processes past SANDBOX_MAX_EXITED. */
+void proc_prune(struct sandbox *sb);
+/* Frees every record (the sandbox is being freed). */
+void proc_free_all(struct sandbox *sb);
+
+json_t *proc_json(const struct proc *p);
+/* Whether any process of sb still runs. */
+bool proc_any_running(const struct sandbox *sb);
+
+#endif

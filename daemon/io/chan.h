@@ -1,0 +1,130 @@
+/*
+ * daemon/io/chan.h - the agent channel as a transport: one listening Unix
+ * socket per sandbox, at most one connection on it, carrying the frames of
+ * proto/agent.h in both directions without ever blocking.
+ *
+ * Whatever connects is inside the sandbox, so nothing read here is trusted.
+ * Each frame is handed to the layer above through a table it gives
+ * (struct chan_proto), the way agent/dispatch.c routes frames on the other
+ * side; before a handler runs the transport has checked the header
+ * (lib/frame.c), found the message in the table, checked that its payload
+ * holds at least the message's fixed part, and that the connection is in a
+ * phase the message is allowed in. A frame that fails any check, or a handler
+ * that returns an error, drops the connection with the reason.
+ *
+ * What is written is bounded as well: bytes the peer has not taken are
+ * capped at CHAN_MAX_QUEUE, past which the connection is dropped, so a peer
+ * that stops reading cannot make spaced hold more. Credit returns (H_CREDIT)
+ * for the same channel that are still queued merge into one frame.
+ *
+ * Locking: the owner serialises every call (spaced holds d->lock); reading
+ * happens on the I/O thread only. The transport never calls the layer above
+ * except through the table, and never frees anything of it.
+ */
+#ifndef SPACE_DAEMON_IO_CHAN_H
+#define SPACE_DAEMON_IO_CHAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/io/loop.h"
+#include "lib/buf.h"
+#include "lib/frame.h"
+
+#define CHAN_MAX_QUEUE (4u * 1024u * 1024u) /* bytes queued for one peer that it has not read */
+#define CHAN_DATA_ROOM (1024u * 1024u)      /* bulk data (uploads, stdin) waits while more is queued */
+#define CHAN_MAX_WHY 128
+
+/* Where a connection is in its life: a message is allowed in a set of phases. */
+enum chan_phase {
+	CHAN_DOWN = 0,    /* no connection */
+	CHAN_OPEN = 1,    /* connected, no hello yet */
+	CHAN_GREETED = 2, /* the hello was taken; the upper layer moves it on (chan_advance) */
+	CHAN_READY = 3,   /* in service */
+};
+#define CHAN_IN(p) (1u << (p))
+
+/* One row of the handler table: a message the peer may send. */
+struct chan_msg {
+	uint8_t type;
+	uint32_t min_len; /* its fixed part; a shorter payload is a protocol error */
+	unsigned phases;  /* CHAN_IN() of every phase it is allowed in */
+	/* Handles one frame; returns 0, or a negative errno to drop the connection, after which
+	 * *why (CHAN_MAX_WHY bytes) says why if the handler filled it. */
+	int (*fn)(void *ctx, const struct frame *f, char *why);
+};
+
+struct chan_proto {
+	const struct chan_msg *msgs;
+	size_t nmsgs;
+	/* The connection ended; why is NULL when the peer closed it, else the reason spaced
+	 * dropped it. Called with the owner's lock held; c->phase is already CHAN_DOWN. */
+	void (*dropped)(void *ctx, const char *why);
+	/* The write queue, having passed CHAN_DATA_ROOM, fell below it: bulk data may go on. */
+	void (*drained)(void *ctx);
+};
+
+struct chan {
+	int listen_fd;
+	int fd;                     /* -1 while nobody is connected */
+	enum chan_phase phase;
+	struct buf rbuf;            /* bytes read, not yet a whole frame */
+	struct buf wq;              /* bytes waiting to be written */
+	bool credit_tail;           /* the last queued frame is an H_CREDIT not yet begun to be sent */
+	uint32_t credit_chan;       /* ... for this channel */
+	bool broken;                /* the connection is being dropped (why says why) */
+	bool high;                  /* the queue passed CHAN_DATA_ROOM: call drained below it */
+	bool want_out;              /* EPOLLOUT armed */
+	int64_t last_rx_ms;         /* monotonic time the peer last sent anything */
+	char why[CHAN_MAX_WHY];     /* why the last connection was dropped ("" when the peer closed) */
+	const struct chan_proto *proto;
+	void *ctx;
+	struct loop *loop;
+	struct loop_src lsrc, csrc; /* the listening socket and the connection in the loop */
+};
+
+/* Sets c up unconnected, with the table and context its frames go to. */
+void chan_init(struct chan *c, const struct chan_proto *proto, void *ctx);
+
+/* Listens on the Unix socket `path` (replacing a stale one) in loop l. Returns 0 or -errno. */
+int chan_listen(struct chan *c, struct loop *l, const char *path);
+/* Stops listening and removes the socket file `path`: nothing can connect any more. */
+void chan_unlisten(struct chan *c, const char *path);
+
+/*
+ * Queues one frame whose payload is `a` (na bytes) then `b` (nb bytes). Returns 0, -ENOTCONN
+ * when no connection is in the READY phase, -E2BIG past SP_MAX_PAYLOAD, or -ENOBUFS when the
+ * queue would pass CHAN_MAX_QUEUE: then the connection is shut down, and the reader drops it
+ * (proto->dropped runs from the I/O thread, never from inside chan_send).
+ */
+int chan_send(struct chan *c, uint8_t type, uint32_t chan, const void *a, size_t na, const void *b,
+	      size_t nb);
+/* chan_send in the GREETED phase as well (what a hello is answered with). */
+int chan_send_early(struct chan *c, uint8_t type, uint32_t chan, const void *a, size_t na);
+/* Returns `bytes` of credit for channel `chan` (a pid or a tag); merges with a queued return. */
+int chan_credit(struct chan *c, uint32_t chan, uint32_t bytes);
+
+/* Moves the connection to phase p (GREETED -> READY once the hello's work is done). */
+void chan_advance(struct chan *c, enum chan_phase p);
+/* Whether a connection is in service. */
+static inline bool chan_ready(const struct chan *c) { return c->fd >= 0 && c->phase == CHAN_READY; }
+/* Bytes queued that the peer has not taken. */
+static inline size_t chan_queued(const struct chan *c) { return buf_avail(&c->wq); }
+/* Whether bulk data of n bytes may be queued now; if not, proto->drained says when. */
+bool chan_data_room(struct chan *c, size_t n);
+
+/* Drops the connection (if any) with the reason, calling proto->dropped. */
+void chan_drop(struct chan *c, const char *why);
+/* Closes everything without calling the upper layer (the owner is being freed). */
+void chan_close(struct chan *c);
+
+/* The table row for a message type, or NULL. Exposed for tests. */
+const struct chan_msg *chan_lookup(const struct chan_proto *p, uint8_t type);
+/*
+ * Checks and hands one parsed frame to its handler, as the reader does. Returns 0, or a negative
+ * errno with why filled when the frame is refused (the caller drops the connection).
+ */
+int chan_dispatch(struct chan *c, const struct frame *f, char *why);
+
+#endif
