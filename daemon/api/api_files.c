@@ -121,6 +121,17 @@ int api_file_list(struct op *op)
 	struct sandbox *sb = target(op, &path);
 	if (!sb)
 		return API_DONE;
+	/* a page after an earlier one: the entries up to its cursor are skipped as they stream */
+	json_t *after = json_object_get(op->query, "after");
+	if (after) {
+		if (json_string_length(after) == 0 || json_string_length(after) > 255 ||
+		    strlen(json_string_value(after)) != json_string_length(after)) {
+			err_set(&op->err, 400, "invalid_argument", EINVAL, "after must be an entry name from \"next\"");
+			return API_DONE;
+		}
+		free(op->after);
+		op->after = strdup(json_string_value(after));
+	}
 	op->json = json_array();
 	return request(op, sb, OP_CALL, SP_H_LIST, NULL, 0, path, NULL);
 }

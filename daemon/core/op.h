@@ -28,8 +28,8 @@
 #define API_MAX_BODY (1024 * 1024)            /* JSON and stdin bodies */
 #define EXEC_MAX_CAPTURE (16 * 1024 * 1024)   /* stdout or stderr kept by a non-stream exec */
 #define OP_CREDIT_RING 64
-#define LIST_MAX_ENTRIES 10000                /* entries in one listing answer */
-#define LIST_MAX_BYTES (4 * 1024 * 1024)      /* names and paths in one listing answer */
+#define LIST_MAX_ENTRIES 2000                 /* entries in one listing answer */
+#define LIST_MAX_BYTES (1024 * 1024)          /* names and paths in one listing answer */
 #define TENANT_MAX_CAPTURE (64ull * 1024 * 1024) /* captured output held for one tenant at once */
 
 enum op_kind {

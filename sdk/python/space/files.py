@@ -162,9 +162,16 @@ class Files:
         return WriteInfo(self._t.json("PUT", self._path(), query=query, data=data, **self._kw(request_timeout)))
 
     def list(self, path, request_timeout=None):
-        """The entries of directory `path`, sorted by name; a list of EntryInfo."""
-        d = self._t.json("GET", self._path("/list"), query={"path": path}, **self._kw(request_timeout))
-        return [EntryInfo(e) for e in d["entries"]]
+        """The entries of directory `path`, sorted by name; a list of EntryInfo.
+
+        spaced answers a listing in pages (at most 2,000 entries each); this follows them."""
+        entries, query = [], {"path": path}
+        while True:
+            d = self._t.json("GET", self._path("/list"), query=query, **self._kw(request_timeout))
+            entries.extend(EntryInfo(e) for e in d["entries"])
+            if not d.get("truncated") or not d.get("next"):
+                return entries
+            query = {"path": path, "after": d["next"]}
 
     def stat(self, path, request_timeout=None):
         """The EntryInfo of `path`; raises FileNotFound."""
