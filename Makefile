@@ -7,6 +7,9 @@
 #   make down       stop the spaced that `make up` started
 #   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests,
 #                   the escape and abuse suite, and every fuzz target for 60 s (what CI runs)
+#   make quick      the edit-test loop: unit tests, the layer check, agent protocol tests and a
+#                   smoke of the end-to-end suite (a few minutes)
+#   make layers     fails if spaced's modules call each other in a circle (scripts/layers.py)
 #   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
 #   make bench      benchmarks against raw runsc (bench/run.py; SPECIFICATION.md)
 #   make security   the escape and abuse suite (tests/security)
@@ -43,7 +46,7 @@ APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev 
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
                 e2fsprogs util-linux clang libclang-rt-14-dev
 
-.PHONY: all deps up down test unit agent-test e2e sdk-test security asan bench clean
+.PHONY: all deps up down test quick layers unit agent-test e2e e2e-smoke sdk-test security asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
 $(BUILD)/%.o: %.c
@@ -108,6 +111,22 @@ agent-test: $(BUILD)/space-agent
 e2e: all
 	/usr/bin/python3 -m pytest -q tests/e2e
 
+# A few end-to-end files that touch every layer (create, exec, files, lifecycle) for `make quick`.
+E2E_SMOKE := tests/e2e/test_daemon.py tests/e2e/test_files.py tests/e2e/test_lifecycle.py
+e2e-smoke: all
+	/usr/bin/python3 -m pytest -q $(E2E_SMOKE)
+
+# No circle of calls among spaced's modules: each layer reaches the ones above it only through
+# the tables and callbacks it is given (docs/architecture.md).
+layers: all
+	/usr/bin/python3 scripts/layers.py --check $(DAEMON_OBJ)
+
+quick: deps all
+	$(MAKE) unit
+	$(MAKE) layers
+	$(MAKE) agent-test
+	$(MAKE) e2e-smoke
+
 sdk-test: all
 	/usr/bin/python3 -m pytest -q tests/sdk
 
@@ -120,6 +139,7 @@ include tests/fuzz/fuzz.mk
 
 test: deps all
 	$(MAKE) unit
+	$(MAKE) layers
 	$(MAKE) agent-test
 	$(MAKE) e2e
 	$(MAKE) sdk-test

@@ -59,6 +59,7 @@
 struct driver;
 struct store;
 struct op;
+struct peer_events;
 
 
 struct proc {
@@ -152,6 +153,7 @@ struct daemon {
 
 	int reaperfd;               /* SIGCHLD signalfd, or -1 */
 	struct loop loop;           /* the I/O thread; its timers are [L] */
+	const struct peer_events *peer_events; /* how agent events reach the sandbox layer */
 	struct sandbox *graveyard;  /* [L] sandboxes the I/O thread is to free */
 	struct tenant_load *loads;  /* [L] tenants with requests in flight */
 	uint64_t admin_captured;    /* [L] bytes the administrator's captures hold */

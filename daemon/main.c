@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/core/lifecycle.h"
 #include "daemon/core/op.h"
 #include "daemon/daemon.h"
 #include "daemon/driver/driver.h"
@@ -44,7 +45,7 @@ static void io_unlock(void *ctx)
 
 static void io_tick(void *ctx)
 {
-	sandbox_tick(ctx);
+	lifecycle_tick(ctx);
 }
 
 static void io_after(void *ctx)
@@ -244,6 +245,7 @@ int main(int argc, char **argv)
 	if (d->reaperfd < 0)
 		log_warn("cannot become a subreaper: %s; deletes and suspends wait for PID 1 to reap",
 			 strerror(-d->reaperfd));
+	d->peer_events = &lifecycle_peer_events;
 	if ((rc = loop_start(&d->loop, &io_hooks, d, d->reaperfd)) < 0) {
 		log_error("cannot start the I/O thread: %s", strerror(-rc));
 		return 1;

@@ -34,6 +34,7 @@
 #include "daemon/base/log.h"
 #include "daemon/core/op.h"
 #include "daemon/core/peer.h"
+#include "daemon/core/proc.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/base/spawn.h"
 #include "daemon/store/store.h"
@@ -136,17 +137,6 @@ static int remove_tree(const char *p)
 	return spawn_run(rm, -1, -1) == 0 ? 0 : -EIO;
 }
 
-int lifecycle_sync_layer(struct daemon *d, struct sandbox *sb)
-{
-	char upper[700];
-	d->driver->layer(d->drv, sb, upper, sizeof(upper));
-	int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = syncfs(fd) < 0 ? -errno : 0;
-	close(fd);
-	return rc;
-}
 
 int lifecycle_write_image(struct daemon *d, struct sandbox *sb, const char *final, int leave_running,
 			  struct err *e)
@@ -270,7 +260,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 	if (rc < 0)
 		return SB_RUNNING;
 	rc = lifecycle_write_image(d, sb, image, 0, e);
-	if (rc == 0 && (rc = lifecycle_sync_layer(d, sb)) < 0)
+	if (rc == 0 && (rc = sandbox_sync_layer(d, sb)) < 0)
 		err_set(e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
 	struct err stop_err = { 0 };
 	/* After a checkpoint (or a failed one) the container no longer runs: release it. */
@@ -346,7 +336,7 @@ static void sync_job(struct job *j)
 		op_unlink(call);
 	}
 	daemon_unlock(d);
-	if (rc == 0 && (rc = lifecycle_sync_layer(d, sb)) < 0)
+	if (rc == 0 && (rc = sandbox_sync_layer(d, sb)) < 0)
 		err_set(&e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
 	daemon_lock(d);
 	if (rc < 0) {
@@ -401,6 +391,52 @@ int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 	}
 	struct job j = { .fn = sync_job, .sb = sb, .op = op };
 	return job_start(d, &j, e);
+}
+
+static void peer_ready_event(struct daemon *d, struct sandbox *sb)
+{
+	if (sb->state == SB_RUNNING && sb->deferred)
+		lifecycle_resumed(d, sb, NULL);
+}
+
+const struct peer_events lifecycle_peer_events = {
+	.ready = peer_ready_event,
+	.lost = sandbox_watch,
+	.probe = sandbox_probe,
+	.unresponsive = sandbox_unresponsive,
+};
+
+void lifecycle_expire(struct daemon *d)
+{
+	int64_t now = now_ms();
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
+		if (sb->state != SB_RUNNING && sb->state != SB_PAUSED)
+			continue;
+		bool lifetime = sb->lifetime_s > 0 && now >= sb->created_ms + (int64_t)(sb->lifetime_s * 1000);
+		bool idle = sb->deadline_ms > 0 && now >= sb->deadline_ms;
+		if (idle && !lifetime && sb->keepalive && proc_any_running(sb)) {
+			sandbox_touch(sb); /* busy counts as activity for this sandbox */
+			continue;
+		}
+		if (!idle && !lifetime)
+			continue;
+		struct err e = { 0 };
+		log_info("sandbox %s: %s passed; %s", sb->id, lifetime ? "its lifetime" : "its idle timeout",
+			 sb->timeout_kill ? "deleting it" : "suspending it");
+		sb->deadline_ms = 0;
+		if (sb->timeout_kill)
+			sandbox_delete(d, sb, NULL, &e);
+		else
+			lifecycle_start(d, sb, ACT_SUSPEND, NULL, &e);
+	}
+}
+
+void lifecycle_tick(struct daemon *d)
+{
+	lifecycle_expire(d);
+	int64_t now = mono_ms();
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		peer_tick(d, sb, now);
 }
 
 void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e)

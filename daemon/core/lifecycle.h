@@ -24,8 +24,6 @@ int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, stru
  * once it is durable. [L] */
 int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e);
 
-/* syncfs of the filesystem holding sb's writable layer. Blocks. */
-int lifecycle_sync_layer(struct daemon *d, struct sandbox *sb);
 
 /*
  * Checkpoints sb into the directory `final`, durably: written under final.tmp,
@@ -44,6 +42,14 @@ int lifecycle_reattach(struct daemon *d, struct sandbox *sb, struct err *e);
 enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb_state from, struct err *e);
 /* Restores a suspended sb; returns the state it ends in. Blocks; no d->lock. */
 enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct err *e);
+
+/* Suspends or deletes every sandbox whose idle timeout or lifetime has passed. [L] */
+void lifecycle_expire(struct daemon *d);
+/* Once a second on the I/O thread: timeouts, then every sandbox's peer_tick. [L] */
+void lifecycle_tick(struct daemon *d);
+/* How agent events reach this layer (d->peer_events): a ready agent lets deferred requests go
+ * on; a lost, silent or stopped one is watched, nudged or probed by sandbox.c's jobs. */
+extern const struct peer_events lifecycle_peer_events;
 
 /* Called when a resume ended (e NULL on success): requests waiting for it go on. [L] */
 void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e);

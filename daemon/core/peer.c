@@ -17,10 +17,8 @@
 #include <sys/stat.h>
 
 #include "daemon/base/log.h"
-#include "daemon/core/lifecycle.h"
 #include "daemon/core/op.h"
 #include "daemon/core/proc.h"
-#include "daemon/core/sandbox.h"
 
 #define ANY (CHAN_IN(CHAN_GREETED) | CHAN_IN(CHAN_READY))
 #define READY CHAN_IN(CHAN_READY)
@@ -56,8 +54,9 @@ static void on_dropped(void *ctx, const char *why)
 	fail_pending(sb, why && why[0] ? why : "the agent disconnected");
 	pthread_cond_broadcast(&d->cond);
 	/* Unasked (not a detach: that happens in suspending): did the sandbox die? */
-	if (sb->state == SB_RUNNING && !sb->dead && !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
-		sandbox_watch(d, sb);
+	if (sb->state == SB_RUNNING && !sb->dead && !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE) &&
+	    d->peer_events && d->peer_events->lost)
+		d->peer_events->lost(d, sb);
 }
 
 static void on_drained(void *ctx)
@@ -148,8 +147,8 @@ static void listing_ended(struct sandbox *sb)
 	if (sb->chan.phase == CHAN_GREETED) {
 		chan_advance(&sb->chan, CHAN_READY);
 		pthread_cond_broadcast(&d->cond);
-		if (sb->state == SB_RUNNING && sb->deferred)
-			lifecycle_resumed(d, sb, NULL);
+		if (d->peer_events && d->peer_events->ready)
+			d->peer_events->ready(d, sb);
 	}
 	if (sb->peer.relist) {
 		sb->peer.relist = false;
@@ -394,13 +393,15 @@ static void watch_agent(struct daemon *d, struct sandbox *sb, int64_t now)
 	}
 	if (now - pe->probe_ms >= AGENT_PROBE_MS && !pe->probing) {
 		pe->probe_ms = now;
-		sandbox_probe(d, sb);
+		if (d->peer_events && d->peer_events->probe)
+			d->peer_events->probe(d, sb);
 	}
 	if (!chan_ready(&sb->chan))
 		return;
 	if (pe->ping_ms) {
-		if (now - pe->ping_ms >= AGENT_DEADLINE_MS && !pe->nudging)
-			sandbox_unresponsive(d, sb);
+		if (now - pe->ping_ms >= AGENT_DEADLINE_MS && !pe->nudging && d->peer_events &&
+		    d->peer_events->unresponsive)
+			d->peer_events->unresponsive(d, sb);
 	} else if (now - sb->chan.last_rx_ms >= AGENT_PING_AFTER_MS) {
 		if (chan_send(&sb->chan, SP_H_PING, PEER_TAG_PING, NULL, 0, NULL, 0) == 0)
 			pe->ping_ms = now;

@@ -27,6 +27,17 @@
 /* The table the transport checks frames against (exposed for tests and fuzzing). */
 extern const struct chan_proto peer_proto;
 
+/*
+ * What the peer layer tells the layers above, through this table (d->peer_events) rather than
+ * by calling them: each runs with d->lock held and may be NULL.
+ */
+struct peer_events {
+	void (*ready)(struct daemon *d, struct sandbox *sb);        /* listing in: requests may go */
+	void (*lost)(struct daemon *d, struct sandbox *sb);         /* dropped unasked while running */
+	void (*probe)(struct daemon *d, struct sandbox *sb);        /* look at PID 1 from the host */
+	void (*unresponsive)(struct daemon *d, struct sandbox *sb); /* a ping went unanswered */
+};
+
 /* Sets sb's channel up, unconnected, speaking peer_proto. */
 void peer_init(struct sandbox *sb);
 /* Listens for sb's agent on <dir>/sock/agent.sock. Returns 0 or -errno. */

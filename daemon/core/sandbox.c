@@ -16,13 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "daemon/driver/disk.h"
 #include "daemon/driver/driver.h"
 #include "daemon/core/job.h"
-#include "daemon/core/lifecycle.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
 #include "daemon/core/op.h"
@@ -101,30 +102,6 @@ void sandbox_touch(struct sandbox *sb)
 	sb->deadline_ms = sb->timeout_s > 0 ? now_ms() + (int64_t)(sb->timeout_s * 1000) : 0;
 }
 
-void sandbox_expire(struct daemon *d)
-{
-	int64_t now = now_ms();
-	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
-		if (sb->state != SB_RUNNING && sb->state != SB_PAUSED)
-			continue;
-		bool lifetime = sb->lifetime_s > 0 && now >= sb->created_ms + (int64_t)(sb->lifetime_s * 1000);
-		bool idle = sb->deadline_ms > 0 && now >= sb->deadline_ms;
-		if (idle && !lifetime && sb->keepalive && proc_any_running(sb)) {
-			sandbox_touch(sb); /* busy counts as activity for this sandbox */
-			continue;
-		}
-		if (!idle && !lifetime)
-			continue;
-		struct err e = { 0 };
-		log_info("sandbox %s: %s passed; %s", sb->id, lifetime ? "its lifetime" : "its idle timeout",
-			 sb->timeout_kill ? "deleting it" : "suspending it");
-		sb->deadline_ms = 0;
-		if (sb->timeout_kill)
-			sandbox_delete(d, sb, NULL, &e);
-		else
-			lifecycle_start(d, sb, ACT_SUSPEND, NULL, &e);
-	}
-}
 
 void sandbox_free(struct sandbox *sb)
 {
@@ -332,13 +309,6 @@ void sandbox_probe(struct daemon *d, struct sandbox *sb)
 		sb->peer.probing = true;
 }
 
-void sandbox_tick(struct daemon *d)
-{
-	sandbox_expire(d);
-	int64_t now = mono_ms();
-	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
-		peer_tick(d, sb, now);
-}
 
 void sandbox_retire(struct daemon *d, struct sandbox *sb)
 {
@@ -573,6 +543,18 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 	return job_start(d, &j, e);
 }
 
+int sandbox_sync_layer(struct daemon *d, struct sandbox *sb)
+{
+	char upper[700];
+	d->driver->layer(d->drv, sb, upper, sizeof(upper));
+	int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = syncfs(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
 static bool is_dir(const char *p)
 {
 	struct stat st;
@@ -618,7 +600,7 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 		if (!have_image)
 			return SB_FAILED;
 		d->driver->stop(d->drv, sb, &e);
-		lifecycle_sync_layer(d, sb);
+		sandbox_sync_layer(d, sb);
 		return SB_SUSPENDED;
 	case SB_SUSPENDED:
 		if (ds != DRV_ABSENT)

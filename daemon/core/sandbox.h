@@ -78,14 +78,12 @@ void sandbox_unresponsive(struct daemon *d, struct sandbox *sb);
 bool sandbox_wait(struct daemon *d, struct sandbox *sb, bool (*cond)(struct sandbox *), int timeout_ms);
 /* Records activity on sb: its idle timeout starts again. [L] */
 void sandbox_touch(struct sandbox *sb);
-/* Suspends or deletes every sandbox whose idle timeout or lifetime has passed. [L] */
-void sandbox_expire(struct daemon *d);
+/* syncfs of the filesystem holding sb's writable layer. Blocks. */
+int sandbox_sync_layer(struct daemon *d, struct sandbox *sb);
 
 /* Looks at sb's PID 1 from the host on a job (driver pid1_state) and continues it if it is
  * stopped: an impostor holding the agent's socket can answer pings, not hide that. [L] */
 void sandbox_probe(struct daemon *d, struct sandbox *sb);
-/* Once a second on the I/O thread: timeouts, then every sandbox's peer_tick. [L] */
-void sandbox_tick(struct daemon *d);
 /* Takes sb (already out of the registry, every op unlinked) out of service: its channel is
  * closed now, its memory freed by sandbox_reap once no job holds it. [L] */
 void sandbox_retire(struct daemon *d, struct sandbox *sb);

@@ -47,11 +47,6 @@ int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 	return NOT_HERE(e);
 }
 
-int lifecycle_sync_layer(struct daemon *d, struct sandbox *sb)
-{
-	return -ENOSYS;
-}
-
 void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e)
 {
 }
