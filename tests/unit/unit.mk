@@ -10,8 +10,11 @@
 #   UNIT_<test>       the sources it links besides itself
 #   UNIT_LIBS_<test>  the libraries they need (cmocka is added for every test)
 
-UNIT_TESTS := lib/test_codec lib/test_frame \
+UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_state daemon/driver/test_oci
+
+UNIT_test_buf        := lib/buf.c
+UNIT_LIBS_test_buf   :=
 
 UNIT_test_codec      := lib/codec.c
 UNIT_LIBS_test_codec := -ljansson
