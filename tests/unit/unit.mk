@@ -11,7 +11,8 @@
 #   UNIT_LIBS_<test>  the libraries they need (cmocka is added for every test)
 
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
-              daemon/api/test_api daemon/core/test_state daemon/driver/test_oci
+              daemon/api/test_api daemon/core/test_state daemon/driver/test_oci \
+              daemon/store/test_store
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -24,6 +25,9 @@ UNIT_LIBS_test_frame :=
 
 UNIT_test_state      := daemon/core/state.c
 UNIT_LIBS_test_state :=
+
+UNIT_test_store      := daemon/store/store.c daemon/core/state.c
+UNIT_LIBS_test_store := -lsqlite3 -ljansson
 
 UNIT_test_oci        := daemon/driver/oci.c
 UNIT_LIBS_test_oci   := -ljansson
