@@ -47,10 +47,10 @@ static bool parse_id(const char *s, unsigned long *out)
  * uid equals `uid`. Fills u->uid, u->gid, u->home and copies the name into
  * namebuf. Returns 0, -ENOENT or -errno.
  */
-static int passwd_find(const char *name, uid_t uid, struct user_info *u, char *namebuf,
-		       size_t namesize)
+static int passwd_find(const char *path, const char *name, uid_t uid, struct user_info *u,
+		       char *namebuf, size_t namesize)
 {
-	FILE *f = fopen(PASSWD_FILE, "re");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	char *line = NULL;
@@ -78,11 +78,11 @@ static int passwd_find(const char *name, uid_t uid, struct user_info *u, char *n
 
 /* Collects the supplementary groups listing `name` as a member after the
  * primary gid (initgroups). A missing /etc/group just means none. */
-static void groups_find(const char *name, struct user_info *u)
+static void groups_find(const char *path, const char *name, struct user_info *u)
 {
 	u->groups[0] = u->gid;
 	u->ngroups = 1;
-	FILE *f = fopen(GROUP_FILE, "re");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return;
 	char *line = NULL;
@@ -104,24 +104,26 @@ static void groups_find(const char *name, struct user_info *u)
 	fclose(f);
 }
 
-int user_by_name(const char *name, struct user_info *u)
+int user_by_name_in(const char *passwd_path, const char *group_path, const char *name,
+		    struct user_info *u)
 {
 	char namebuf[256];
 	memset(u, 0, sizeof(*u));
-	int err = passwd_find(name, 0, u, namebuf, sizeof(namebuf));
+	int err = passwd_find(passwd_path, name, 0, u, namebuf, sizeof(namebuf));
 	if (err < 0)
 		return err;
-	groups_find(namebuf, u);
+	groups_find(group_path, namebuf, u);
 	return 0;
 }
 
-int user_by_id(uid_t uid, gid_t gid, struct user_info *u)
+int user_by_id_in(const char *passwd_path, const char *group_path, uid_t uid, gid_t gid,
+		  struct user_info *u)
 {
 	char namebuf[256];
 	memset(u, 0, sizeof(*u));
-	if (passwd_find(NULL, uid, u, namebuf, sizeof(namebuf)) == 0) {
+	if (passwd_find(passwd_path, NULL, uid, u, namebuf, sizeof(namebuf)) == 0) {
 		u->gid = gid; /* the caller's gid wins over the entry's */
-		groups_find(namebuf, u);
+		groups_find(group_path, namebuf, u);
 		return 0;
 	}
 	u->uid = uid;
@@ -130,4 +132,14 @@ int user_by_id(uid_t uid, gid_t gid, struct user_info *u)
 	u->groups[0] = gid;
 	u->ngroups = 1;
 	return 0;
+}
+
+int user_by_name(const char *name, struct user_info *u)
+{
+	return user_by_name_in(PASSWD_FILE, GROUP_FILE, name, u);
+}
+
+int user_by_id(uid_t uid, gid_t gid, struct user_info *u)
+{
+	return user_by_id_in(PASSWD_FILE, GROUP_FILE, uid, gid, u);
 }

@@ -24,7 +24,15 @@ struct user_info {
 int user_by_name(const char *name, struct user_info *u);
 
 /* Fills u for a numeric uid/gid: home and groups from the files when the uid
- * has an entry, else home "/" and no supplementary groups. Returns 0. */
+ * has an entry, else home "/" ("/root" for uid 0) and no supplementary
+ * groups. The caller's gid is the primary one either way. Returns 0. */
 int user_by_id(uid_t uid, gid_t gid, struct user_info *u);
+
+/* The same lookups in the given files instead of /etc/passwd and /etc/group
+ * (the tests and the fuzzer use them). */
+int user_by_name_in(const char *passwd_path, const char *group_path, const char *name,
+		    struct user_info *u);
+int user_by_id_in(const char *passwd_path, const char *group_path, uid_t uid, gid_t gid,
+		  struct user_info *u);
 
 #endif
