@@ -12,7 +12,7 @@
 
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_state daemon/driver/test_oci \
-              daemon/store/test_store
+              daemon/store/test_store agent/test_user
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -28,6 +28,9 @@ UNIT_LIBS_test_state :=
 
 UNIT_test_store      := daemon/store/store.c daemon/core/state.c
 UNIT_LIBS_test_store := -lsqlite3 -ljansson
+
+UNIT_test_user       := agent/user.c
+UNIT_LIBS_test_user  :=
 
 UNIT_test_oci        := daemon/driver/oci.c
 UNIT_LIBS_test_oci   := -ljansson
