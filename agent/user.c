@@ -73,8 +73,7 @@ static bool name_ok(const char *name)
  * namebuf (USER_NAME_MAX bytes). Returns 0, -ENOENT, or -errno when the file
  * cannot be opened or read.
  */
-static int passwd_find(const char *path, const char *name, uid_t uid, struct user_info *u,
-		       char namebuf[USER_NAME_MAX])
+static int passwd_find(const char *path, const char *name, uid_t uid, struct user_info *u, char namebuf[USER_NAME_MAX])
 {
 	FILE *f = fopen(path, "re");
 	if (!f)
@@ -92,8 +91,8 @@ static int passwd_find(const char *path, const char *name, uid_t uid, struct use
 		char *entry = entry_start(line);
 		char *fld[7];
 		uint32_t id, gid;
-		if (!entry || split_fields(entry, fld, 7) < 7 || !name_ok(fld[0]) ||
-		    !parse_id(fld[2], &id) || !parse_id(fld[3], &gid))
+		if (!entry || split_fields(entry, fld, 7) < 7 || !name_ok(fld[0]) || !parse_id(fld[2], &id) ||
+		    !parse_id(fld[3], &gid))
 			continue;
 		if (name ? strcmp(fld[0], name) != 0 : (uid_t)id != uid)
 			continue;
@@ -134,8 +133,7 @@ static void groups_find(const char *path, const char *name, struct user_info *u)
 		char *entry = entry_start(line);
 		char *fld[4];
 		uint32_t gid;
-		if (!entry || split_fields(entry, fld, 4) < 4 || !parse_id(fld[2], &gid) ||
-		    has_group(u, (gid_t)gid))
+		if (!entry || split_fields(entry, fld, 4) < 4 || !parse_id(fld[2], &gid) || has_group(u, (gid_t)gid))
 			continue;
 		char *save = NULL;
 		for (char *m = strtok_r(fld[3], ",", &save); m; m = strtok_r(NULL, ",", &save)) {
@@ -149,8 +147,7 @@ static void groups_find(const char *path, const char *name, struct user_info *u)
 	fclose(f);
 }
 
-int user_by_name_in(const char *passwd_path, const char *group_path, const char *name,
-		    struct user_info *u)
+int user_by_name_in(const char *passwd_path, const char *group_path, const char *name, struct user_info *u)
 {
 	char namebuf[USER_NAME_MAX];
 	memset(u, 0, sizeof(*u));
@@ -163,8 +160,7 @@ int user_by_name_in(const char *passwd_path, const char *group_path, const char 
 	return 0;
 }
 
-int user_by_id_in(const char *passwd_path, const char *group_path, uid_t uid, gid_t gid,
-		  struct user_info *u)
+int user_by_id_in(const char *passwd_path, const char *group_path, uid_t uid, gid_t gid, struct user_info *u)
 {
 	char namebuf[USER_NAME_MAX];
 	memset(u, 0, sizeof(*u));

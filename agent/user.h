@@ -43,9 +43,7 @@ int user_by_id(uid_t uid, gid_t gid, struct user_info *u);
 
 /* The same lookups in the given files instead of /etc/passwd and /etc/group
  * (the tests and the fuzzer use them). */
-int user_by_name_in(const char *passwd_path, const char *group_path, const char *name,
-		    struct user_info *u);
-int user_by_id_in(const char *passwd_path, const char *group_path, uid_t uid, gid_t gid,
-		  struct user_info *u);
+int user_by_name_in(const char *passwd_path, const char *group_path, const char *name, struct user_info *u);
+int user_by_id_in(const char *passwd_path, const char *group_path, uid_t uid, gid_t gid, struct user_info *u);
 
 #endif
