@@ -31,13 +31,14 @@ LIB_SRC     := $(wildcard lib/*.c)
 DAEMON_SRC  := $(wildcard daemon/*.c daemon/*/*.c)
 CLI_SRC     := $(wildcard cli/*.c)
 AGENT_SRC   := $(wildcard agent/*.c)
-UNIT_SRC    := $(wildcard tests/unit/*.c)
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ  := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
 AGENT_OBJ   := $(AGENT_SRC:%.c=$(BUILD)/agent-static/%.o) $(LIB_SRC:%.c=$(BUILD)/agent-static/%.o)
-UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+# The unit tests and what each one links: UNIT_TESTS, UNIT_SRC, UNIT_BIN.
+include tests/unit/unit.mk
 
 DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
@@ -81,12 +82,15 @@ $(BUILD)/libspace-shim.so: agent/shim/statx.c
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -fPIC -shared -nostartfiles -o $@ $<
 
-# Unit tests link the module they test (named after the test: test_frame.c tests lib/frame.c
-# or daemon/frame.c) plus the library; daemon modules come in with their dependencies.
-$(BUILD)/tests/%: tests/unit/%.c $(filter-out $(BUILD)/daemon/main.o,$(DAEMON_OBJ)) $(BUILD)/libspace.a
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ -lcmocka $(DAEMON_LIBS)
+# A unit test links its own object, the sources tests/unit/unit.mk lists for it and their
+# libraries: $(BUILD)/tests/lib/test_buf from tests/unit/lib/test_buf.c and UNIT_test_buf.
+define UNIT_LINK
+$(BUILD)/tests/$(1): $(BUILD)/tests/unit/$(1).o $(patsubst %.c,$(BUILD)/%.o,$(UNIT_$(notdir $(1))))
+	@mkdir -p $$(dir $$@)
+	@echo "  LD      $$@"
+	@$$(CC) $$(CFLAGS) $$(SAN) -o $$@ $$^ -lcmocka $(UNIT_LIBS_$(notdir $(1)))
+endef
+$(foreach t,$(UNIT_TESTS),$(eval $(call UNIT_LINK,$(t))))
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -102,8 +106,11 @@ up: deps all
 down:
 	./scripts/down.sh
 
+# Runs every unit test, each under a timeout, and fails if any failed (naming them).
 unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@failed=; for t in $(UNIT_BIN); do echo "== $$t"; \
+		timeout $(UNIT_SECONDS) $$t || failed="$$failed $$t"; done; \
+	if [ -n "$$failed" ]; then echo "unit tests FAILED:$$failed"; exit 1; fi
 
 agent-test: $(BUILD)/space-agent
 	/usr/bin/python3 -m pytest -q tests/agent
@@ -148,7 +155,7 @@ test: deps all
 
 asan:
 	$(MAKE) BUILD=build-asan SAN='-fsanitize=address,undefined -fno-omit-frame-pointer' \
-		build-asan/spaced build-asan/space $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%)
+		build-asan/spaced build-asan/space $(UNIT_TESTS:%=build-asan/tests/%)
 
 bench: all
 	/usr/bin/python3 bench/run.py

@@ -1,6 +1,13 @@
 /*
  * agent/user.h - users and groups from the sandbox's /etc/passwd and
  * /etc/group, read directly (a static binary has no NSS).
+ *
+ * The files are read as the C library reads them: one entry per line,
+ * fields separated by ':'; blank lines and lines whose first non-blank
+ * character is '#' are skipped, and so is every line that does not parse
+ * (too few fields, an empty name or one of USER_NAME_MAX bytes or more, an
+ * id that is not a plain decimal number below 2^32). The first entry of a
+ * name or uid is the one that counts. A NUL byte ends what is read of a line.
  */
 #ifndef SPACE_AGENT_USER_H
 #define SPACE_AGENT_USER_H
@@ -8,14 +15,20 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Groups a command runs with, the primary one included: USER_MAX_GROUPS - 1
+ * supplementary groups at most, the first ones in /etc/group's order. */
 #define USER_MAX_GROUPS 64u
+/* Bytes of a home directory, NUL included. A longer home is never cut to
+ * another path: the user gets "/", as for an empty home field. */
 #define USER_HOME_MAX 512u
+/* Bytes of a user name, NUL included (Linux's LOGIN_NAME_MAX). */
+#define USER_NAME_MAX 256u
 
 struct user_info {
 	uid_t uid;
 	gid_t gid;
 	char home[USER_HOME_MAX];
-	gid_t groups[USER_MAX_GROUPS]; /* supplementary groups, primary gid first */
+	gid_t groups[USER_MAX_GROUPS]; /* primary gid first, then the supplementary ones, each once */
 	size_t ngroups;
 };
 
@@ -24,7 +37,13 @@ struct user_info {
 int user_by_name(const char *name, struct user_info *u);
 
 /* Fills u for a numeric uid/gid: home and groups from the files when the uid
- * has an entry, else home "/" and no supplementary groups. Returns 0. */
+ * has an entry, else home "/" ("/root" for uid 0) and no supplementary
+ * groups. The caller's gid is the primary one either way. Returns 0. */
 int user_by_id(uid_t uid, gid_t gid, struct user_info *u);
+
+/* The same lookups in the given files instead of /etc/passwd and /etc/group
+ * (the tests and the fuzzer use them). */
+int user_by_name_in(const char *passwd_path, const char *group_path, const char *name, struct user_info *u);
+int user_by_id_in(const char *passwd_path, const char *group_path, uid_t uid, gid_t gid, struct user_info *u);
 
 #endif

@@ -19,6 +19,8 @@
 #   api_body       request bodies through the real create/exec/... handlers, and the
 #                  H_EXEC frame exec builds, checked against the body
 #   codec          UTF-8 check, JSON escaping (round trip through jansson), base64
+#   passwd         agent/user.c over an arbitrary /etc/passwd and /etc/group (memfds), looked
+#                  up by name and by id
 #
 # Needs clang and libclang-rt-14-dev (Debian); FUZZ_CC overrides the compiler.
 # New inputs found while fuzzing go to $(FUZZ_DIR)/work/<name>/, crashes to
@@ -28,7 +30,7 @@ FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_DIR      ?= $(or $(BUILD),build)/fuzz
 FUZZ_FLAGS    ?=
-FUZZ_TARGETS  := frame agent_frames daemon_frames api_route api_body codec
+FUZZ_TARGETS  := frame agent_frames daemon_frames api_route api_body codec passwd
 
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS   := -std=gnu11 -g -O1 -D_GNU_SOURCE -U_FORTIFY_SOURCE -DSPACE_VERSION='"fuzz"' -I. \
@@ -51,6 +53,7 @@ fuzz_obj = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(1))
 
 FUZZ_SRC_frame         := lib/frame.c
 FUZZ_SRC_codec         := lib/codec.c
+FUZZ_SRC_passwd        := agent/user.c
 FUZZ_SRC_api_route     := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_api_body      := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_daemon_frames := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
@@ -91,7 +94,7 @@ $(FUZZ_DIR)/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(call fuzz_obj,$(FUZZ_SRC_$(1)))
 	@echo "  LD      $$@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $$@ $$^ $(FUZZ_LIBS)
 endef
-$(foreach t,frame codec api_route api_body,$(eval $(call FUZZ_LINK,$(t))))
+$(foreach t,frame codec api_route api_body passwd,$(eval $(call FUZZ_LINK,$(t))))
 
 # Runs every target for FUZZ_SECONDS; the seed corpus is read, new inputs go to work/.
 fuzz-smoke: FUZZ_SECONDS = 10

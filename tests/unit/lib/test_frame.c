@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_frame.c - the agent protocol's framing and size checks
+ * tests/unit/lib/test_frame.c - the agent protocol's framing and size checks
  * (lib/frame.c): what a peer sends is never read past its end.
  */
 #include <errno.h>

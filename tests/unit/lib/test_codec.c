@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_codec.c - output encodings (lib/codec.c): UTF-8 checks that
+ * tests/unit/lib/test_codec.c - output encodings (lib/codec.c): UTF-8 checks that
  * never split a character, JSON escaping, base64 both ways.
  */
 #include <setjmp.h>

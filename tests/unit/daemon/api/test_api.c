@@ -1,6 +1,7 @@
 /*
- * tests/unit/test_api.c - routing and request validation (daemon/api.c): every
- * malformed request is refused with a 4xx and a message naming the problem.
+ * tests/unit/daemon/api/test_api.c - routing and request validation
+ * (daemon/api/api.c): every malformed request is refused with a 4xx and a
+ * message naming the problem.
  */
 #include <setjmp.h>
 #include <stdarg.h>

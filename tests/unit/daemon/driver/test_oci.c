@@ -1,7 +1,8 @@
 /*
- * tests/unit/test_oci.c - the OCI spec runsc runs (daemon/oci.c): the agent is
- * PID 1, the limits asked for are the limits given, the sandbox sees no host
- * network, and the environment reaches the agent.
+ * tests/unit/daemon/driver/test_oci.c - the OCI spec runsc runs
+ * (daemon/driver/oci.c): the agent is PID 1, the limits asked for are the
+ * limits given, the sandbox sees no host network, and the environment
+ * reaches the agent.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /*
- * tests/unit/test_state.c - the sandbox state machine (daemon/state.c): legal
- * operations begin through their transitional state, repeated ones succeed
- * without work, illegal ones are refused.
+ * tests/unit/daemon/core/test_state.c - the sandbox state machine
+ * (daemon/core/state.c): legal operations begin through their transitional
+ * state, repeated ones succeed without work, illegal ones are refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
