@@ -268,7 +268,7 @@ void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 	}
 	/* A capture takes everything at once: the credit goes straight back. What it keeps is
 	 * bounded per stream and, across every capture of its tenant, by TENANT_MAX_CAPTURE. */
-	size_t room = EXEC_MAX_CAPTURE - buf_avail(&op->cap[which]);
+	size_t room = op->trunc[which] ? 0 : EXEC_MAX_CAPTURE - buf_avail(&op->cap[which]);
 	uint64_t *budget = capture_budget(op);
 	uint64_t left = budget && *budget < TENANT_MAX_CAPTURE ? TENANT_MAX_CAPTURE - *budget : 0;
 	if (room > left)
@@ -446,6 +446,7 @@ static int on_started(struct op *op, const struct frame *f, char *why)
 		return -EPROTO;
 	}
 	p->exited = false;
+	p->listed = true;
 	p->started_ms = now_ms();
 	p->stdin_credit = SP_WINDOW;
 	free(p->cmd);

@@ -99,6 +99,7 @@ static int on_hello(void *ctx, const struct frame *f, char *why)
 	for (struct proc *p = sb->procs; p; p = p->next) {
 		p->owed = 0;
 		p->stdin_credit = SP_WINDOW;
+		p->listed = false; /* until this agent's listing names it */
 	}
 	ask_listing(sb);
 	return 0;
@@ -127,6 +128,7 @@ static int on_proc(void *ctx, const struct frame *f, char *why)
 	struct proc *p = named(sb, pr.pid, why);
 	if (!p)
 		return -EPROTO;
+	p->listed = true;
 	if (cmd && !p->cmd)
 		p->cmd = strdup(cmd);
 	p->started_ms = (int64_t)pr.started_ms;
@@ -143,6 +145,8 @@ static void listing_ended(struct sandbox *sb)
 {
 	struct daemon *d = sb->d;
 	sb->peer.listing = false;
+	if (sb->chan.phase == CHAN_GREETED)
+		proc_forget_unlisted(sb);
 	proc_prune(sb);
 	if (sb->chan.phase == CHAN_GREETED) {
 		chan_advance(&sb->chan, CHAN_READY);
@@ -196,8 +200,10 @@ static int on_reply(void *ctx, const struct frame *f, char *why)
 		struct sp_started st;
 		memcpy(&st, f->payload, sizeof(st));
 		if (!proc_find(sb, st.pid)) {
-			if (!named(sb, st.pid, why))
+			struct proc *p = named(sb, st.pid, why);
+			if (!p)
 				return -EPROTO;
+			p->listed = true;
 			ask_listing(sb);
 		}
 	}
@@ -311,6 +317,7 @@ void peer_init(struct sandbox *sb)
 {
 	chan_init(&sb->chan, &peer_proto, sb);
 	memset(&sb->peer, 0, sizeof(sb->peer));
+	sb->peer.probe_ms = mono_ms(); /* the first look at PID 1 comes a period after it starts */
 }
 
 int peer_listen(struct daemon *d, struct sandbox *sb)

@@ -67,6 +67,19 @@ void proc_prune(struct sandbox *sb)
 	}
 }
 
+void proc_forget_unlisted(struct sandbox *sb)
+{
+	for (struct proc **pp = &sb->procs; *pp;) {
+		struct proc *p = *pp;
+		if (!p->exited && !p->listed && !p->reader && !p->waiters) {
+			*pp = p->next;
+			proc_free(sb, p);
+		} else {
+			pp = &p->next;
+		}
+	}
+}
+
 void proc_free_all(struct sandbox *sb)
 {
 	while (sb->procs) {

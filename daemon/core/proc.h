@@ -26,6 +26,9 @@ struct proc *proc_get(struct sandbox *sb, uint32_t pid);
 int proc_count(const struct sandbox *sb);
 /* Forgets the oldest exited processes past SANDBOX_MAX_EXITED. */
 void proc_prune(struct sandbox *sb);
+/* Forgets running records the agent's listing did not name and nobody reads or waits on:
+ * what an impostor made up, or processes of an earlier boot. */
+void proc_forget_unlisted(struct sandbox *sb);
 /* Frees every record (the sandbox is being freed). */
 void proc_free_all(struct sandbox *sb);
 

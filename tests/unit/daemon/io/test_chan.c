@@ -1,0 +1,205 @@
+/*
+ * tests/unit/daemon/io/test_chan.c - the agent channel's transport
+ * (daemon/io/chan.c) and its handler table: a frame reaches its handler only
+ * when its type is in the table, its payload holds the fixed part, and the
+ * connection is in a phase the message is allowed in; everything else, and a
+ * handler's refusal, drops the connection with the reason. The write queue is
+ * capped, and queued credit returns for one channel merge.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon/io/chan.h"
+
+static int calls, drops;
+static char last_why[CHAN_MAX_WHY];
+
+static int ok_fn(void *ctx, const struct frame *f, char *why)
+{
+	calls++;
+	return 0;
+}
+
+static int refuse_fn(void *ctx, const struct frame *f, char *why)
+{
+	snprintf(why, CHAN_MAX_WHY, "refused by its handler");
+	return -EPROTO;
+}
+
+static void dropped(void *ctx, const char *why)
+{
+	drops++;
+	snprintf(last_why, sizeof(last_why), "%s", why ? why : "(peer closed)");
+}
+
+static const struct chan_msg msgs[] = {
+	{ SP_A_HELLO, 16, CHAN_IN(CHAN_OPEN), ok_fn },
+	{ SP_A_STDOUT, 0, CHAN_IN(CHAN_READY), ok_fn },
+	{ SP_A_ERROR, 4, CHAN_IN(CHAN_READY), refuse_fn },
+};
+static const struct chan_proto proto = { msgs, 3, dropped, NULL };
+
+static struct loop lp = { .epfd = -1, .wakefd = -1 };
+static struct chan c;
+static int peer = -1;
+
+static int setup(void **state)
+{
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+	chan_init(&c, &proto, NULL);
+	c.loop = &lp;
+	c.fd = sv[0];
+	c.phase = CHAN_OPEN;
+	peer = sv[1];
+	calls = drops = 0;
+	last_why[0] = '\0';
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	chan_close(&c);
+	close(peer);
+	return 0;
+}
+
+/* Sends one frame from the peer and lets the channel read it. */
+static void feed(uint8_t type, uint32_t ch, const void *p, uint32_t n)
+{
+	uint8_t hdr[SP_HDR_SIZE];
+	frame_put_header(hdr, type, ch, n);
+	assert_int_equal(send(peer, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
+	if (n)
+		assert_int_equal(send(peer, p, n, 0), (ssize_t)n);
+	c.csrc.fn(&c.csrc, EPOLLIN);
+}
+
+static void test_lookup(void **state)
+{
+	assert_non_null(chan_lookup(&proto, SP_A_STDOUT));
+	assert_null(chan_lookup(&proto, SP_A_PONG));
+}
+
+static void test_allowed_frame_reaches_handler(void **state)
+{
+	uint8_t hello[16] = { 0 };
+	feed(SP_A_HELLO, 0, hello, sizeof(hello));
+	assert_int_equal(calls, 1);
+	assert_int_equal(drops, 0);
+	assert_true(c.fd >= 0);
+}
+
+static void test_unknown_type_drops(void **state)
+{
+	feed(99, 0, NULL, 0);
+	assert_int_equal(calls, 0);
+	assert_int_equal(drops, 1);
+	assert_true(c.fd < 0);
+	assert_non_null(strstr(last_why, "not one the agent sends"));
+}
+
+static void test_short_payload_drops(void **state)
+{
+	uint8_t hello[15] = { 0 }; /* one byte short of the fixed part */
+	feed(SP_A_HELLO, 0, hello, sizeof(hello));
+	assert_int_equal(calls, 0);
+	assert_int_equal(drops, 1);
+	assert_non_null(strstr(last_why, "shorter"));
+}
+
+static void test_wrong_phase_drops(void **state)
+{
+	feed(SP_A_STDOUT, 5, "x", 1); /* output before the hello */
+	assert_int_equal(calls, 0);
+	assert_int_equal(drops, 1);
+	assert_non_null(strstr(last_why, "before the hello"));
+}
+
+static void test_second_hello_drops(void **state)
+{
+	uint8_t hello[16] = { 0 };
+	c.phase = CHAN_READY; /* as after a hello and its listing */
+	feed(SP_A_HELLO, 0, hello, sizeof(hello));
+	assert_int_equal(calls, 0);
+	assert_int_equal(drops, 1);
+}
+
+static void test_handler_refusal_drops(void **state)
+{
+	c.phase = CHAN_READY;
+	uint8_t e[8] = { 0 };
+	feed(SP_A_ERROR, SP_CHAN_REQ | 3, e, sizeof(e));
+	assert_int_equal(drops, 1);
+	assert_string_equal(last_why, "refused by its handler");
+}
+
+static void test_send_needs_ready(void **state)
+{
+	assert_int_equal(chan_send(&c, SP_H_PING, 1, NULL, 0, NULL, 0), -ENOTCONN);
+	c.phase = CHAN_READY;
+	assert_int_equal(chan_send(&c, SP_H_PING, 1, NULL, 0, NULL, 0), 0);
+	uint8_t big[SP_MAX_PAYLOAD + 1];
+	assert_int_equal(chan_send(&c, SP_H_STDIN, 1, big, sizeof(big), NULL, 0), -E2BIG);
+}
+
+static void test_credit_merges(void **state)
+{
+	c.phase = CHAN_READY;
+	/* a peer that does not read: fill its socket so frames stay queued */
+	uint8_t fill[SP_MAX_PAYLOAD] = { 0 };
+	while (chan_queued(&c) == 0)
+		assert_int_equal(chan_send(&c, SP_H_STDIN, 9, fill, sizeof(fill), NULL, 0), 0);
+	size_t before = chan_queued(&c);
+	assert_int_equal(chan_credit(&c, 7, 100), 0);
+	assert_int_equal(chan_queued(&c), before + SP_HDR_SIZE + 4);
+	assert_int_equal(chan_credit(&c, 7, 50), 0); /* merged into the one queued */
+	assert_int_equal(chan_queued(&c), before + SP_HDR_SIZE + 4);
+	assert_int_equal(frame_get_u32(c.wq.data + c.wq.len - 4), 150);
+	assert_int_equal(chan_credit(&c, 8, 1), 0); /* another channel: a frame of its own */
+	assert_int_equal(chan_queued(&c), before + 2 * (SP_HDR_SIZE + 4));
+}
+
+static void test_queue_cap_breaks_connection(void **state)
+{
+	c.phase = CHAN_READY;
+	uint8_t fill[SP_MAX_PAYLOAD] = { 0 };
+	int rc = 0;
+	size_t sent = 0;
+	while ((rc = chan_send(&c, SP_H_STDIN, 9, fill, sizeof(fill), NULL, 0)) == 0)
+		sent += sizeof(fill);
+	assert_int_equal(rc, -ENOBUFS);
+	assert_true(chan_queued(&c) == 0); /* what was queued is let go at once */
+	assert_true(sent >= CHAN_MAX_QUEUE - SP_MAX_PAYLOAD);
+	assert_int_equal(chan_send(&c, SP_H_PING, 1, NULL, 0, NULL, 0), -ENOTCONN);
+	/* the reader then drops it with the reason */
+	c.csrc.fn(&c.csrc, EPOLLIN);
+	assert_int_equal(drops, 1);
+	assert_non_null(strstr(last_why, "unread"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lookup),
+		cmocka_unit_test_setup_teardown(test_allowed_frame_reaches_handler, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_type_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_short_payload_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_phase_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_second_hello_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_handler_refusal_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send_needs_ready, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_credit_merges, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queue_cap_breaks_connection, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
