@@ -71,6 +71,8 @@ struct proc {
 	int32_t code, signo;
 	bool timed_out;
 	bool listed;                /* [L] named by the current connection's agent (started or listed) */
+	bool hearsay;               /* [L] known only from the agent's word (a listing, output, an exit),
+	                               never from a start spaced asked for */
 	struct op *reader;          /* [L] the stream or capture taking the output */
 	struct buf pending;         /* [L] output received while nobody read it */
 	uint32_t pending_raw;       /* [L] output bytes in it (counted in sb->pending_bytes) */

@@ -447,6 +447,7 @@ static int on_started(struct op *op, const struct frame *f, char *why)
 	}
 	p->exited = false;
 	p->listed = true;
+	p->hearsay = false;
 	p->started_ms = now_ms();
 	p->stdin_credit = SP_WINDOW;
 	free(p->cmd);

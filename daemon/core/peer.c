@@ -108,7 +108,10 @@ static int on_hello(void *ctx, const struct frame *f, char *why)
 /* The record of the process a frame names, made if new; NULL (a protocol error) past the limit. */
 static struct proc *named(struct sandbox *sb, uint32_t pid, char *why)
 {
+	bool known = proc_find(sb, pid) != NULL;
 	struct proc *p = proc_get(sb, pid);
+	if (p && !known)
+		p->hearsay = true;
 	if (!p)
 		snprintf(why, CHAN_MAX_WHY, "the agent names more than %d processes", SANDBOX_MAX_PROCS_TRACKED);
 	return p;

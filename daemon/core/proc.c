@@ -71,7 +71,7 @@ void proc_forget_unlisted(struct sandbox *sb)
 {
 	for (struct proc **pp = &sb->procs; *pp;) {
 		struct proc *p = *pp;
-		if (!p->exited && !p->listed && !p->reader && !p->waiters) {
+		if (!p->exited && !p->listed && p->hearsay && !p->reader && !p->waiters) {
 			*pp = p->next;
 			proc_free(sb, p);
 		} else {

@@ -26,8 +26,9 @@ struct proc *proc_get(struct sandbox *sb, uint32_t pid);
 int proc_count(const struct sandbox *sb);
 /* Forgets the oldest exited processes past SANDBOX_MAX_EXITED. */
 void proc_prune(struct sandbox *sb);
-/* Forgets running records the agent's listing did not name and nobody reads or waits on:
- * what an impostor made up, or processes of an earlier boot. */
+/* Forgets running records known only from an agent's word (never started by spaced) that the
+ * current agent's listing did not name and nobody reads or waits on: what an impostor made up.
+ * A real process among them is named again by the real agent's next listing. */
 void proc_forget_unlisted(struct sandbox *sb);
 /* Frees every record (the sandbox is being freed). */
 void proc_free_all(struct sandbox *sb);

@@ -40,7 +40,7 @@ from test_agent_channel import FRAMES
 MiB = 1 << 20
 RSS_LIMIT_MIB = 8
 SANDBOX_MAX_PROCS_TRACKED = 512     # daemon/daemon.h
-LIST_MAX_ENTRIES = 10000            # daemon/core/op.h
+LIST_MAX_ENTRIES = 2000             # daemon/core/op.h
 TENANT_MAX_CAPTURE = 64 * MiB       # daemon/core/op.h
 MARK = 424242                       # the pid of the impostor's announcement
 
@@ -521,8 +521,8 @@ def test_listing_without_end(attack, spaced):
     """The impostor answers a listing of /work (H_LIST) with 50,000 A_STAT entries of distinct
     200-byte names, within the credit spaced gives, then A_END.
 
-    Expected: a 200 with at most 10,000 entries (LIST_MAX_ENTRIES; fewer when
-    LIST_MAX_BYTES, 4 MiB of names and paths, comes first), "truncated": true
+    Expected: a 200 with at most 2,000 entries (LIST_MAX_ENTRIES; fewer when
+    LIST_MAX_BYTES, 1 MiB of names and paths, comes first), "truncated": true
     and "next" naming the last entry given; spaced's resident memory grows by
     at most 8 MiB.
     """
@@ -581,11 +581,11 @@ def test_listing_without_end(attack, spaced):
 
 
 def test_listing_pages_with_a_cursor(attack):
-    """With the real agent: 12,000 files in one directory, listed, then listed again from the
-    first answer's cursor (after=<next>).
+    """With the real agent: 12,000 files in one directory, listed page by page, each page
+    asked from the previous one's cursor (after=<next>).
 
-    Expected: the first answer stops at 10,000 entries with "truncated": true
-    and "next"; the second has the rest with "truncated": false; the two pages
+    Expected: every page but the last stops at 2,000 entries or fewer with
+    "truncated": true and "next"; the last says "truncated": false; the pages
     together are exactly the 12,000 names, in order, none twice.
     """
     res = attack.py(textwrap.dedent("""
@@ -597,16 +597,21 @@ def test_listing_pages_with_a_cursor(attack):
     """), timeout=300)
     assert res["exit_code"] == 0 and res["stdout"].strip() == "12000", res
     route = f"/v1/sandboxes/{attack.id}/files/list?path=/work/many"
-    first = attack.api.ok("GET", route)
-    second = attack.api.ok("GET", route + "&after=" + q(first.get("next") or ""))
-    one = [e["name"] for e in first["entries"]]
-    two = [e["name"] for e in second["entries"]]
-    attack.note(f"first page {len(one):,} entries (truncated {first.get('truncated')}, next {first.get('next')!r}); "
-                f"second {len(two):,} (truncated {second.get('truncated')}, from {two[0] if two else None!r})")
-    assert first.get("truncated") is True and len(one) <= LIST_MAX_ENTRIES, (len(one), first.get("truncated"))
-    assert first.get("next") == one[-1]
-    assert second.get("truncated") is False, second.get("truncated")
-    assert one + two == ["f%05d" % i for i in range(12000)], "the two pages are not the directory, in order, once"
+    names, sizes, page = [], [], attack.api.ok("GET", route)
+    while True:
+        got = [e["name"] for e in page["entries"]]
+        names += got
+        sizes.append(len(got))
+        assert 0 < len(got) <= LIST_MAX_ENTRIES, len(got)
+        if not page.get("truncated"):
+            assert page.get("truncated") is False, page.get("truncated")
+            break
+        assert page.get("next") == got[-1]
+        assert len(sizes) <= 12000 // 100, "the pages do not end"
+        page = attack.api.ok("GET", route + "&after=" + q(page["next"]))
+    attack.note(f"{len(sizes)} pages of {sizes} entries; the last not truncated")
+    assert len(sizes) > 1, "12,000 entries came in one page"
+    assert names == ["f%05d" % i for i in range(12000)], "the pages are not the directory, in order, once"
 
 
 def test_listing_names_that_are_not_names(attack, spaced):
