@@ -282,11 +282,7 @@ void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 	}
 	if (keep < n)
 		op->trunc[which] = true;
-	if (op->proc && op->sb) {
-		uint32_t give = n < op->proc->owed ? n : op->proc->owed;
-		op->proc->owed -= give;
-		chan_credit(&op->sb->chan, op->proc->pid, give);
-	}
+	op_return_credit(op, n);
 }
 
 void op_release_capture(struct op *op)

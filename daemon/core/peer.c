@@ -59,6 +59,14 @@ static void on_dropped(void *ctx, const char *why)
 		d->peer_events->lost(d, sb);
 }
 
+/* Wakes the requests writing to p's stdin: credit came, or the queue has room again. */
+static void wake_stdin(struct proc *p)
+{
+	for (struct op *w = p->waiters; w; w = w->next)
+		if (w->kind == OP_STDIN)
+			op_wake(w);
+}
+
 static void on_drained(void *ctx)
 {
 	struct sandbox *sb = ctx;
@@ -67,9 +75,7 @@ static void on_drained(void *ctx)
 		if (op->kind == OP_WRITE)
 			op_wake(op);
 	for (struct proc *p = sb->procs; p; p = p->next)
-		for (struct op *w = p->waiters; w; w = w->next)
-			if (w->kind == OP_STDIN)
-				op_wake(w);
+		wake_stdin(p);
 }
 
 /* Asks for the process listing on PEER_TAG_HELLO_PS, or for one more after the one under way. */
@@ -287,9 +293,7 @@ static int on_credit(void *ctx, const struct frame *f, char *why)
 		return -EPROTO;
 	}
 	p->stdin_credit += more;
-	for (struct op *w = p->waiters; w; w = w->next)
-		if (w->kind == OP_STDIN)
-			op_wake(w);
+	wake_stdin(p);
 	return 0;
 }
 
