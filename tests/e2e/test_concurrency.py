@@ -4,12 +4,13 @@ their own answer, and nothing is mixed up between them.
 
 import threading
 
+import pytest
 from conftest import IO_TIMEOUT
 
 N = 20
 
 
-def test_twenty_sandboxes_created_and_used_concurrently(api):
+def test_twenty_sandboxes_created_and_used_concurrently(api, spaced):
     created = [None] * N
     results = [None] * N
     errors = []
@@ -35,7 +36,11 @@ def test_twenty_sandboxes_created_and_used_concurrently(api):
         for t in threads:
             t.join(2 * IO_TIMEOUT)
         assert not any(t.is_alive() for t in threads), "a worker is stuck"
-        assert not errors, errors
+        if errors:
+            # in full: the first failure's status and message, and what spaced logged about it
+            first = [f"worker {i}: {e}" for i, e in errors if "BrokenBarrier" not in e]
+            pytest.fail("\n".join(first or [f"worker {i}: {e}" for i, e in errors]) + "\n" + spaced.log_tail(60),
+                        pytrace=False)
         assert len(set(created)) == N
         for i, res in enumerate(results):
             assert res["exit_code"] == 0, (i, res)
