@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -17,7 +18,11 @@
 
 #include "daemon/base/spawn.h"
 
-#define LOOP_TRIES 16 /* another process may take the free device first */
+#define LOOP_TRIES 64 /* another process on the host may take the free device first */
+
+/* Creates in spaced would otherwise all be handed the same free device at once and lose to each
+ * other round after round (20 at once ran out of tries): one attach at a time in this process. */
+static pthread_mutex_t loop_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Formats a blank image of size_mb at path, through a temporary name so a blank is whole or absent. */
 static int make_blank(const char *path, int size_mb, struct err *e)
@@ -115,6 +120,7 @@ static int loop_attach(int fd)
 	if (ctl < 0)
 		return -errno;
 	int rc = -EBUSY;
+	pthread_mutex_lock(&loop_lock);
 	for (int i = 0; i < LOOP_TRIES && rc == -EBUSY; i++) {
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (n < 0) {
@@ -137,6 +143,7 @@ static int loop_attach(int fd)
 		rc = -errno; /* EBUSY: taken meanwhile; try the next free one */
 		close(lfd);
 	}
+	pthread_mutex_unlock(&loop_lock);
 	close(ctl);
 	return rc;
 }
