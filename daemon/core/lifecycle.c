@@ -212,8 +212,10 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 {
 	char image[700];
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
+	int rc = d->driver->prepare(d->drv, sb, e);
 	daemon_lock(d);
-	int rc = lifecycle_reattach(d, sb, e);
+	if (rc == 0)
+		rc = lifecycle_reattach(d, sb, e);
 	daemon_unlock(d);
 	if (rc == 0)
 		rc = d->driver->restore(d->drv, sb, image, e);

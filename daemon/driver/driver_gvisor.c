@@ -5,7 +5,8 @@
  * its disk_mb, see disk.h) mounted on layer/, which holds upper/ and work/
  * (the overlayfs writable layer); rootfs/ (the overlay of the template's
  * rootfs and layer/upper, the container's root), bundle/config.json, sock/
- * (the agent's socket, bind-mounted into the sandbox) and runsc.log. runsc
+ * (the agent's socket, bind-mounted into the sandbox: a tmpfs of SOCK_TMPFS_OPTS,
+ * so nothing written there inside lands on the host's disk) and runsc.log. runsc
  * keeps its own state under <state dir>/runsc, so a restarted spaced finds
  * its containers again. Sandboxes made before disks existed have upper/ and
  * work/ directly in their dir; rootfs.opts records which.
@@ -15,7 +16,9 @@
  */
 #include "daemon/driver/driver.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,9 @@ struct driver {
 	char root[600];      /* runsc --root */
 	char runtime[128];   /* "runsc <version>" */
 };
+
+/* The socket folder needs one inode and no blocks; the rest is all a sandbox can put there. */
+#define SOCK_TMPFS_OPTS "size=64k,nr_inodes=16,mode=0700"
 
 #define RUNSC_ARGS(drv) "runsc", "--root", (drv)->root, "--platform=ptrace", "--network=none", "--host-uds=open"
 
@@ -161,6 +167,44 @@ static int mount_rootfs(struct sandbox *sb, struct err *e)
 	return 0;
 }
 
+/* Mounts the socket folder's tmpfs unless it is mounted; with empty, removes whatever the
+ * sandbox left in it (only while the sandbox does not run and before spaced listens there). */
+static int mount_sock(struct sandbox *sb, bool empty, struct err *e)
+{
+	char sock[700];
+	path(sock, sizeof(sock), sb, "sock");
+	if (mkdir(sock, 0700) < 0 && errno != EEXIST)
+		return err_set(e, 500, "internal", errno, "mkdir %s: %s", sock, strerror(errno));
+	if (!disk_mounted(sock)) {
+		if (mount("space-sock", sock, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, SOCK_TMPFS_OPTS) < 0)
+			return err_set(e, 500, "internal", errno, "mounting the socket folder: %s", strerror(errno));
+		return 0;
+	}
+	if (!empty)
+		return 0;
+	DIR *dp = opendir(sock);
+	if (!dp)
+		return err_set(e, 500, "internal", errno, "opening %s: %s", sock, strerror(errno));
+	struct dirent *de;
+	while ((de = readdir(dp)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+		    unlinkat(dirfd(dp), de->d_name, 0) < 0 && errno == EISDIR) {
+			char *rm[] = { "rm", "-rf", "--one-file-system", "--", NULL, NULL };
+			char victim[1000];
+			snprintf(victim, sizeof(victim), "%s/%s", sock, de->d_name);
+			rm[4] = victim;
+			spawn_run(rm, -1, -1);
+		}
+	closedir(dp);
+	return 0;
+}
+
+static int gv_prepare(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	int rc = mount_rootfs(sb, e);
+	return rc < 0 ? rc : mount_sock(sb, true, e);
+}
+
 /* Copies the contents of the directory seed into dir (cp -a), sharing blocks where it can. */
 static int seed_layer(const char *seed, const char *dir, struct err *e)
 {
@@ -190,11 +234,14 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	mkdir(parent, 0700);
 	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->state_dir);
 	/* The sandbox dir keeps the host out (0700). */
-	const char *dirs[] = { sb->dir, layer, rootfs, bundle, sock };
+	const char *dirs[] = { sb->dir, layer, rootfs, bundle };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
 			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dirs[i], strerror(errno));
-	int rc = disk_create(blanks, img, sb->disk_mb, e);
+	int rc = mount_sock(sb, false, e);
+	if (rc < 0)
+		return rc;
+	rc = disk_create(blanks, img, sb->disk_mb, e);
 	if (rc == 0 && !disk_mounted(layer))
 		rc = disk_mount(img, layer, e);
 	if (rc < 0)
@@ -324,15 +371,18 @@ static int gv_stop(struct driver *drv, struct sandbox *sb, struct err *e)
 
 static int gv_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
 {
-	char rootfs[700], layer[700];
+	char rootfs[700], layer[700], sock[700];
 	/* kill and delete may fail when the container is already gone: that is the goal. */
 	int rc = gv_stop(drv, sb, e);
 	if (rc < 0)
 		return rc;
 	path(rootfs, sizeof(rootfs), sb, "rootfs");
 	path(layer, sizeof(layer), sb, "layer");
+	path(sock, sizeof(sock), sb, "sock");
 	if (umount2(rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		return err_set(e, 500, "internal", errno, "unmounting %s: %s", rootfs, strerror(errno));
+	if (disk_mounted(sock) && umount2(sock, MNT_DETACH) < 0)
+		return err_set(e, 500, "internal", errno, "unmounting %s: %s", sock, strerror(errno));
 	/* the disk last: the overlay above it is gone (a lazy unmount may still hold it a moment) */
 	if ((rc = disk_umount(layer)) < 0 && umount2(layer, MNT_DETACH) < 0 && errno != EINVAL)
 		return err_set(e, 500, "internal", -rc, "unmounting %s: %s", layer, strerror(-rc));
@@ -421,6 +471,7 @@ const struct driver_ops driver_gvisor = {
 	.init = gv_init,
 	.fini = gv_fini,
 	.create = gv_create,
+	.prepare = gv_prepare,
 	.start = gv_start,
 	.pause = gv_pause,
 	.resume = gv_resume,

@@ -110,3 +110,26 @@ def test_concurrent_creates_of_a_new_disk_size(api):
     finally:
         for sbid in made:
             api.delete(sbid)
+
+
+def test_the_agent_socket_folder_is_no_way_onto_the_host_disk(api, spaced, sandbox):
+    """/.space/sock is the one folder the sandbox shares with the host: a tiny tmpfs, so a
+    write there fails at 64 KiB and 16 inodes instead of filling the host's disk, and
+    what was left there does not keep the agent from reconnecting after a resume."""
+    sock = os.path.join(spaced.sandbox_dir(sandbox), "sock")
+    assert os.path.ismount(sock)
+    free = shutil.disk_usage(spaced.state_dir).free
+    r = api.exec(sandbox, ["sh", "-c", "dd if=/dev/zero of=/.space/sock/fill bs=1M count=100 2>&1; "
+                                       "stat -c %s /.space/sock/fill"])
+    assert "No space left on device" in r["stdout"], r
+    assert int(r["stdout"].split()[-1]) <= 64 << 10, r
+    r = api.exec(sandbox, ["sh", "-c", "for i in $(seq 1 40); do touch /.space/sock/f$i || exit 7; done"])
+    assert r["exit_code"] == 7 and "No space left" in r["stderr"], r
+    assert os.path.getsize(os.path.join(sock, "fill")) <= 64 << 10
+    assert free - shutil.disk_usage(spaced.state_dir).free < 8 << 20
+    # the folder is full of the sandbox's files: the agent still comes back after a resume
+    api.ok("POST", f"/v1/sandboxes/{sandbox}/suspend")
+    api.ok("POST", f"/v1/sandboxes/{sandbox}/resume")
+    assert api.exec(sandbox, ["ls", "/.space/sock"])["stdout"] == "agent.sock\n"
+    api.delete(sandbox)
+    assert not os.path.exists(spaced.sandbox_dir(sandbox))
