@@ -120,7 +120,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 	return 0;
 }
 
-static int token_create(struct daemon *d, int argc, char **argv)
+/* Makes a token and prints it. A tenant's name over TENANT_NAME_MAX bytes is refused: cut to
+ * fit, two long names sharing a prefix would become one tenant. */
+static int token_create(struct daemon *d, int argc, char **argv, struct err *e)
 {
 	const char *name = "", *tenant = NULL;
 	for (int i = 0; i < argc; i++) {
@@ -128,13 +130,18 @@ static int token_create(struct daemon *d, int argc, char **argv)
 			name = argv[++i];
 		else if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc)
 			tenant = argv[++i];
+		else
+			return err_set(e, 400, "invalid_argument", EINVAL, "token create: unexpected argument '%s'", argv[i]);
 	}
 	/* every token belongs to a tenant: its own name unless told otherwise */
 	if (!tenant || !*tenant)
 		tenant = *name ? name : "default";
+	if (strlen(tenant) > TENANT_NAME_MAX)
+		return err_set(e, 400, "invalid_argument", ENAMETOOLONG,
+			       "the tenant's name is %zu bytes; at most %d are allowed", strlen(tenant), TENANT_NAME_MAX);
 	uint8_t r[24];
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		return -EIO;
+		return err_set(e, 500, "internal", EIO, "no random bytes: %s", strerror(errno));
 	char token[3 + 2 * sizeof(r) + 1] = "sp_";
 	for (size_t i = 0; i < sizeof(r); i++)
 		snprintf(token + 3 + 2 * i, 3, "%02x", r[i]);
@@ -143,7 +150,7 @@ static int token_create(struct daemon *d, int argc, char **argv)
 	if (rc == 0)
 		rc = store_add_token(d->store, hex, name, tenant);
 	if (rc < 0)
-		return rc;
+		return err_set(e, 500, "internal", -rc, "cannot store it: %s", strerror(-rc));
 	printf("%s\n", token);
 	return 0;
 }
@@ -193,10 +200,10 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc) {
 		if (strcmp(argv[optind], "token") == 0 && optind + 1 < argc && strcmp(argv[optind + 1], "create") == 0) {
-			rc = token_create(d, argc - optind - 2, argv + optind + 2);
+			rc = token_create(d, argc - optind - 2, argv + optind + 2, &e);
 			if (rc < 0)
-				fprintf(stderr, "spaced: cannot create a token: %s\n", strerror(-rc));
-			return rc < 0;
+				fprintf(stderr, "spaced: cannot create a token: %s\n", e.msg);
+			return rc == -EINVAL ? 2 : rc < 0;
 		}
 		usage(stderr);
 		return 2;

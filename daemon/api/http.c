@@ -103,7 +103,10 @@ static bool authorized(struct daemon *d, struct MHD_Connection *conn, char *tena
 	char hex[65];
 	if (hash_sha256_hex(h + 7, strlen(h + 7), hex) < 0)
 		return false;
-	return store_token_tenant(d->store, hex, tenant, n) == 1;
+	int rc = store_token_tenant(d->store, hex, tenant, n);
+	if (rc == -ENAMETOOLONG)
+		log_warn("a token was refused: its tenant's name is over %d bytes (make a new token)", TENANT_NAME_MAX);
+	return rc == 1;
 }
 
 /* Counts a request of tenant; false when it has TENANT_MAX_REQUESTS in flight already. [L] */

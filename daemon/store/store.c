@@ -217,8 +217,11 @@ int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, siz
 		for (size_t i = 0; i < len; i++)
 			diff |= (unsigned)(h[i] ^ (unsigned char)hash_hex[i]);
 		if (diff == 0) {
-			found = 1;
-			snprintf(tenant, n, "%s", (const char *)sqlite3_column_text(stmt, 1));
+			/* a tenant that does not fit is refused: cut, it could be another tenant's name */
+			const unsigned char *t = sqlite3_column_text(stmt, 1);
+			found = t && strlen((const char *)t) < n ? 1 : -ENAMETOOLONG;
+			if (found == 1)
+				snprintf(tenant, n, "%s", (const char *)t);
 		}
 	}
 	sqlite3_finalize(stmt);

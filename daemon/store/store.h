@@ -35,8 +35,8 @@ json_t *store_list_snapshots(struct store *st);
 
 /* Tokens are stored as the hex SHA-256 of the token. */
 int store_add_token(struct store *st, const char *hash_hex, const char *name, const char *tenant);
-/* 1 with its tenant in `tenant` if a token with this hash exists, 0 if not, or -errno. Compares
- * every stored hash in constant time. */
+/* 1 with its tenant in `tenant` if a token with this hash exists, 0 if not, -ENAMETOOLONG if
+ * its tenant does not fit in n bytes, or -errno. Compares every stored hash in constant time. */
 int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, size_t n);
 
 int store_put_template(struct store *st, const char *name, const char *key, const char *path);
