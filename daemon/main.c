@@ -9,6 +9,7 @@
  * alive: stopping spaced leaves them running, and the next spaced adopts them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <signal.h>
@@ -71,17 +72,51 @@ static void usage(FILE *f)
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
-static int mkdir_p(const char *path)
+/* Makes path and its missing parents, the parents 0755 and path itself `mode`, whatever the
+ * umask; what exists keeps its mode. Returns 0 or -errno. */
+static int mkdir_p(const char *path, mode_t mode)
 {
 	char tmp[512];
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(tmp, 0755);
-			*p = '/';
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1;; p++) {
+		if (*p && *p != '/')
+			continue;
+		char c = *p;
+		*p = '\0';
+		mode_t m = c ? 0755 : mode;
+		if (mkdir(tmp, m) == 0) {
+			if (chmod(tmp, m) < 0)
+				return -errno;
+		} else if (errno != EEXIST) {
+			return -errno;
 		}
-	return mkdir(tmp, 0700) == 0 || errno == EEXIST ? 0 : -errno;
+		if (!c)
+			return 0;
+		*p = c;
+	}
+}
+
+/* The state directory is spaced's alone: made 0700, and one that exists loses its group and
+ * other bits (tokens' hashes and every sandbox's files are in it). Returns 0 or -errno. */
+static int make_state_dir(const char *path)
+{
+	int rc = mkdir_p(path, 0700);
+	if (rc < 0)
+		return rc;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	rc = fstat(fd, &st) < 0 ? -errno : 0;
+	if (rc == 0 && (st.st_mode & 077)) {
+		rc = fchmod(fd, st.st_mode & 0700) < 0 ? -errno : 0;
+		if (rc == 0)
+			log_info("%s was open to others (mode %04o): made it %04o", path, st.st_mode & 07777,
+				 st.st_mode & 0700);
+	}
+	close(fd);
+	return rc;
 }
 
 static int parse_args(struct daemon *d, int argc, char **argv)
@@ -188,8 +223,10 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
 
-	/* 2. state */
-	if ((rc = mkdir_p(d->state_dir)) < 0) {
+	/* 2. state: what spaced writes is its own (the socket and what sandboxes see are made
+	 * open on purpose) */
+	umask(077);
+	if ((rc = make_state_dir(d->state_dir)) < 0) {
 		fprintf(stderr, "spaced: cannot create %s: %s\n", d->state_dir, strerror(-rc));
 		return 1;
 	}
@@ -268,7 +305,7 @@ int main(int argc, char **argv)
 
 	/* 7. the API */
 	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);
-	mkdir_p(dirname(rundir));
+	mkdir_p(dirname(rundir), 0755); /* the group space reaches the socket through it */
 	if (http_start(d) < 0)
 		return 1;
 	log_info("spaced %s listening on %s%s%s (driver %s, %s)", SPACE_VERSION, d->socket_path,

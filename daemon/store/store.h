@@ -15,7 +15,8 @@
 
 struct store;
 
-/* Opens (creating if needed) the database at path. */
+/* Opens (creating if needed) the database at path; it and its -wal and -shm are made 0600.
+ * Returns 0 or -errno. */
 int store_open(const char *path, struct store **out);
 void store_close(struct store *st);
 
