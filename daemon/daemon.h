@@ -146,6 +146,9 @@ struct daemon {
 	char cache_dir[512];
 	char socket_path[512];
 	char listen_addr[128];
+	char tls_cert_path[512];    /* --tls-cert, --tls-key: "" for plain HTTP on the TCP listener */
+	char tls_key_path[512];
+	char *tls_cert, *tls_key;   /* their PEM text, read at start (http_tls_load) */
 	char agent_path[512];       /* the space-agent binary mounted into sandboxes */
 	char shim_path[512];        /* libspace-shim.so beside it, "" if missing */
 	const char *driver_name;

@@ -1,8 +1,8 @@
 /*
  * daemon/main.c - spaced: the host daemon of space.
  *
- *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]
- *          [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
+ *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]
+ *          [--driver gvisor|vm|auto] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
  *   spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]
  *
  * main() is the list of phases. Sandboxes do not depend on spaced staying
@@ -67,8 +67,8 @@ static const struct loop_hooks io_hooks = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]\n"
-		   "              [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
+	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]\n"
+		   "              [--driver gvisor|vm|auto] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
@@ -126,6 +126,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },    { "driver", required_argument, NULL, 'd' },
 		{ "cache-dir", required_argument, NULL, 'c' }, { "agent", required_argument, NULL, 'a' },
 		{ "no-auto-resume", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
+		{ "tls-cert", required_argument, NULL, 'C' }, { "tls-key", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
@@ -148,6 +149,8 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		case 'c': snprintf(d->cache_dir, sizeof(d->cache_dir), "%s", optarg); break;
 		case 'a': snprintf(d->agent_path, sizeof(d->agent_path), "%s", optarg); break;
 		case 'R': d->auto_resume = false; break;
+		case 'C': snprintf(d->tls_cert_path, sizeof(d->tls_cert_path), "%s", optarg); break;
+		case 'K': snprintf(d->tls_key_path, sizeof(d->tls_key_path), "%s", optarg); break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -EINVAL;
 		}
@@ -222,6 +225,10 @@ int main(int argc, char **argv)
 	rc = parse_args(d, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
+	if (optind == argc && http_tls_load(d, &e) < 0) {
+		fprintf(stderr, "spaced: %s\n", e.msg);
+		return 2;
+	}
 
 	/* 2. state: what spaced writes is its own (the socket and what sandboxes see are made
 	 * open on purpose) */
@@ -308,8 +315,9 @@ int main(int argc, char **argv)
 	mkdir_p(dirname(rundir), 0755); /* the group space reaches the socket through it */
 	if (http_start(d) < 0)
 		return 1;
-	log_info("spaced %s listening on %s%s%s (driver %s, %s)", SPACE_VERSION, d->socket_path,
-		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->driver->name, d->driver->runtime(d->drv));
+	log_info("spaced %s listening on %s%s%s%s (driver %s, %s)", SPACE_VERSION, d->socket_path,
+		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->tls_cert ? " (TLS)" : "", d->driver->name,
+		 d->driver->runtime(d->drv));
 
 	/* 8. run until told to stop; sandboxes keep running after */
 	int sig;
