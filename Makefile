@@ -45,7 +45,7 @@ CLI_LIBS    := -lcurl -ljansson -lpthread
 
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
-                e2fsprogs util-linux clang libclang-rt-14-dev
+                e2fsprogs util-linux clang libclang-rt-14-dev openssl
 
 .PHONY: all deps up down test quick layers unit agent-test e2e e2e-smoke sdk-test security asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)

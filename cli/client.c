@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,8 @@ static int buf_put_max(struct buf *b, const void *p, size_t n, size_t max)
 	return buf_put(b, p, n);
 }
 
-int client_init(struct client *c, const char *host, const char *token, struct client_err *err)
+int client_init(struct client *c, const char *host, const char *token, const char *ca,
+		struct client_err *err)
 {
 	const char *sock = NULL, *rest = NULL;
 
@@ -92,10 +94,24 @@ int client_init(struct client *c, const char *host, const char *token, struct cl
 		rest = strstr(host, "://") + 3;
 	if (sock ? sock[0] != '/' || !sock[1] : !rest || !rest[0] || rest[0] == '/') {
 		err_set(err, CLIENT_ERR_LOCAL, 0, "",
-			"SPACE_HOST '%s': expected unix:///PATH or http://HOST:PORT", host);
+			"SPACE_HOST '%s': expected unix:///PATH, http://HOST:PORT or https://HOST:PORT", host);
+		return -EINVAL;
+	}
+	bool https = !strncmp(host, "https://", 8);
+	if (ca && *ca && !sock && !https) {
+		err_set(err, CLIENT_ERR_LOCAL, 0, "",
+			"SPACE_CA is set but SPACE_HOST '%s' is not https://: refusing to talk plain HTTP", host);
+		return -EINVAL;
+	}
+	if (ca && *ca && https && access(ca, R_OK) < 0) {
+		int e = errno;
+		err_set(err, CLIENT_ERR_LOCAL, 0, "", "SPACE_CA '%s': %s", ca, strerror(e));
+		err->os_errno = e;
 		return -EINVAL;
 	}
 	c->host = strdup(host);
+	if (ca && *ca && https)
+		c->ca_file = strdup(ca);
 	if (sock) {
 		c->socket_path = strdup(sock);
 		c->base_url = strdup("http://localhost");
@@ -103,13 +119,13 @@ int client_init(struct client *c, const char *host, const char *token, struct cl
 		int n = (int)strlen(rest);
 		while (n > 0 && rest[n - 1] == '/')
 			n--;
-		if (asprintf(&c->base_url, "%s://%.*s", strncmp(host, "https://", 8) ? "http" : "https",
-			     n, rest) < 0)
+		if (asprintf(&c->base_url, "%s://%.*s", https ? "https" : "http", n, rest) < 0)
 			c->base_url = NULL;
 	}
 	if (token && *token && asprintf(&c->auth, "Authorization: Bearer %s", token) < 0)
 		c->auth = NULL;
-	if (!c->host || !c->base_url || (sock && !c->socket_path) || (token && *token && !c->auth)) {
+	if (!c->host || !c->base_url || (sock && !c->socket_path) || (token && *token && !c->auth) ||
+	    (ca && *ca && https && !c->ca_file)) {
 		client_fini(c);
 		err_set(err, CLIENT_ERR_LOCAL, 0, "", "out of memory");
 		return -ENOMEM;
@@ -123,6 +139,7 @@ void client_fini(struct client *c)
 	free(c->base_url);
 	free(c->socket_path);
 	free(c->auth);
+	free(c->ca_file);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -187,6 +204,11 @@ static int xfer_setup(struct xfer *x, struct client *c, const char *method, cons
 	if (c->socket_path)
 		curl_easy_setopt(x->h, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
 	curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+	/* https: spaced's certificate and name are always verified (libcurl's defaults, said) */
+	curl_easy_setopt(x->h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(x->h, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (c->ca_file)
+		curl_easy_setopt(x->h, CURLOPT_CAINFO, c->ca_file);
 	curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT, CLIENT_CONNECT_TIMEOUT_S);
 	curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, x->errbuf);
 	curl_easy_setopt(x->h, CURLOPT_USERAGENT, "space/" SPACE_VERSION);
@@ -249,6 +271,17 @@ static int xfer_curl_error(struct xfer *x, CURLcode rc, struct client_err *err)
 		err_set(err, CLIENT_ERR_LOCAL, 0, "", "%s", strerror(x->fd_errno));
 		err->os_errno = x->fd_errno;
 		return -x->fd_errno;
+	}
+	if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) {
+		err_set(err, CLIENT_ERR_TRANSPORT, 0, "", "cannot verify the certificate of spaced at %s: %s (%s)",
+			x->c->host, why, x->c->ca_file ? "is SPACE_CA the CA that signed it?"
+						       : "set SPACE_CA to the CA bundle that signed it");
+		return -EIO;
+	}
+	if (rc == CURLE_SSL_CONNECT_ERROR) {
+		err_set(err, CLIENT_ERR_TRANSPORT, 0, "", "TLS with spaced at %s failed: %s (does it listen with --tls-cert?)",
+			x->c->host, why);
+		return -EIO;
 	}
 	if (rc == CURLE_OUT_OF_MEMORY) {
 		err_set(err, CLIENT_ERR_LOCAL, 0, "", "out of memory");

@@ -1,7 +1,8 @@
 /*
  * cli/client.h - the CLI's HTTP client for the spaced API (docs/api.md).
  *
- * Wraps libcurl: where the daemon is (SPACE_HOST) and who we are (SPACE_TOKEN),
+ * Wraps libcurl: where the daemon is (SPACE_HOST), who we are (SPACE_TOKEN) and
+ * whom we trust to have signed its certificate over https (SPACE_CA),
  * JSON requests, NDJSON streams delivered one event at a time, and file
  * uploads/downloads streamed through a file descriptor (a file is never held
  * whole in memory). Nothing here prints: failures are described in a
@@ -53,6 +54,7 @@ struct client {
 	char *base_url;    /* "http://localhost" for a Unix socket, else "http://HOST:PORT" */
 	char *socket_path; /* NULL for TCP */
 	char *auth;        /* "Authorization: Bearer ..." or NULL */
+	char *ca_file;     /* SPACE_CA: the CA bundle that verifies https, NULL: the system's */
 	/* Optional, set before any transfer: nonzero aborts an upload or download with -ECANCELED. */
 	client_cancel_fn cancel;
 	/* Optional, set before any request: see client_resumed_fn. */
@@ -82,9 +84,12 @@ struct client_stream_ops {
 /*
  * Parses host (NULL: CLIENT_DEFAULT_HOST) - unix:///PATH, http://HOST:PORT,
  * https://HOST:PORT or tcp://HOST:PORT - and keeps token (NULL or empty: no
- * Authorization header). Returns 0, -EINVAL (err says why) or -ENOMEM.
+ * Authorization header) and ca (NULL or empty: the system's CA bundle). https
+ * always verifies spaced's certificate and name; a ca with a plain http host is
+ * refused rather than ignored. Returns 0, -EINVAL (err says why) or -ENOMEM.
  */
-int client_init(struct client *c, const char *host, const char *token, struct client_err *err);
+int client_init(struct client *c, const char *host, const char *token, const char *ca,
+		struct client_err *err);
 void client_fini(struct client *c);
 
 /* Returns a malloc'd URL-encoding of s (free() it), or NULL without memory. */

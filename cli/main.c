@@ -4,7 +4,7 @@
  *
  * main() runs these phases: find the command (or print help), set up the
  * process (SIGPIPE ignored so a closed pipe is an error we handle, libcurl
- * initialised), connect the client to SPACE_HOST with SPACE_TOKEN (and, with
+ * initialised), connect the client to SPACE_HOST with SPACE_TOKEN and SPACE_CA (and, with
  * SPACE_VERBOSE, a note on stderr when spaced resumed a sandbox for us), run
  * the handler, clean up, and return the handler's exit status. Handlers live
  * in cmd_sandbox.c, cmd_exec.c, cmd_cp.c and cmd_lifecycle.c; the conventions
@@ -70,8 +70,10 @@ static void print_overview(FILE *out)
 	      "\n"
 	      "Environment:\n"
 	      "  SPACE_HOST   where spaced listens: " CLIENT_DEFAULT_HOST " (default),\n"
-	      "               or http://HOST:PORT\n"
+	      "               or http://HOST:PORT, https://HOST:PORT\n"
 	      "  SPACE_TOKEN  bearer token, needed when spaced listens on TCP\n"
+	      "  SPACE_CA     CA bundle (PEM) that signed spaced's https certificate;\n"
+	      "               default: the system's\n"
 	      "  SPACE_VERBOSE\n"
 	      "               1: say on stderr when spaced resumed a paused or\n"
 	      "               suspended sandbox to serve a command\n"
@@ -124,7 +126,7 @@ int main(int argc, char **argv)
 	cli.name = name;
 	cli.usage = cmd->usage;
 	cli.usage_exit = cmd->usage_exit;
-	if (client_init(&cli.client, getenv("SPACE_HOST"), getenv("SPACE_TOKEN"), &err) < 0) {
+	if (client_init(&cli.client, getenv("SPACE_HOST"), getenv("SPACE_TOKEN"), getenv("SPACE_CA"), &err) < 0) {
 		cli_report(&cli, &err);
 		curl_global_cleanup();
 		return CLI_EXIT_DAEMON;

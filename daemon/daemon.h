@@ -29,6 +29,7 @@
 #define SPACE_MAX_SANDBOXES 256          /* sandboxes that exist at once */
 #define TENANT_MAX_SANDBOXES 64          /* of them, owned by one tenant (TCP token) */
 #define TENANT_MAX_REQUESTS 64           /* requests of one tenant in flight at once (streams too) */
+#define TENANT_NAME_MAX 63               /* bytes of a tenant's name; a longer one is refused, never cut */
 #define SANDBOX_ID_LEN 12                /* hex characters */
 #define SANDBOX_MAX_EXITED 128           /* exited processes remembered per sandbox */
 #define SANDBOX_MAX_PROCS_TRACKED 512    /* process records per sandbox (running + remembered) */
@@ -98,7 +99,7 @@ struct sandbox {
 	enum sb_state state;        /* [L] */
 	char reason[128];           /* [L] why it failed */
 	char template[64];
-	char tenant[64];            /* who owns it: "" for the Unix socket's administrator */
+	char tenant[TENANT_NAME_MAX + 1]; /* who owns it: "" for the Unix socket's administrator */
 	int cpus, memory_mb;
 	int disk_mb;                /* size of its disk; 0 for one made before disks */
 	double timeout_s;           /* idle timeout, 0: none */
@@ -129,7 +130,7 @@ struct sandbox {
 /* Requests in flight for one tenant (TCP only), while it has any. */
 struct tenant_load {
 	struct tenant_load *next;
-	char tenant[64];
+	char tenant[TENANT_NAME_MAX + 1];
 	int requests;
 	uint64_t captured;          /* bytes its captures hold (TENANT_MAX_CAPTURE) */
 };
@@ -145,6 +146,9 @@ struct daemon {
 	char cache_dir[512];
 	char socket_path[512];
 	char listen_addr[128];
+	char tls_cert_path[512];    /* --tls-cert, --tls-key: "" for plain HTTP on the TCP listener */
+	char tls_key_path[512];
+	char *tls_cert, *tls_key;   /* their PEM text, read at start (http_tls_load) */
 	char agent_path[512];       /* the space-agent binary mounted into sandboxes */
 	char shim_path[512];        /* libspace-shim.so beside it, "" if missing */
 	const char *driver_name;

@@ -1,14 +1,15 @@
 /*
  * daemon/main.c - spaced: the host daemon of space.
  *
- *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]
- *          [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
+ *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]
+ *          [--driver gvisor|vm|auto] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
  *   spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]
  *
  * main() is the list of phases. Sandboxes do not depend on spaced staying
  * alive: stopping spaced leaves them running, and the next spaced adopts them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <signal.h>
@@ -66,22 +67,56 @@ static const struct loop_hooks io_hooks = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]\n"
-		   "              [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
+	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]\n"
+		   "              [--driver gvisor|vm|auto] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
-static int mkdir_p(const char *path)
+/* Makes path and its missing parents, the parents 0755 and path itself `mode`, whatever the
+ * umask; what exists keeps its mode. Returns 0 or -errno. */
+static int mkdir_p(const char *path, mode_t mode)
 {
 	char tmp[512];
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(tmp, 0755);
-			*p = '/';
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1;; p++) {
+		if (*p && *p != '/')
+			continue;
+		char c = *p;
+		*p = '\0';
+		mode_t m = c ? 0755 : mode;
+		if (mkdir(tmp, m) == 0) {
+			if (chmod(tmp, m) < 0)
+				return -errno;
+		} else if (errno != EEXIST) {
+			return -errno;
 		}
-	return mkdir(tmp, 0700) == 0 || errno == EEXIST ? 0 : -errno;
+		if (!c)
+			return 0;
+		*p = c;
+	}
+}
+
+/* The state directory is spaced's alone: made 0700, and one that exists loses its group and
+ * other bits (tokens' hashes and every sandbox's files are in it). Returns 0 or -errno. */
+static int make_state_dir(const char *path)
+{
+	int rc = mkdir_p(path, 0700);
+	if (rc < 0)
+		return rc;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	rc = fstat(fd, &st) < 0 ? -errno : 0;
+	if (rc == 0 && (st.st_mode & 077)) {
+		rc = fchmod(fd, st.st_mode & 0700) < 0 ? -errno : 0;
+		if (rc == 0)
+			log_info("%s was open to others (mode %04o): made it %04o", path, st.st_mode & 07777,
+				 st.st_mode & 0700);
+	}
+	close(fd);
+	return rc;
 }
 
 static int parse_args(struct daemon *d, int argc, char **argv)
@@ -91,6 +126,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },    { "driver", required_argument, NULL, 'd' },
 		{ "cache-dir", required_argument, NULL, 'c' }, { "agent", required_argument, NULL, 'a' },
 		{ "no-auto-resume", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
+		{ "tls-cert", required_argument, NULL, 'C' }, { "tls-key", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
@@ -113,6 +149,8 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		case 'c': snprintf(d->cache_dir, sizeof(d->cache_dir), "%s", optarg); break;
 		case 'a': snprintf(d->agent_path, sizeof(d->agent_path), "%s", optarg); break;
 		case 'R': d->auto_resume = false; break;
+		case 'C': snprintf(d->tls_cert_path, sizeof(d->tls_cert_path), "%s", optarg); break;
+		case 'K': snprintf(d->tls_key_path, sizeof(d->tls_key_path), "%s", optarg); break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -EINVAL;
 		}
@@ -120,7 +158,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 	return 0;
 }
 
-static int token_create(struct daemon *d, int argc, char **argv)
+/* Makes a token and prints it. A tenant's name over TENANT_NAME_MAX bytes is refused: cut to
+ * fit, two long names sharing a prefix would become one tenant. */
+static int token_create(struct daemon *d, int argc, char **argv, struct err *e)
 {
 	const char *name = "", *tenant = NULL;
 	for (int i = 0; i < argc; i++) {
@@ -128,13 +168,18 @@ static int token_create(struct daemon *d, int argc, char **argv)
 			name = argv[++i];
 		else if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc)
 			tenant = argv[++i];
+		else
+			return err_set(e, 400, "invalid_argument", EINVAL, "token create: unexpected argument '%s'", argv[i]);
 	}
 	/* every token belongs to a tenant: its own name unless told otherwise */
 	if (!tenant || !*tenant)
 		tenant = *name ? name : "default";
+	if (strlen(tenant) > TENANT_NAME_MAX)
+		return err_set(e, 400, "invalid_argument", ENAMETOOLONG,
+			       "the tenant's name is %zu bytes; at most %d are allowed", strlen(tenant), TENANT_NAME_MAX);
 	uint8_t r[24];
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		return -EIO;
+		return err_set(e, 500, "internal", EIO, "no random bytes: %s", strerror(errno));
 	char token[3 + 2 * sizeof(r) + 1] = "sp_";
 	for (size_t i = 0; i < sizeof(r); i++)
 		snprintf(token + 3 + 2 * i, 3, "%02x", r[i]);
@@ -143,7 +188,7 @@ static int token_create(struct daemon *d, int argc, char **argv)
 	if (rc == 0)
 		rc = store_add_token(d->store, hex, name, tenant);
 	if (rc < 0)
-		return rc;
+		return err_set(e, 500, "internal", -rc, "cannot store it: %s", strerror(-rc));
 	printf("%s\n", token);
 	return 0;
 }
@@ -180,9 +225,15 @@ int main(int argc, char **argv)
 	rc = parse_args(d, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
+	if (optind == argc && http_tls_load(d, &e) < 0) {
+		fprintf(stderr, "spaced: %s\n", e.msg);
+		return 2;
+	}
 
-	/* 2. state */
-	if ((rc = mkdir_p(d->state_dir)) < 0) {
+	/* 2. state: what spaced writes is its own (the socket and what sandboxes see are made
+	 * open on purpose) */
+	umask(077);
+	if ((rc = make_state_dir(d->state_dir)) < 0) {
 		fprintf(stderr, "spaced: cannot create %s: %s\n", d->state_dir, strerror(-rc));
 		return 1;
 	}
@@ -193,10 +244,10 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc) {
 		if (strcmp(argv[optind], "token") == 0 && optind + 1 < argc && strcmp(argv[optind + 1], "create") == 0) {
-			rc = token_create(d, argc - optind - 2, argv + optind + 2);
+			rc = token_create(d, argc - optind - 2, argv + optind + 2, &e);
 			if (rc < 0)
-				fprintf(stderr, "spaced: cannot create a token: %s\n", strerror(-rc));
-			return rc < 0;
+				fprintf(stderr, "spaced: cannot create a token: %s\n", e.msg);
+			return rc == -EINVAL ? 2 : rc < 0;
 		}
 		usage(stderr);
 		return 2;
@@ -261,11 +312,12 @@ int main(int argc, char **argv)
 
 	/* 7. the API */
 	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);
-	mkdir_p(dirname(rundir));
+	mkdir_p(dirname(rundir), 0755); /* the group space reaches the socket through it */
 	if (http_start(d) < 0)
 		return 1;
-	log_info("spaced %s listening on %s%s%s (driver %s, %s)", SPACE_VERSION, d->socket_path,
-		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->driver->name, d->driver->runtime(d->drv));
+	log_info("spaced %s listening on %s%s%s%s (driver %s, %s)", SPACE_VERSION, d->socket_path,
+		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->tls_cert ? " (TLS)" : "", d->driver->name,
+		 d->driver->runtime(d->drv));
 
 	/* 8. run until told to stop; sandboxes keep running after */
 	int sig;

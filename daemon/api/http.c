@@ -10,6 +10,7 @@
 #include "daemon/api/http.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -103,7 +104,10 @@ static bool authorized(struct daemon *d, struct MHD_Connection *conn, char *tena
 	char hex[65];
 	if (hash_sha256_hex(h + 7, strlen(h + 7), hex) < 0)
 		return false;
-	return store_token_tenant(d->store, hex, tenant, n) == 1;
+	int rc = store_token_tenant(d->store, hex, tenant, n);
+	if (rc == -ENAMETOOLONG)
+		log_warn("a token was refused: its tenant's name is over %d bytes (make a new token)", TENANT_NAME_MAX);
+	return rc == 1;
 }
 
 /* Counts a request of tenant; false when it has TENANT_MAX_REQUESTS in flight already. [L] */
@@ -393,13 +397,95 @@ static int tcp_socket(const char *addr)
 	return fd;
 }
 
+/* Reads the PEM file at path, at most HTTP_TLS_MAX_PEM bytes, into a malloc'd string *out;
+ * a secret one readable by others is warned of. */
+static int read_pem(const char *path, const char *what, bool secret, char **out, struct err *e)
+{
+	int rc = 0;
+	char *text = NULL;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, 400, "invalid_argument", errno, "%s %s: %s", what, path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = err_set(e, 400, "invalid_argument", errno, "%s %s: %s", what, path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size == 0 || st.st_size > HTTP_TLS_MAX_PEM) {
+		rc = err_set(e, 400, "invalid_argument", EINVAL, "%s %s: not a file of 1 to %d bytes", what, path,
+			     HTTP_TLS_MAX_PEM);
+		goto out;
+	}
+	if (!(text = malloc((size_t)st.st_size + 1))) {
+		rc = err_set(e, 500, "internal", ENOMEM, "out of memory");
+		goto out;
+	}
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, text + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = err_set(e, 400, "invalid_argument", errno, "%s %s: %s", what, path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	text[got] = '\0';
+	if (secret && (st.st_mode & 077))
+		log_warn("%s %s can be read by others than its owner (mode %04o)", what, path, st.st_mode & 07777);
+	*out = text;
+	text = NULL;
+out:
+	free(text);
+	close(fd);
+	return rc;
+}
+
+int http_tls_load(struct daemon *d, struct err *e)
+{
+	bool cert = d->tls_cert_path[0], key = d->tls_key_path[0];
+	if (!cert && !key)
+		return 0;
+	if (cert != key)
+		return err_set(e, 400, "invalid_argument", EINVAL, "%s is given without %s: TLS needs both",
+			       cert ? "--tls-cert" : "--tls-key", cert ? "--tls-key" : "--tls-cert");
+	if (!d->listen_addr[0])
+		return err_set(e, 400, "invalid_argument", EINVAL,
+			       "--tls-cert and --tls-key are for the TCP listener: give --listen HOST:PORT too");
+	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		return err_set(e, 500, "internal", ENOTSUP, "this libmicrohttpd was built without TLS");
+	int rc = read_pem(d->tls_cert_path, "--tls-cert", false, &d->tls_cert, e);
+	if (rc == 0)
+		rc = read_pem(d->tls_key_path, "--tls-key", true, &d->tls_key, e);
+	if (rc == 0 && !strstr(d->tls_cert, "-----BEGIN CERTIFICATE-----"))
+		rc = err_set(e, 400, "invalid_argument", EINVAL, "--tls-cert %s holds no PEM certificate",
+			     d->tls_cert_path);
+	else if (rc == 0 && strstr(d->tls_key, "ENCRYPTED PRIVATE KEY-----"))
+		rc = err_set(e, 400, "invalid_argument", EINVAL, "--tls-key %s is encrypted: give it unencrypted",
+			     d->tls_key_path);
+	else if (rc == 0 && !strstr(d->tls_key, "PRIVATE KEY-----"))
+		rc = err_set(e, 400, "invalid_argument", EINVAL, "--tls-key %s holds no PEM private key",
+			     d->tls_key_path);
+	return rc;
+}
+
 /* Idle connections are closed after HTTP_IDLE_TIMEOUT_S (suspended ones, which wait for a
  * sandbox, never time out); on TCP one address may hold at most HTTP_MAX_PER_IP, so idle
- * strangers cannot take every slot before a token is even checked. */
+ * strangers cannot take every slot before a token is even checked. The TCP listener speaks
+ * TLS (libmicrohttpd's own, GnuTLS) when a certificate and key were loaded. */
 static struct MHD_Daemon *start_mhd(struct listener *l, int fd)
 {
+	bool tls = l->tcp && l->d->tls_cert;
+	struct MHD_OptionItem tls_opts[] = {
+		{ tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, l->d->tls_cert },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, l->d->tls_key },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-					MHD_USE_ERROR_LOG,
+					MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
 				0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l,
 				MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_CONNECTION_LIMIT,
@@ -407,7 +493,7 @@ static struct MHD_Daemon *start_mhd(struct listener *l, int fd)
 				(size_t)HTTP_MAX_HEADER_BYTES, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 				(unsigned)(l->tcp ? HTTP_MAX_PER_IP : 0), MHD_OPTION_URI_LOG_CALLBACK, on_uri, l,
-				MHD_OPTION_END);
+				MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
 }
 
 int http_start(struct daemon *d)
@@ -429,6 +515,11 @@ int http_start(struct daemon *d)
 			return tfd;
 		}
 		d->mhd_tcp = start_mhd(&tcp_listener, tfd);
+		if (!d->mhd_tcp && d->tls_cert) {
+			log_error("cannot start TLS on %s: is %s a certificate and %s its key? (see above)",
+				  d->listen_addr, d->tls_cert_path, d->tls_key_path);
+			return -EINVAL;
+		}
 		if (!d->mhd_tcp)
 			return -EIO;
 	}

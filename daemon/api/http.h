@@ -1,13 +1,21 @@
 /*
  * daemon/api/http.h - spaced's HTTP listeners (Unix socket always, TCP with a
- * bearer token when --listen is given).
+ * bearer token when --listen is given, over TLS with --tls-cert/--tls-key).
  */
 #ifndef SPACE_DAEMON_HTTP_H
 #define SPACE_DAEMON_HTTP_H
 
+#include "daemon/base/err.h"
 #include "daemon/daemon.h"
 
-/* Opens the listeners and starts serving. Returns 0 or -errno. */
+#define HTTP_TLS_MAX_PEM (1 << 20) /* bytes of a --tls-cert or --tls-key file */
+
+/* Checks --tls-cert/--tls-key (both or neither, and only with --listen) and reads their PEM
+ * text into d, so that a mistake is told at start, before anything slow. Returns 0 (also
+ * without TLS) or -errno with e saying why. Call before http_start. */
+int http_tls_load(struct daemon *d, struct err *e);
+/* Opens the listeners and starts serving: the Unix socket plain, TCP with TLS when loaded.
+ * Returns 0 or -errno. */
 int http_start(struct daemon *d);
 /* Stops accepting connections and removes the socket. */
 void http_stop(struct daemon *d);

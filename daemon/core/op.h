@@ -53,7 +53,7 @@ struct op {
 	const struct route *route;
 	enum op_kind kind;
 	bool tcp;                   /* arrived on the TCP listener */
-	char tenant[64];            /* the token's tenant: a TCP request sees only its own */
+	char tenant[TENANT_NAME_MAX + 1]; /* the token's tenant: a TCP request sees only its own */
 	bool counted;               /* counts against its tenant's TENANT_MAX_REQUESTS */
 
 	/* request */

@@ -250,6 +250,12 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
 		return err_set(e, 500, "internal", errno, "mkdir in %s: %s", layer, strerror(errno));
 	chmod(upper, 0755);
+	/* runsc makes missing mount points with spaced's umask (077), and every user inside must
+	 * reach the shim there: /.space is made here, 0755 (a seed from a snapshot has it) */
+	char space_dir[760];
+	snprintf(space_dir, sizeof(space_dir), "%s" OCI_SPACE_DIR, upper);
+	if (!seed && ((mkdir(space_dir, 0755) < 0 && errno != EEXIST) || chmod(space_dir, 0755) < 0))
+		return err_set(e, 500, "internal", errno, "mkdir %s: %s", space_dir, strerror(errno));
 	if (seed && (rc = seed_layer(seed, upper, e)) < 0)
 		return rc;
 

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#define OCI_SPACE_DIR "/.space"     /* where the mounts below live */
 #define OCI_AGENT_PATH "/.space/agent"
 #define OCI_SOCK_DIR "/.space/sock"
 #define OCI_SHIM_PATH "/.space/shim.so"

@@ -7,12 +7,17 @@
 #include "daemon/store/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct store {
 	sqlite3 *db;
@@ -40,12 +45,35 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Makes path 0600 (creating it with create); a file that is not there is fine without. */
+static int make_private(const char *path, bool create)
+{
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+	if (fd < 0)
+		return errno == ENOENT && !create ? 0 : -errno;
+	int rc = fchmod(fd, 0600) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
 int store_open(const char *path, struct store **out)
 {
+	/* The database and its -wal and -shm (which SQLite makes with the database's mode) are the
+	 * owner's alone, whatever the umask and whatever an older spaced left. */
+	static const char *const suffixes[] = { "-wal", "-shm" };
+	int rc = make_private(path, true);
+	for (size_t i = 0; rc == 0 && i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		char p[PATH_MAX];
+		if (snprintf(p, sizeof(p), "%s%s", path, suffixes[i]) >= (int)sizeof(p))
+			return -ENAMETOOLONG;
+		rc = make_private(p, false);
+	}
+	if (rc < 0)
+		return rc;
 	struct store *st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
-	int rc = sqlite3_open_v2(path, &st->db,
+	rc = sqlite3_open_v2(path, &st->db,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_busy_timeout(st->db, 5000);
@@ -217,8 +245,11 @@ int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, siz
 		for (size_t i = 0; i < len; i++)
 			diff |= (unsigned)(h[i] ^ (unsigned char)hash_hex[i]);
 		if (diff == 0) {
-			found = 1;
-			snprintf(tenant, n, "%s", (const char *)sqlite3_column_text(stmt, 1));
+			/* a tenant that does not fit is refused: cut, it could be another tenant's name */
+			const unsigned char *t = sqlite3_column_text(stmt, 1);
+			found = t && strlen((const char *)t) < n ? 1 : -ENAMETOOLONG;
+			if (found == 1)
+				snprintf(tenant, n, "%s", (const char *)t);
 		}
 	}
 	sqlite3_finalize(stmt);

@@ -15,7 +15,8 @@
 
 struct store;
 
-/* Opens (creating if needed) the database at path. */
+/* Opens (creating if needed) the database at path; it and its -wal and -shm are made 0600.
+ * Returns 0 or -errno. */
 int store_open(const char *path, struct store **out);
 void store_close(struct store *st);
 
@@ -35,8 +36,8 @@ json_t *store_list_snapshots(struct store *st);
 
 /* Tokens are stored as the hex SHA-256 of the token. */
 int store_add_token(struct store *st, const char *hash_hex, const char *name, const char *tenant);
-/* 1 with its tenant in `tenant` if a token with this hash exists, 0 if not, or -errno. Compares
- * every stored hash in constant time. */
+/* 1 with its tenant in `tenant` if a token with this hash exists, 0 if not, -ENAMETOOLONG if
+ * its tenant does not fit in n bytes, or -errno. Compares every stored hash in constant time. */
 int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, size_t n);
 
 int store_put_template(struct store *st, const char *name, const char *key, const char *path);

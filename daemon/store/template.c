@@ -117,7 +117,9 @@ static int build(const char *tmpdir, const char *logpath, struct err *e)
 	/* The working directory commands start in. */
 	char work[800];
 	snprintf(work, sizeof(work), "%s/work", rootfs);
-	mkdir(work, 0755);
+	/* whoever a command runs as starts there: 0755 whatever spaced's umask (077) */
+	if (mkdir(work, 0755) < 0 || chmod(work, 0755) < 0)
+		return err_set(e, 500, "internal", errno, "cannot create %s: %s", work, strerror(errno));
 	return 0;
 }
 

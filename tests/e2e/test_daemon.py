@@ -7,6 +7,8 @@ session's daemon is never disturbed.
 
 import os
 import signal
+import stat
+import tempfile
 
 from conftest import AGENT, ROOT, collect, event_bytes, q, wait_usable
 
@@ -130,3 +132,25 @@ def test_agent_path_relative_to_the_working_directory(make_daemon):
     assert status == 201, (status, body)
     res = d.api.exec(body["id"], ["echo", "ok"])
     assert res["stdout"] == "ok\n"
+
+
+def test_the_state_directory_and_database_are_spaceds_alone(make_daemon):
+    """spaced runs with umask 077: a state directory left open to others (0755) is made 0700 and
+    state.db, its -wal and its -shm, even ones an older spaced made 0644, are 0600; the Unix
+    socket keeps the mode it is given on purpose (0660)."""
+    state = tempfile.mkdtemp(prefix="space-e2e-")
+    os.chmod(state, 0o755)
+    db = os.path.join(state, "state.db")
+    for suffix in ("", "-wal", "-shm"):
+        with open(db + suffix, "wb"):
+            pass
+        os.chmod(db + suffix, 0o644)
+    d = make_daemon(state_dir=state)
+    d.token("modes")  # a write through another connection to the database
+
+    def mode(p):
+        return stat.S_IMODE(os.stat(p).st_mode)
+    assert mode(state) == 0o700
+    files = {db + suffix: mode(db + suffix) for suffix in ("", "-wal", "-shm")}
+    assert files == {p: 0o600 for p in files}, {p: oct(m) for p, m in files.items()}
+    assert mode(d.socket) == 0o660

@@ -5,8 +5,9 @@ administrator and sees everything.
 
 import http.client
 import json
+import subprocess
 
-from conftest import Api, free_port, wait_until
+from conftest import SPACED, Api, free_port, wait_until
 
 
 def test_a_tenant_sees_only_its_own(make_daemon):
@@ -114,3 +115,34 @@ def test_requests_whose_clients_left_are_let_go(make_daemon):
     finally:
         for c in held:
             c.close()
+
+
+TENANT_NAME_MAX = 63  # bytes (daemon/daemon.h)
+
+
+def token_create(d, *args):
+    return subprocess.run([SPACED, "--state-dir", d.state_dir, "token", "create", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_tenant_names_over_the_limit_are_refused_not_cut(make_daemon):
+    """Two tenants whose names share their first TENANT_NAME_MAX - 1 bytes stay two tenants
+    when each is exactly TENANT_NAME_MAX bytes; a name one byte over is refused by `token
+    create`, whether it comes as --tenant or as the --name a tenant defaults to, and no token
+    is made for it (the old code cut it, so two such names became one tenant)."""
+    port = free_port()
+    d = make_daemon(listen=f"127.0.0.1:{port}")
+    stem = "t" * (TENANT_NAME_MAX - 1)
+    first = Api(tcp=("127.0.0.1", port), token=d.token(stem + "a"))
+    second = Api(tcp=("127.0.0.1", port), token=d.token(stem + "b"))
+    mine = first.create()
+    assert [s["id"] for s in first.ok("GET", "/v1/sandboxes")["sandboxes"]] == [mine]
+    assert second.ok("GET", "/v1/sandboxes")["sandboxes"] == []
+
+    for args in (["--tenant", stem + "aa"], ["--name", stem + "ab"], ["--name", "ci", "--tenant", stem + "ac"]):
+        r = token_create(d, *args)
+        assert r.returncode != 0 and r.stdout == "", (args, r)
+        assert f"at most {TENANT_NAME_MAX}" in r.stderr and "64 bytes" in r.stderr, (args, r.stderr)
+    # nor is a token taken for an option it does not know
+    r = token_create(d, "--tenat", "x")
+    assert r.returncode == 2 and r.stdout == "" and "--tenat" in r.stderr, r

@@ -1,8 +1,9 @@
 """space: the Python SDK of the space sandbox platform.
 
 Talks to spaced over its Unix socket or over TCP with a token, configured by
-SPACE_HOST (``unix:///run/space/space.sock`` by default, or
-``http://HOST:PORT``) and SPACE_TOKEN, like the CLI. Standard library only.
+SPACE_HOST (``unix:///run/space/space.sock`` by default, ``http://HOST:PORT``
+or ``https://HOST:PORT``), SPACE_TOKEN and SPACE_CA, like the CLI. Standard
+library only.
 
     from space import Sandbox
     with Sandbox.create(timeout=300) as sb:

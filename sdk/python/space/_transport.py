@@ -10,6 +10,9 @@ Configuration, like the CLI:
   SPACE_HOST   unix:///run/space/space.sock (default), unix:///other.sock,
                http://HOST:PORT or https://HOST:PORT
   SPACE_TOKEN  bearer token, needed over TCP
+  SPACE_CA     for https, the CA bundle (PEM) that signed spaced's certificate;
+               default: the system's. The certificate and its name are always
+               verified; a CA with an http:// host is refused, not ignored.
 
 Timeouts are per socket operation: a request fails with TimeoutError when the
 daemon sends nothing for `timeout` seconds (None: wait for ever). Streams are
@@ -206,13 +209,25 @@ class Transport:
         host: a SPACE_HOST value; default: $SPACE_HOST, then the system socket.
         token: the bearer token; default: $SPACE_TOKEN (only sent when set).
         request_timeout: seconds a request may wait for the daemon; default 60.
+        ca: for an https host, the CA bundle (a PEM file) that signed the daemon's
+            certificate; default: $SPACE_CA, then the system's.
     """
 
-    def __init__(self, host=None, token=None, request_timeout=None):
+    def __init__(self, host=None, token=None, request_timeout=None, ca=None):
         self.host = host or os.environ.get("SPACE_HOST") or DEFAULT_HOST
         self.token = token if token is not None else (os.environ.get("SPACE_TOKEN") or None)
         self.request_timeout = DEFAULT_REQUEST_TIMEOUT if request_timeout is None else request_timeout
+        self.ca = ca or os.environ.get("SPACE_CA") or None
         self._addr = parse_host(self.host)
+        self._tls = None
+        if self._addr[0] == "http" and self.ca:
+            raise errors.InvalidArgumentError(
+                "a CA (%s) is given but %s is not https://: refusing to talk plain HTTP" % (self.ca, self.host))
+        if self._addr[0] == "https":
+            try:
+                self._tls = ssl.create_default_context(cafile=self.ca)
+            except (OSError, ssl.SSLError) as e:
+                raise errors.InvalidArgumentError("cannot load the CA bundle %s: %s" % (self.ca, e))
 
     def __repr__(self):
         return "Transport(%r)" % self.host
@@ -225,8 +240,7 @@ class Transport:
         if a[0] == "unix":
             return _UnixConnection(a[1], timeout)
         if a[0] == "https":
-            return http.client.HTTPSConnection(a[1], a[2], timeout=timeout, blocksize=BLOCK,
-                                               context=ssl.create_default_context())
+            return http.client.HTTPSConnection(a[1], a[2], timeout=timeout, blocksize=BLOCK, context=self._tls)
         return http.client.HTTPConnection(a[1], a[2], timeout=timeout, blocksize=BLOCK)
 
     def _send(self, method, path, query, body, data, headers, timeout):
@@ -258,6 +272,11 @@ class Transport:
         except socket.timeout:
             conn.close()
             raise errors.TimeoutError("%s %s: no answer from %s within %s s" % (method, path, self.host, timeout))
+        except ssl.SSLCertVerificationError as e:
+            conn.close()
+            raise errors.ConnectionError("%s %s: cannot verify the certificate of spaced at %s: %s (%s)" % (
+                method, path, self.host, e.verify_message or e,
+                "is %s the CA that signed it?" % self.ca if self.ca else "set SPACE_CA or ca= to the CA that signed it"))
         except (OSError, http.client.HTTPException) as e:
             conn.close()
             raise errors.ConnectionError("%s %s: cannot talk to spaced at %s: %s" % (method, path, self.host, e))

@@ -125,13 +125,13 @@ class Sandbox:
         files: read and write files (a Files).
     """
 
-    def __init__(self, sandbox_id, host=None, token=None, request_timeout=None, _transport=None):
+    def __init__(self, sandbox_id, host=None, token=None, request_timeout=None, ca=None, _transport=None):
         """A handle on sandbox `sandbox_id`, made without asking the daemon anything.
 
         Prefer ``Sandbox.connect()``, which checks that it exists and resumes it.
         """
         self.id = sandbox_id
-        self._transport = _transport or Transport(host, token, request_timeout)
+        self._transport = _transport or Transport(host, token, request_timeout, ca)
         self.commands = Commands(self)
         self.files = Files(self)
         self._contexts = {}
@@ -155,7 +155,7 @@ class Sandbox:
     @classmethod
     def create(cls, template=None, timeout=None, env=None, metadata=None, cpus=None, memory_mb=None,
                disk_mb=None, lifetime=None, timeout_action=None, keepalive_processes=None, snapshot=None,
-               host=None, token=None, request_timeout=None):
+               host=None, token=None, request_timeout=None, ca=None):
         """Creates a sandbox and returns it once its first command can run.
 
         Args:
@@ -174,8 +174,10 @@ class Sandbox:
                 template, cpus, memory_mb and disk_mb then come from it.
             host, token: the daemon to use; default $SPACE_HOST and $SPACE_TOKEN.
             request_timeout: seconds any request may wait for the daemon (default 60).
+            ca: for an https host, the CA bundle (PEM file) that signed the daemon's
+                certificate; default $SPACE_CA, then the system's.
         """
-        t = Transport(host, token, request_timeout)
+        t = Transport(host, token, request_timeout, ca)
         body = {}
         for key, val in (("template", template), ("timeout", timeout), ("cpus", cpus), ("memory_mb", memory_mb),
                          ("disk_mb", disk_mb),
@@ -197,7 +199,7 @@ class Sandbox:
         return sb
 
     @classmethod
-    def connect(cls, sandbox_id, timeout=None, host=None, token=None, request_timeout=None):
+    def connect(cls, sandbox_id, timeout=None, host=None, token=None, request_timeout=None, ca=None):
         """A Sandbox for an existing sandbox; a paused or suspended one is resumed first.
 
         Args:
@@ -206,21 +208,21 @@ class Sandbox:
 
         Raises SandboxNotFound if there is no such sandbox.
         """
-        sb = cls(sandbox_id, host, token, request_timeout)
+        sb = cls(sandbox_id, host, token, request_timeout, ca)
         info = sb.get_info()
         if info.state in ("paused", "pausing", "suspended", "suspending", "resuming") or timeout is not None:
             sb.resume(timeout=timeout)
         return sb
 
     @staticmethod
-    def list(metadata=None, state=None, host=None, token=None, request_timeout=None):
+    def list(metadata=None, state=None, host=None, token=None, request_timeout=None, ca=None):
         """The sandboxes of the daemon, oldest first; a list of SandboxInfo.
 
         Args:
             metadata: only sandboxes whose metadata has every given key and value.
             state: only sandboxes in this state (a str) or these states (a list).
         """
-        t = Transport(host, token, request_timeout)
+        t = Transport(host, token, request_timeout, ca)
         query = {"label": ["%s=%s" % (k, v) for k, v in (metadata or {}).items()]} if metadata else None
         out = [SandboxInfo(d) for d in t.json("GET", "/v1/sandboxes", query=query)["sandboxes"]]
         if state is not None:
@@ -313,21 +315,21 @@ class Sandbox:
     # -- snapshots
 
     @staticmethod
-    def list_snapshots(host=None, token=None, request_timeout=None):
+    def list_snapshots(host=None, token=None, request_timeout=None, ca=None):
         """Every snapshot of the daemon; a list of Snapshot."""
-        t = Transport(host, token, request_timeout)
+        t = Transport(host, token, request_timeout, ca)
         return [Snapshot(d, t) for d in t.json("GET", "/v1/snapshots")["snapshots"]]
 
     @staticmethod
-    def get_snapshot(snapshot_id, host=None, token=None, request_timeout=None):
+    def get_snapshot(snapshot_id, host=None, token=None, request_timeout=None, ca=None):
         """The Snapshot with this id; raises SnapshotNotFound."""
-        t = Transport(host, token, request_timeout)
+        t = Transport(host, token, request_timeout, ca)
         return Snapshot(t.json("GET", "/v1/snapshots/%s" % snapshot_id, not_found=errors.SnapshotNotFound), t)
 
     @staticmethod
-    def delete_snapshot(snapshot_id, host=None, token=None, request_timeout=None):
+    def delete_snapshot(snapshot_id, host=None, token=None, request_timeout=None, ca=None):
         """Deletes the snapshot with this id; returns False if it did not exist."""
-        return Snapshot({"id": snapshot_id}, Transport(host, token, request_timeout)).delete()
+        return Snapshot({"id": snapshot_id}, Transport(host, token, request_timeout, ca)).delete()
 
     # -- code interpreter
 

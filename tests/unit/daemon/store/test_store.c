@@ -465,10 +465,13 @@ static void test_tokens(void **state)
 	assert_int_equal(store_token_tenant(fx->st, "", tenant, sizeof(tenant)), 0);
 	assert_string_equal(tenant, "untouched");
 
-	/* the tenant is cut to the caller's buffer, terminated */
-	char small[4];
-	assert_int_equal(store_token_tenant(fx->st, HASH_B, small, sizeof(small)), 1);
-	assert_string_equal(small, "glo");
+	/* a tenant that does not fit the caller's buffer is refused, never cut to another's name;
+	 * one that just fits (with its NUL) is whole */
+	char small[6] = "untou", fits[7];
+	assert_int_equal(store_token_tenant(fx->st, HASH_B, small, sizeof(small)), -ENAMETOOLONG);
+	assert_string_equal(small, "untou");
+	assert_int_equal(store_token_tenant(fx->st, HASH_B, fits, sizeof(fits)), 1);
+	assert_string_equal(fits, "globex");
 
 	reopen(fx);
 	assert_int_equal(store_token_tenant(fx->st, HASH_A, tenant, sizeof(tenant)), 1);
