@@ -28,6 +28,7 @@
 #include "daemon/base/hash.h"
 #include "daemon/api/http.h"
 #include "daemon/base/reaper.h"
+#include "daemon/base/crash.h"
 #include "daemon/base/log.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
@@ -221,7 +222,8 @@ int main(int argc, char **argv)
 	pthread_cond_init(&d->cond, NULL);
 	d->loop.epfd = d->loop.wakefd = d->reaperfd = -1;
 
-	/* 1. configuration */
+	/* 1. configuration (and the durability tests' crash step, when they set one) */
+	crash_init();
 	rc = parse_args(d, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;

@@ -9,12 +9,14 @@
  *
  * Suspend follows an order that is part of the contract: runsc's checkpoint
  * panics with a connected host socket in the sandbox, and a failed checkpoint
- * leaves the sandbox stopped. So: stop listening, ask the agent to detach and
- * wait for its connection to close, only then checkpoint. The image is
- * written under checkpoint.tmp/, every file and the directory fsynced, then
- * renamed to checkpoint/ and the parent directory fsynced; the writable layer
- * is synced with syncfs; only then is the state committed as suspended and
- * the runtime released.
+ * leaves the sandbox stopped. So: check the host has room for the image (507
+ * and nothing touched if not), stop listening, ask the agent to detach and
+ * wait for its connection to close, only then checkpoint into
+ * checkpoint.tmp/. Then the writable layer is synced (syncfs), every file of
+ * the image and its completion mark fsynced, the folder renamed to
+ * checkpoint/ and the parent fsynced; the runtime is released and only then
+ * is the state committed as suspended. Reconciliation trusts only a marked
+ * image under its final name. Each step is a named crash point (crash.h).
  */
 #include "daemon/core/lifecycle.h"
 
@@ -25,12 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "daemon/api/api.h"
 #include "daemon/driver/driver.h"
 #include "daemon/core/job.h"
+#include "daemon/base/crash.h"
 #include "daemon/base/log.h"
 #include "daemon/core/op.h"
 #include "daemon/core/peer.h"
@@ -138,8 +142,26 @@ static int remove_tree(const char *p)
 }
 
 
-int lifecycle_write_image(struct daemon *d, struct sandbox *sb, const char *final, int leave_running,
-			  struct err *e)
+/* Writes an empty file `name` in dir and fsyncs it. */
+static int write_mark(const char *dir, const char *name)
+{
+	char p[760];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/*
+ * Checkpoints sb (which stops it) into final.tmp, then in this order: syncs the writable layer,
+ * fsyncs every file of the image, writes and fsyncs the completion mark, renames final.tmp to
+ * final and fsyncs the parent. An image that stands under its final name with its mark is
+ * whole and its files are on disk as of the checkpoint. The agent must be detached.
+ */
+static int write_image(struct daemon *d, struct sandbox *sb, const char *final, struct err *e)
 {
 	char tmp[700], parent[700];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", final);
@@ -149,18 +171,50 @@ int lifecycle_write_image(struct daemon *d, struct sandbox *sb, const char *fina
 		*slash = '\0';
 	remove_tree(tmp);
 	if (mkdir(tmp, 0700) < 0)
-		return err_set(e, 500, "internal", errno, "mkdir %s: %s", tmp, strerror(errno));
-	int rc = d->driver->checkpoint(d->drv, sb, tmp, leave_running, e);
-	if (rc == 0 && (rc = sync_dir_tree(tmp)) < 0)
-		err_set(e, 500, "internal", -rc, "syncing the image: %s", strerror(-rc));
+		return err_from_errno(e, errno, "cannot make the image folder %s: %s", tmp, strerror(errno));
+	int rc = d->driver->checkpoint(d->drv, sb, tmp, 0, e);
 	if (rc == 0) {
+		crash_point("suspend:checkpointed");
+		if ((rc = sandbox_sync_layer(d, sb)) < 0)
+			err_from_errno(e, -rc, "syncing the writable layer: %s", strerror(-rc));
+	}
+	if (rc == 0) {
+		crash_point("suspend:layer-synced");
+		if ((rc = sync_dir_tree(tmp)) < 0 || (rc = write_mark(tmp, LIFECYCLE_IMAGE_MARK)) < 0 ||
+		    (rc = fsync_path(tmp)) < 0)
+			err_from_errno(e, -rc, "syncing the image: %s", strerror(-rc));
+	}
+	if (rc == 0) {
+		crash_point("suspend:image-synced");
 		remove_tree(final);
 		if (rename(tmp, final) < 0 || fsync_path(parent) < 0)
-			rc = err_set(e, 500, "internal", errno, "publishing the image: %s", strerror(errno));
+			rc = err_from_errno(e, errno, "publishing the image: %s", strerror(errno));
 	}
 	if (rc < 0)
 		remove_tree(tmp);
 	return rc;
+}
+
+/* Refuses (507) a suspend the state dir's filesystem cannot hold: an image is about the
+ * memory the sandbox uses, and its layer's dirty pages go to its own, already sized, disk. */
+static int check_room(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	struct driver_stats st = { 0 };
+	uint64_t need = LIFECYCLE_IMAGE_SLACK;
+	if (d->driver->stats(d->drv, sb, &st) == 0)
+		need += st.memory_bytes;
+	else
+		need += (uint64_t)sb->memory_mb << 20;
+	struct statvfs fs;
+	if (statvfs(sb->dir, &fs) < 0)
+		return err_from_errno(e, errno, "cannot read the free space of %s: %s", sb->dir, strerror(errno));
+	uint64_t have = (uint64_t)fs.f_bavail * fs.f_frsize;
+	if (have < need)
+		return err_set(e, 507, "no_space", ENOSPC,
+			       "sandbox %s: the host has %llu MiB free, a memory image needs about %llu MiB; it "
+			       "keeps running",
+			       sb->id, (unsigned long long)(have >> 20), (unsigned long long)(need >> 20));
+	return 0;
 }
 
 /* Detaches the agent and waits for its connection to end. [L] */
@@ -217,8 +271,8 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 	if (rc == 0)
 		rc = lifecycle_reattach(d, sb, e);
 	daemon_unlock(d);
-	if (rc == 0)
-		rc = d->driver->restore(d->drv, sb, image, e);
+	if (rc == 0 && (rc = d->driver->restore(d->drv, sb, image, e)) == 0)
+		crash_point("resume:restored");
 	daemon_lock(d);
 	if (rc == 0)
 		rc = wait_agent(d, sb, e);
@@ -230,6 +284,7 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 		d->driver->stop(d->drv, sb, &ignored);
 		return SB_SUSPENDED;
 	}
+	crash_point("resume:connected");
 	/* The image is spent: the sandbox has run on from it. Left in place, a later
 	 * interrupted suspend could be mistaken for a finished one. */
 	remove_tree(image);
@@ -243,31 +298,46 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
  */
 enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb_state from, struct err *e)
 {
-	int rc = 0;
 	char image[700];
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
 
+	/* Nothing is touched before the host is known to have room: a refused suspend leaves the
+	 * sandbox as it was (running or paused). */
+	int rc = check_room(d, sb, e);
+	if (rc < 0)
+		return from;
 	/* No image may stand while the sandbox is suspending unless this suspend wrote it:
 	 * that is how a restarted spaced tells a finished suspend from an interrupted one. */
 	remove_tree(image);
 	/* A paused sandbox cannot detach its agent: let it run for the moment that takes. */
-	if (from == SB_PAUSED)
-		rc = d->driver->resume(d->drv, sb, e);
+	if (from == SB_PAUSED && d->driver->resume(d->drv, sb, e) < 0)
+		return SB_PAUSED;
 	daemon_lock(d);
-	if (rc == 0)
-		rc = lifecycle_detach(d, sb, e);
+	rc = lifecycle_detach(d, sb, e);
 	if (rc < 0)
 		lifecycle_reattach(d, sb, e);
 	daemon_unlock(d);
 	if (rc < 0)
 		return SB_RUNNING;
-	rc = lifecycle_write_image(d, sb, image, 0, e);
-	if (rc == 0 && (rc = sandbox_sync_layer(d, sb)) < 0)
-		err_set(e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
+	crash_point("suspend:detached");
+	rc = write_image(d, sb, image, e);
+	if (rc < 0 && d->driver->state(d->drv, sb) == DRV_RUNNING) {
+		/* the checkpoint did not stop it (it failed before, or could not even start):
+		 * nothing is lost, the agent comes back */
+		daemon_lock(d);
+		struct err ignored = { 0 };
+		lifecycle_reattach(d, sb, &ignored);
+		daemon_unlock(d);
+		return SB_RUNNING;
+	}
+	if (rc == 0)
+		crash_point("suspend:published");
 	struct err stop_err = { 0 };
 	/* After a checkpoint (or a failed one) the container no longer runs: release it. */
 	if (d->driver->stop(d->drv, sb, &stop_err) < 0 && rc == 0)
 		log_warn("sandbox %s: suspended, but releasing the runtime failed: %s", sb->id, stop_err.msg);
+	if (rc == 0)
+		crash_point("suspend:released");
 	return rc == 0 ? SB_SUSPENDED : SB_FAILED;
 }
 

@@ -25,13 +25,10 @@ int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, stru
 int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e);
 
 
-/*
- * Checkpoints sb into the directory `final`, durably: written under final.tmp,
- * every file and the directory fsynced, renamed, the parent fsynced. The agent
- * must be detached. Blocks; call without d->lock.
- */
-int lifecycle_write_image(struct daemon *d, struct sandbox *sb, const char *final, int leave_running,
-			  struct err *e);
+/* The file a whole, synced image holds (checkpoint/complete): without it an image is not one. */
+#define LIFECYCLE_IMAGE_MARK "complete"
+/* Room asked of the host beyond the sandbox's memory before a suspend. */
+#define LIFECYCLE_IMAGE_SLACK (64ull << 20)
 
 /* Asks sb's agent to detach and waits until its connection is closed. [L] */
 int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e);

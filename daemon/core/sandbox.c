@@ -27,6 +27,7 @@
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
 #include "daemon/core/op.h"
+#include "daemon/core/lifecycle.h"
 #include "daemon/core/peer.h"
 #include "daemon/core/proc.h"
 #include "daemon/store/store.h"
@@ -555,6 +556,15 @@ int sandbox_sync_layer(struct daemon *d, struct sandbox *sb)
 	return rc;
 }
 
+/* Whether dir holds a file called name. */
+static bool is_file_in(const char *dir, const char *name)
+{
+	char p[760];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static bool is_dir(const char *p)
 {
 	struct stat st;
@@ -590,17 +600,24 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 		}
 		return SB_FAILED;
 	case SB_SUSPENDING:
+		/* only a marked image is whole and synced (lifecycle.c); anything else is not one */
+		have_image = have_image && is_file_in(image, LIFECYCLE_IMAGE_MARK);
 		if (!have_image && ds == DRV_RUNNING)
 			return SB_RUNNING; /* the checkpoint had not happened: the agent reconnects */
-		if (!have_image && is_dir(tmp) && ds == DRV_STOPPED) {
-			/* runsc finished the checkpoint; publishing it did not happen */
-			if (rename(tmp, image) == 0)
-				have_image = true;
+		if (!have_image && is_file_in(tmp, LIFECYCLE_IMAGE_MARK) && rename(tmp, image) == 0)
+			have_image = true; /* whole and synced; only its publishing was cut short */
+		if (!have_image && is_dir(tmp) && ds == DRV_STOPPED && d->driver->stop(d->drv, sb, &e) == 0 &&
+		    sandbox_sync_layer(d, sb) == 0 && d->driver->prepare(d->drv, sb, &e) == 0 &&
+		    d->driver->restore(d->drv, sb, tmp, &e) == 0) {
+			/* runsc stopped it for a checkpoint that may or may not have finished: the
+			 * image is never trusted as a suspend, but a restore that takes proves it whole,
+			 * and the sandbox runs on from where it stopped, its files as they were then */
+			log_info("sandbox %s: its interrupted suspend was undone from the unpublished image", sb->id);
+			return SB_RUNNING;
 		}
 		if (!have_image)
 			return SB_FAILED;
 		d->driver->stop(d->drv, sb, &e);
-		sandbox_sync_layer(d, sb);
 		return SB_SUSPENDED;
 	case SB_SUSPENDED:
 		if (ds != DRV_ABSENT)

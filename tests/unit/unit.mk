@@ -53,7 +53,7 @@ UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daem
                  daemon/core/snapshot.c daemon/core/job.c daemon/core/state.c \
                  daemon/core/peer.c daemon/core/proc.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
-                 daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
+                 daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
                  daemon/base/hash.c \
                  daemon/store/store.c daemon/store/template.c \
                  lib/buf.c lib/codec.c lib/frame.c
