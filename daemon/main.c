@@ -30,6 +30,7 @@
 #include "daemon/base/log.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
+#include "daemon/core/sweep.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
 
@@ -258,6 +259,9 @@ int main(int argc, char **argv)
 	}
 
 	snapshot_cleanup(d);
+
+	/* 6b. release what no record owns: unfinished destroys, containers, mounts, loops, folders */
+	sweep_run(d);
 
 	/* 7. the API */
 	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);
