@@ -3,6 +3,7 @@
  *
  *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]
  *          [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
+ *          [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]
  *   spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]
  *
  * main() is the list of phases. Sandboxes do not depend on spaced staying
@@ -69,6 +70,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT] [--driver gvisor|vm|auto]\n"
 		   "              [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
+		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
@@ -92,6 +94,8 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },    { "driver", required_argument, NULL, 'd' },
 		{ "cache-dir", required_argument, NULL, 'c' }, { "agent", required_argument, NULL, 'a' },
 		{ "no-auto-resume", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
+		{ "tenant-snapshots", required_argument, NULL, 'n' },
+		{ "tenant-snapshot-mb", required_argument, NULL, 'b' }, { "reserve-mb", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
@@ -99,6 +103,8 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 	snprintf(d->socket_path, sizeof(d->socket_path), "/run/space/space.sock");
 	d->driver_name = "auto";
 	d->auto_resume = true;
+	d->max_snapshots = TENANT_MAX_SNAPSHOTS;
+	d->max_snapshot_bytes = TENANT_MAX_SNAPSHOT_BYTES;
 	char exe[400];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
@@ -114,6 +120,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		case 'c': snprintf(d->cache_dir, sizeof(d->cache_dir), "%s", optarg); break;
 		case 'a': snprintf(d->agent_path, sizeof(d->agent_path), "%s", optarg); break;
 		case 'R': d->auto_resume = false; break;
+		case 'n': d->max_snapshots = atoi(optarg); break;
+		case 'b': d->max_snapshot_bytes = strtoull(optarg, NULL, 10) << 20; break;
+		case 'r': d->reserve_bytes = strtoull(optarg, NULL, 10) << 20; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -EINVAL;
 		}

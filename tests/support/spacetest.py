@@ -266,7 +266,8 @@ class Daemon:
     """One build/spaced with its own state directory and socket (and a TCP listener with listen)."""
 
     def __init__(self, state_dir=None, listen=None, agent=AGENT, cwd=ROOT, spaced=SPACED, prefix="space-test-",
-                 io_timeout=IO_TIMEOUT):
+                 io_timeout=IO_TIMEOUT, args=()):
+        self.args = list(args)  # more flags for spaced (limits a test wants to reach quickly)
         self.state_dir = state_dir or tempfile.mkdtemp(prefix=prefix)
         self.socket = os.path.join(self.state_dir, "space.sock")
         self.listen = listen
@@ -282,7 +283,7 @@ class Daemon:
         a = [self.spaced, "--state-dir", self.state_dir, "--socket", self.socket, "--agent", self.agent]
         if self.listen:
             a += ["--listen", self.listen]
-        return a
+        return a + self.args
 
     def start(self, deadline=START_DEADLINE):
         log = open(self.log_path, "ab")
