@@ -30,6 +30,10 @@
 #define TENANT_MAX_SANDBOXES 64          /* of them, owned by one tenant (TCP token) */
 #define TENANT_MAX_REQUESTS 64           /* requests of one tenant in flight at once (streams too) */
 #define TENANT_NAME_MAX 63               /* bytes of a tenant's name; a longer one is refused, never cut */
+/* Snapshots one tenant may keep, and the disk they may take (sizes measured when each is made);
+ * spaced --tenant-snapshots / --tenant-snapshot-mb lower or raise them. */
+#define TENANT_MAX_SNAPSHOTS 64
+#define TENANT_MAX_SNAPSHOT_BYTES (64ull << 30)
 #define SANDBOX_ID_LEN 12                /* hex characters */
 #define SANDBOX_MAX_EXITED 128           /* exited processes remembered per sandbox */
 #define SANDBOX_MAX_PROCS_TRACKED 512    /* process records per sandbox (running + remembered) */
@@ -153,6 +157,9 @@ struct daemon {
 	char shim_path[512];        /* libspace-shim.so beside it, "" if missing */
 	const char *driver_name;
 	bool auto_resume;           /* exec and file requests resume a paused or suspended sandbox */
+	int max_snapshots;          /* per tenant (TENANT_MAX_SNAPSHOTS unless configured) */
+	uint64_t max_snapshot_bytes;/* per tenant (TENANT_MAX_SNAPSHOT_BYTES unless configured) */
+	uint64_t reserve_bytes;     /* free space a snapshot or fork must leave on the state dir */
 
 	struct store *store;
 	const struct driver_ops *driver;

@@ -3,6 +3,7 @@
  *
  *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]
  *          [--driver gvisor|vm|auto] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
+ *          [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]
  *   spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]
  *
  * main() is the list of phases. Sandboxes do not depend on spaced staying
@@ -32,6 +33,7 @@
 #include "daemon/base/log.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
+#include "daemon/core/sweep.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
 
@@ -70,6 +72,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]\n"
 		   "              [--driver gvisor|vm|auto] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
+		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
@@ -128,6 +131,8 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "cache-dir", required_argument, NULL, 'c' }, { "agent", required_argument, NULL, 'a' },
 		{ "no-auto-resume", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
 		{ "tls-cert", required_argument, NULL, 'C' }, { "tls-key", required_argument, NULL, 'K' },
+		{ "tenant-snapshots", required_argument, NULL, 'n' },
+		{ "tenant-snapshot-mb", required_argument, NULL, 'b' }, { "reserve-mb", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
@@ -135,6 +140,8 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 	snprintf(d->socket_path, sizeof(d->socket_path), "/run/space/space.sock");
 	d->driver_name = "auto";
 	d->auto_resume = true;
+	d->max_snapshots = TENANT_MAX_SNAPSHOTS;
+	d->max_snapshot_bytes = TENANT_MAX_SNAPSHOT_BYTES;
 	char exe[400];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
@@ -152,6 +159,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		case 'R': d->auto_resume = false; break;
 		case 'C': snprintf(d->tls_cert_path, sizeof(d->tls_cert_path), "%s", optarg); break;
 		case 'K': snprintf(d->tls_key_path, sizeof(d->tls_key_path), "%s", optarg); break;
+		case 'n': d->max_snapshots = atoi(optarg); break;
+		case 'b': d->max_snapshot_bytes = strtoull(optarg, NULL, 10) << 20; break;
+		case 'r': d->reserve_bytes = strtoull(optarg, NULL, 10) << 20; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -EINVAL;
 		}
@@ -311,6 +321,9 @@ int main(int argc, char **argv)
 	}
 
 	snapshot_cleanup(d);
+
+	/* 6b. release what no record owns: unfinished destroys, containers, mounts, loops, folders */
+	sweep_run(d);
 
 	/* 7. the API */
 	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);

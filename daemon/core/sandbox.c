@@ -389,17 +389,13 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		daemon_unlock(d);
 		return 0;
 	}
-	/* An unconfirmed create is undone completely. */
+	/* An unconfirmed create is undone completely, or kept failed if that does not finish. */
 	sb->state = SB_DELETING;
 	daemon_unlock(d);
 	log_warn("sandbox %s: create failed: %s", sb->id, e->msg);
-	struct err ignored = { 0 };
-	d->driver->destroy(d->drv, sb, &ignored);
-	store_delete_sandbox(d->store, sb->id);
-	daemon_lock(d);
-	registry_remove(d, sb);
-	sandbox_retire(d, sb);
-	daemon_unlock(d);
+	struct err left = { 0 };
+	if (sandbox_destroy(d, sb, &left) < 0)
+		log_warn("sandbox %s: undoing the create: %s; kept as failed", sb->id, left.msg);
 	return rc;
 }
 
@@ -422,27 +418,41 @@ static void create_job(struct job *j)
 	daemon_unlock(d);
 }
 
-static void delete_job(struct job *j)
+int sandbox_destroy(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	struct daemon *d = j->d;
-	struct sandbox *sb = j->sb;
-	struct err e = { 0 };
-	int rc = d->driver->destroy(d->drv, sb, &e);
+	int rc = d->driver->destroy(d->drv, sb, e);
 	daemon_lock(d);
 	if (rc < 0) {
+		/* the record stays until a destroy finishes: what is left is never unaccounted for */
 		sb->state = SB_FAILED;
-		snprintf(sb->reason, sizeof(sb->reason), "delete failed: %s", e.msg);
+		snprintf(sb->reason, sizeof(sb->reason), SANDBOX_UNDESTROYED "%s", e->msg);
 		store_set_state(d->store, sb->id, "failed", sb->reason);
-		if (j->op)
-			op_fail(j->op, &e);
 	} else {
 		store_delete_sandbox(d->store, sb->id);
 		registry_remove(d, sb);
 		sandbox_retire(d, sb);
-		if (j->op) {
-			j->op->status = 204;
-			op_finish(j->op);
-		}
+	}
+	daemon_unlock(d);
+	return rc;
+}
+
+bool sandbox_undestroyed(const struct sandbox *sb)
+{
+	return sb->state == SB_DELETING ||
+	       (sb->state == SB_FAILED && strncmp(sb->reason, SANDBOX_UNDESTROYED, strlen(SANDBOX_UNDESTROYED)) == 0);
+}
+
+static void delete_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct err e = { 0 };
+	int rc = sandbox_destroy(d, j->sb, &e); /* the job's reference keeps j->sb */
+	daemon_lock(d);
+	if (j->op && rc < 0) {
+		op_fail(j->op, &e);
+	} else if (j->op) {
+		j->op->status = 204;
+		op_finish(j->op);
 	}
 	daemon_unlock(d);
 }
@@ -631,15 +641,14 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 /* Brings one recorded sandbox in line with what the driver says runs. */
 static void adopt(struct daemon *d, struct sandbox *sb)
 {
-	struct err e = { 0 };
 	enum driver_state ds = d->driver->state(d->drv, sb);
 
 	if (sb->state == SB_CREATING || sb->state == SB_DELETING) {
-		/* A create never confirmed or a delete under way: finish by removing it. */
+		/* A create never confirmed or a delete under way: the sweep after adoption finishes
+		 * it by destroying it (core/sweep.c), or keeps it failed if that does not finish. */
 		log_info("sandbox %s: was %s when spaced stopped; removing it", sb->id, sb_state_name(sb->state));
-		d->driver->destroy(d->drv, sb, &e);
-		store_delete_sandbox(d->store, sb->id);
-		sandbox_free(sb);
+		sb->state = SB_DELETING;
+		registry_add(d, sb);
 		return;
 	}
 	enum sb_state was = sb->state;

@@ -45,12 +45,29 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 /*
  * Brings a registered sandbox up: root filesystem, agent socket, then boot, or a
  * restore from `snapshot` (a snapshot directory: image/ and upper/). On failure
- * everything is undone and sb is freed. Blocks; call without d->lock.
+ * everything is undone and sb is freed, or, when undoing fails, sb stays failed
+ * (sandbox_destroy). Blocks; call without d->lock.
  */
 int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e);
 
 /* Starts deleting sb on a job thread; op is finished with 204. [L] */
 int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e);
+
+/* The reason a sandbox is failed with when destroying it did not finish (what went wrong
+ * follows): it is kept, recorded, until a delete or the next start finishes the destroy. */
+#define SANDBOX_UNDESTROYED "delete failed: "
+
+/*
+ * Destroys sb (driver destroy: processes, mounts, files) and forgets it (record, registry;
+ * sb is retired, so the caller must hold a reference to use it after). When the destroy
+ * fails, sb stays, failed with SANDBOX_UNDESTROYED and *e's message. Blocks; call without
+ * d->lock. Returns 0 or -errno with *e filled.
+ */
+int sandbox_destroy(struct daemon *d, struct sandbox *sb, struct err *e);
+
+/* Whether sb waits for a destroy to finish: deleting (at start: left so by the spaced before)
+ * or failed with SANDBOX_UNDESTROYED. [L] */
+bool sandbox_undestroyed(const struct sandbox *sb);
 
 /*
  * Loads the sandboxes recorded in the store, adopts those that still run,

@@ -32,6 +32,7 @@
 #include "daemon/core/lifecycle.h"
 #include "daemon/base/log.h"
 #include "daemon/core/op.h"
+#include "daemon/core/quota.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/base/spawn.h"
 #include "daemon/store/store.h"
@@ -135,8 +136,11 @@ static void snapshot_job(struct job *j)
 	snprintf(id, sizeof(id), "%s", j->text2);
 	snap_dir(d, id, dir, sizeof(dir));
 	int rc = take(d, j->sb, dir, &e);
+	uint64_t bytes = 0; /* what it takes on disk, counted in its tenant's quota */
+	if (rc == 0)
+		quota_dir_bytes(dir, &bytes);
 	daemon_lock(d);
-	if (rc == 0 && (rc = store_put_snapshot(d->store, id, j->sb, j->text[0] ? j->text : NULL)) < 0)
+	if (rc == 0 && (rc = store_put_snapshot(d->store, id, j->sb, j->text[0] ? j->text : NULL, bytes)) < 0)
 		err_set(&e, 500, "internal", -rc, "cannot record the snapshot");
 	if (rc == 0) {
 		j->op->status = 201;
@@ -223,7 +227,10 @@ int snapshot_take(struct daemon *d, struct sandbox *sb, const char *name, struct
 	snprintf(j.text, sizeof(j.text), "%s", name ? name : "");
 	if (new_snapshot_id(j.text2) < 0)
 		return err_set(e, 500, "internal", EIO, "no randomness for an id");
-	return start(d, sb, &j, e);
+	int rc = sb->state == SB_RUNNING ? quota_snapshot(d, sb, e) : 0;
+	if (rc == 0 && sb->state == SB_RUNNING)
+		rc = quota_space(d, sb, 0, e);
+	return rc < 0 ? rc : start(d, sb, &j, e);
 }
 
 int snapshot_fork(struct daemon *d, struct sandbox *sb, int count, struct op *op, struct err *e)
@@ -231,7 +238,8 @@ int snapshot_fork(struct daemon *d, struct sandbox *sb, int count, struct op *op
 	if (d->nsandboxes + count > SPACE_MAX_SANDBOXES)
 		return err_set(e, 429, "too_many", EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
 	struct job j = { .fn = fork_job, .sb = sb, .op = op, .count = count };
-	return start(d, sb, &j, e);
+	int rc = sb->state == SB_RUNNING ? quota_space(d, sb, count, e) : 0;
+	return rc < 0 ? rc : start(d, sb, &j, e);
 }
 
 int snapshot_path(struct daemon *d, const char *id, char *out, size_t n)

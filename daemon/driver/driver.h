@@ -14,6 +14,7 @@
 #ifndef SPACE_DAEMON_DRIVER_H
 #define SPACE_DAEMON_DRIVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "daemon/daemon.h"
@@ -30,6 +31,21 @@ struct driver_stats {
 	uint64_t memory_bytes;
 	uint64_t cpu_ns;
 	uint32_t pids;
+};
+
+/* What a runtime can leave on the host when spaced stops at the wrong moment: listed by
+ * leftovers, released by release (the sweep at start, core/sweep.c). */
+enum driver_left {
+	DRV_LEFT_CONTAINER, /* the runtime's container (its processes, cgroups, state) */
+	DRV_LEFT_MOUNT,     /* a mount point inside a sandbox dir (root overlay, disk, ...) */
+	DRV_LEFT_LOOP,      /* a loop device bound to an image file under the state dir */
+};
+
+struct driver_leftover {
+	enum driver_left kind;
+	char owner[64];     /* the id of the sandbox it belongs to, "" when it is no sandbox's */
+	char name[600];     /* the container's id, the mount point, or the loop device */
+	char file[600];     /* DRV_LEFT_LOOP: the image file behind it */
 };
 
 struct driver;
@@ -74,6 +90,13 @@ struct driver_ops {
 	/* Why a sandbox that stopped on its own stopped: "oom", "pids" or "exited", into buf.
 	 * Call before stop (which removes what it reads). */
 	void (*exit_reason)(struct driver *drv, struct sandbox *sb, char *buf, size_t n);
+	/* Everything of the runtime's under the state dir, owned or not, in the order to release
+	 * it: containers, then mounts (a mount after the ones on top of it), then loop devices.
+	 * *out is malloc'd (free it), *n its length. Returns 0 or -errno. */
+	int (*leftovers)(struct driver *drv, struct driver_leftover **out, size_t *n);
+	/* Releases one leftover: the container deleted with its processes, the mount unmounted
+	 * (lazily if busy), the loop device detached. Returns 0 or -errno with *e filled. */
+	int (*release)(struct driver *drv, const struct driver_leftover *l, struct err *e);
 	/* The runtime underneath, for /v1/version ("runsc 0.0~20221219.0"). */
 	const char *(*runtime)(struct driver *drv);
 };

@@ -90,6 +90,7 @@ int store_open(const char *path, struct store **out)
 		"ALTER TABLE tokens ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
 		"ALTER TABLE sandboxes ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE snapshots ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE snapshots ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
 	};
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
 		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
@@ -297,7 +298,7 @@ json_t *store_list_templates(struct store *st)
 	return arr;
 }
 
-int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name)
+int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name, uint64_t bytes)
 {
 	char *env = json_dumps(sb->env, JSON_COMPACT);
 	char *meta = json_dumps(sb->metadata, JSON_COMPACT);
@@ -305,9 +306,9 @@ int store_put_snapshot(struct store *st, const char *id, const struct sandbox *s
 	if (env && meta)
 		rc = exec_args(st,
 			       "INSERT INTO snapshots(id, sandbox_id, name, template, cpus, memory_mb, env, metadata,"
-			       " created_ms, tenant, disk_mb) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiissisi", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
-			       meta, wall_ms(), sb->tenant, (int64_t)sb->disk_mb);
+			       " created_ms, tenant, disk_mb, bytes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiissisii", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
+			       meta, wall_ms(), sb->tenant, (int64_t)sb->disk_mb, (int64_t)bytes);
 	free(env);
 	free(meta);
 	return rc;
@@ -326,17 +327,18 @@ static json_t *snapshot_row(sqlite3_stmt *stmt)
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	const unsigned char *name = sqlite3_column_text(stmt, 2);
-	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:o, s:o, s:s, s:s}", "id", sqlite3_column_text(stmt, 0),
+	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:o, s:o, s:s, s:s, s:I}", "id", sqlite3_column_text(stmt, 0),
 			 "sandbox_id", sqlite3_column_text(stmt, 1), "name",
 			 name ? json_string((const char *)name) : json_null(), "template", sqlite3_column_text(stmt, 3),
 			 "cpus", sqlite3_column_int(stmt, 4), "memory_mb", sqlite3_column_int(stmt, 5),
 			 "disk_mb", sqlite3_column_int(stmt, 10), "env",
 			 load_object(sqlite3_column_text(stmt, 6)), "metadata", load_object(sqlite3_column_text(stmt, 7)),
-			 "created_at", when, "tenant", sqlite3_column_text(stmt, 9));
+			 "created_at", when, "tenant", sqlite3_column_text(stmt, 9), "bytes",
+			 (json_int_t)sqlite3_column_int64(stmt, 11));
 }
 
 #define SNAPSHOT_COLUMNS \
-	"id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms, tenant, disk_mb"
+	"id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms, tenant, disk_mb, bytes"
 
 json_t *store_get_snapshot(struct store *st, const char *id)
 {
@@ -363,4 +365,21 @@ json_t *store_list_snapshots(struct store *st)
 		json_array_append_new(arr, snapshot_row(stmt));
 	sqlite3_finalize(stmt);
 	return arr;
+}
+
+int store_tenant_snapshots(struct store *st, const char *tenant, int *count, uint64_t *bytes)
+{
+	sqlite3_stmt *stmt;
+	if (sqlite3_prepare_v2(st->db, "SELECT count(*), coalesce(sum(bytes), 0) FROM snapshots WHERE tenant = ?", -1,
+			       &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_TRANSIENT);
+	int rc = -EIO;
+	if (sqlite3_step(stmt) == SQLITE_ROW) {
+		*count = sqlite3_column_int(stmt, 0);
+		*bytes = (uint64_t)sqlite3_column_int64(stmt, 1);
+		rc = 0;
+	}
+	sqlite3_finalize(stmt);
+	return rc;
 }

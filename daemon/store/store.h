@@ -28,11 +28,14 @@ int store_delete_sandbox(struct store *st, const char *id);
 int store_load_sandboxes(struct store *st, struct sandbox **out);
 
 /* Snapshots: a row per named snapshot; its files live in <state>/snapshots/<id>/. */
-int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name);
+/* bytes: what its directory takes on disk, measured when it was made. */
+int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name, uint64_t bytes);
 int store_delete_snapshot(struct store *st, const char *id);
-/* {"id", "sandbox_id", "name", "template", "cpus", "memory_mb", "env", "metadata", "created_at"} or NULL. */
+/* {"id", "sandbox_id", "name", "template", "cpus", "memory_mb", "env", "metadata", "created_at", "bytes"...} or NULL. */
 json_t *store_get_snapshot(struct store *st, const char *id);
 json_t *store_list_snapshots(struct store *st);
+/* How many snapshots tenant has and the bytes they take, together. */
+int store_tenant_snapshots(struct store *st, const char *tenant, int *count, uint64_t *bytes);
 
 /* Tokens are stored as the hex SHA-256 of the token. */
 int store_add_token(struct store *st, const char *hash_hex, const char *name, const char *tenant);

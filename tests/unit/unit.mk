@@ -50,7 +50,7 @@ UNIT_LIBS_test_user  :=
 UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c \
                  daemon/api/api_sandbox.c \
                  daemon/core/op.c daemon/core/lifecycle.c daemon/core/sandbox.c \
-                 daemon/core/snapshot.c daemon/core/job.c daemon/core/state.c \
+                 daemon/core/snapshot.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
                  daemon/core/peer.c daemon/core/proc.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \

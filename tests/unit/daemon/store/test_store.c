@@ -392,11 +392,11 @@ static void test_snapshots(void **state)
 	struct sandbox *sb = sandbox_make("0123456789ab", 1000);
 	assert_null(store_get_snapshot(fx->st, "s1"));
 
-	assert_int_equal(store_put_snapshot(fx->st, "s1", sb, "before-upgrade"), 0);
+	assert_int_equal(store_put_snapshot(fx->st, "s1", sb, "before-upgrade", 0), 0);
 	sleep_ms(5); /* listed in the order taken, to the millisecond */
-	assert_int_equal(store_put_snapshot(fx->st, "s2", sb, NULL), 0);
+	assert_int_equal(store_put_snapshot(fx->st, "s2", sb, NULL, 0), 0);
 	/* a snapshot id is recorded once */
-	assert_true(store_put_snapshot(fx->st, "s1", sb, "again") < 0);
+	assert_true(store_put_snapshot(fx->st, "s1", sb, "again", 0) < 0);
 
 	json_t *s = store_get_snapshot(fx->st, "s1");
 	expect_snapshot(s, "s1", sb, "before-upgrade");
@@ -427,7 +427,7 @@ static void test_snapshot_outlives_its_sandbox(void **state)
 	struct fixture *fx = *state;
 	struct sandbox *sb = sandbox_make("0123456789ab", 1000);
 	assert_int_equal(store_put_sandbox(fx->st, sb), 0);
-	assert_int_equal(store_put_snapshot(fx->st, "s1", sb, "x"), 0);
+	assert_int_equal(store_put_snapshot(fx->st, "s1", sb, "x", 0), 0);
 	assert_int_equal(store_delete_sandbox(fx->st, sb->id), 0);
 	json_t *s = store_get_snapshot(fx->st, "s1");
 	expect_snapshot(s, "s1", sb, "x");
@@ -523,7 +523,7 @@ static void test_reopen_keeps_everything(void **state)
 	assert_int_equal(store_put_sandbox(fx->st, b), 0);
 	assert_int_equal(store_set_state(fx->st, a->id, "suspended", NULL), 0);
 	a->state = SB_SUSPENDED;
-	assert_int_equal(store_put_snapshot(fx->st, "s1", a, "snap"), 0);
+	assert_int_equal(store_put_snapshot(fx->st, "s1", a, "snap", 0), 0);
 	assert_int_equal(store_add_token(fx->st, HASH_A, "ci", "acme"), 0);
 	assert_int_equal(store_put_template(fx->st, "default", "k1", "/t/k1/rootfs"), 0);
 

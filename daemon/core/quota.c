@@ -1,0 +1,93 @@
+/*
+ * daemon/core/quota.c - snapshot quotas per tenant and the free-space check
+ * before a snapshot or fork (see quota.h).
+ */
+#include "daemon/core/quota.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "daemon/driver/driver.h"
+#include "daemon/store/store.h"
+
+#define MIB (1024.0 * 1024.0)
+
+int quota_snapshot(struct daemon *d, const struct sandbox *sb, struct err *e)
+{
+	if (!sb->tenant[0])
+		return 0;
+	int count = 0;
+	uint64_t bytes = 0;
+	int rc = store_tenant_snapshots(d->store, sb->tenant, &count, &bytes);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot count the tenant's snapshots");
+	if (count >= d->max_snapshots)
+		return err_set(e, 429, "too_many", EDQUOT, "a tenant may keep at most %d snapshots; delete one first",
+			       d->max_snapshots);
+	if (bytes >= d->max_snapshot_bytes)
+		return err_set(e, 429, "too_many", EDQUOT,
+			       "the tenant's snapshots take %.1f MiB, at or over its quota of %.1f MiB; delete one first",
+			       (double)bytes / MIB, (double)d->max_snapshot_bytes / MIB);
+	return 0;
+}
+
+int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
+{
+	struct statvfs host, layer;
+	if (statvfs(d->state_dir, &host) < 0)
+		return err_set(e, 500, "internal", errno, "statvfs %s: %s", d->state_dir, strerror(errno));
+	uint64_t image = (uint64_t)sb->memory_mb << 20;
+	struct driver_stats st;
+	if (d->driver->stats && d->driver->stats(d->drv, sb, &st) == 0 && st.memory_bytes && st.memory_bytes < image)
+		image = st.memory_bytes;
+	char upper[700];
+	uint64_t used = 0;
+	d->driver->layer(d->drv, sb, upper, sizeof(upper));
+	if (statvfs(upper, &layer) == 0)
+		used = (uint64_t)(layer.f_blocks - layer.f_bfree) * layer.f_frsize;
+	uint64_t need = image + used * (uint64_t)(1 + copies) + d->reserve_bytes;
+	uint64_t avail = (uint64_t)host.f_bavail * host.f_frsize;
+	if (avail < need)
+		return err_set(e, 507, "no_space", ENOSPC,
+			       "the host has %.1f MiB free for sandbox %s's state; this needs about %.1f MiB", avail / MIB,
+			       sb->id, need / MIB);
+	return 0;
+}
+
+/* Adds the allocated bytes of everything below the directory open at fd; closes fd. */
+static int dir_bytes(int fd, uint64_t *sum)
+{
+	DIR *dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return -errno;
+	}
+	int rc = 0;
+	struct dirent *de;
+	while (rc == 0 && (de = readdir(dp))) {
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		*sum += (uint64_t)st.st_blocks * 512;
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(dp), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			rc = sub < 0 ? -errno : dir_bytes(sub, sum);
+		}
+	}
+	closedir(dp);
+	return rc;
+}
+
+int quota_dir_bytes(const char *dir, uint64_t *out)
+{
+	*out = 0;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : dir_bytes(fd, out);
+}
