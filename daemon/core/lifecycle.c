@@ -39,6 +39,7 @@
 #include "daemon/core/op.h"
 #include "daemon/core/peer.h"
 #include "daemon/core/proc.h"
+#include "daemon/core/quota.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/base/spawn.h"
 #include "daemon/store/store.h"
@@ -199,12 +200,7 @@ static int write_image(struct daemon *d, struct sandbox *sb, const char *final, 
  * memory the sandbox uses, and its layer's dirty pages go to its own, already sized, disk. */
 static int check_room(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	struct driver_stats st = { 0 };
-	uint64_t need = LIFECYCLE_IMAGE_SLACK;
-	if (d->driver->stats(d->drv, sb, &st) == 0)
-		need += st.memory_bytes;
-	else
-		need += (uint64_t)sb->memory_mb << 20;
+	uint64_t need = quota_image_bytes(d, sb) + LIFECYCLE_IMAGE_SLACK;
 	struct statvfs fs;
 	if (statvfs(sb->dir, &fs) < 0)
 		return err_from_errno(e, errno, "cannot read the free space of %s: %s", sb->dir, strerror(errno));

@@ -37,15 +37,21 @@ int quota_snapshot(struct daemon *d, const struct sandbox *sb, struct err *e)
 	return 0;
 }
 
+uint64_t quota_image_bytes(struct daemon *d, struct sandbox *sb)
+{
+	uint64_t image = (uint64_t)sb->memory_mb << 20;
+	struct driver_stats st;
+	if (d->driver->stats && d->driver->stats(d->drv, sb, &st) == 0 && st.memory_bytes && st.memory_bytes < image)
+		image = st.memory_bytes;
+	return image;
+}
+
 int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 {
 	struct statvfs host, layer;
 	if (statvfs(d->state_dir, &host) < 0)
 		return err_set(e, 500, "internal", errno, "statvfs %s: %s", d->state_dir, strerror(errno));
-	uint64_t image = (uint64_t)sb->memory_mb << 20;
-	struct driver_stats st;
-	if (d->driver->stats && d->driver->stats(d->drv, sb, &st) == 0 && st.memory_bytes && st.memory_bytes < image)
-		image = st.memory_bytes;
+	uint64_t image = quota_image_bytes(d, sb);
 	char upper[700];
 	uint64_t used = 0;
 	d->driver->layer(d->drv, sb, upper, sizeof(upper));

@@ -18,6 +18,10 @@
  * administrator's own sandboxes (tenant "") have no quota. [L] */
 int quota_snapshot(struct daemon *d, const struct sandbox *sb, struct err *e);
 
+/* About what a memory image of sb takes: the memory it uses, at most its limit (the limit
+ * when its use cannot be read). [L] (one cgroup file) */
+uint64_t quota_image_bytes(struct daemon *d, struct sandbox *sb);
+
 /* 0 if the state dir's filesystem can hold a snapshot of sb and `copies` copies of its
  * writable layer (a fork's), with d->reserve_bytes to spare; else -ENOSPC with *e 507
  * no_space. The estimate: the memory sb uses (its limit if unknown) for the image, and its
