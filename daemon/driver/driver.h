@@ -60,7 +60,7 @@ struct driver_ops {
 	int (*create)(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
 		      struct err *e);
 	/* Makes the host side ready for the agent of a sandbox that does not run (before a
-	 * restore): mounts what a host restart unmounted and empties the folder of its socket, so
+	 * restore): mounts what a host restart unmounted and gives its socket folder a fresh, empty tmpfs, so
 	 * nothing the sandbox left there stands in the way. Call before listening. */
 	int (*prepare)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* Boots the sandbox; returns once its PID 1 (the agent) has been started. */

@@ -16,7 +16,6 @@
  */
 #include "daemon/driver/driver.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -168,35 +167,23 @@ static int mount_rootfs(struct sandbox *sb, struct err *e)
 	return 0;
 }
 
-/* Mounts the socket folder's tmpfs unless it is mounted; with empty, removes whatever the
- * sandbox left in it (only while the sandbox does not run and before spaced listens there). */
-static int mount_sock(struct sandbox *sb, bool empty, struct err *e)
+/* Mounts the socket folder's tmpfs unless it is mounted; with fresh, a new empty one in place
+ * of whatever the sandbox left in the old (only while the sandbox does not run and before
+ * spaced listens there). */
+static int mount_sock(struct sandbox *sb, bool fresh, struct err *e)
 {
 	char sock[700];
 	path(sock, sizeof(sock), sb, "sock");
 	if (mkdir(sock, 0700) < 0 && errno != EEXIST)
 		return err_set(e, 500, "internal", errno, "mkdir %s: %s", sock, strerror(errno));
-	if (!disk_mounted(sock)) {
-		if (mount("space-sock", sock, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, SOCK_TMPFS_OPTS) < 0)
-			return err_set(e, 500, "internal", errno, "mounting the socket folder: %s", strerror(errno));
-		return 0;
+	if (disk_mounted(sock)) {
+		if (!fresh)
+			return 0;
+		if (umount2(sock, MNT_DETACH) < 0)
+			return err_set(e, 500, "internal", errno, "unmounting %s: %s", sock, strerror(errno));
 	}
-	if (!empty)
-		return 0;
-	DIR *dp = opendir(sock);
-	if (!dp)
-		return err_set(e, 500, "internal", errno, "opening %s: %s", sock, strerror(errno));
-	struct dirent *de;
-	while ((de = readdir(dp)))
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
-		    unlinkat(dirfd(dp), de->d_name, 0) < 0 && errno == EISDIR) {
-			char *rm[] = { "rm", "-rf", "--one-file-system", "--", NULL, NULL };
-			char victim[1000];
-			snprintf(victim, sizeof(victim), "%s/%s", sock, de->d_name);
-			rm[4] = victim;
-			spawn_run(rm, -1, -1);
-		}
-	closedir(dp);
+	if (mount("space-sock", sock, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, SOCK_TMPFS_OPTS) < 0)
+		return err_set(e, 500, "internal", errno, "mounting the socket folder: %s", strerror(errno));
 	return 0;
 }
 
