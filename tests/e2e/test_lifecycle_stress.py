@@ -93,6 +93,27 @@ def consistent(d, allowed):
     return listed
 
 
+def recovered(d, src, n):
+    """After a restart that followed a crash: src is running or suspended (the state it was
+    found in is returned, with its counter), its process and data are intact once it runs,
+    every other recorded sandbox (a confirmed fork) runs with the source's files, and
+    everything is consistent. The forks and snapshots are removed."""
+    api = d.api
+    allowed = {sbid: ("running",) for sbid in recorded(d)}
+    allowed[src] = ("running", "suspended")
+    listed = consistent(d, allowed)
+    if listed[src] == "suspended":
+        api.ok("POST", f"/v1/sandboxes/{src}/resume")
+    n = check_data(api, src, n)
+    for sbid in listed:
+        if sbid != src:
+            assert api.exec(sbid, ["cat", "/work/keep"])["stdout"] == "keep\n"
+            api.delete(sbid)
+    for s in api.ok("GET", "/v1/snapshots")["snapshots"]:
+        api.ok("DELETE", f"/v1/snapshots/{s['id']}", expect=(204,))
+    return listed[src], n
+
+
 def test_sigkill_during_transitions_leaves_everything_consistent(make_daemon):
     rng = random.Random(0x5ace)
     d = make_daemon()
@@ -128,22 +149,8 @@ def test_sigkill_during_transitions_leaves_everything_consistent(make_daemon):
         d.kill(signal.SIGKILL)
         t.join()
         d.start()
-        allowed = {src: ("running", "suspended")}
-        for sbid in recorded(d):
-            if sbid != src:
-                allowed[sbid] = ("running",)  # forks that were confirmed
-        listed = consistent(d, allowed)
-        outcomes.add((op, listed[src]))
-        # the source is never lost, its process and data are intact
-        if listed[src] == "suspended":
-            api.ok("POST", f"/v1/sandboxes/{src}/resume")
-        n = check_data(api, src, n)
-        for sbid in listed:
-            if sbid != src:
-                assert api.exec(sbid, ["cat", "/work/keep"])["stdout"] == "keep\n"
-                api.delete(sbid)
-        for s in api.ok("GET", "/v1/snapshots")["snapshots"]:
-            api.ok("DELETE", f"/v1/snapshots/{s['id']}", expect=(204,))
+        state, n = recovered(d, src, n)
+        outcomes.add((op, state))
     # every kind of transition was interrupted, and recovery took more than one path
     assert {op for op, _ in outcomes} == {"suspend", "resume", "snapshot", "fork"}, outcomes
     assert len({st for _, st in outcomes}) == 2, outcomes
