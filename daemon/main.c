@@ -339,5 +339,6 @@ int main(int argc, char **argv)
 	sigwait(&sigs, &sig);
 	log_info("stopping on signal %d; sandboxes keep running", sig);
 	http_stop(d);
+	daemon_lock_report(d);
 	return 0;
 }

@@ -392,7 +392,7 @@ static void sync_job(struct job *j)
 			struct timespec until;
 			clock_gettime(CLOCK_REALTIME, &until);
 			until.tv_sec += SYNC_TIMEOUT_MS / 1000;
-			while (!call->done && pthread_cond_timedwait(&d->cond, &d->lock, &until) != ETIMEDOUT)
+			while (!call->done && daemon_wait(d, &until) != ETIMEDOUT)
 				;
 			if (!call->done)
 				rc = err_set(&e, 500, "internal", ETIMEDOUT, "sandbox %s: sync inside did not finish", sb->id);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "daemon/base/log.h"
 #include "daemon/core/proc.h"
 #include "daemon/io/chan.h"
 #include "daemon/io/loop.h"
@@ -23,9 +24,53 @@
 static __thread struct MHD_Connection *to_resume[256];
 static __thread unsigned n_resume;
 
+/* How long d->lock is held, for the lock figures logged at exit (bench/lock.py reads
+ * them). Written with the lock held. */
+static struct {
+	uint64_t holds, over_1ms, over_10ms;
+	int64_t total_ns, max_ns;
+} lock_stats;
+static __thread int64_t held_since_ns;
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void daemon_lock(struct daemon *d)
 {
 	pthread_mutex_lock(&d->lock);
+	held_since_ns = mono_ns();
+}
+
+static void count_hold(void)
+{
+	int64_t ns = mono_ns() - held_since_ns;
+	lock_stats.holds++;
+	lock_stats.total_ns += ns;
+	lock_stats.over_1ms += ns >= 1000000;
+	lock_stats.over_10ms += ns >= 10000000;
+	if (ns > lock_stats.max_ns)
+		lock_stats.max_ns = ns;
+}
+
+int daemon_wait(struct daemon *d, const struct timespec *until)
+{
+	count_hold();
+	int rc = pthread_cond_timedwait(&d->cond, &d->lock, until);
+	held_since_ns = mono_ns();
+	return rc;
+}
+
+void daemon_lock_report(struct daemon *d)
+{
+	daemon_lock(d);
+	log_info("lock: held %llu times, %.3f ms in all, longest %.3f ms, %llu holds of 1 ms or more, %llu of 10 ms or more",
+		 (unsigned long long)lock_stats.holds, lock_stats.total_ns / 1e6, lock_stats.max_ns / 1e6,
+		 (unsigned long long)lock_stats.over_1ms, (unsigned long long)lock_stats.over_10ms);
+	pthread_mutex_unlock(&d->lock);
 }
 
 void daemon_unlock(struct daemon *d)
@@ -34,6 +79,7 @@ void daemon_unlock(struct daemon *d)
 	unsigned n = n_resume;
 	memcpy(list, to_resume, n * sizeof(list[0]));
 	n_resume = 0;
+	count_hold();
 	pthread_mutex_unlock(&d->lock);
 	for (unsigned i = 0; i < n; i++)
 		MHD_resume_connection(list[i]);

@@ -125,6 +125,12 @@ struct op {
 void daemon_lock(struct daemon *d);
 /* Unlocks d->lock, then resumes every connection op_wake recorded on this thread. */
 void daemon_unlock(struct daemon *d);
+/* Waits on d->cond with d->lock held until `until` (CLOCK_REALTIME, as pthread's
+ * default); returns pthread_cond_timedwait's result. The wait is not counted as held. [L] */
+int daemon_wait(struct daemon *d, const struct timespec *until);
+/* Logs how long d->lock has been held: how often, in all, the longest, and how many holds
+ * took 1 ms and 10 ms or more. */
+void daemon_lock_report(struct daemon *d);
 
 /* Sends a {"type":"keepalive"} event on an NDJSON stream that has been silent for
  * STREAM_KEEPALIVE_MS: the write is how a client that went away is noticed (a suspended

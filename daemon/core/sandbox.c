@@ -182,7 +182,7 @@ static void watch_job(struct job *j)
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += WATCH_GRACE_MS / 1000;
 		daemon_lock(d);
-		while (!agent_back(sb) && pthread_cond_timedwait(&d->cond, &d->lock, &until) != ETIMEDOUT)
+		while (!agent_back(sb) && daemon_wait(d, &until) != ETIMEDOUT)
 			;
 		bool back = agent_back(sb);
 		if (back)
@@ -233,7 +233,7 @@ bool sandbox_wait(struct daemon *d, struct sandbox *sb, bool (*cond)(struct sand
 		until.tv_nsec -= 1000000000;
 	}
 	while (!cond(sb))
-		if (pthread_cond_timedwait(&d->cond, &d->lock, &until) == ETIMEDOUT)
+		if (daemon_wait(d, &until) == ETIMEDOUT)
 			return cond(sb);
 	return true;
 }
