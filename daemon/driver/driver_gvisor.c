@@ -162,7 +162,7 @@ static int mount_rootfs(struct sandbox *sb, struct err *e)
 	if (n <= 0)
 		return err_set(e, 500, "internal", EIO, "reading %s: empty", optpath);
 	opts[n] = '\0';
-	if (mount("overlay", rootfs, "overlay", MS_NODEV, opts) < 0)
+	if (mount("overlay", rootfs, "overlay", MS_NODEV | MS_NOSUID, opts) < 0)
 		return err_set(e, 500, "internal", errno, "mounting the root filesystem: %s", strerror(errno));
 	return 0;
 }

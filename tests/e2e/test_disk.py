@@ -133,3 +133,23 @@ def test_the_agent_socket_folder_is_no_way_onto_the_host_disk(api, spaced, sandb
     assert api.exec(sandbox, ["ls", "/.space/sock"])["stdout"] == "agent.sock\n"
     api.delete(sandbox)
     assert not os.path.exists(spaced.sandbox_dir(sandbox))
+
+
+def mount_options(path):
+    """The options of the mount at path, from /proc/self/mountinfo."""
+    real = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        found = [line.split()[5].split(",") for line in f if line.split()[4] == real]
+    assert found, f"{real} is not a mount point"
+    return found[-1]
+
+
+def test_the_host_mounts_a_sandboxs_files_nosuid_and_nodev(api, spaced, sandbox):
+    """A set-user-ID file or a device node the sandbox writes into its own files gives no one
+    on the host anything: the root filesystem and the disk under it are mounted nosuid,nodev
+    (and the socket folder noexec besides)."""
+    d = spaced.sandbox_dir(sandbox)
+    mounts = {name: mount_options(os.path.join(d, name)) for name in ("rootfs", "layer", "sock")}
+    for name, opts in mounts.items():
+        assert "nosuid" in opts and "nodev" in opts, (name, opts)
+    assert "noexec" in mounts["sock"], mounts
