@@ -112,6 +112,7 @@ struct sandbox {
 	bool keepalive;             /* a running process counts as activity */
 	int64_t deadline_ms;        /* [L] wall clock when the idle timeout fires, 0: not armed */
 	int64_t remaining_ms;       /* [L] idle time left when it was suspended */
+	uint64_t seq;               /* [L] the number of its newest record (store_record) */
 	json_t *env;                /* object of strings */
 	json_t *metadata;           /* object of strings */
 	int64_t created_ms;

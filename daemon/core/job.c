@@ -25,6 +25,15 @@ static void *run(void *arg)
 	return NULL;
 }
 
+int job_record(struct job *j, struct err *e)
+{
+	int rc = j->first.seq ? store_save(j->d->store, &j->first) : 0;
+	if (rc < 0)
+		err_set(e, 500, "internal", -rc, "cannot record that sandbox %s is %s: %s", j->first.id,
+			sb_state_name(j->first.state), strerror(-rc));
+	return rc;
+}
+
 int job_start(struct daemon *d, const struct job *tmpl, struct err *e)
 {
 	struct job *j = malloc(sizeof(*j));

@@ -10,6 +10,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/base/err.h"
+#include "daemon/store/store.h"
 
 struct op;
 
@@ -22,9 +23,15 @@ struct job {
 	int count;
 	char text[600];         /* a path or name the job needs */
 	char text2[600];
+	struct sb_record first; /* the transition's own state, taken with the lock held when the job
+				 * was started and written as it begins (seq 0: none) */
 };
 
 /* Starts a copy of *tmpl on its own thread. Returns 0 or -errno with *e filled. [L] */
 int job_start(struct daemon *d, const struct job *tmpl, struct err *e);
+
+/* Writes j->first, if the job has one, with d->lock released: before the job does anything,
+ * the store knows what is under way. Returns 0, or -errno with *e set (nothing was done). */
+int job_record(struct job *j, struct err *e);
 
 #endif

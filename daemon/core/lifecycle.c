@@ -58,12 +58,19 @@ static bool said_hello(struct sandbox *sb)
 	return peer_ready(sb);
 }
 
-/* Records sb's new state and answers the job's request with the sandbox. [L] */
+/* Records sb's new state and answers the job's request with the sandbox. Called without
+ * d->lock; returns with it held. The record is written with the lock released, while sb
+ * still shows the transition's own state (suspending, resuming...), so nothing else may
+ * begin on it meanwhile; the new state is sb's once written, or once the write failed (it
+ * is what happened, and spaced's next start finds it from the sandbox's files), and an
+ * answer of success always waits for the write: a success the API gives is on disk. */
 static void settle(struct job *j, enum sb_state st, const struct err *e)
 {
+	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
 	enum sb_state from = (enum sb_state)j->count;
-	sb->state = st;
+	struct sb_record rec;
+	daemon_lock(d);
 	if (st == SB_FAILED && e)
 		snprintf(sb->reason, sizeof(sb->reason), "%s", e->msg);
 	if (st == SB_SUSPENDED && from != SB_SUSPENDED) {
@@ -71,19 +78,30 @@ static void settle(struct job *j, enum sb_state st, const struct err *e)
 		int64_t left = sb->deadline_ms - now_ms();
 		sb->remaining_ms = sb->timeout_s > 0 ? (left > 0 ? left : 0) : 0;
 		sb->deadline_ms = 0;
-		store_put_sandbox(j->d->store, sb);
 	} else if (st == SB_RUNNING && from == SB_SUSPENDED) {
 		if (sb->remaining_ms > 0)
 			sb->deadline_ms = now_ms() + sb->remaining_ms;
 		else
 			sandbox_touch(sb);
 		sb->remaining_ms = 0;
-		store_put_sandbox(j->d->store, sb);
-	} else {
-		store_set_state(j->d->store, sb->id, sb_state_name(st), st == SB_FAILED ? sb->reason : NULL);
 	}
+	store_record(sb, &rec);
+	rec.state = st;
+	snprintf(rec.reason, sizeof(rec.reason), "%s", st == SB_FAILED ? sb->reason : "");
+	daemon_unlock(d);
+	int rc = store_save(d->store, &rec);
+	daemon_lock(d);
+	sb->state = st;
 	if (!j->op)
 		return;
+	struct err unrecorded = { 0 };
+	if (rc < 0 && !(e && e->status)) {
+		/* what happened stands (spaced's next start finds it from the sandbox's files);
+		 * the API does not call it done */
+		err_set(&unrecorded, 500, "internal", -rc, "sandbox %s is %s, but that could not be recorded: %s", sb->id,
+			sb_state_name(st), strerror(-rc));
+		e = &unrecorded;
+	}
 	if (e && e->status) {
 		op_fail(j->op, e);
 	} else {
@@ -247,8 +265,9 @@ static void pause_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct err e = { 0 };
-	int rc = d->driver->pause(d->drv, j->sb, &e);
-	daemon_lock(d);
+	int rc = job_record(j, &e);
+	if (rc == 0)
+		rc = d->driver->pause(d->drv, j->sb, &e);
 	settle(j, rc == 0 ? SB_PAUSED : SB_RUNNING, rc == 0 ? NULL : &e);
 	daemon_unlock(d);
 }
@@ -342,16 +361,16 @@ static void resume_job(struct job *j)
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
 	struct err e = { 0 };
+	int rc = job_record(j, &e);
 	if ((enum sb_state)j->count == SB_PAUSED) {
-		int rc = d->driver->resume(d->drv, sb, &e);
-		daemon_lock(d);
+		if (rc == 0)
+			rc = d->driver->resume(d->drv, sb, &e);
 		settle(j, rc == 0 ? SB_RUNNING : SB_PAUSED, rc == 0 ? NULL : &e);
 		lifecycle_resumed(d, sb, rc == 0 ? NULL : &e);
 		daemon_unlock(d);
 		return;
 	}
-	enum sb_state st = lifecycle_do_resume(d, sb, &e);
-	daemon_lock(d);
+	enum sb_state st = rc == 0 ? lifecycle_do_resume(d, sb, &e) : SB_SUSPENDED;
 	settle(j, st, e.status ? &e : NULL);
 	lifecycle_resumed(d, sb, e.status ? &e : NULL);
 	daemon_unlock(d);
@@ -361,8 +380,8 @@ static void suspend_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct err e = { 0 };
-	enum sb_state st = lifecycle_do_suspend(d, j->sb, (enum sb_state)j->count, &e);
-	daemon_lock(d);
+	enum sb_state st = job_record(j, &e) == 0 ? lifecycle_do_suspend(d, j->sb, (enum sb_state)j->count, &e)
+						  : (enum sb_state)j->count;
 	settle(j, st, e.status ? &e : NULL);
 	if (j->sb->deferred) {
 		/* requests arrived while it was being suspended: they want it running */
@@ -437,16 +456,12 @@ int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, stru
 	}
 	struct job j = { .sb = sb, .op = op, .via = via, .count = (int)sb->state };
 	j.fn = a == ACT_PAUSE ? pause_job : a == ACT_RESUME ? resume_job : suspend_job;
-	int rc = store_set_state(d->store, sb->id, sb_state_name(via), NULL);
-	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot record the transition");
 	enum sb_state old = sb->state;
 	sb->state = via;
-	rc = job_start(d, &j, e);
-	if (rc < 0) {
+	store_record(sb, &j.first); /* written by the job, with the lock released */
+	int rc = job_start(d, &j, e);
+	if (rc < 0)
 		sb->state = old;
-		store_set_state(d->store, sb->id, sb_state_name(old), NULL);
-	}
 	return rc;
 }
 

@@ -158,7 +158,8 @@ void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason)
 {
 	sb->state = SB_FAILED;
 	snprintf(sb->reason, sizeof(sb->reason), "%s", reason);
-	store_set_state(d->store, sb->id, "failed", sb->reason);
+	if (store_save_now(d->store, sb) < 0)
+		log_warn("sandbox %s: cannot record that it failed", sb->id);
 	struct err e = { 0 };
 	err_set(&e, 500, "sandbox_failed", EIO, "sandbox %s failed: %s", sb->id, reason);
 	fail_all(sb, &e);
@@ -384,10 +385,20 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
 			     sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
 	if (rc == 0) {
-		sb->state = SB_RUNNING;
-		store_set_state(d->store, sb->id, "running", NULL);
+		/* written with the lock released, while it still shows creating; a create that
+		 * cannot be recorded is undone, or the next start would find it half made */
+		struct sb_record rec;
+		store_record(sb, &rec);
+		rec.state = SB_RUNNING;
 		daemon_unlock(d);
-		return 0;
+		if ((rc = store_save(d->store, &rec)) < 0)
+			err_set(e, 500, "internal", -rc, "cannot record sandbox %s: %s", sb->id, strerror(-rc));
+		daemon_lock(d);
+		if (rc == 0) {
+			sb->state = SB_RUNNING;
+			daemon_unlock(d);
+			return 0;
+		}
 	}
 	/* An unconfirmed create is undone completely, or kept failed if that does not finish. */
 	sb->state = SB_DELETING;
@@ -421,14 +432,15 @@ static void create_job(struct job *j)
 int sandbox_destroy(struct daemon *d, struct sandbox *sb, struct err *e)
 {
 	int rc = d->driver->destroy(d->drv, sb, e);
+	if (rc == 0 && (rc = store_delete_sandbox(d->store, sb->id)) < 0) /* outside the lock */
+		err_set(e, 500, "internal", -rc, "its files are gone, but its record could not be removed: %s", strerror(-rc));
 	daemon_lock(d);
 	if (rc < 0) {
 		/* the record stays until a destroy finishes: what is left is never unaccounted for */
 		sb->state = SB_FAILED;
 		snprintf(sb->reason, sizeof(sb->reason), SANDBOX_UNDESTROYED "%s", e->msg);
-		store_set_state(d->store, sb->id, "failed", sb->reason);
+		store_save_now(d->store, sb);
 	} else {
-		store_delete_sandbox(d->store, sb->id);
 		registry_remove(d, sb);
 		sandbox_retire(d, sb);
 	}
@@ -446,7 +458,15 @@ static void delete_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct err e = { 0 };
-	int rc = sandbox_destroy(d, j->sb, &e); /* the job's reference keeps j->sb */
+	int rc = job_record(j, &e);
+	if (rc < 0) {
+		/* nothing was done: it is as it was (the store still says so) */
+		daemon_lock(d);
+		j->sb->state = (enum sb_state)j->count;
+		daemon_unlock(d);
+	} else {
+		rc = sandbox_destroy(d, j->sb, &e); /* the job's reference keeps j->sb */
+	}
 	daemon_lock(d);
 	if (j->op && rc < 0) {
 		op_fail(j->op, &e);
@@ -543,15 +563,17 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
 		return -EBUSY;
 	}
-	int rc = store_set_state(d->store, sb->id, "deleting", NULL);
-	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot record the deletion: %s", strerror(-rc));
+	enum sb_state old = sb->state;
 	sb->state = SB_DELETING;
 	struct err gone = { 0 };
 	err_set(&gone, 404, "not_found", ENOENT, "sandbox %s was deleted", sb->id);
 	fail_all(sb, &gone);
-	struct job j = { .fn = delete_job, .sb = sb, .op = op };
-	return job_start(d, &j, e);
+	struct job j = { .fn = delete_job, .sb = sb, .op = op, .count = (int)old };
+	store_record(sb, &j.first); /* written by the job, with the lock released */
+	int rc = job_start(d, &j, e);
+	if (rc < 0)
+		sb->state = old;
+	return rc;
 }
 
 int sandbox_sync_layer(struct daemon *d, struct sandbox *sb)
@@ -659,7 +681,8 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 				 "its processes were gone when spaced started (it was %s); files kept", sb_state_name(was));
 		sb->state = now;
 		if (now != was) {
-			store_set_state(d->store, sb->id, sb_state_name(now), now == SB_FAILED ? sb->reason : NULL);
+			if (store_save_now(d->store, sb) < 0)
+				log_warn("sandbox %s: cannot record that it is now %s", sb->id, sb_state_name(now));
 			log_info("sandbox %s: was %s, now %s", sb->id, sb_state_name(was), sb_state_name(now));
 		}
 	}

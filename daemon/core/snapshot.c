@@ -99,28 +99,42 @@ static int copy_out(struct daemon *d, struct sandbox *sb, const char *dir, struc
 	return 0;
 }
 
-/* Suspends sb, copies it out into `dir`, resumes it. Returns 0 or -errno with *e. */
-static int take(struct daemon *d, struct sandbox *sb, const char *dir, struct err *e)
+/* Makes st sb's state and records it, the write with d->lock released. A write that fails
+ * is logged: the state is what happened, and spaced's next start finds it from the files. */
+static void set_state(struct daemon *d, struct sandbox *sb, enum sb_state st, const char *reason)
 {
-	enum sb_state st = lifecycle_do_suspend(d, sb, SB_RUNNING, e);
+	struct sb_record rec;
 	daemon_lock(d);
 	sb->state = st;
-	store_set_state(d->store, sb->id, sb_state_name(st), st == SB_FAILED ? e->msg : NULL);
+	if (st == SB_FAILED)
+		snprintf(sb->reason, sizeof(sb->reason), "%s", reason ? reason : "");
+	store_record(sb, &rec);
 	daemon_unlock(d);
+	int rc = store_save(d->store, &rec);
+	if (rc < 0)
+		log_warn("sandbox %s: cannot record that it is %s: %s", sb->id, sb_state_name(st), strerror(-rc));
+}
+
+/* Suspends sb, copies it out into `dir`, resumes it. Returns 0 or -errno with *e. */
+static int take(struct job *j, struct sandbox *sb, const char *dir, struct err *e)
+{
+	struct daemon *d = j->d;
+	if (job_record(j, e) < 0) {
+		set_state(d, sb, SB_RUNNING, NULL);
+		return -EIO;
+	}
+	enum sb_state st = lifecycle_do_suspend(d, sb, SB_RUNNING, e);
+	set_state(d, sb, st, e->msg);
 	if (st != SB_SUSPENDED)
 		return e->status ? -EIO : err_set(e, 500, "internal", EIO, "sandbox %s could not be written to disk", sb->id);
 
 	int rc = copy_out(d, sb, dir, e);
 
-	daemon_lock(d);
-	sb->state = SB_RESUMING;
-	store_set_state(d->store, sb->id, "resuming", NULL);
-	daemon_unlock(d);
+	set_state(d, sb, SB_RESUMING, NULL);
 	struct err re = { 0 };
 	st = lifecycle_do_resume(d, sb, &re);
+	set_state(d, sb, st, re.msg);
 	daemon_lock(d);
-	sb->state = st;
-	store_set_state(d->store, sb->id, sb_state_name(st), NULL);
 	lifecycle_resumed(d, sb, st == SB_RUNNING ? NULL : &re);
 	daemon_unlock(d);
 	if (rc == 0 && st != SB_RUNNING)
@@ -135,13 +149,13 @@ static void snapshot_job(struct job *j)
 	char id[SNAPSHOT_ID_LEN + 1], dir[700];
 	snprintf(id, sizeof(id), "%s", j->text2);
 	snap_dir(d, id, dir, sizeof(dir));
-	int rc = take(d, j->sb, dir, &e);
+	int rc = take(j, j->sb, dir, &e);
 	uint64_t bytes = 0; /* what it takes on disk, counted in its tenant's quota */
 	if (rc == 0)
 		quota_dir_bytes(dir, &bytes);
-	daemon_lock(d);
 	if (rc == 0 && (rc = store_put_snapshot(d->store, id, j->sb, j->text[0] ? j->text : NULL, bytes)) < 0)
 		err_set(&e, 500, "internal", -rc, "cannot record the snapshot");
+	daemon_lock(d);
 	if (rc == 0) {
 		j->op->status = 201;
 		j->op->json = store_get_snapshot(d->store, id);
@@ -161,7 +175,7 @@ static void fork_job(struct job *j)
 	json_t *made = json_array();
 	new_snapshot_id(id);
 	snap_dir(d, id, dir, sizeof(dir));
-	int rc = take(d, src, dir, &e);
+	int rc = take(j, src, dir, &e);
 	for (int i = 0; rc == 0 && i < j->count; i++) {
 		char rootfs[600];
 		daemon_lock(d);
@@ -212,12 +226,10 @@ static int start(struct daemon *d, struct sandbox *sb, struct job *j, struct err
 	}
 	/* The snapshot goes through suspending: record it before anything happens. */
 	sb->state = SB_SUSPENDING;
-	store_set_state(d->store, sb->id, "suspending", NULL);
+	store_record(sb, &j->first); /* written by the job, with the lock released */
 	int rc = job_start(d, j, e);
-	if (rc < 0) {
+	if (rc < 0)
 		sb->state = SB_RUNNING;
-		store_set_state(d->store, sb->id, "running", NULL);
-	}
 	return rc;
 }
 

@@ -91,6 +91,7 @@ int store_open(const char *path, struct store **out)
 		"ALTER TABLE sandboxes ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE snapshots ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE snapshots ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
 	};
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
 		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
@@ -148,19 +149,37 @@ int store_put_sandbox(struct store *st, const struct sandbox *sb)
 		rc = exec_args(st,
 			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
 			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms,"
-			       " tenant, disk_mb) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiidssidiiisi", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       " tenant, disk_mb, seq) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiiisii", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
 			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
 			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
-			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb);
+			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq);
 	free(env);
 	free(meta);
 	return rc;
 }
 
-int store_set_state(struct store *st, const char *id, const char *state, const char *reason)
+void store_record(struct sandbox *sb, struct sb_record *r)
 {
-	return exec_args(st, "UPDATE sandboxes SET state = ?, reason = ? WHERE id = ?", "sss", state, reason, id);
+	snprintf(r->id, sizeof(r->id), "%s", sb->id);
+	r->state = sb->state;
+	snprintf(r->reason, sizeof(r->reason), "%s", sb->state == SB_FAILED ? sb->reason : "");
+	r->remaining_ms = sb->remaining_ms;
+	r->seq = ++sb->seq;
+}
+
+int store_save(struct store *st, const struct sb_record *r)
+{
+	return exec_args(st, "UPDATE sandboxes SET state = ?, reason = ?, remaining_ms = ?, seq = ? WHERE id = ? AND seq < ?",
+			 "ssiisi", sb_state_name(r->state), r->reason[0] ? r->reason : NULL, r->remaining_ms,
+			 (int64_t)r->seq, r->id, (int64_t)r->seq);
+}
+
+int store_save_now(struct store *st, struct sandbox *sb)
+{
+	struct sb_record r;
+	store_record(sb, &r);
+	return store_save(st, &r);
 }
 
 int store_delete_sandbox(struct store *st, const char *id)
@@ -190,7 +209,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	struct sandbox *head = NULL, **tail = &head;
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
-			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb FROM sandboxes"
+			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb, seq FROM sandboxes"
 			       " ORDER BY created_ms",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
@@ -216,6 +235,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		const unsigned char *tenant = sqlite3_column_text(stmt, 14);
 		snprintf(sb->tenant, sizeof(sb->tenant), "%s", tenant ? (const char *)tenant : "");
 		sb->disk_mb = sqlite3_column_int(stmt, 15);
+		sb->seq = (uint64_t)sqlite3_column_int64(stmt, 16);
 		*tail = sb;
 		tail = &sb->next;
 	}

@@ -20,9 +20,29 @@ struct store;
 int store_open(const char *path, struct store **out);
 void store_close(struct store *st);
 
-/* Records sb (insert or replace) with its current state. */
+/* Records a new sb (insert or replace) with its current state. */
 int store_put_sandbox(struct store *st, const struct sandbox *sb);
-int store_set_state(struct store *st, const char *id, const char *state, const char *reason);
+
+/* What changes of a sandbox over its life, as of one moment. Taken with d->lock held and
+ * written with it released, so the disk's fsync holds up no one: each record carries the
+ * sandbox's next sequence number and the store keeps a record only if it is newer than the
+ * one it has, so two writes that race (a finished transition, the next one begun) end in
+ * the order they were taken. */
+struct sb_record {
+	char id[SANDBOX_ID_LEN + 1];
+	enum sb_state state;
+	char reason[128];
+	int64_t remaining_ms;
+	uint64_t seq;
+};
+/* Takes sb's record, numbering it after every earlier one. [L] */
+void store_record(struct sandbox *sb, struct sb_record *r);
+/* Writes r unless the store holds a newer record of the sandbox (then it is 0 too); a
+ * sandbox with no row (deleted meanwhile) is left so. */
+int store_save(struct store *st, const struct sb_record *r);
+/* store_record and store_save together, with d->lock held: for a write that decides the
+ * request's answer before anything else may happen to the sandbox. [L] */
+int store_save_now(struct store *st, struct sandbox *sb);
 int store_delete_sandbox(struct store *st, const char *id);
 /* Loads every recorded sandbox as a newly allocated list (oldest first) in *out. */
 int store_load_sandboxes(struct store *st, struct sandbox **out);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include <sqlite3.h>
 
 #include "daemon/store/store.h"
 
@@ -258,6 +259,23 @@ static void test_sandbox_round_trip(void **state)
 	sandbox_list_free(b);
 }
 
+/* Gives sb state s (and reason) and records it, as spaced does. */
+static int save(struct store *st, struct sandbox *sb, enum sb_state s, const char *reason)
+{
+	sb->state = s;
+	snprintf(sb->reason, sizeof(sb->reason), "%s", reason ? reason : "");
+	return store_save_now(st, sb);
+}
+
+/* Runs sql on the database behind the store's back, as another program (or an older spaced) would. */
+static void raw_sql(struct fixture *fx, const char *sql)
+{
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 static void test_set_state(void **state)
 {
 	struct fixture *fx = *state;
@@ -265,14 +283,14 @@ static void test_set_state(void **state)
 	assert_int_equal(store_put_sandbox(fx->st, sb), 0);
 
 	struct sandbox *list = NULL;
-	assert_int_equal(store_set_state(fx->st, sb->id, "failed", "runsc: exit status 1"), 0);
+	assert_int_equal(save(fx->st, sb, SB_FAILED, "runsc: exit status 1"), 0);
 	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
 	assert_int_equal(list->state, SB_FAILED);
 	assert_string_equal(list->reason, "runsc: exit status 1");
 	sandbox_list_free(list);
 
-	/* a state without a reason clears the old reason */
-	assert_int_equal(store_set_state(fx->st, sb->id, "deleting", NULL), 0);
+	/* a state other than failed records no reason, and clears the old one */
+	assert_int_equal(save(fx->st, sb, SB_DELETING, "left over"), 0);
 	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
 	assert_int_equal(list->state, SB_DELETING);
 	assert_string_equal(list->reason, "");
@@ -280,33 +298,76 @@ static void test_set_state(void **state)
 
 	/* every state the machine has survives the round trip */
 	for (int s = 0; s < SB_NSTATES; s++) {
-		assert_int_equal(store_set_state(fx->st, sb->id, sb_state_name((enum sb_state)s), NULL), 0);
+		assert_int_equal(save(fx->st, sb, (enum sb_state)s, NULL), 0);
 		assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
 		assert_int_equal(list->state, s);
 		sandbox_list_free(list);
 	}
 
 	/* a state this daemon does not know loads as failed, never as running */
-	assert_int_equal(store_set_state(fx->st, sb->id, "flying", NULL), 0);
+	raw_sql(fx, "UPDATE sandboxes SET state = 'flying'");
 	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
 	assert_int_equal(list->state, SB_FAILED);
 	sandbox_list_free(list);
 
 	/* a reason longer than the sandbox holds loads cut to fit, terminated */
-	char reason[300];
-	memset(reason, 'r', sizeof(reason) - 1);
-	reason[sizeof(reason) - 1] = '\0';
-	assert_int_equal(store_set_state(fx->st, sb->id, "failed", reason), 0);
+	char sql[400];
+	snprintf(sql, sizeof(sql), "UPDATE sandboxes SET state = 'failed', reason = '%0300d'", 7);
+	raw_sql(fx, sql);
 	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
 	assert_int_equal(strlen(list->reason), sizeof(list->reason) - 1);
 	sandbox_list_free(list);
 
 	/* a sandbox that is not recorded: nothing to change, and nothing appears */
-	assert_int_equal(store_set_state(fx->st, "ffffffffffff", "running", NULL), 0);
+	struct sandbox *ghost = sandbox_make("ffffffffffff", 1000);
+	assert_int_equal(save(fx->st, ghost, SB_RUNNING, NULL), 0);
 	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
 	assert_int_equal(sandbox_count(list), 1);
 	assert_null(sandbox_find(list, "ffffffffffff"));
 	sandbox_list_free(list);
+	sandbox_list_free(ghost);
+	sandbox_list_free(sb);
+}
+
+/* Records are written with spaced's lock released, so two may land out of the order they
+ * were taken: the newer one stays, whichever is written last, across a reopen too, and a
+ * late record of a sandbox deleted meanwhile does not bring its row back. */
+static void test_records_land_newest_last(void **state)
+{
+	struct fixture *fx = *state;
+	struct sandbox *sb = sandbox_make("0123456789ab", 1000);
+	assert_int_equal(store_put_sandbox(fx->st, sb), 0);
+	struct sb_record older, newer;
+	sb->state = SB_SUSPENDED;
+	store_record(sb, &older);
+	sb->state = SB_RESUMING;
+	store_record(sb, &newer);
+	assert_true(newer.seq > older.seq);
+	assert_int_equal(store_save(fx->st, &newer), 0);
+	assert_int_equal(store_save(fx->st, &older), 0); /* late: kept out */
+
+	struct sandbox *list = NULL;
+	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
+	assert_int_equal(list->state, SB_RESUMING);
+	sandbox_list_free(list);
+
+	/* the numbering goes on from what was recorded after a restart */
+	reopen(fx);
+	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
+	assert_int_equal(list->seq, newer.seq);
+	list->state = SB_RUNNING;
+	assert_int_equal(store_save_now(fx->st, list), 0);
+	sandbox_list_free(list);
+	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
+	assert_int_equal(list->state, SB_RUNNING);
+	sandbox_list_free(list);
+
+	/* deleted, then a late record arrives: it stays deleted */
+	assert_int_equal(store_delete_sandbox(fx->st, sb->id), 0);
+	sb->seq = 1000;
+	assert_int_equal(save(fx->st, sb, SB_SUSPENDED, NULL), 0);
+	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
+	assert_null(list);
 	sandbox_list_free(sb);
 }
 
@@ -345,7 +406,7 @@ static void test_committed_on_return(void **state)
 	assert_int_equal(store_open(fx->path, &other), 0);
 	struct sandbox *sb = sandbox_make("0123456789ab", 1000);
 	assert_int_equal(store_put_sandbox(fx->st, sb), 0);
-	assert_int_equal(store_set_state(fx->st, sb->id, "paused", NULL), 0);
+	assert_int_equal(save(fx->st, sb, SB_PAUSED, NULL), 0);
 
 	struct sandbox *list = NULL;
 	assert_int_equal(store_load_sandboxes(other, &list), 0);
@@ -521,8 +582,7 @@ static void test_reopen_keeps_everything(void **state)
 	b->state = SB_FAILED;
 	assert_int_equal(store_put_sandbox(fx->st, a), 0);
 	assert_int_equal(store_put_sandbox(fx->st, b), 0);
-	assert_int_equal(store_set_state(fx->st, a->id, "suspended", NULL), 0);
-	a->state = SB_SUSPENDED;
+	assert_int_equal(save(fx->st, a, SB_SUSPENDED, NULL), 0);
 	assert_int_equal(store_put_snapshot(fx->st, "s1", a, "snap", 0), 0);
 	assert_int_equal(store_add_token(fx->st, HASH_A, "ci", "acme"), 0);
 	assert_int_equal(store_put_template(fx->st, "default", "k1", "/t/k1/rootfs"), 0);
@@ -562,6 +622,7 @@ int main(void)
 		T(test_descriptors_close_on_exec),
 		T(test_sandbox_round_trip),
 		T(test_set_state),
+		T(test_records_land_newest_last),
 		T(test_delete_sandbox),
 		T(test_committed_on_return),
 		T(test_snapshots),
