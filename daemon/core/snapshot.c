@@ -30,6 +30,7 @@
 #include "daemon/driver/driver.h"
 #include "daemon/core/job.h"
 #include "daemon/core/lifecycle.h"
+#include "daemon/base/crash.h"
 #include "daemon/base/log.h"
 #include "daemon/core/op.h"
 #include "daemon/core/quota.h"
@@ -129,6 +130,8 @@ static int take(struct job *j, struct sandbox *sb, const char *dir, struct err *
 		return e->status ? -EIO : err_set(e, 500, "internal", EIO, "sandbox %s could not be written to disk", sb->id);
 
 	int rc = copy_out(d, sb, dir, e);
+	if (rc == 0)
+		crash_point("snapshot:copied");
 
 	set_state(d, sb, SB_RESUMING, NULL);
 	struct err re = { 0 };
@@ -150,11 +153,15 @@ static void snapshot_job(struct job *j)
 	snprintf(id, sizeof(id), "%s", j->text2);
 	snap_dir(d, id, dir, sizeof(dir));
 	int rc = take(j, j->sb, dir, &e);
+	if (rc == 0)
+		crash_point("snapshot:taken");
 	uint64_t bytes = 0; /* what it takes on disk, counted in its tenant's quota */
 	if (rc == 0)
 		quota_dir_bytes(dir, &bytes);
 	if (rc == 0 && (rc = store_put_snapshot(d->store, id, j->sb, j->text[0] ? j->text : NULL, bytes)) < 0)
 		err_set(&e, 500, "internal", -rc, "cannot record the snapshot");
+	if (rc == 0)
+		crash_point("snapshot:recorded");
 	daemon_lock(d);
 	if (rc == 0) {
 		j->op->status = 201;
@@ -191,6 +198,8 @@ static void fork_job(struct job *j)
 			break;
 		}
 		rc = sandbox_build(d, sb, rootfs, dir, &e);
+		if (rc == 0)
+			crash_point(i == 0 ? "fork:built-one" : "fork:built");
 		if (rc == 0) {
 			daemon_lock(d);
 			json_array_append_new(made, sandbox_json(sb));

@@ -14,10 +14,15 @@ from test_lifecycle_stress import recovered
 SUSPEND_STEPS = ["suspend:detached", "suspend:checkpointed", "suspend:layer-synced", "suspend:image-synced",
                  "suspend:published", "suspend:released"]
 RESUME_STEPS = ["resume:restored", "resume:connected"]
+# the snapshot copied out while the source is suspended; the source running again; the record written
+SNAPSHOT_STEPS = ["snapshot:copied", "snapshot:taken", "snapshot:recorded"]
+# the copy fork starts from (the same step as a snapshot's); the first of two forks made; both
+FORK_STEPS = ["snapshot:copied", "fork:built-one", "fork:built"]
 # (operation, step): every step of suspend and resume, and snapshot and fork, which go
 # through both, cut at a step of each
 WALK = ([("suspend", s) for s in SUSPEND_STEPS] + [("resume", s) for s in RESUME_STEPS] +
-        [("snapshot", "suspend:layer-synced"), ("snapshot", "resume:restored"), ("fork", "suspend:published")])
+        [("snapshot", "suspend:layer-synced"), ("snapshot", "resume:restored"), ("fork", "suspend:published")] +
+        [("snapshot", s) for s in SNAPSHOT_STEPS] + [("fork", s) for s in FORK_STEPS])
 
 
 def test_a_crash_at_every_named_step_leaves_each_sandbox_whole(make_daemon, monkeypatch):
@@ -27,7 +32,7 @@ def test_a_crash_at_every_named_step_leaves_each_sandbox_whole(make_daemon, monk
     start_holder(api, src)
     api.exec(src, "echo keep > /work/keep")
     n = counter(api, src)
-    seen = {}
+    seen, made = {}, {}  # the state src was found in; (snapshots, forks) found
     for op, step in WALK:
         d.stop()
         monkeypatch.setenv("SPACE_TEST_CRASH_AT", step)
@@ -49,6 +54,8 @@ def test_a_crash_at_every_named_step_leaves_each_sandbox_whole(make_daemon, monk
         assert d.proc.returncode == -9, f"{op} at {step}: spaced did not stop at the step ({d.proc.returncode})"
         assert f"killing spaced at step {step}" in d.log_tail(200)
         d.start()
+        made[(op, step)] = (len(d.api.ok("GET", "/v1/snapshots")["snapshots"]),
+                            len(d.api.ok("GET", "/v1/sandboxes")["sandboxes"]) - 1)
         seen[(op, step)], n = recovered(d, src, n)
     # a crash before the image is published undoes the suspend; one after it completes it
     assert seen[("suspend", "suspend:detached")] == "running", seen
@@ -56,6 +63,13 @@ def test_a_crash_at_every_named_step_leaves_each_sandbox_whole(make_daemon, monk
     assert seen[("suspend", "suspend:published")] == "suspended", seen
     assert seen[("suspend", "suspend:released")] == "suspended", seen
     assert seen[("resume", "resume:connected")] == "running", seen
+    # a snapshot exists once it is recorded, not before; a fork once it is made
+    assert made[("snapshot", "snapshot:copied")] == (0, 0), made
+    assert made[("snapshot", "snapshot:taken")] == (0, 0), made
+    assert made[("snapshot", "snapshot:recorded")] == (1, 0), made
+    assert made[("fork", "snapshot:copied")] == (0, 0), made
+    assert made[("fork", "fork:built-one")] == (0, 1), made
+    assert made[("fork", "fork:built")] == (0, 2), made
 
 
 def test_an_unknown_step_changes_nothing(make_daemon, monkeypatch):
