@@ -10,6 +10,7 @@
 #include "daemon/driver/disk.h"
 #include "daemon/driver/driver.h"
 #include "daemon/core/lifecycle.h"
+#include "daemon/core/quota.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
 #include "daemon/store/store.h"
@@ -150,6 +151,8 @@ int api_sandbox_create(struct op *op)
 			cfg.snapshot = snapdir;
 		}
 	}
+	if (rc == 0)
+		rc = quota_create(op->d, snap ? (uint64_t)json_integer_value(json_object_get(snap, "bytes")) : 0, &op->err);
 	if (rc == 0)
 		rc = sandbox_create(op->d, &cfg, op, &op->err);
 	json_decref(snap);

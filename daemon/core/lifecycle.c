@@ -10,7 +10,8 @@
  * Suspend follows an order that is part of the contract: runsc's checkpoint
  * panics with a connected host socket in the sandbox, and a failed checkpoint
  * leaves the sandbox stopped. So: check the host has room for the image (507
- * and nothing touched if not), stop listening, ask the agent to detach and
+ * and nothing touched if not) and that the sandbox's disk syncs (500 and
+ * nothing touched if not), stop listening, ask the agent to detach and
  * wait for its connection to close, only then checkpoint into
  * checkpoint.tmp/. Then the writable layer is synced (syncfs), every file of
  * the image and its completion mark fsynced, the folder renamed to
@@ -319,6 +320,12 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 	/* Nothing is touched before the host is known to have room: a refused suspend leaves the
 	 * sandbox as it was (running or paused). */
 	int rc = check_room(d, sb, e);
+	/* Nor before its disk is known to take writes: the sync after the checkpoint would fail
+	 * with the container stopped (a disk whose journal aborted when the host had no room for
+	 * it is read-only from then on). */
+	if (rc == 0 && (rc = sandbox_sync_layer(d, sb)) < 0)
+		err_set(e, 500, "internal", -rc, "sandbox %s: its disk cannot be synced (%s); it keeps running", sb->id,
+			strerror(-rc));
 	if (rc < 0)
 		return from;
 	/* No image may stand while the sandbox is suspending unless this suspend wrote it:

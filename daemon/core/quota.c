@@ -1,6 +1,6 @@
 /*
- * daemon/core/quota.c - snapshot quotas per tenant and the free-space check
- * before a snapshot or fork (see quota.h).
+ * daemon/core/quota.c - snapshot quotas per tenant and the free-space checks
+ * before a create, a snapshot or a fork (see quota.h).
  */
 #include "daemon/core/quota.h"
 
@@ -63,6 +63,20 @@ int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 		return err_set(e, 507, "no_space", ENOSPC,
 			       "the host has %.1f MiB free for sandbox %s's state; this needs about %.1f MiB", avail / MIB,
 			       sb->id, need / MIB);
+	return 0;
+}
+
+int quota_create(struct daemon *d, uint64_t layer, struct err *e)
+{
+	struct statvfs host;
+	if (statvfs(d->state_dir, &host) < 0)
+		return err_set(e, 500, "internal", errno, "statvfs %s: %s", d->state_dir, strerror(errno));
+	uint64_t need = QUOTA_CREATE_BYTES + layer;
+	uint64_t avail = (uint64_t)host.f_bavail * host.f_frsize;
+	if (avail < need)
+		return err_set(e, 507, "no_space", ENOSPC,
+			       "the host has %.1f MiB free for spaced's state; a new sandbox needs about %.1f MiB",
+			       avail / MIB, need / MIB);
 	return 0;
 }
 

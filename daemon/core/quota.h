@@ -1,9 +1,12 @@
 /*
- * daemon/core/quota.h - what a snapshot or fork may take before it starts: the
- * tenant's snapshot quotas (count and bytes) and the state dir's free space.
+ * daemon/core/quota.h - what a create, snapshot or fork may take before it
+ * starts: the tenant's snapshot quotas (count and bytes) and the state dir's
+ * free space.
  *
- * Both checks answer before anything is written, so a refused request leaves
- * the sandbox and the disk exactly as they were.
+ * Every check answers before anything is written, so a refused request leaves
+ * the sandboxes and the disk exactly as they were. Free space is what the
+ * filesystem grants an unprivileged writer (f_bavail): the blocks it keeps for
+ * root stay for state.db and the sandboxes' own disks.
  */
 #ifndef SPACE_DAEMON_QUOTA_H
 #define SPACE_DAEMON_QUOTA_H
@@ -27,6 +30,16 @@ uint64_t quota_image_bytes(struct daemon *d, struct sandbox *sb);
  * no_space. The estimate: the memory sb uses (its limit if unknown) for the image, and its
  * disk's used bytes per copy of the layer. [L] (statvfs and one cgroup file: quick) */
 int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e);
+
+/* What a new sandbox writes on the state dir's filesystem before it runs: its disk's metadata,
+ * copied from the blank (3-7 MiB for 5 GiB to 256 GiB), its bundle, the runtime's state and
+ * its records. */
+#define QUOTA_CREATE_BYTES (16ull << 20)
+
+/* 0 if the state dir's filesystem has QUOTA_CREATE_BYTES free, plus `layer` bytes (the
+ * snapshot's, for a create from one); else -ENOSPC with *e 507 no_space. Checked before the
+ * sandbox is recorded, so a refused create leaves nothing behind. [L] (statvfs: quick) */
+int quota_create(struct daemon *d, uint64_t layer, struct err *e);
 
 /* The bytes the files below dir take on disk (allocated blocks), into *out. Blocks. */
 int quota_dir_bytes(const char *dir, uint64_t *out);
