@@ -14,12 +14,9 @@ build, for example of an earlier commit), K trials each, so the drift of this sh
 hits both; the table gives medians over the trials.
 """
 import argparse
-import http.client
-import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,30 +26,15 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import Space  # noqa: E402  (bench/run.py's client of the API)
+
 LOCK_LINE = re.compile(r"lock: held (\d+) times, ([\d.]+) ms in all, longest ([\d.]+) ms, "
                        r"(\d+) holds of 1 ms or more, (\d+) of 10 ms or more")
 
 
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=600)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.path)
-
-
 def call(sock, method, path, body=None):
-    c = UnixHTTP(sock)
-    c.request(method, path, body=None if body is None else json.dumps(body))
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    if r.status >= 300:
-        raise RuntimeError(f"{method} {path}: {r.status} {data[:200]!r}")
-    return json.loads(data) if data else None
+    return Space(sock).call(method, path, body)
 
 
 def trial(spaced, rounds):

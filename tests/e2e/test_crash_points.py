@@ -8,8 +8,7 @@ container, mount or directory is left that no record owns. docs/lifecycle.md say
 a crash at each step leaves.
 """
 
-from test_lifecycle import counter, start_holder
-from test_lifecycle_stress import recovered
+from test_lifecycle_stress import keeper, recovered
 
 SUSPEND_STEPS = ["suspend:detached", "suspend:checkpointed", "suspend:layer-synced", "suspend:image-synced",
                  "suspend:published", "suspend:released"]
@@ -28,10 +27,7 @@ WALK = ([("suspend", s) for s in SUSPEND_STEPS] + [("resume", s) for s in RESUME
 def test_a_crash_at_every_named_step_leaves_each_sandbox_whole(make_daemon, monkeypatch):
     d = make_daemon()
     api = d.api
-    src = api.create()
-    start_holder(api, src)
-    api.exec(src, "echo keep > /work/keep")
-    n = counter(api, src)
+    src, n = keeper(api)
     seen, made = {}, {}  # the state src was found in; (snapshots, forks) found
     for op, step in WALK:
         d.stop()

@@ -27,6 +27,15 @@ SUSPEND_CYCLES = 50
 CRASH_TRIALS = 30
 
 
+def keeper(api):
+    """A new sandbox holding a counting process in memory and the file /work/keep: its id and
+    the counter's value, for check_data."""
+    sbid = api.create()
+    start_holder(api, sbid)
+    api.exec(sbid, "echo keep > /work/keep")
+    return sbid, counter(api, sbid)
+
+
 def check_data(api, sbid, after):
     n = advances(api, sbid, after)
     assert api.exec(sbid, ["cat", "/work/keep"])["stdout"] == "keep\n"
@@ -36,10 +45,7 @@ def check_data(api, sbid, after):
 def test_pause_and_suspend_cycles_lose_nothing(make_daemon):
     d = make_daemon()
     api = d.api
-    sbid = api.create()
-    start_holder(api, sbid)
-    api.exec(sbid, "echo keep > /work/keep")
-    n = counter(api, sbid)
+    sbid, n = keeper(api)
     for _ in range(PAUSE_CYCLES):
         assert api.ok("POST", f"/v1/sandboxes/{sbid}/pause")["state"] == "paused"
         assert api.ok("POST", f"/v1/sandboxes/{sbid}/resume")["state"] == "running"
@@ -118,10 +124,7 @@ def test_sigkill_during_transitions_leaves_everything_consistent(make_daemon):
     rng = random.Random(0x5ace)
     d = make_daemon()
     api = d.api
-    src = api.create()
-    start_holder(api, src)
-    api.exec(src, "echo keep > /work/keep")
-    n = counter(api, src)
+    src, n = keeper(api)
     outcomes = set()
     for trial in range(CRASH_TRIALS):
         op = ["suspend", "resume", "snapshot", "fork"][trial % 4]
@@ -161,10 +164,7 @@ def test_suspended_sandbox_survives_a_host_restart(make_daemon):
     root filesystem mount is gone, as after a reboot. The suspended sandbox comes back whole."""
     d = make_daemon()
     api = d.api
-    sbid = api.create()
-    start_holder(api, sbid)
-    api.exec(sbid, "echo keep > /work/keep")
-    n = counter(api, sbid)
+    sbid, n = keeper(api)
     api.ok("POST", f"/v1/sandboxes/{sbid}/suspend")
     d.kill(signal.SIGKILL)
     for line in subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines():
