@@ -3,9 +3,9 @@
  * and re-adoption.
  *
  * Create and delete are jobs: the HTTP thread registers the intent (state
- * creating/deleting, recorded in the store first), starts a job thread and
- * suspends the request; the job runs the driver without d->lock and finishes
- * the request. A crash between the two leaves a creating/deleting record that
+ * creating/deleting), starts a job thread and suspends the request; the job
+ * records the intent in the store before anything else, runs the driver
+ * without d->lock and finishes the request. A crash between the two leaves a creating/deleting record that
  * sandbox_adopt_all reconciles: an unconfirmed create is undone, a delete is
  * completed.
  */
@@ -361,11 +361,22 @@ static bool agent_ready(struct sandbox *sb)
 
 int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e)
 {
+	/* First recorded here, with the lock released: nothing changes a creating sandbox
+	 * (every action on it is refused), and a crash before this leaves nothing behind. */
+	int rc = store_put_sandbox(d->store, sb);
+	if (rc < 0) {
+		err_set(e, 500, "internal", -rc, "cannot record the sandbox: %s", strerror(-rc));
+		daemon_lock(d);
+		registry_remove(d, sb);
+		sandbox_retire(d, sb);
+		daemon_unlock(d);
+		return rc;
+	}
 	/* a snapshot's writable layer becomes this sandbox's own copy */
 	char seed[700];
 	if (snapshot)
 		snprintf(seed, sizeof(seed), "%s/upper", snapshot);
-	int rc = d->driver->create(d->drv, sb, rootfs, snapshot ? seed : NULL, e);
+	rc = d->driver->create(d->drv, sb, rootfs, snapshot ? seed : NULL, e);
 	if (rc == 0) {
 		daemon_lock(d);
 		rc = peer_listen(d, sb);
@@ -526,14 +537,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sb->created_ms = now_ms();
 	sb->state = SB_CREATING;
 	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
-
-	int rc = store_put_sandbox(d->store, sb);
-	if (rc < 0) {
-		sandbox_free(sb);
-		err_set(e, 500, "internal", -rc, "cannot record the sandbox: %s", strerror(-rc));
-		return NULL;
-	}
-	registry_add(d, sb);
+	registry_add(d, sb); /* recorded by sandbox_build */
 	return sb;
 }
 
@@ -548,7 +552,6 @@ int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op,
 	int rc = job_start(d, &j, e);
 	if (rc < 0) {
 		registry_remove(d, j.sb);
-		store_delete_sandbox(d->store, j.sb->id);
 		sandbox_free(j.sb);
 	}
 	return rc;

@@ -37,13 +37,13 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id);
 int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e);
 
 /*
- * Registers a new sandbox (state creating, recorded in the store) and writes its
+ * Registers a new sandbox (state creating; sandbox_build records it) and writes its
  * template's rootfs path into rootfs. Returns it, or NULL with *e set. [L]
  */
 struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char *rootfs, size_t n, struct err *e);
 
 /*
- * Brings a registered sandbox up: root filesystem, agent socket, then boot, or a
+ * Records a registered sandbox, then brings it up: root filesystem, agent socket, then boot, or a
  * restore from `snapshot` (a snapshot directory: image/ and upper/). On failure
  * everything is undone and sb is freed, or, when undoing fails, sb stays failed
  * (sandbox_destroy). Blocks; call without d->lock.

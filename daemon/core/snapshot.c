@@ -275,13 +275,23 @@ int snapshot_path(struct daemon *d, const char *id, char *out, size_t n)
 
 static void remove_job(struct job *j)
 {
-	/* The record goes first: a crash before the files are gone leaves an unrecorded
-	 * directory, which the next start removes. */
-	char *rm[] = { "rm", "-rf", "--one-file-system", j->text, NULL };
-	run(rm);
+	/* The record goes first, with the lock released: a crash before the files are gone
+	 * leaves an unrecorded directory, which the next start removes. */
+	struct err e = { 0 };
+	int rc = store_delete_snapshot(j->d->store, j->text2);
+	if (rc < 0) {
+		err_set(&e, 500, "internal", -rc, "cannot remove snapshot %s: %s", j->text2, strerror(-rc));
+	} else {
+		char *rm[] = { "rm", "-rf", "--one-file-system", j->text, NULL };
+		run(rm);
+	}
 	daemon_lock(j->d);
-	j->op->status = 204;
-	op_finish(j->op);
+	if (rc < 0) {
+		op_fail(j->op, &e);
+	} else {
+		j->op->status = 204;
+		op_finish(j->op);
+	}
 	daemon_unlock(j->d);
 }
 
@@ -290,9 +300,7 @@ int snapshot_remove(struct daemon *d, const char *id, struct op *op, struct err 
 	struct job j = { .fn = remove_job, .op = op };
 	if (snapshot_path(d, id, j.text, sizeof(j.text)) < 0)
 		return err_set(e, 404, "not_found", ENOENT, "no snapshot %s", id);
-	int rc = store_delete_snapshot(d->store, id);
-	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot remove snapshot %s", id);
+	snprintf(j.text2, sizeof(j.text2), "%s", id);
 	return job_start(d, &j, e);
 }
 
