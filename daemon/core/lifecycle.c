@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,11 +218,10 @@ static int write_image(struct daemon *d, struct sandbox *sb, const char *final, 
  * memory the sandbox uses, and its layer's dirty pages go to its own, already sized, disk. */
 static int check_room(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	uint64_t need = quota_image_bytes(d, sb) + LIFECYCLE_IMAGE_SLACK;
-	struct statvfs fs;
-	if (statvfs(sb->dir, &fs) < 0)
-		return err_from_errno(e, errno, "cannot read the free space of %s: %s", sb->dir, strerror(errno));
-	uint64_t have = (uint64_t)fs.f_bavail * fs.f_frsize;
+	uint64_t need = quota_image_bytes(d, sb) + LIFECYCLE_IMAGE_SLACK, have = 0;
+	int rc = quota_free(sb->dir, &have, e);
+	if (rc < 0)
+		return rc;
 	if (have < need)
 		return err_set(e, 507, "no_space", ENOSPC,
 			       "sandbox %s: the host has %llu MiB free, a memory image needs about %llu MiB; it "

@@ -46,11 +46,22 @@ uint64_t quota_image_bytes(struct daemon *d, struct sandbox *sb)
 	return image;
 }
 
+int quota_free(const char *dir, uint64_t *avail, struct err *e)
+{
+	struct statvfs fs;
+	if (statvfs(dir, &fs) < 0)
+		return err_from_errno(e, errno, "cannot read the free space of %s: %s", dir, strerror(errno));
+	*avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+	return 0;
+}
+
 int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 {
-	struct statvfs host, layer;
-	if (statvfs(d->state_dir, &host) < 0)
-		return err_set(e, 500, "internal", errno, "statvfs %s: %s", d->state_dir, strerror(errno));
+	struct statvfs layer;
+	uint64_t avail = 0;
+	int rc = quota_free(d->state_dir, &avail, e);
+	if (rc < 0)
+		return rc;
 	uint64_t image = quota_image_bytes(d, sb);
 	char upper[700];
 	uint64_t used = 0;
@@ -58,7 +69,6 @@ int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 	if (statvfs(upper, &layer) == 0)
 		used = (uint64_t)(layer.f_blocks - layer.f_bfree) * layer.f_frsize;
 	uint64_t need = image + used * (uint64_t)(1 + copies) + d->reserve_bytes;
-	uint64_t avail = (uint64_t)host.f_bavail * host.f_frsize;
 	if (avail < need)
 		return err_set(e, 507, "no_space", ENOSPC,
 			       "the host has %.1f MiB free for sandbox %s's state; this needs about %.1f MiB", avail / MIB,
@@ -68,11 +78,11 @@ int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 
 int quota_create(struct daemon *d, uint64_t layer, struct err *e)
 {
-	struct statvfs host;
-	if (statvfs(d->state_dir, &host) < 0)
-		return err_set(e, 500, "internal", errno, "statvfs %s: %s", d->state_dir, strerror(errno));
+	uint64_t avail = 0;
+	int rc = quota_free(d->state_dir, &avail, e);
+	if (rc < 0)
+		return rc;
 	uint64_t need = QUOTA_CREATE_BYTES + layer;
-	uint64_t avail = (uint64_t)host.f_bavail * host.f_frsize;
 	if (avail < need)
 		return err_set(e, 507, "no_space", ENOSPC,
 			       "the host has %.1f MiB free for spaced's state; a new sandbox needs about %.1f MiB",

@@ -25,6 +25,10 @@ int quota_snapshot(struct daemon *d, const struct sandbox *sb, struct err *e);
  * when its use cannot be read). [L] (one cgroup file) */
 uint64_t quota_image_bytes(struct daemon *d, struct sandbox *sb);
 
+/* The bytes an unprivileged writer may still use on dir's filesystem, in *avail; or -errno
+ * with *e set. (statvfs: quick) */
+int quota_free(const char *dir, uint64_t *avail, struct err *e);
+
 /* 0 if the state dir's filesystem can hold a snapshot of sb and `copies` copies of its
  * writable layer (a fork's), with d->reserve_bytes to spare; else -ENOSPC with *e 507
  * no_space. The estimate: the memory sb uses (its limit if unknown) for the image, and its
