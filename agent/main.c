@@ -2,7 +2,7 @@
  * agent/main.c - space-agent's entry point and event loop.
  *
  * main() reads as its phases: become a proper init (when PID 1: make /work,
- * ignore the signals a sandboxed process could send us, make sure fds 0-2
+ * write /etc/hostname and /etc/hosts, ignore the signals a sandboxed process could send us, make sure fds 0-2
  * exist), route SIGCHLD to a signalfd, pick a boot id, then run the loop.
  * The loop is single-threaded: each iteration connects if due, fires
  * timeouts, lets transfers send what credit allows, flushes the outgoing
@@ -27,6 +27,7 @@
 
 #include "dispatch.h"
 #include "files.h"
+#include "identity.h"
 #include "probe.h"
 
 uint64_t agent_now_ms(void)
@@ -172,6 +173,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "--pid1-state") == 0)
 		return probe_pid1_state();
+	if (argc == 3 && strcmp(argv[1], "--identity") == 0)
+		return identity_main(argv[2]);
 
 	a.pid1 = getpid() == 1;
 	const char *sock = getenv("SPACE_AGENT_SOCK");
@@ -186,6 +189,10 @@ int main(int argc, char **argv)
 		umask(022);
 		if ((err = files_mkdir_p("/work", 0755)) < 0)
 			agent_log("mkdir /work: %s", strerror(-err));
+		/* the runtime named the kernel after the sandbox; the files follow */
+		char name[IDENTITY_NAME_MAX + 2] = "";
+		if (gethostname(name, sizeof(name)) == 0 && (err = identity_files("/etc", name)) < 0)
+			agent_log("/etc/hosts and /etc/hostname: %s", strerror(-err));
 	} else {
 		/* outside a sandbox (tests): still adopt orphans like init would */
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);

@@ -388,6 +388,8 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		char image[700];
 		snprintf(image, sizeof(image), "%s/image", snapshot);
 		rc = d->driver->restore(d->drv, sb, image, e);
+		if (rc == 0) /* it wakes up as the sandbox it was copied from */
+			rc = d->driver->rename(d->drv, sb, e);
 	} else if (rc == 0) {
 		rc = d->driver->start(d->drv, sb, e);
 	}

@@ -73,6 +73,9 @@ struct driver_ops {
 			  struct err *e);
 	/* Starts the sandbox from the image in dir (its root filesystem is remounted if needed). */
 	int (*restore)(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
+	/* Gives a sandbox restored from another one's image (a fork, a create from a snapshot)
+	 * its own name: the host name inside, /etc/hostname and /etc/hosts. */
+	int (*rename)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* Continues the sandbox's PID 1 (the agent) if something inside stopped it. */
 	int (*wake)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* The state of the sandbox's PID 1 as the kernel underneath sees it (the letter of

@@ -351,6 +351,14 @@ static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 	return runsc(drv, sb, args, e);
 }
 
+static int gv_rename(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	/* the agent's own binary beside PID 1, allowed to set the host name; nothing the
+	 * sandbox runs gets that capability */
+	char *args[] = { "exec", "--cap", "CAP_SYS_ADMIN", sb->id, OCI_AGENT_PATH, "--identity", sb->id, NULL };
+	return runsc(drv, sb, args, e);
+}
+
 static int gv_stop(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	/* delete --force kills whatever still runs first; only a failed delete needs a second look
@@ -592,6 +600,7 @@ const struct driver_ops driver_gvisor = {
 	.resume = gv_resume,
 	.checkpoint = gv_checkpoint,
 	.restore = gv_restore,
+	.rename = gv_rename,
 	.wake = gv_wake,
 	.pid1_state = gv_pid1_state,
 	.layer = gv_layer,

@@ -12,7 +12,8 @@
 
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_state daemon/driver/test_oci \
-              daemon/store/test_store daemon/io/test_timer daemon/io/test_chan agent/test_user
+              daemon/store/test_store daemon/io/test_timer daemon/io/test_chan agent/test_user \
+              agent/test_identity
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -42,6 +43,9 @@ UNIT_LIBS_test_chan  := -lpthread
 
 UNIT_test_user       := agent/user.c
 UNIT_LIBS_test_user  :=
+
+UNIT_test_identity      := agent/identity.c
+UNIT_LIBS_test_identity :=
 
 # test_api tests the route table (routes.c), which names every handler (api_sandbox.c,
 # api_exec.c, api_files.c); the handlers reach into the lifecycle, the snapshots, the agent
