@@ -20,6 +20,7 @@
 
 #include "../proto/agent.h"
 #include "conn.h"
+#include "oom.h"
 #include "proc.h"
 #include "xfer.h"
 
@@ -33,6 +34,7 @@ struct agent {
 	struct conn conn;
 	struct proc_table procs;
 	struct xfer_table xfers;
+	struct oom oom;
 };
 
 /*

@@ -136,6 +136,7 @@ static void loop_run(struct agent *a)
 		uint64_t now = agent_now_ms();
 		conn_tick(a, now);
 		proc_tick(a, now);
+		oom_tick(a, now);
 		xfer_pump(a);
 		conn_flush(a);
 
@@ -147,6 +148,8 @@ static void loop_run(struct agent *a)
 		uint64_t deadline = conn_deadline(a);
 		uint64_t pd = proc_deadline(a);
 		if (pd < deadline)
+			deadline = pd;
+		if ((pd = oom_deadline(a)) < deadline)
 			deadline = pd;
 		int timeout = xfer_busy(a) ? 0 : ms_until(deadline, now);
 		int n = poll(ps.fds, ps.n, timeout);
@@ -210,6 +213,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	proc_init(&a);
+	oom_init(&a);
 	xfer_init(&a);
 	agent_log("started (pid %d), host socket %s", (int)getpid(), sock);
 	loop_run(&a);

@@ -49,6 +49,29 @@ static struct proc *proc_find(struct agent *a, uint32_t pid)
 	return NULL;
 }
 
+bool proc_started(struct agent *a, uint32_t pid)
+{
+	struct proc *p = proc_find(a, pid);
+	return p && p->state == PROC_RUNNING;
+}
+
+void proc_oom(struct agent *a, uint32_t owner, uint32_t victim, uint64_t rss, uint64_t used, uint64_t limit,
+	      const char *cmdline)
+{
+	struct proc *p = proc_find(a, owner);
+	if (!p)
+		return;
+	if (owner == victim)
+		p->oom = true;
+	uint8_t fixed[sizeof(struct sp_oom)] = { 0 };
+	frame_put_u32(fixed + offsetof(struct sp_oom, victim), victim);
+	frame_put_u64(fixed + offsetof(struct sp_oom, rss), rss);
+	frame_put_u64(fixed + offsetof(struct sp_oom, used), used);
+	frame_put_u64(fixed + offsetof(struct sp_oom, limit), limit);
+	if (conn_send(a, SP_A_OOM, owner, fixed, sizeof(fixed), cmdline) < 0)
+		agent_log("pid %u: memory report lost (out of memory)", owner);
+}
+
 static struct proc *proc_free_slot(struct agent *a)
 {
 	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++)
@@ -270,7 +293,8 @@ static void proc_finish(struct agent *a, struct proc *p)
 	uint8_t ex[sizeof(struct sp_exit)];
 	frame_put_u32(ex + offsetof(struct sp_exit, code), (uint32_t)p->code);
 	frame_put_u32(ex + offsetof(struct sp_exit, signo), (uint32_t)p->signo);
-	frame_put_u32(ex + offsetof(struct sp_exit, flags), p->timedout ? SP_EXIT_TIMEDOUT : 0);
+	frame_put_u32(ex + offsetof(struct sp_exit, flags),
+		      (p->timedout ? SP_EXIT_TIMEDOUT : 0) | (p->oom ? SP_EXIT_OOM : 0));
 	frame_put_u32(ex + offsetof(struct sp_exit, rsvd), 0);
 	if (conn_send(a, SP_A_EXIT, (uint32_t)p->pid, ex, sizeof(ex), NULL) < 0)
 		agent_log("pid %d: exit report lost (out of memory)", (int)p->pid);

@@ -49,6 +49,7 @@ struct proc {
 	uint64_t in_unacked;    /* stdin bytes of this connection not yet credited back */
 	uint64_t deadline;      /* monotonic ms of the timeout, 0 if none */
 	bool timedout;
+	bool oom;               /* killed by the memory watcher (oom.c) */
 	int code, signo;        /* valid once PROC_EXITED */
 	uint64_t started_ms;
 	char *cmdline;
@@ -75,6 +76,14 @@ int proc_exec(struct agent *a, const struct frame *f);
 int proc_stdin(struct agent *a, const struct frame *f);
 int proc_signal(struct agent *a, const struct frame *f);
 int proc_ps(struct agent *a, const struct frame *f);
+
+/* Whether pid is a process the host started that still runs. */
+bool proc_started(struct agent *a, uint32_t pid);
+
+/* Tells the host that the memory watcher killed victim, which belonged to the started
+ * process owner (victim itself, when owner == victim: its exit then says so). */
+void proc_oom(struct agent *a, uint32_t owner, uint32_t victim, uint64_t rss, uint64_t used, uint64_t limit,
+	      const char *cmdline);
 
 /* H_CREDIT for a pid channel. */
 void proc_credit(struct agent *a, uint32_t pid, uint32_t bytes);

@@ -203,14 +203,31 @@ static void child_reset_signals(void)
  * - SPACE_CPUS: runsc gives the sandbox every host CPU and limits time with a
  *   cgroup quota, so each command is pinned to the first SPACE_CPUS of them,
  *   which is what nproc then shows.
- * - SPACE_MEMORY_MB, SPACE_NPROC, SPACE_NOFILE: per-process limits (address
- *   space, processes, open files). These are the inner layer: a runaway
- *   allocation or fork bomb fails inside (MemoryError, EAGAIN) instead of
- *   reaching the host cgroup, which under runsc kills the whole sandbox.
+ * - SPACE_NPROC, SPACE_NOFILE: the hard limits on processes and open files. The
+ *   process limit is the inner layer below the host's pids cgroup: a fork bomb
+ *   fails inside (EAGAIN) instead of reaching the host cgroup, which under runsc
+ *   kills the whole sandbox.
+ *
+ * Every command starts with a Debian machine's limits (DEBIAN_LIMITS): open files
+ * soft 1024 under the hard SPACE_NOFILE, processes soft = hard, an 8 MiB stack
+ * under an unlimited hard one, no core files unless raised, no address space
+ * limit. A process may lower them and raise a soft one up to its hard one. Memory
+ * is limited by what is used, not reserved (oom.c).
  */
+#define NOFILE_SOFT 1024
+#define STACK_SOFT (8ull << 20)
+
 static cpu_set_t cpus_mask;
 static int cpus_limited = -1;
-static struct rlimit lim_as, lim_nproc, lim_nofile;
+static struct rlimit lim_nproc, lim_nofile;
+static const struct {
+	int resource;
+	struct rlimit lim;
+} DEBIAN_LIMITS[] = {
+	{ RLIMIT_AS, { RLIM_INFINITY, RLIM_INFINITY } },
+	{ RLIMIT_STACK, { STACK_SOFT, RLIM_INFINITY } },
+	{ RLIMIT_CORE, { 0, RLIM_INFINITY } },
+};
 
 static void set_limit(struct rlimit *r, const char *var, rlim_t unit)
 {
@@ -219,12 +236,26 @@ static void set_limit(struct rlimit *r, const char *var, rlim_t unit)
 	r->rlim_cur = r->rlim_max = n > 0 ? (rlim_t)n * unit : RLIM_INFINITY;
 }
 
+/* Sets what a command starts with; a limit the agent itself lacks stays the agent's. */
+static void child_limits(void)
+{
+	for (size_t i = 0; i < sizeof(DEBIAN_LIMITS) / sizeof(DEBIAN_LIMITS[0]); i++)
+		setrlimit(DEBIAN_LIMITS[i].resource, &DEBIAN_LIMITS[i].lim);
+	if (lim_nproc.rlim_cur != RLIM_INFINITY)
+		setrlimit(RLIMIT_NPROC, &lim_nproc);
+	struct rlimit nofile = lim_nofile;
+	if (nofile.rlim_max == RLIM_INFINITY)
+		getrlimit(RLIMIT_NOFILE, &nofile);
+	if (nofile.rlim_cur > NOFILE_SOFT)
+		nofile.rlim_cur = NOFILE_SOFT;
+	setrlimit(RLIMIT_NOFILE, &nofile);
+}
+
 static void cpus_init(void)
 {
 	if (cpus_limited >= 0)
 		return;
 	cpus_limited = 0;
-	set_limit(&lim_as, "SPACE_MEMORY_MB", 1024 * 1024);
 	set_limit(&lim_nproc, "SPACE_NPROC", 1);
 	set_limit(&lim_nofile, "SPACE_NOFILE", 1);
 	const char *v = getenv("SPACE_CPUS");
@@ -249,12 +280,7 @@ static void child_run(const struct spawn_req *r, const int in[2], const int out[
 	child_reset_signals();
 	if (cpus_limited == 1)
 		sched_setaffinity(0, sizeof(cpus_mask), &cpus_mask);
-	if (lim_as.rlim_cur != RLIM_INFINITY)
-		setrlimit(RLIMIT_AS, &lim_as);
-	if (lim_nproc.rlim_cur != RLIM_INFINITY)
-		setrlimit(RLIMIT_NPROC, &lim_nproc);
-	if (lim_nofile.rlim_cur != RLIM_INFINITY)
-		setrlimit(RLIMIT_NOFILE, &lim_nofile);
+	child_limits();
 	if (setsid() < 0)
 		child_fail(report, STAGE_SETUP, errno);
 	int stdin_fd = r->want_stdin ? in[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);

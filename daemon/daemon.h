@@ -75,6 +75,8 @@ struct proc {
 	bool exited;
 	int32_t code, signo;
 	bool timed_out;
+	bool oom_killed;            /* [L] killed by the sandbox's memory watcher */
+	uint32_t oom_kills;         /* [L] processes of its own the watcher killed, itself included */
 	bool listed;                /* [L] named by the current connection's agent (started or listed) */
 	bool hearsay;               /* [L] known only from the agent's word (a listing, output, an exit),
 	                               never from a start spaced asked for */

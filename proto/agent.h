@@ -84,6 +84,9 @@ enum sp_msg {
 	SP_A_STAT = 74,       /* chan=tag, struct sp_stat + name */
 	SP_A_DATA = 75,       /* chan=tag, bytes of a download */
 	SP_A_END = 76,        /* chan=tag, no payload: listing or download complete */
+	SP_A_OOM = 77,        /* chan=pid of the started process whose session or descendants held
+	                         the victim, struct sp_oom + the victim's cmdline: the sandbox's
+	                         memory reached its limit and the agent killed its largest process */
 };
 
 /* SP_H_EXEC flags */
@@ -120,12 +123,22 @@ struct sp_started {
 } __attribute__((packed));
 
 #define SP_EXIT_TIMEDOUT 0x1u
+#define SP_EXIT_OOM 0x2u      /* killed because the sandbox's memory reached its limit */
 
 struct sp_exit {
 	int32_t code;      /* exit status, or 128 + signal if killed */
 	int32_t signo;     /* signal that killed it, 0 if it exited */
 	uint32_t flags;    /* SP_EXIT_* */
 	uint32_t rsvd;
+} __attribute__((packed));
+
+struct sp_oom {
+	uint32_t victim;   /* its pid */
+	uint32_t rsvd;
+	uint64_t rss;      /* its resident bytes when it was chosen */
+	uint64_t used;     /* the sandbox's memory in use then */
+	uint64_t limit;    /* the sandbox's memory limit */
+	/* then: the victim's cmdline \0 */
 } __attribute__((packed));
 
 struct sp_error {

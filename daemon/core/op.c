@@ -305,8 +305,26 @@ static void flush_holds(struct op *op)
 		}
 }
 
+/* An A_OOM payload (checked when it arrived): an event on a stream; a capture's answer counts
+ * it from the process record (exit_json). */
+static void on_oom_event(struct op *op, const uint8_t *data)
+{
+	if (!op->stream)
+		return;
+	struct sp_oom o;
+	memcpy(&o, data, sizeof(o));
+	flush_holds(op);
+	emit_json(op, json_pack("{s:s, s:i, s:s, s:I, s:I, s:I}", "type", "oom", "pid", (int)o.victim, "cmd",
+				(const char *)data + sizeof(o), "rss_bytes", (json_int_t)o.rss, "memory_used_bytes",
+				(json_int_t)o.used, "memory_limit_bytes", (json_int_t)o.limit));
+}
+
 void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 {
+	if (type == SP_A_OOM) {
+		on_oom_event(op, data);
+		return;
+	}
 	int which = type == SP_A_STDERR;
 	if (op->stream) {
 		stream_output(op, which, data, n);
@@ -362,9 +380,9 @@ static void put_captured(json_t *o, const char *name, struct buf *b)
 
 static json_t *exit_json(struct op *op, const struct proc *p)
 {
-	return json_pack("{s:i, s:o, s:b, s:I}", "exit_code", p->code, "signal",
-			 p->signo ? json_integer(p->signo) : json_null(), "timed_out", p->timed_out,
-			 "duration_ms", (json_int_t)(mono_ms() - op->t0));
+	return json_pack("{s:i, s:o, s:b, s:b, s:i, s:I}", "exit_code", p->code, "signal",
+			 p->signo ? json_integer(p->signo) : json_null(), "timed_out", p->timed_out, "oom_killed",
+			 p->oom_killed, "oom_kills", (int)p->oom_kills, "duration_ms", (json_int_t)(mono_ms() - op->t0));
 }
 
 void op_on_exit(struct op *op, const struct proc *p)

@@ -219,6 +219,23 @@ static int on_reply(void *ctx, const struct frame *f, char *why)
 	return 0;
 }
 
+/* Keeps a frame for p's next reader (output, or a memory report), bounded per process and per
+ * sandbox. */
+static int keep_pending(struct sandbox *sb, struct proc *p, const struct frame *f, char *why)
+{
+	if (buf_avail(&p->pending) + f->len > 2 * SP_WINDOW || sb->pending_bytes + f->len > SANDBOX_MAX_PENDING) {
+		snprintf(why, CHAN_MAX_WHY, "more unread output than credit allows");
+		return -EPROTO;
+	}
+	uint8_t h[5] = { f->type };
+	frame_put_u32(h + 1, f->len);
+	if (buf_put(&p->pending, h, sizeof(h)) < 0 || buf_put(&p->pending, f->payload, f->len) < 0)
+		return -ENOMEM;
+	sb->pending_bytes += f->len;
+	p->pending_raw += f->len;
+	return 0;
+}
+
 static int on_output(void *ctx, const struct frame *f, char *why)
 {
 	struct sandbox *sb = ctx;
@@ -235,17 +252,33 @@ static int on_output(void *ctx, const struct frame *f, char *why)
 		return 0;
 	}
 	/* unread output waits here; a real agent keeps it within two windows per process */
-	if (buf_avail(&p->pending) + f->len > 2 * SP_WINDOW || sb->pending_bytes + f->len > SANDBOX_MAX_PENDING) {
-		snprintf(why, CHAN_MAX_WHY, "more unread output than credit allows");
+	return keep_pending(sb, p, f, why);
+}
+
+/* The memory watcher killed a process of p's: an event for whoever reads p's output, kept with
+ * its unread output until someone does. Bounded like that output (a real agent sends one per
+ * kill, and waits for each victim to go before the next). */
+static int on_oom(void *ctx, const struct frame *f, char *why)
+{
+	struct sandbox *sb = ctx;
+	struct proc *p = named(sb, f->chan, why);
+	if (!p)
+		return -EPROTO;
+	size_t off = sizeof(struct sp_oom);
+	if (!frame_str(f, &off)) {
+		snprintf(why, CHAN_MAX_WHY, "memory report of process %u without a command", p->pid);
 		return -EPROTO;
 	}
-	uint8_t h[5] = { f->type };
-	frame_put_u32(h + 1, f->len);
-	if (buf_put(&p->pending, h, sizeof(h)) < 0 || buf_put(&p->pending, f->payload, f->len) < 0)
-		return -ENOMEM;
-	sb->pending_bytes += f->len;
-	p->pending_raw += f->len;
-	return 0;
+	struct sp_oom o;
+	memcpy(&o, f->payload, sizeof(o));
+	p->oom_kills++;
+	if (o.victim == p->pid)
+		p->oom_killed = true;
+	if (p->reader) {
+		op_on_output(p->reader, f->type, f->payload, f->len);
+		return 0;
+	}
+	return keep_pending(sb, p, f, why);
 }
 
 static int on_exit_frame(void *ctx, const struct frame *f, char *why)
@@ -260,6 +293,7 @@ static int on_exit_frame(void *ctx, const struct frame *f, char *why)
 	p->code = x.code;
 	p->signo = x.signo;
 	p->timed_out = (x.flags & SP_EXIT_TIMEDOUT) != 0;
+	p->oom_killed = (x.flags & SP_EXIT_OOM) != 0;
 	if (p->reader)
 		op_on_exit(p->reader, p);
 	while (p->waiters) {
@@ -311,6 +345,7 @@ static const struct chan_msg msgs[] = {
 	{ SP_A_STAT, sizeof(struct sp_stat), ANY, on_reply },
 	{ SP_A_DATA, 0, ANY, on_reply },
 	{ SP_A_END, 0, ANY, on_reply },
+	{ SP_A_OOM, sizeof(struct sp_oom), ANY, on_oom },
 };
 
 const struct chan_proto peer_proto = {

@@ -104,7 +104,9 @@ json_t *proc_json(const struct proc *p)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return json_pack("{s:i, s:s, s:s, s:o, s:o, s:s}", "pid", p->pid, "cmd", p->cmd ? p->cmd : "", "state",
-			 p->exited ? "exited" : "running", "exit_code", p->exited ? json_integer(p->code) : json_null(),
-			 "signal", p->exited && p->signo ? json_integer(p->signo) : json_null(), "started_at", when);
+	return json_pack("{s:i, s:s, s:s, s:o, s:o, s:s, s:b, s:i}", "pid", p->pid, "cmd", p->cmd ? p->cmd : "",
+			 "state", p->exited ? "exited" : "running", "exit_code",
+			 p->exited ? json_integer(p->code) : json_null(), "signal",
+			 p->exited && p->signo ? json_integer(p->signo) : json_null(), "started_at", when, "oom_killed",
+			 p->oom_killed, "oom_kills", (int)p->oom_kills);
 }

@@ -274,12 +274,38 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	return 0;
 }
 
+/*
+ * The host's memory backstop. runsc sizes the sandbox's kernel (MemTotal inside) from the
+ * cgroup's limit, so the spec asks for the sandbox's own memory; once the sandbox runs, the
+ * limit is raised to BACKSTOP_MB above it. The agent's watcher keeps what is used inside below
+ * the sandbox's memory (agent/oom.c), and the backstop only catches what outruns it: an
+ * allocation faster than the watcher's readings, or the runtime's own memory.
+ */
+#define BACKSTOP_MB(mb) ((mb) + (mb) / 4 + 128)
+
+static int raise_backstop(struct sandbox *sb, struct err *e)
+{
+	char p[256], val[32];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.limit_in_bytes", sb->id);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)BACKSTOP_MB((uint64_t)sb->memory_mb) << 20);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	ssize_t w = fd < 0 ? -1 : write(fd, val, strlen(val));
+	int rc = w == (ssize_t)strlen(val) ? 0 : -errno;
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "sandbox %s: cannot set its host memory limit (%s): %s", sb->id, p,
+			       strerror(-rc));
+	return 0;
+}
+
 static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	char bundle[700];
 	path(bundle, sizeof(bundle), sb, "bundle");
 	char *args[] = { "run", "--detach", "--bundle", bundle, sb->id, NULL };
-	return runsc(drv, sb, args, e);
+	int rc = runsc(drv, sb, args, e);
+	return rc < 0 ? rc : raise_backstop(sb, e);
 }
 
 static void remove_cgroups(const char *id)
@@ -348,7 +374,8 @@ static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
 	path(bundle, sizeof(bundle), sb, "bundle");
 	char *args[] = { "restore", "--detach", "--bundle", bundle, opt, sb->id, NULL };
-	return runsc(drv, sb, args, e);
+	rc = runsc(drv, sb, args, e);
+	return rc < 0 ? rc : raise_backstop(sb, e);
 }
 
 static int gv_rename(struct driver *drv, struct sandbox *sb, struct err *e)

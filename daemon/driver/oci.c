@@ -8,6 +8,7 @@
 #include "daemon/driver/oci.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static json_t *mount(const char *dst, const char *type, const char *src, const char *opts)
@@ -36,6 +37,8 @@ static json_t *env_array(const struct oci_params *p)
 	json_array_append_new(arr, json_string(line));
 	snprintf(line, sizeof(line), "SPACE_MEMORY_MB=%d", p->memory_mb);
 	json_array_append_new(arr, json_string(line));
+	if (getenv("SPACE_TEST_NO_MEMORY_WATCH")) /* tests of the host backstop only */
+		json_array_append_new(arr, json_string("SPACE_MEMORY_WATCH=off"));
 	snprintf(line, sizeof(line), "SPACE_NPROC=%d", p->nproc);
 	json_array_append_new(arr, json_string(line));
 	snprintf(line, sizeof(line), "SPACE_NOFILE=%d", OCI_NOFILE);
@@ -92,12 +95,14 @@ json_t *oci_spec(const struct oci_params *p)
 	json_t *capabilities = json_pack("{s:O, s:O, s:O, s:O}", "bounding", c, "effective", c, "permitted", c,
 					 "inheritable", c);
 	json_decref(c);
-	return json_pack("{s:s, s:{s:b, s:{s:i, s:i}, s:[s], s:o, s:s, s:o, s:[{s:s, s:i, s:i}]}, s:{s:s, s:b}, s:s,"
+	return json_pack("{s:s, s:{s:b, s:{s:i, s:i}, s:[s], s:o, s:s, s:o, s:[{s:s, s:I, s:I}, {s:s, s:I, s:I}]},"
+			 " s:{s:s, s:b}, s:s,"
 			 " s:o, s:{s:o, s:o, s:s}}",
 			 "ociVersion", "1.0.2",
 			 "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", OCI_AGENT_PATH, "env",
-			 env_array(p), "cwd", "/", "capabilities", capabilities, "rlimits", "type", "RLIMIT_NOFILE", "hard", 1048576,
-			 "soft", 1048576,
+			 env_array(p), "cwd", "/", "capabilities", capabilities, "rlimits", "type", "RLIMIT_NOFILE", "hard",
+			 (json_int_t)OCI_NOFILE, "soft", (json_int_t)OCI_NOFILE, "type", "RLIMIT_MEMLOCK", "hard",
+			 (json_int_t)OCI_MEMLOCK, "soft", (json_int_t)OCI_MEMLOCK,
 			 "root", "path", p->rootfs, "readonly", 0,
 			 "hostname", p->id,
 			 "mounts", mounts,

@@ -27,7 +27,8 @@ struct oci_params {
 	int nproc;               /* per-process RLIMIT_NPROC inside, below pids */
 };
 
-#define OCI_NOFILE 65536     /* open files per process inside a sandbox */
+#define OCI_NOFILE 524288    /* open files per process inside a sandbox (hard; soft 1024), as Debian */
+#define OCI_MEMLOCK (8 << 20) /* locked memory per process, as Linux's default */
 
 /* Returns a new config.json object, or NULL if a parameter is invalid. */
 json_t *oci_spec(const struct oci_params *p);

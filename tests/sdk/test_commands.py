@@ -23,6 +23,14 @@ def test_run_returns_the_result(sandbox):
     assert (r.stdout, r.stderr) == ("", "to err")
 
 
+def test_a_process_over_the_memory_limit_says_so(sandbox):
+    with pytest.raises(space.CommandExitError) as e:
+        sandbox.commands.run(["python3", "-c", "a = []\nwhile True: a.append(b'x' * (16 << 20))"])
+    r = e.value.result
+    assert (r.exit_code, r.signal, r.oom_killed, r.oom_kills) == (137, 9, True, 1)
+    assert sandbox.commands.run("echo alive").stdout == "alive\n"
+
+
 def test_a_non_zero_exit_raises_with_the_output(sandbox):
     with pytest.raises(space.CommandExitError) as e:
         sandbox.commands.run("ls /nope")

@@ -266,11 +266,12 @@ class Daemon:
     """One build/spaced with its own state directory and socket (and a TCP listener with listen)."""
 
     def __init__(self, state_dir=None, listen=None, agent=AGENT, cwd=ROOT, spaced=SPACED, prefix="space-test-",
-                 io_timeout=IO_TIMEOUT, args=()):
+                 io_timeout=IO_TIMEOUT, args=(), env=None):
         self.state_dir = state_dir or tempfile.mkdtemp(prefix=prefix)
         self.socket = os.path.join(self.state_dir, "space.sock")
         self.listen = listen
         self.args = list(args)  # more options, e.g. --tls-cert FILE --tls-key FILE
+        self.env = env  # more environment, e.g. a test hook
         self.agent = agent
         self.cwd = cwd
         self.spaced = spaced
@@ -288,7 +289,7 @@ class Daemon:
     def start(self, deadline=START_DEADLINE):
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, cwd=self.cwd,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env={**os.environ, **(self.env or {})})
         log.close()
         self.wait_healthy(deadline)
         return self

@@ -34,10 +34,13 @@ class CommandResult:
         exit_code: the exit status, or 128 + N when signal N killed it.
         signal: the number of the signal that killed it, or None.
         timed_out: whether its `timeout` killed it.
+        oom_killed: whether it was killed because the sandbox's memory reached its limit.
+        oom_kills: how many of it and the processes it started were killed so.
         duration_ms: how long it ran, in milliseconds.
     """
 
-    def __init__(self, pid, stdout_bytes, stderr_bytes, exit_code, signal=None, timed_out=False, duration_ms=None):
+    def __init__(self, pid, stdout_bytes, stderr_bytes, exit_code, signal=None, timed_out=False, duration_ms=None,
+                 oom_killed=False, oom_kills=0):
         self.pid = pid
         self.stdout_bytes = bytes(stdout_bytes)
         self.stderr_bytes = bytes(stderr_bytes)
@@ -46,6 +49,8 @@ class CommandResult:
         self.exit_code = exit_code
         self.signal = signal
         self.timed_out = timed_out
+        self.oom_killed = oom_killed
+        self.oom_kills = oom_kills
         self.duration_ms = duration_ms
 
     def __repr__(self):
@@ -112,7 +117,8 @@ class _Collector:
 
     def result(self, pid, ev):
         return CommandResult(pid, self.buf["stdout"], self.buf["stderr"], ev.get("exit_code"), ev.get("signal"),
-                             bool(ev.get("timed_out")), ev.get("duration_ms"))
+                             bool(ev.get("timed_out")), ev.get("duration_ms"), bool(ev.get("oom_killed")),
+                             ev.get("oom_kills") or 0)
 
 
 class Commands:

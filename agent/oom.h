@@ -1,0 +1,61 @@
+/*
+ * agent/oom.h - the sandbox's memory limit, counted in memory used, not
+ * address space reserved.
+ *
+ * Processes inside may reserve as much address space as Linux allows. The
+ * agent reads what the sandbox's kernel says is in use (/proc/meminfo:
+ * AnonPages + Cached, which counts anonymous memory, tmpfs files and page cache
+ * alike, as a Linux memory cgroup does; MemAvailable is no measure, since gVisor
+ * reports none at all after a restore) and, when it comes within the
+ * margin below the limit (SPACE_MEMORY_MB), kills the process with the most
+ * resident memory (SIGKILL), never PID 1. The started process it belongs to
+ * hears of it (A_OOM on its channel; its exit says SP_EXIT_OOM when it was
+ * the victim itself). Then it waits for the victim to be gone, and for its
+ * memory to be counted free, before it judges again: one overshoot costs one
+ * process.
+ *
+ * Readings come every OOM_SLOW_MS while less than half the memory is used and
+ * every OOM_FAST_MS above that: an allocation must outrun about OOM_FAST_MS of
+ * readings to reach the host's backstop, which sits well above the limit
+ * (daemon/driver). A sandbox over its limit with no process to kill (the
+ * memory held by tmpfs files) is left to that backstop.
+ */
+#ifndef SPACE_AGENT_OOM_H
+#define SPACE_AGENT_OOM_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct agent;
+
+/* The watcher acts at the limit less a margin of 1/16 of it, between 16 and 64 MiB: room for
+ * the runtime's own memory, so a sandbox near its limit still fits the host cgroup when it is
+ * restored (which happens before the host raises its backstop above the limit). */
+#define OOM_MARGIN_MIN (16ull << 20)
+#define OOM_MARGIN_MAX (64ull << 20)
+#define OOM_SLOW_MS 100u          /* between readings below half the limit */
+#define OOM_FAST_MS 20u           /* between readings above it */
+#define OOM_GONE_MS 3000u         /* longest wait for a victim to go before the next judgement */
+#define OOM_SETTLE_MS 500u        /* then at most this for the kernel to count its memory free
+                                     (gVisor returns it about 100 ms after the exit) */
+
+struct oom {
+	uint64_t limit;           /* bytes; 0: no limit to watch */
+	uint64_t margin;          /* bytes below it at which the watcher acts */
+	uint64_t next_ms;         /* when the next reading is due */
+	pid_t victim;             /* killed and not yet gone, 0: none */
+	uint64_t victim_ms;       /* when it was killed */
+	uint64_t settle_until;    /* no kill before this while the victim's memory is returned */
+	uint64_t kills;
+	int idle_logged;          /* said once that nothing could be killed */
+};
+
+/* Reads the limit from SPACE_MEMORY_MB (none when unset). */
+void oom_init(struct agent *a);
+void oom_tick(struct agent *a, uint64_t now);
+uint64_t oom_deadline(const struct agent *a);
+
+/* The memory in use per the sandbox's /proc/meminfo (AnonPages + Cached), in *used; 0 or -errno. */
+int oom_used(uint64_t *used);
+
+#endif
