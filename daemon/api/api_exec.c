@@ -259,8 +259,14 @@ int api_proc_stdin(struct op *op)
 int api_proc_stdin_upload(struct op *op, const char *data, size_t *size)
 {
 	struct proc *p = op->proc;
+	if ((!p || !op->sb) && data == NULL && *size == 0) {
+		/* it exited after taking every byte the body held: the write happened */
+		op->status = 204;
+		op->done = true;
+		return API_DONE;
+	}
 	if (!p || !op->sb) {
-		err_set(&op->err, 409, "conflict", ESRCH, "process %u has exited", op->pid);
+		err_set(&op->err, 409, "conflict", ESRCH, "process %u exited before taking all of its stdin", op->pid);
 		return API_DONE;
 	}
 	while (*size > 0 && p->stdin_credit > 0) {

@@ -247,6 +247,29 @@ def test_large_output_streams_completely(api, sandbox):
 # background processes
 
 
+def test_stdin_taken_by_a_process_that_then_exits_is_a_success(api, sandbox):
+    """The process reads exactly what it is sent and exits at once, before the request's body
+    is over (here the end of a chunked body is held back until the exit is seen): the write
+    happened, so it answers 204, not 409."""
+    pid = start_proc(api, sandbox, ["head", "-c", "3"], stdin_open=True)
+    conn = api.connection()
+    try:
+        conn.putrequest("POST", proc_path(sandbox, pid, "/stdin"))
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        conn.send(b"3\r\nabc\r\n")
+        wait_until(lambda: api.ok("GET", proc_path(sandbox, pid))["state"] == "exited", 60, "head to exit")
+        conn.send(b"0\r\n\r\n")
+        resp = conn.getresponse()
+        assert resp.status == 204, (resp.status, resp.read())
+    finally:
+        conn.close()
+    assert api.ok("GET", proc_path(sandbox, pid))["exit_code"] == 0
+    # one whose body still holds bytes when the process is gone gets 409
+    status, body = api.json("POST", proc_path(sandbox, pid, "/stdin"), raw=b"abc")
+    assert status == 409, (status, body)
+
+
 def test_process_list_get_and_wait(api, sandbox):
     fast = start_proc(api, sandbox, ["sh", "-c", "echo quick; exit 5"])
     slow = start_proc(api, sandbox, ["sh", "-c", "read line; echo got $line; exit 7"], stdin_open=True)
