@@ -16,7 +16,10 @@
  */
 #include "daemon/driver/driver.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,11 +27,13 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "daemon/driver/disk.h"
 #include "daemon/driver/host.h"
 #include "daemon/driver/oci.h"
+#include "daemon/base/clock.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
 
@@ -90,6 +95,8 @@ static int runsc(struct driver *drv, struct sandbox *sb, char *const args[], str
 	return 0;
 }
 
+static void settle_orphans(struct driver *drv);
+
 static int gv_init(struct daemon *d, struct driver **out, struct err *e)
 {
 	struct driver *drv = calloc(1, sizeof(*drv));
@@ -110,8 +117,78 @@ static int gv_init(struct daemon *d, struct driver **out, struct err *e)
 	if (nl)
 		*nl = '\0';
 	snprintf(drv->runtime, sizeof(drv->runtime), "runsc %s", v ? v + 8 : "unknown");
+	settle_orphans(drv);
 	*out = drv;
 	return 0;
+}
+
+/* Whether process pid is a runsc command (not a sandbox's own runsc-sandbox or runsc-gofer)
+ * working on the containers under root. */
+static bool runsc_command_of(pid_t pid, const char *root)
+{
+	char p[64], args[4096];
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, args, sizeof(args) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	args[n] = '\0';
+	const char *base = strrchr(args, '/');
+	if (strcmp(base ? base + 1 : args, "runsc") != 0)
+		return false;
+	char eq[700];
+	snprintf(eq, sizeof(eq), "--root=%s", root);
+	for (const char *a = args, *prev = ""; a < args + n; prev = a, a += strlen(a) + 1)
+		if (strcmp(a, eq) == 0 || (strcmp(prev, "--root") == 0 && strcmp(a, root) == 0))
+			return true;
+	return false;
+}
+
+/*
+ * A spaced that was killed leaves the runsc commands it had started running on (a restore, a
+ * checkpoint, a delete): until they end, what runsc says of a container is about to change,
+ * and adopting on it would record a state that does not last (a suspended sandbox that a
+ * late restore brings back to life). So the next spaced waits for them first, up to
+ * ORPHAN_WAIT_MS, and then kills what is left.
+ */
+#define ORPHAN_WAIT_MS 120000
+
+static void settle_orphans(struct driver *drv)
+{
+	int64_t deadline = mono_ms() + ORPHAN_WAIT_MS;
+	for (;;) {
+		DIR *dp = opendir("/proc");
+		if (!dp)
+			return;
+		pid_t found = 0;
+		struct dirent *de;
+		while (!found && (de = readdir(dp))) {
+			char *end;
+			long pid = strtol(de->d_name, &end, 10);
+			if (!*end && pid > 0 && pid != getpid() && runsc_command_of((pid_t)pid, drv->root))
+				found = (pid_t)pid;
+		}
+		closedir(dp);
+		if (!found)
+			return;
+		int64_t left = deadline - mono_ms();
+		if (left <= 0) {
+			log_warn("runsc command %d of an earlier spaced still runs after %d s; killing it", (int)found,
+				 ORPHAN_WAIT_MS / 1000);
+			kill(found, SIGKILL);
+		} else {
+			log_info("waiting for runsc command %d of an earlier spaced to end", (int)found);
+		}
+		int pfd = (int)syscall(SYS_pidfd_open, found, 0);
+		if (pfd < 0)
+			continue; /* gone already */
+		struct pollfd w = { .fd = pfd, .events = POLLIN };
+		poll(&w, 1, left > 0 ? (int)left : 1000);
+		close(pfd);
+	}
 }
 
 static void gv_fini(struct driver *drv)

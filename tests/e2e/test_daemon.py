@@ -6,6 +6,7 @@ session's daemon is never disturbed.
 """
 
 import os
+import subprocess
 import signal
 import stat
 import tempfile
@@ -154,3 +155,23 @@ def test_the_state_directory_and_database_are_spaceds_alone(make_daemon):
     files = {db + suffix: mode(db + suffix) for suffix in ("", "-wal", "-shm")}
     assert files == {p: 0o600 for p in files}, {p: oct(m) for p, m in files.items()}
     assert mode(d.socket) == 0o660
+
+
+def test_a_restart_waits_for_the_runsc_commands_the_killed_daemon_left(make_daemon):
+    """A runsc command that outlives a killed spaced (here an exec that writes a file after a
+    while) has ended before the next spaced answers: it adopts what lasts, not a state about
+    to change."""
+    d = make_daemon()
+    sbid = d.api.create()
+    d.kill(signal.SIGKILL)
+    left = subprocess.Popen(["runsc", "--root", d.runsc_root(), "--platform=ptrace", "--network=none",
+                             "--host-uds=open", "exec", sbid, "/bin/sh", "-c", "sleep 2; echo late > /work/late"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        d.start()
+        assert left.poll() is not None, "spaced answered while the earlier runsc command still ran"
+        assert d.api.exec(sbid, ["cat", "/work/late"])["stdout"] == "late\n"
+        assert "waiting for runsc command" in d.log_tail(50)
+    finally:
+        left.kill()
+        left.wait()
