@@ -36,11 +36,22 @@ static uint64_t meminfo_kib(const char *text, const char *key)
 	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
 }
 
+/* /proc/meminfo, kept open: a read at offset 0 makes it anew, one system call a reading */
+static int meminfo_fd = -1;
+
 int oom_used(uint64_t *used)
 {
 	char text[4096];
-	if (read_text("/proc/meminfo", text, sizeof(text)) < 0)
+	if (meminfo_fd < 0 && (meminfo_fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
+	ssize_t n = pread(meminfo_fd, text, sizeof(text) - 1, 0);
+	if (n <= 0) {
+		int err = n < 0 ? errno : EPROTO;
+		close(meminfo_fd);
+		meminfo_fd = -1;
+		return -err;
+	}
+	text[n] = '\0';
 	/* not MemTotal - MemAvailable: gVisor reports no memory free at all after a restore */
 	if (!strstr(text, "AnonPages:") || !strstr(text, "Cached:"))
 		return -EPROTO;
@@ -185,6 +196,16 @@ static bool victim_stays(struct agent *a, uint64_t now)
 	return false;
 }
 
+/* How long memory growing at OOM_RATE_MIB_S takes from used to the point where the watcher
+ * acts, within [OOM_FAST_MS, OOM_SLOW_MS]. */
+static uint64_t next_reading_ms(const struct agent *a, uint64_t used)
+{
+	uint64_t act = a->oom.limit - a->oom.margin;
+	uint64_t per_ms = ((uint64_t)OOM_RATE_MIB_S << 20) / 1000;
+	uint64_t ms = used >= act ? 0 : (act - used) / per_ms;
+	return ms < OOM_FAST_MS ? OOM_FAST_MS : ms > OOM_SLOW_MS ? OOM_SLOW_MS : ms;
+}
+
 void oom_tick(struct agent *a, uint64_t now)
 {
 	if (!a->oom.limit || now < a->oom.next_ms)
@@ -192,7 +213,7 @@ void oom_tick(struct agent *a, uint64_t now)
 	uint64_t used = 0;
 	bool waiting = victim_stays(a, now);
 	int rc = waiting ? 0 : oom_used(&used);
-	a->oom.next_ms = now + (waiting || used >= a->oom.limit / 2 ? OOM_FAST_MS : OOM_SLOW_MS);
+	a->oom.next_ms = now + (waiting || rc < 0 ? OOM_FAST_MS : next_reading_ms(a, used));
 	if (waiting || rc < 0)
 		return;
 	if (used + a->oom.margin < a->oom.limit) {
