@@ -12,7 +12,7 @@
 
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_state daemon/driver/test_oci \
-              daemon/store/test_store daemon/io/test_timer daemon/io/test_chan agent/test_user
+              daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan agent/test_user
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -31,6 +31,11 @@ UNIT_LIBS_test_oci   := -ljansson
 
 UNIT_test_store      := daemon/store/store.c daemon/core/state.c
 UNIT_LIBS_test_store := -lsqlite3 -ljansson
+
+# the template cache: its parsing and keys (the build itself runs in the e2e suite)
+UNIT_test_template      := daemon/store/template.c daemon/store/store.c daemon/core/state.c daemon/base/hash.c \
+                           daemon/base/spawn.c daemon/base/err.c daemon/base/log.c lib/buf.c
+UNIT_LIBS_test_template := -lsqlite3 -ljansson -lcrypto -lpthread
 
 UNIT_test_timer      := daemon/io/timer.c
 UNIT_LIBS_test_timer :=
