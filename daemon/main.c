@@ -4,6 +4,7 @@
  *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]
  *          [--driver gvisor|vm|auto] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
  *          [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]
+ *          [--template NAME=PKG[,PKG...]]...
  *   spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]
  *
  * main() is the list of phases. Sandboxes do not depend on spaced staying
@@ -73,6 +74,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]\n"
 		   "              [--driver gvisor|vm|auto] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
 		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
+		   "              [--template NAME=PKG[,PKG...]]...\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
@@ -123,7 +125,35 @@ static int make_state_dir(const char *path)
 	return rc;
 }
 
-static int parse_args(struct daemon *d, int argc, char **argv)
+/* The templates --template asks for, besides the default one. */
+struct named_templates {
+	struct template_spec t[TEMPLATE_MAX_NAMED];
+	int n;
+};
+
+/* Adds one --template NAME=PKG[,PKG...] to nt. Returns 0 or -EINVAL, having said why. */
+static int add_template(struct named_templates *nt, const char *arg)
+{
+	struct err e = { 0 };
+	if (nt->n == TEMPLATE_MAX_NAMED) {
+		fprintf(stderr, "spaced: --template: at most %d named templates\n", TEMPLATE_MAX_NAMED);
+		return -EINVAL;
+	}
+	struct template_spec *t = &nt->t[nt->n];
+	if (template_parse(arg, t, &e) < 0) {
+		fprintf(stderr, "spaced: --template %s: %s\n", arg, e.msg);
+		return -EINVAL;
+	}
+	for (int i = 0; i < nt->n; i++)
+		if (strcmp(nt->t[i].name, t->name) == 0) {
+			fprintf(stderr, "spaced: --template: %s is named twice\n", t->name);
+			return -EINVAL;
+		}
+	nt->n++;
+	return 0;
+}
+
+static int parse_args(struct daemon *d, struct named_templates *nt, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "state-dir", required_argument, NULL, 's' }, { "socket", required_argument, NULL, 'S' },
@@ -133,7 +163,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "tls-cert", required_argument, NULL, 'C' }, { "tls-key", required_argument, NULL, 'K' },
 		{ "tenant-snapshots", required_argument, NULL, 'n' },
 		{ "tenant-snapshot-mb", required_argument, NULL, 'b' }, { "reserve-mb", required_argument, NULL, 'r' },
-		{ NULL, 0, NULL, 0 },
+		{ "template", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
 	snprintf(d->cache_dir, sizeof(d->cache_dir), "/var/cache/space");
@@ -162,6 +192,10 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		case 'n': d->max_snapshots = atoi(optarg); break;
 		case 'b': d->max_snapshot_bytes = strtoull(optarg, NULL, 10) << 20; break;
 		case 'r': d->reserve_bytes = strtoull(optarg, NULL, 10) << 20; break;
+		case 't':
+			if (add_template(nt, optarg) < 0)
+				return -EINVAL;
+			break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -EINVAL;
 		}
@@ -219,6 +253,7 @@ static void block_signals(sigset_t *set)
 int main(int argc, char **argv)
 {
 	static struct daemon dd;
+	static struct named_templates named;
 	struct daemon *d = &dd;
 	struct err e = { 0 };
 	sigset_t sigs;
@@ -234,7 +269,7 @@ int main(int argc, char **argv)
 
 	/* 1. configuration (and the durability tests' crash step, when they set one) */
 	crash_init();
-	rc = parse_args(d, argc, argv);
+	rc = parse_args(d, &named, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
 	if (optind == argc && http_tls_load(d, &e) < 0) {
@@ -296,10 +331,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* 4. the default template (built once per machine, then cached) */
-	if (template_ensure_default(d, &e) < 0) {
-		log_error("default template: %s", e.msg);
-		return 1;
+	/* 4. the templates: the default one and those --template names (each built once per
+	 * machine and package list, then cached) */
+	static const struct template_spec deflt = { .name = TEMPLATE_DEFAULT };
+	for (int i = -1; i < named.n; i++) {
+		const struct template_spec *t = i < 0 ? &deflt : &named.t[i];
+		if (template_ensure(d, t, &e) < 0) {
+			log_error("template %s: %s", t->name, e.msg);
+			return 1;
+		}
 	}
 
 	/* 5. threads: signals stay blocked in all of them; main waits for them below */

@@ -4,6 +4,7 @@
  */
 #include "daemon/store/template.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -62,14 +63,21 @@ static void add_file(struct buf *b, const char *path)
 	close(fd);
 }
 
-int template_default_key(char out[65])
+/* The packages a template holds: the default's, then its own. */
+static void package_list(const char *extra, char *out, size_t n)
+{
+	snprintf(out, n, "%s%s%s", TEMPLATE_PACKAGES, *extra ? "," : "", extra);
+}
+
+int template_key(const char *extra, char out[65])
 {
 	struct buf b = { 0 };
-	char recipe[256], version[128] = "";
+	char recipe[TEMPLATE_EXTRA_MAX + 256], packages[TEMPLATE_EXTRA_MAX + 64], version[128] = "";
 	char *argv[] = { "mmdebstrap", "--version", NULL };
 	spawn_capture(argv, version, sizeof(version));
+	package_list(extra, packages, sizeof(packages));
 	snprintf(recipe, sizeof(recipe), "recipe=%d suite=%s variant=%s packages=%s mmdebstrap=%s", TEMPLATE_RECIPE,
-		 TEMPLATE_SUITE, TEMPLATE_VARIANT, TEMPLATE_PACKAGES, version);
+		 TEMPLATE_SUITE, TEMPLATE_VARIANT, packages, version);
 	buf_put(&b, recipe, strlen(recipe) + 1);
 	char paths[32][300];
 	int n = apt_sources(paths, 32);
@@ -78,6 +86,70 @@ int template_default_key(char out[65])
 	int rc = hash_sha256_hex(buf_head(&b), buf_avail(&b), out);
 	buf_free(&b);
 	return rc;
+}
+
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	return n >= 1 && n <= TEMPLATE_NAME_MAX && isalnum((unsigned char)s[0]) &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+/* Debian Policy 5.6.1: lower-case letters, digits, '+', '-' and '.', at least two characters,
+ * starting with a letter or digit. Nothing else can reach mmdebstrap's command line. */
+static bool package_ok(const char *s)
+{
+	size_t n = strlen(s);
+	return n >= 2 && (islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])) &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789+-.") == n;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int template_parse(const char *arg, struct template_spec *t, struct err *e)
+{
+	const char *eq = strchr(arg, '=');
+	size_t nl = eq ? (size_t)(eq - arg) : strlen(arg);
+	memset(t, 0, sizeof(*t));
+	if (!eq)
+		return err_set(e, 400, "invalid_argument", EINVAL, "'%s' is not NAME=PKG[,PKG...]", arg);
+	if (nl > TEMPLATE_NAME_MAX)
+		return err_set(e, 400, "invalid_argument", EINVAL, "a template's name is at most %d bytes",
+			       TEMPLATE_NAME_MAX);
+	memcpy(t->name, arg, nl);
+	if (!name_ok(t->name))
+		return err_set(e, 400, "invalid_argument", EINVAL,
+			       "bad template name '%s': letters, digits, '.', '_' and '-', starting with a letter or digit",
+			       t->name);
+	if (strcmp(t->name, TEMPLATE_DEFAULT) == 0)
+		return err_set(e, 400, "invalid_argument", EINVAL, "'default' is the template spaced always makes");
+	char list[TEMPLATE_EXTRA_MAX + 1];
+	if (strlen(eq + 1) > TEMPLATE_EXTRA_MAX)
+		return err_set(e, 400, "invalid_argument", EINVAL, "template %s: the package list is over %d bytes",
+			       t->name, TEMPLATE_EXTRA_MAX);
+	snprintf(list, sizeof(list), "%s", eq + 1);
+	char *pkgs[TEMPLATE_EXTRA_MAX / 3 + 1];
+	size_t n = 0;
+	for (char *p = list, *end;; p = end + 1) {
+		end = strchr(p, ',');
+		if (end)
+			*end = '\0';
+		if (!package_ok(p))
+			return err_set(e, 400, "invalid_argument", EINVAL, "template %s: '%s' is not a Debian package name",
+				       t->name, p);
+		pkgs[n++] = p;
+		if (!end)
+			break;
+	}
+	qsort(pkgs, n, sizeof(pkgs[0]), by_name);
+	size_t off = 0;
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || strcmp(pkgs[i], pkgs[i - 1]) != 0)
+			off += (size_t)snprintf(t->extra + off, sizeof(t->extra) - off, "%s%s", off ? "," : "", pkgs[i]);
+	return 0;
 }
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -96,12 +168,13 @@ static int mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
-static int build(const char *tmpdir, const char *logpath, struct err *e)
+static int build(const char *tmpdir, const char *packages, const char *logpath, struct err *e)
 {
-	char rootfs[700];
+	char rootfs[700], include[TEMPLATE_EXTRA_MAX + 80];
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmpdir);
-	char *argv[48] = { "mmdebstrap", "--variant=" TEMPLATE_VARIANT, "--include=" TEMPLATE_PACKAGES,
-			   "--mode=root", "--quiet", TEMPLATE_SUITE, rootfs };
+	snprintf(include, sizeof(include), "--include=%s", packages);
+	char *argv[48] = { "mmdebstrap", "--variant=" TEMPLATE_VARIANT, include, "--mode=root", "--quiet",
+			   TEMPLATE_SUITE, rootfs };
 	int argc = 7;
 	char paths[32][300];
 	int n = apt_sources(paths, 32);
@@ -123,12 +196,14 @@ static int build(const char *tmpdir, const char *logpath, struct err *e)
 	return 0;
 }
 
-int template_ensure_default(struct daemon *d, struct err *e)
+int template_ensure(struct daemon *d, const struct template_spec *t, struct err *e)
 {
 	char key[65], dir[700], tmp[760], lockpath[720], logpath[720], rootfs[720];
-	int rc = template_default_key(key);
+	char packages[TEMPLATE_EXTRA_MAX + 64];
+	int rc = template_key(t->extra, key);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot compute the template key");
+	package_list(t->extra, packages, sizeof(packages));
 	snprintf(dir, sizeof(dir), "%s/templates/%s", d->cache_dir, key);
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
 	snprintf(lockpath, sizeof(lockpath), "%s.lock", dir);
@@ -147,21 +222,23 @@ int template_ensure_default(struct daemon *d, struct err *e)
 	}
 	struct stat st;
 	if (stat(rootfs, &st) != 0) {
-		log_info("building the default template into %s (this takes about a minute)", dir);
+		log_info("building template %s (%s) into %s (this takes a minute or more)", t->name, packages, dir);
 		snprintf(tmp, sizeof(tmp), "%s.tmp", dir);
 		char *rm[] = { "rm", "-rf", tmp, NULL };
 		spawn_run(rm, -1, -1);
-		if ((rc = mkdir_p(tmp, 0755)) == 0 && (rc = build(tmp, logpath, e)) == 0 && rename(tmp, dir) < 0)
+		if ((rc = mkdir_p(tmp, 0755)) < 0)
+			rc = err_set(e, 500, "internal", -rc, "cannot create %s: %s", tmp, strerror(-rc));
+		else if ((rc = build(tmp, packages, logpath, e)) == 0 && rename(tmp, dir) < 0)
 			rc = err_set(e, 500, "internal", errno, "cannot rename %s: %s", tmp, strerror(errno));
 		if (rc < 0)
 			spawn_run(rm, -1, -1);
 		else
-			log_info("default template ready");
+			log_info("template %s ready", t->name);
 	}
 	close(lock);
 	if (rc < 0)
 		return rc;
-	rc = store_put_template(d->store, "default", key, rootfs);
+	rc = store_put_template(d->store, t->name, key, rootfs);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot record the template");
 	return 0;

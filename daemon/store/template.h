@@ -1,13 +1,16 @@
 /*
  * daemon/store/template.h - root filesystems that sandboxes start from.
  *
- * The default template (Debian minbase with python3, bash, coreutils, procps,
- * ca-certificates) is built with mmdebstrap from the host's apt sources into
- * <cache>/templates/<key>/rootfs, where key is a hash of every input of the
- * build. Any number of state dirs on the machine share the cache, so a build
- * happens once per machine and input set; a lock file keeps two builders of
- * the same key from racing, and a build becomes visible only by an atomic
- * rename when complete.
+ * Every template is built with mmdebstrap from the host's apt sources: the
+ * default one is Debian minbase with python3, bash, coreutils, procps and
+ * ca-certificates; a named one (spaced --template NAME=PKG,...) holds the
+ * same plus its own packages. A build goes into <cache>/templates/<key>/rootfs,
+ * where key is a hash of every input of the build (the package list among
+ * them), so any number of state dirs on the machine share the cache and a
+ * build happens once per machine and input set; a lock file keeps two
+ * builders of the same key from racing, and a build becomes visible only by
+ * an atomic rename when complete. The store records each template under its
+ * name, and a sandbox names the template it starts from.
  */
 #ifndef SPACE_DAEMON_TEMPLATE_H
 #define SPACE_DAEMON_TEMPLATE_H
@@ -17,14 +20,34 @@
 #include "daemon/daemon.h"
 #include "daemon/base/err.h"
 
-/* Makes sure the default template exists (building it if needed, which takes
- * about a minute) and records it in the store. Blocks. */
-int template_ensure_default(struct daemon *d, struct err *e);
+#define TEMPLATE_DEFAULT "default"
+#define TEMPLATE_NAME_MAX 63        /* bytes of a template's name: [A-Za-z0-9][A-Za-z0-9._-]* */
+#define TEMPLATE_EXTRA_MAX 1024     /* bytes of a named template's own package list */
+#define TEMPLATE_MAX_NAMED 16       /* --template flags one spaced takes */
+
+/* A template to make: its name and the packages it adds to the default's. */
+struct template_spec {
+	char name[TEMPLATE_NAME_MAX + 1];
+	char extra[TEMPLATE_EXTRA_MAX + 1]; /* Debian package names, comma-separated, sorted, each once;
+					     * "" for the default template */
+};
+
+/* Parses spaced's `--template NAME=PKG[,PKG...]` into t: NAME a template name other than
+ * "default", each PKG a Debian package name (lower-case letters, digits, '+', '-', '.'; two
+ * characters at least, the first a letter or digit). The packages are sorted and repeats
+ * dropped, so one set has one cache key whatever the order given. Returns 0, or -EINVAL with
+ * e's message saying what is wrong. Touches nothing outside t and e. */
+int template_parse(const char *arg, struct template_spec *t, struct err *e);
+
+/* Makes sure template t exists (building it if needed, which takes a minute or more) and
+ * records it in the store under t->name. Blocks. Returns 0 or -errno with e set. */
+int template_ensure(struct daemon *d, const struct template_spec *t, struct err *e);
 
 /* The rootfs directory of template `name` into out. Returns 0 or -ENOENT. */
 int template_rootfs(struct daemon *d, const char *name, char *out, size_t n);
 
-/* The cache key of the default template's inputs (64 hex characters + NUL). */
-int template_default_key(char out[65]);
+/* The cache key of the inputs of a template whose own packages are `extra` ("" for the
+ * default one): 64 hex characters + NUL. Returns 0 or -EIO. */
+int template_key(const char *extra, char out[65]);
 
 #endif

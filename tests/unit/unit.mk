@@ -12,8 +12,8 @@
 
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_state daemon/driver/test_oci \
-              daemon/store/test_store daemon/io/test_timer daemon/io/test_chan agent/test_user \
-              agent/test_identity
+              daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
+              agent/test_user agent/test_identity
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -32,6 +32,11 @@ UNIT_LIBS_test_oci   := -ljansson
 
 UNIT_test_store      := daemon/store/store.c daemon/core/state.c
 UNIT_LIBS_test_store := -lsqlite3 -ljansson
+
+# the template cache: its parsing and keys (the build itself runs in the e2e suite)
+UNIT_test_template      := daemon/store/template.c daemon/store/store.c daemon/core/state.c daemon/base/hash.c \
+                           daemon/base/spawn.c daemon/base/err.c daemon/base/log.c lib/buf.c
+UNIT_LIBS_test_template := -lsqlite3 -ljansson -lcrypto -lpthread
 
 UNIT_test_timer      := daemon/io/timer.c
 UNIT_LIBS_test_timer :=
