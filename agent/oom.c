@@ -39,7 +39,13 @@ static uint64_t meminfo_kib(const char *text, const char *key)
 /* /proc/meminfo, kept open: a read at offset 0 makes it anew, one system call a reading */
 static int meminfo_fd = -1;
 
-int oom_used(uint64_t *used)
+/* What the sandbox's kernel counts in use: held (anonymous memory and tmpfs files, which
+ * nothing can give back) and mapped (held plus the file pages processes map). */
+struct use {
+	uint64_t held, mapped;
+};
+
+static int read_use(struct use *u)
 {
 	char text[4096];
 	if (meminfo_fd < 0 && (meminfo_fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC)) < 0)
@@ -53,10 +59,22 @@ int oom_used(uint64_t *used)
 	}
 	text[n] = '\0';
 	/* not MemTotal - MemAvailable: gVisor reports no memory free at all after a restore */
-	if (!strstr(text, "AnonPages:") || !strstr(text, "Cached:"))
+	if (!strstr(text, "AnonPages:") || !strstr(text, "\nCached:") || !strstr(text, "Shmem:"))
 		return -EPROTO;
-	*used = (meminfo_kib(text, "AnonPages:") + meminfo_kib(text, "\nCached:")) << 10;
+	uint64_t anon = meminfo_kib(text, "AnonPages:"), cached = meminfo_kib(text, "\nCached:");
+	u->held = (anon + meminfo_kib(text, "\nShmem:")) << 10;
+	u->mapped = (anon + cached) << 10;
 	return 0;
+}
+
+/* How far u is from where the watcher acts (0: there), and the use that is nearest. */
+static uint64_t headroom(const struct agent *a, const struct use *u, uint64_t *nearest)
+{
+	uint64_t held_at = a->oom.limit - a->oom.margin, mapped_at = a->oom.limit + a->oom.file_extra;
+	uint64_t h = u->held >= held_at ? 0 : held_at - u->held;
+	uint64_t m = u->mapped >= mapped_at ? 0 : mapped_at - u->mapped;
+	*nearest = m < h ? u->mapped : u->held;
+	return m < h ? m : h;
 }
 
 void oom_init(struct agent *a)
@@ -67,7 +85,8 @@ void oom_init(struct agent *a)
 	unsigned long long mb = v ? strtoull(v, NULL, 10) : 0;
 	uint64_t limit = (uint64_t)mb << 20, margin = limit / 16;
 	margin = margin < OOM_MARGIN_MIN ? OOM_MARGIN_MIN : margin > OOM_MARGIN_MAX ? OOM_MARGIN_MAX : margin;
-	a->oom = (struct oom){ .limit = mb && limit > margin ? limit : 0, .margin = margin };
+	a->oom = (struct oom){ .limit = mb && limit > margin ? limit : 0, .margin = margin,
+			       .file_extra = limit / 8 + OOM_FILE_EXTRA };
 }
 
 /* The state letter, parent and session of pid from /proc/<pid>/stat; false when it is gone. */
@@ -196,13 +215,11 @@ static bool victim_stays(struct agent *a, uint64_t now)
 	return false;
 }
 
-/* How long memory growing at OOM_RATE_MIB_S takes from used to the point where the watcher
- * acts, within [OOM_FAST_MS, OOM_SLOW_MS]. */
-static uint64_t next_reading_ms(const struct agent *a, uint64_t used)
+/* How long memory growing at OOM_RATE_MIB_S takes to cover room, within [OOM_FAST_MS,
+ * OOM_SLOW_MS]. */
+static uint64_t next_reading_ms(uint64_t room)
 {
-	uint64_t act = a->oom.limit - a->oom.margin;
-	uint64_t per_ms = ((uint64_t)OOM_RATE_MIB_S << 20) / 1000;
-	uint64_t ms = used >= act ? 0 : (act - used) / per_ms;
+	uint64_t ms = room / (((uint64_t)OOM_RATE_MIB_S << 20) / 1000);
 	return ms < OOM_FAST_MS ? OOM_FAST_MS : ms > OOM_SLOW_MS ? OOM_SLOW_MS : ms;
 }
 
@@ -210,13 +227,16 @@ void oom_tick(struct agent *a, uint64_t now)
 {
 	if (!a->oom.limit || now < a->oom.next_ms)
 		return;
-	uint64_t used = 0;
+	struct use u = { 0 };
+	uint64_t used = 0, room = 0;
 	bool waiting = victim_stays(a, now);
-	int rc = waiting ? 0 : oom_used(&used);
-	a->oom.next_ms = now + (waiting || rc < 0 ? OOM_FAST_MS : next_reading_ms(a, used));
+	int rc = waiting ? 0 : read_use(&u);
+	if (!waiting && rc == 0)
+		room = headroom(a, &u, &used);
+	a->oom.next_ms = now + (waiting || rc < 0 ? OOM_FAST_MS : next_reading_ms(room));
 	if (waiting || rc < 0)
 		return;
-	if (used + a->oom.margin < a->oom.limit) {
+	if (room > 0) {
 		a->oom.idle_logged = 0;
 		a->oom.settle_until = 0;
 		return;

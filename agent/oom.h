@@ -3,11 +3,15 @@
  * address space reserved.
  *
  * Processes inside may reserve as much address space as Linux allows. The
- * agent reads what the sandbox's kernel says is in use (/proc/meminfo:
- * AnonPages + Cached, which counts anonymous memory, tmpfs files and page cache
- * alike, as a Linux memory cgroup does; MemAvailable is no measure, since gVisor
- * reports none at all after a restore) and, when it comes within the
- * margin below the limit (SPACE_MEMORY_MB), kills the process with the most
+ * agent reads what the sandbox's kernel says is in use (/proc/meminfo; not
+ * MemAvailable, which gVisor reports as 0 after a restore) and acts when the
+ * memory held (AnonPages + Shmem: anonymous memory and tmpfs files, which
+ * nothing can give back) comes within the margin below the limit
+ * (SPACE_MEMORY_MB), or when that plus the file pages processes map (Cached:
+ * their programs, libraries, mmapped files) passes the limit by file_extra. A
+ * Linux memory cgroup counts those file pages too but drops them before it
+ * kills; gVisor cannot drop them, so they get room above the limit instead,
+ * still below the host's backstop. Then it kills the process with the most
  * resident memory (SIGKILL), never PID 1. The started process it belongs to
  * hears of it (A_OOM on its channel; its exit says SP_EXIT_OOM when it was
  * the victim itself). Then it waits for the victim to be gone, and for its
@@ -35,6 +39,9 @@ struct agent;
  * restored (which happens before the host raises its backstop above the limit). */
 #define OOM_MARGIN_MIN (16ull << 20)
 #define OOM_MARGIN_MAX (64ull << 20)
+/* Mapped file pages may take the sandbox 1/8 + OOM_FILE_EXTRA above its limit (128 MiB for
+ * 512), halfway to the host backstop's 1/4 + 128 MiB. */
+#define OOM_FILE_EXTRA (64ull << 20)
 #define OOM_RATE_MIB_S 2048u      /* fastest growth assumed: two cores each touching fresh pages
                                      at about 1 GiB/s, as measured inside gVisor here */
 #define OOM_SLOW_MS 500u          /* longest time between readings */
@@ -45,7 +52,8 @@ struct agent;
 
 struct oom {
 	uint64_t limit;           /* bytes; 0: no limit to watch */
-	uint64_t margin;          /* bytes below it at which the watcher acts */
+	uint64_t margin;          /* bytes below it at which held memory makes the watcher act */
+	uint64_t file_extra;      /* bytes above it at which held + mapped file pages do */
 	uint64_t next_ms;         /* when the next reading is due */
 	pid_t victim;             /* killed and not yet gone, 0: none */
 	uint64_t victim_ms;       /* when it was killed */
@@ -58,8 +66,5 @@ struct oom {
 void oom_init(struct agent *a);
 void oom_tick(struct agent *a, uint64_t now);
 uint64_t oom_deadline(const struct agent *a);
-
-/* The memory in use per the sandbox's /proc/meminfo (AnonPages + Cached), in *used; 0 or -errno. */
-int oom_used(uint64_t *used);
 
 #endif

@@ -112,3 +112,31 @@ def test_commands_start_with_debians_limits_and_may_raise_soft_to_hard(api, sand
     assert r["exit_code"] != 0, r
     r = api.exec(sandbox, ["bash", "-c", "ulimit -Hn 2048; ulimit -Hn 4096 || echo refused; ulimit -Hn"])
     assert r["stdout"].split() == ["refused", "2048"], r
+
+
+# Maps a file of `file_mib` MiB on the sandbox's disk and reads every page of it, beside
+# `anon_mib` MiB of its own memory; then holds both.
+MAPPER = r"""
+import mmap, os, sys, time
+file_mib, anon_mib = int(sys.argv[1]), int(sys.argv[2])
+with open("/work/mapped", "wb") as f:
+    f.truncate(file_mib << 20)
+fd = os.open("/work/mapped", os.O_RDONLY)
+m = mmap.mmap(fd, file_mib << 20, prot=mmap.PROT_READ)
+total = sum(m[off] for off in range(0, file_mib << 20, 4096))
+a = mmap.mmap(-1, anon_mib << 20)
+for off in range(0, anon_mib << 20, 4096):
+    a[off] = 1
+print("mapped", file_mib, "held", anon_mib, total, flush=True)
+"""
+
+
+def test_mapped_file_pages_count_as_a_linux_cgroup_would(api, sandbox):
+    """A Linux memory cgroup drops clean file pages before it kills; gVisor cannot, so they may
+    take the sandbox past its limit by 1/8 + 64 MiB: 200 MiB of a mapped file beside 400 MiB of
+    its own memory lives in 512; 900 MiB of a mapped file does not, and only that process goes."""
+    r = api.exec(sandbox, ["python3", "-c", MAPPER, "200", "400"], timeout=120)
+    assert r["exit_code"] == 0 and r["stdout"].startswith("mapped 200 held 400"), r
+    r = api.exec(sandbox, ["python3", "-c", MAPPER, "900", "0"], timeout=120)
+    assert r["oom_killed"] is True and r["signal"] == 9, r
+    assert api.exec(sandbox, ["echo", "alive"])["stdout"] == "alive\n"
