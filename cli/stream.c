@@ -167,6 +167,14 @@ static int on_event(json_t *ev, void *arg)
 		s->exited = 1;
 		return 1;
 	}
+	if (!strcmp(type, "oom")) {
+		const char *cmd = json_string_value(json_object_get(ev, "cmd"));
+		json_t *limit = json_object_get(ev, "memory_limit_bytes");
+		fprintf(stderr, "space: pid %lld (%.80s) was killed: the sandbox's memory reached its limit (%lld MiB)\n",
+			(long long)json_integer_value(json_object_get(ev, "pid")), cmd ? cmd : "?",
+			(long long)(json_integer_value(limit) >> 20));
+		return 0;
+	}
 	if (!strcmp(type, "error")) {
 		json_t *e = json_object_get(ev, "error");
 		const char *code = json_string_value(json_object_get(e, "code"));

@@ -91,6 +91,12 @@ def test_exec_splits_stdout_stderr_and_exits_with_the_status(cli, cli_sandbox):
     assert r.stderr == "err\n"
 
 
+def test_exec_says_when_the_memory_limit_killed_a_process(cli, cli_sandbox):
+    r = cli("exec", cli_sandbox, "--", "python3", "-c", "a = []\nwhile True: a.append(b'x' * (16 << 20))")
+    assert r.returncode == 137, r
+    assert "was killed: the sandbox's memory reached its limit (512 MiB)" in r.stderr, r.stderr
+
+
 def test_exec_of_a_missing_command_exits_127(cli, cli_sandbox):
     r = cli("exec", cli_sandbox, "--", "no-such-command-here")
     assert r.returncode == 127
