@@ -283,6 +283,29 @@ static int seed_layer(const char *seed, const char *dir, struct err *e)
 	return 0;
 }
 
+/*
+ * /tmp on the sandbox's own disk, as on Debian 12, not in its memory: runsc mounts a tmpfs on
+ * /tmp when the root filesystem's /tmp is empty, where a big temporary file would count
+ * against the memory limit. A file in the new layer's /tmp keeps it from doing so (a sandbox
+ * restored from an image keeps the mounts it had).
+ */
+#define TMP_MARK "/tmp/.on-disk"
+
+static int tmp_on_disk(const char *upper, struct err *e)
+{
+	char tmp[760], mark[780];
+	snprintf(tmp, sizeof(tmp), "%s/tmp", upper);
+	snprintf(mark, sizeof(mark), "%s" TMP_MARK, upper);
+	if ((mkdir(tmp, 01777) < 0 && errno != EEXIST) || chmod(tmp, 01777) < 0)
+		return err_set(e, 500, "internal", errno, "mkdir %s: %s", tmp, strerror(errno));
+	int rc = write_file(mark, "This file keeps /tmp on the sandbox's disk rather than in its memory.\n");
+	if (rc == 0 && chmod(mark, 0444) < 0)
+		rc = -errno;
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "writing %s: %s", mark, strerror(-rc));
+	return 0;
+}
+
 static int gv_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
 		     struct err *e)
 {
@@ -322,6 +345,8 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	snprintf(space_dir, sizeof(space_dir), "%s" OCI_SPACE_DIR, upper);
 	if (!seed && ((mkdir(space_dir, 0755) < 0 && errno != EEXIST) || chmod(space_dir, 0755) < 0))
 		return err_set(e, 500, "internal", errno, "mkdir %s: %s", space_dir, strerror(errno));
+	if (!seed && (rc = tmp_on_disk(upper, e)) < 0)
+		return rc;
 	if (seed && (rc = seed_layer(seed, upper, e)) < 0)
 		return rc;
 

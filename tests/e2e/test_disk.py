@@ -153,3 +153,30 @@ def test_the_host_mounts_a_sandboxs_files_nosuid_and_nodev(api, spaced, sandbox)
     for name, opts in mounts.items():
         assert "nosuid" in opts and "nodev" in opts, (name, opts)
     assert "noexec" in mounts["sock"], mounts
+
+
+def test_tmp_is_on_the_sandboxs_disk_not_in_its_memory(api, spaced):
+    """As on Debian 12, /tmp is part of the root filesystem: a 700 MiB temporary file fits a
+    512 MiB sandbox (its 1 GiB disk takes it), lands in the sandbox's layer on the host, and is
+    still there after a suspend; a fork has its own copy."""
+    sbid = api.create(disk_mb=1024)
+    fork = None
+    try:
+        r = api.exec(sbid, ["sh", "-c", "stat -c %a /tmp; head -c 700M /dev/zero > /tmp/big && "
+                                        "stat -c %s /tmp/big && df -m /tmp | tail -1"], timeout=300)
+        lines = r["stdout"].split("\n")
+        assert r["exit_code"] == 0 and lines[0] == "1777" and lines[1] == str(700 << 20), r
+        assert os.path.getsize(spaced.layer(sbid, "tmp", "big")) == 700 << 20
+        api.exec(sbid, ["rm", "/tmp/big"])
+        api.exec(sbid, "echo kept > /tmp/note")
+        api.ok("POST", f"/v1/sandboxes/{sbid}/suspend", expect=(200,))
+        api.ok("POST", f"/v1/sandboxes/{sbid}/resume", expect=(200,))
+        assert api.exec(sbid, ["cat", "/tmp/note"])["stdout"] == "kept\n"
+        fork = api.ok("POST", f"/v1/sandboxes/{sbid}/fork", {"count": 1}, expect=(201,))["sandboxes"][0]["id"]
+        api.exec(fork, "echo fork > /tmp/note")
+        assert api.exec(sbid, ["cat", "/tmp/note"])["stdout"] == "kept\n"
+        assert api.exec(fork, ["cat", "/tmp/note"])["stdout"] == "fork\n"
+    finally:
+        if fork:
+            api.delete(fork)
+        api.delete(sbid)

@@ -126,12 +126,12 @@ def test_memory_bomb_many_processes(attack):
 
 
 def test_tmpfs_fill(attack):
-    """Filling the in-memory file systems: /dev/shm (64 MiB) and /tmp (gVisor's tmpfs, backed by
-    sandbox memory) with up to 1 GiB.
+    """Filling /dev/shm (a 64 MiB tmpfs, backed by sandbox memory) and /tmp (on the sandbox's
+    disk, as on Debian 12) with up to 1 GiB.
 
-    Expected: /dev/shm stops at its size (ENOSPC); /tmp counts against the
-    sandbox's memory, so the write fails or the host cgroup kills the sandbox
-    (failed, oom); the host and neighbour carry on.
+    Expected: /dev/shm stops at its size (ENOSPC); /tmp takes what its disk
+    holds; nothing of it reaches the host's memory beyond the sandbox's; the
+    host and neighbour carry on.
     """
     code = textwrap.dedent("""
         import os
