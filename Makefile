@@ -14,6 +14,9 @@
 #   make bench      benchmarks against raw runsc (bench/run.py; SPECIFICATION.md)
 #   make security   the escape and abuse suite (tests/security)
 #   make fuzz       every fuzz target for 60 s each (tests/fuzz/fuzz.mk; fuzz-smoke: 10 s)
+#   make compat     CPython's own tests and Node.js, Java and Go programs, natively and in a
+#                   sandbox, side by side; rewrites the table in docs/compat.md (compat-quick:
+#                   a handful of modules and the runtimes)
 
 CC      ?= cc
 BUILD   ?= build
@@ -47,7 +50,8 @@ APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev 
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
                 e2fsprogs util-linux clang libclang-rt-14-dev openssl
 
-.PHONY: all deps up down test quick layers unit agent-test e2e e2e-smoke sdk-test security asan bench clean
+.PHONY: all deps compat-deps up down test quick layers unit agent-test e2e e2e-smoke sdk-test security \
+	compat compat-quick asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
 $(BUILD)/%.o: %.c
@@ -92,13 +96,24 @@ $(BUILD)/tests/$(1): $(BUILD)/tests/unit/$(1).o $(patsubst %.c,$(BUILD)/%.o,$(UN
 endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call UNIT_LINK,$(t))))
 
-deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+# Installs those of the packages $(1) that are missing (apt-get).
+define APT_INSTALL
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+endef
+
+deps:
+	$(call APT_INSTALL,$(APT_PACKAGES))
+
+# What the compatibility suite's native side runs: the packages of its template
+# (tests/compat/suite.py, PACKAGES).
+COMPAT_PACKAGES = $(shell /usr/bin/python3 tests/compat/suite.py)
+compat-deps:
+	$(call APT_INSTALL,$(COMPAT_PACKAGES))
 
 up: deps all
 	./scripts/up.sh
@@ -143,6 +158,13 @@ sdk-test: all
 security: all
 	/usr/bin/python3 -m pytest -q tests/security; rc=$$?; \
 	/usr/bin/python3 tests/security/report.py --update docs/security.md || rc=1; exit $$rc
+
+# The compatibility suite (tests/compat/run.py; docs/compat.md says how long each takes).
+compat: deps compat-deps all
+	/usr/bin/python3 tests/compat/run.py --update docs/compat.md
+
+compat-quick: deps compat-deps all
+	/usr/bin/python3 tests/compat/run.py --quick
 
 include tests/fuzz/fuzz.mk
 
