@@ -6,6 +6,7 @@
 #   make up         deps, build, default template, start spaced in the background
 #   make down       stop the spaced that `make up` started
 #   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests,
+#                   the quick compatibility subset (compat-quick),
 #                   the escape and abuse suite, and every fuzz target for 60 s (what CI runs)
 #   make quick      the edit-test loop: unit tests, the layer check, agent protocol tests and a
 #                   smoke of the end-to-end suite (a few minutes)
@@ -174,6 +175,7 @@ test: deps all
 	$(MAKE) agent-test
 	$(MAKE) e2e
 	$(MAKE) sdk-test
+	$(MAKE) compat-quick
 	$(MAKE) security
 	$(MAKE) fuzz
 
