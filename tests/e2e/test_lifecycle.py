@@ -13,13 +13,14 @@ import subprocess
 from conftest import collect, event_bytes, q, wait_until
 
 # A process with memory worth keeping: a 100,000-entry dict, and a counter it writes to
-# /tmp/n every 50 ms. /tmp/check tells whether the dict is intact.
+# /dev/shm/n every 50 ms (a tmpfs: memory too, so it never writes to the sandbox's disk).
+# /dev/shm/check tells whether the dict is intact.
 HOLDER = r"""
 import time, itertools
 d = {i: i * 3 for i in range(100000)}
 for n in itertools.count():
-    open("/tmp/n.tmp", "w").write(str(n)); __import__("os").replace("/tmp/n.tmp", "/tmp/n")
-    open("/tmp/check.tmp", "w").write(str(sum(d.values()))); __import__("os").replace("/tmp/check.tmp", "/tmp/check")
+    open("/dev/shm/n.tmp", "w").write(str(n)); __import__("os").replace("/dev/shm/n.tmp", "/dev/shm/n")
+    open("/dev/shm/check.tmp", "w").write(str(sum(d.values()))); __import__("os").replace("/dev/shm/check.tmp", "/dev/shm/check")
     time.sleep(0.05)
 """
 DICT_SUM = str(sum(i * 3 for i in range(100000)))
@@ -32,7 +33,7 @@ def start_holder(api, sbid):
 
 
 def counter(api, sbid):
-    r = api.exec(sbid, "cat /tmp/n 2>/dev/null; echo; cat /tmp/check 2>/dev/null")
+    r = api.exec(sbid, "cat /dev/shm/n 2>/dev/null; echo; cat /dev/shm/check 2>/dev/null")
     lines = r["stdout"].split("\n")
     return int(lines[0]) if lines[0].strip() else None
 
@@ -49,7 +50,7 @@ def holder_alive(api, sbid, pid):
 def advances(api, sbid, after):
     """The counter moves past `after` (the same process goes on), and the dict is intact."""
     n = wait_until(lambda: (counter(api, sbid) or -1) > after and counter(api, sbid), 60, "the counter to advance")
-    check = api.exec(sbid, ["cat", "/tmp/check"])["stdout"]
+    check = api.exec(sbid, ["cat", "/dev/shm/check"])["stdout"]
     assert check == DICT_SUM, "the process's dict changed"
     return n
 
@@ -196,7 +197,7 @@ def test_idle_timeout_suspends_and_next_exec_resumes(api):
         sb = api.ok("GET", f"/v1/sandboxes/{sbid}")
         assert sb["timeout_at"] is not None
         wait_until(lambda: state(api, sbid) == "suspended", 60, "the idle timeout to suspend it")
-        n = int(api.exec(sbid, ["cat", "/tmp/n"])["stdout"])
+        n = int(api.exec(sbid, ["cat", "/dev/shm/n"])["stdout"])
         advances(api, sbid, n)
     finally:
         api.delete(sbid)
