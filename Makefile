@@ -6,7 +6,8 @@
 #   make up         deps, build, default template, start spaced in the background
 #   make down       stop the spaced that `make up` started
 #   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests,
-#                   the escape and abuse suite, and every fuzz target for 60 s (what CI runs)
+#                   the escape and abuse suite, the quick compatibility suite, and every fuzz
+#                   target for 60 s (what CI runs)
 #   make quick      the edit-test loop: unit tests, the layer check, agent protocol tests and a
 #                   smoke of the end-to-end suite (a few minutes)
 #   make layers     fails if spaced's modules call each other in a circle (scripts/layers.py)
@@ -16,7 +17,7 @@
 #   make fuzz       every fuzz target for 60 s each (tests/fuzz/fuzz.mk; fuzz-smoke: 10 s)
 #   make compat     CPython's own tests and Node.js, Java and Go programs, natively and in a
 #                   sandbox, side by side; rewrites the table in docs/compat.md (compat-quick:
-#                   a handful of modules and the runtimes)
+#                   a handful of modules and the runtimes, part of make test)
 
 CC      ?= cc
 BUILD   ?= build
@@ -175,6 +176,7 @@ test: deps all
 	$(MAKE) e2e
 	$(MAKE) sdk-test
 	$(MAKE) security
+	$(MAKE) compat-quick
 	$(MAKE) fuzz
 
 asan:
