@@ -169,6 +169,33 @@ compat-quick: deps compat-deps all
 
 include tests/fuzz/fuzz.mk
 
+# The microVM guest (docs/microvm.md): space-vm-guest prepares the guest kernel and the
+# initramfs in the cache through the daemon's own code; `make vm-guest` is the setup step that
+# may download the kernel (apt-get download), `make vm-test` boots it under QEMU (TCG).
+VM_CACHE     ?= /var/cache/space
+VM_APT_PACKAGES := qemu-system-x86 erofs-utils
+VM_GUEST_SRC := tests/vm/guest.c daemon/driver/vm_guest.c daemon/driver/kmod.c daemon/driver/cpio.c \
+                daemon/store/cache.c daemon/base/dir.c daemon/base/spawn.c daemon/base/hash.c \
+                daemon/base/clock.c daemon/base/err.c
+$(BUILD)/space-vm-guest: $(VM_GUEST_SRC:%.c=$(BUILD)/%.o)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ -ljansson -lcrypto -lpthread
+
+.PHONY: vm-deps vm-guest vm-test
+vm-deps:
+	@missing=$$(for p in $(VM_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+vm-guest: vm-deps $(BUILD)/space-vm-guest $(BUILD)/space-agent
+	$(BUILD)/space-vm-guest --cache-dir $(VM_CACHE) --agent $(BUILD)/space-agent
+
+vm-test: vm-guest
+	SPACE_VM_CACHE=$(VM_CACHE) /usr/bin/python3 -m pytest -q tests/vm
+
+
 test: deps all
 	$(MAKE) unit
 	$(MAKE) layers

@@ -68,9 +68,16 @@ static int wait_status(pid_t pid)
 
 int spawn_run(char *const argv[], int out_fd, int err_fd)
 {
+	return spawn_run_in(NULL, argv, out_fd, err_fd);
+}
+
+int spawn_run_in(const char *dir, char *const argv[], int out_fd, int err_fd)
+{
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
 	posix_spawn_file_actions_init(&fa);
+	if (dir)
+		posix_spawn_file_actions_addchdir_np(&fa, dir);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (out_fd >= 0)
 		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);

@@ -18,6 +18,9 @@
  */
 int spawn_run(char *const argv[], int out_fd, int err_fd);
 
+/* spawn_run with the working directory dir (apt-get download writes there). */
+int spawn_run_in(const char *dir, char *const argv[], int out_fd, int err_fd);
+
 /*
  * Runs argv and captures up to n-1 bytes of its stdout into out (NUL-terminated).
  * Only for programs that do not leave processes holding their stdout behind.

@@ -73,12 +73,20 @@ static bool name_ok(const char *name)
 }
 
 /* The header and name of an entry with `size` bytes of data to follow. */
-static int header(struct cpio *w, const char *name, mode_t mode, uint64_t size, uint32_t ino, uint32_t nlink)
+struct node {
+	mode_t mode;
+	uint64_t size;
+	uint32_t ino, nlink;
+	unsigned rdev_major, rdev_minor;
+};
+
+static int header(struct cpio *w, const char *name, const struct node *n)
 {
 	char hdr[CPIO_HDR_SIZE + 1];
 	size_t namesize = strlen(name) + 1;
-	snprintf(hdr, sizeof(hdr), "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", ino,
-		 (unsigned)mode, 0u, 0u, nlink, 0u, (unsigned)size, 0u, 0u, 0u, 0u, (unsigned)namesize, 0u);
+	snprintf(hdr, sizeof(hdr), "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", n->ino,
+		 (unsigned)n->mode, 0u, 0u, n->nlink, 0u, (unsigned)n->size, 0u, 0u, n->rdev_major, n->rdev_minor,
+		 (unsigned)namesize, 0u);
 	if (put(w, hdr, CPIO_HDR_SIZE) < 0 || put(w, name, namesize) < 0)
 		return w->err;
 	return pad4(w);
@@ -101,7 +109,23 @@ int cpio_dir(struct cpio *w, const char *name, mode_t perm)
 	int rc = entry_check(w, name, 0);
 	if (rc < 0)
 		return rc;
-	return header(w, name, S_IFDIR | (perm & 07777), 0, ++w->ino, 2);
+	struct node n = { .mode = S_IFDIR | (perm & 07777), .ino = ++w->ino, .nlink = 2 };
+	return header(w, name, &n);
+}
+
+int cpio_chardev(struct cpio *w, const char *name, mode_t perm, unsigned major, unsigned minor)
+{
+	int rc = entry_check(w, name, 0);
+	if (rc < 0)
+		return rc;
+	struct node n = { .mode = S_IFCHR | (perm & 07777), .ino = ++w->ino, .nlink = 1,
+			  .rdev_major = major, .rdev_minor = minor };
+	return header(w, name, &n);
+}
+
+static struct node regular(struct cpio *w, mode_t perm, uint64_t size)
+{
+	return (struct node){ .mode = S_IFREG | (perm & 07777), .size = size, .ino = ++w->ino, .nlink = 1 };
 }
 
 int cpio_file(struct cpio *w, const char *name, mode_t perm, const void *data, size_t len)
@@ -109,7 +133,8 @@ int cpio_file(struct cpio *w, const char *name, mode_t perm, const void *data, s
 	int rc = entry_check(w, name, len);
 	if (rc < 0)
 		return rc;
-	if (header(w, name, S_IFREG | (perm & 07777), len, ++w->ino, 1) < 0 || put(w, data, len) < 0)
+	struct node n = regular(w, perm, len);
+	if (header(w, name, &n) < 0 || put(w, data, len) < 0)
 		return w->err;
 	return pad4(w);
 }
@@ -132,7 +157,10 @@ int cpio_file_from(struct cpio *w, const char *name, mode_t perm, const char *pa
 		goto out;
 	}
 	uint64_t size = (uint64_t)st.st_size, copied = 0;
-	if ((rc = entry_check(w, name, size)) < 0 || (rc = header(w, name, S_IFREG | (perm & 07777), size, ++w->ino, 1)) < 0)
+	if ((rc = entry_check(w, name, size)) < 0)
+		goto out;
+	struct node n = regular(w, perm, size);
+	if ((rc = header(w, name, &n)) < 0)
 		goto out;
 	char chunk[CPIO_COPY_CHUNK];
 	while (copied < size) {
@@ -164,7 +192,8 @@ int cpio_finish(struct cpio *w)
 	static const char zero[512];
 	if (w->err)
 		return w->err;
-	if (header(w, CPIO_TRAILER, 0, 0, 0, 1) < 0)
+	struct node trailer = { .nlink = 1 };
+	if (header(w, CPIO_TRAILER, &trailer) < 0)
 		return w->err;
 	size_t n = (512 - (w->off & 511)) & 511;
 	return n ? put(w, zero, n) : 0;

@@ -38,6 +38,10 @@ void cpio_init(struct cpio *w, int fd);
  * (-EINVAL for a bad name). */
 int cpio_dir(struct cpio *w, const char *name, mode_t perm);
 
+/* A character device node, mode S_IFCHR | (perm & 07777), for the nodes the
+ * kernel needs before anything mounts /dev (dev/console). */
+int cpio_chardev(struct cpio *w, const char *name, mode_t perm, unsigned major, unsigned minor);
+
 /* A regular file holding data[0..len). Returns 0 or -errno (-EFBIG past
  * CPIO_FILE_MAX). */
 int cpio_file(struct cpio *w, const char *name, mode_t perm, const void *data, size_t len);

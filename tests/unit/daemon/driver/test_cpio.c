@@ -23,7 +23,7 @@
 
 struct entry {
 	char name[256];
-	unsigned long ino, mode, nlink, size;
+	unsigned long ino, mode, nlink, size, rmajor, rminor;
 	const unsigned char *data;
 };
 
@@ -83,6 +83,8 @@ static int parse(const unsigned char *b, size_t n, struct entry *out, int max)
 		e->mode = hexfield(h, 1);
 		e->nlink = hexfield(h, 4);
 		e->size = size;
+		e->rmajor = hexfield(h, 9);
+		e->rminor = hexfield(h, 10);
 		e->data = b + data;
 		off = (data + size + 3) & ~(size_t)3;
 		for (size_t i = data + size; i < off; i++)
@@ -141,6 +143,7 @@ static void read_back(void **state)
 	cpio_init(&w, fd);
 	assert_int_equal(cpio_dir(&w, "lib", 0755), 0);
 	assert_int_equal(cpio_dir(&w, "lib/mod", 0700), 0);
+	assert_int_equal(cpio_chardev(&w, "lib/console", 0600, 5, 1), 0);
 	char name[64], path[128];
 	for (size_t i = 0; i < NS; i++) {
 		snprintf(name, sizeof(name), "lib/mod/m%zu", i);
@@ -157,15 +160,20 @@ static void read_back(void **state)
 
 	size_t n;
 	unsigned char *b = slurp(fd, &n);
-	struct entry e[2 + 2 * NS];
-	assert_int_equal(parse(b, n, e, 2 + 2 * NS), 2 + 2 * NS);
+	struct entry e[3 + 2 * NS];
+	assert_int_equal(parse(b, n, e, 3 + 2 * NS), 3 + 2 * NS);
 	assert_string_equal(e[0].name, "lib");
 	assert_int_equal(e[0].mode, S_IFDIR | 0755);
 	assert_int_equal(e[0].nlink, 2);
 	assert_string_equal(e[1].name, "lib/mod");
 	assert_int_equal(e[1].mode, S_IFDIR | 0700);
+	assert_string_equal(e[2].name, "lib/console");
+	assert_int_equal(e[2].mode, S_IFCHR | 0600);
+	assert_int_equal(e[2].size, 0);
+	assert_int_equal(e[2].rmajor, 5);
+	assert_int_equal(e[2].rminor, 1);
 	for (size_t i = 0; i < NS; i++) {
-		struct entry *m = &e[2 + 2 * i], *f = &e[3 + 2 * i];
+		struct entry *m = &e[3 + 2 * i], *f = &e[4 + 2 * i];
 		snprintf(name, sizeof(name), "lib/mod/m%zu", i);
 		assert_string_equal(m->name, name);
 		assert_int_equal(m->mode, S_IFREG | 0644);
@@ -180,7 +188,7 @@ static void read_back(void **state)
 		snprintf(path, sizeof(path), "%s/f%zu", dir, i);
 		unlink(path);
 	}
-	for (size_t i = 0; i < 2 + 2 * NS; i++)
+	for (size_t i = 0; i < 3 + 2 * NS; i++)
 		assert_int_equal(e[i].ino, i + 1); /* distinct: the kernel links equal inos */
 	rmdir(dir);
 	free(b);

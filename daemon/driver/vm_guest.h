@@ -1,0 +1,78 @@
+/*
+ * daemon/driver/vm_guest.h - what a microVM boots: Debian's cloud kernel and an
+ * initramfs of our own whose /init is space-agent.
+ *
+ * Both live in the machine's cache (daemon/store/cache.h), keyed by their inputs:
+ *
+ *   <cache>/kernels/<release>_<version>/root/   the kernel package unpacked with
+ *       dpkg-deb -x, never installed: boot/vmlinuz-<release>, lib/modules/<release>/
+ *   <cache>/initramfs/<key>.img                 key: hash of the kernel, the module
+ *       list, the agent's bytes and the recipe
+ *
+ * The kernel is the package that Debian's meta package VM_KERNEL_META depends
+ * on in the host's package lists now (apt-cache, no network), fetched with
+ * apt-get download: a kernel update in the archive gives a new cache entry and
+ * leaves the old one for the VMs that booted from it.
+ *
+ * Call order: vm_guest_kernel, then vm_guest_initramfs with its result. Both
+ * block for as long as a download, an unpack or a build takes (seconds): job
+ * threads only, never with d->lock held. Neither logs: the caller does, with
+ * the figures they return.
+ */
+#ifndef SPACE_DAEMON_VM_GUEST_H
+#define SPACE_DAEMON_VM_GUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/base/err.h"
+#include "daemon/driver/kmod.h"
+
+#define VM_KERNEL_META "linux-image-cloud-amd64"
+
+/* Module names the guest needs; kmod_order adds what they depend on and leaves out
+ * what the kernel has built in (ext4, in Debian's cloud kernel). */
+#define VM_GUEST_MODULES "virtio_mmio", "virtio_blk", "virtio_console", "virtio_rng", "ext4", "overlay", "erofs"
+
+/* Paths inside the initramfs (and so inside the guest until it leaves it). */
+#define VM_INITRAMFS_MODULES "/.space/modules"     /* <name>.ko, one per module */
+#define VM_INITRAMFS_ORDER "/.space/modules/order" /* the names, one a line, in load order */
+
+struct vm_kernel {
+	char package[128];  /* linux-image-6.1.0-57-cloud-amd64 */
+	char version[64];   /* the package's version: 6.1.192-3 */
+	char release[96];   /* what uname -r says in the guest: 6.1.0-57-cloud-amd64 */
+	char dir[640];      /* <cache>/kernels/<release>_<version> */
+	char vmlinuz[800];
+	char modules[800];  /* the module tree: <dir>/root/lib/modules/<release> */
+	bool fetched;       /* downloaded and unpacked by this call, not found in the cache */
+	uint64_t fetch_ms, unpack_ms; /* when fetched: apt-get download, dpkg-deb -x */
+};
+
+/*
+ * Fills *k with the current guest kernel, downloading and unpacking it into
+ * <cache_dir>/kernels first when it is not there and fetch is true (with fetch
+ * false a missing kernel is an error, 503 no_kernel). Returns 0 or -errno with
+ * e filled.
+ */
+int vm_guest_kernel(const char *cache_dir, bool fetch, struct vm_kernel *k, struct err *e);
+
+struct vm_initramfs {
+	char path[800];          /* <cache>/initramfs/<key>.img */
+	struct kmod_order order; /* the modules in it, in load order */
+	uint64_t bytes;
+	bool built;              /* made by this call, not found in the cache */
+	uint64_t build_ms;
+};
+
+/*
+ * Fills *out with the initramfs for kernel k and the agent binary at agent
+ * (a static executable), building it when it is not in the cache: /init (the
+ * agent), dev/console, mount points for /dev, /proc and /sys, the modules of
+ * VM_GUEST_MODULES with what they depend on, and the order to load them in.
+ * Returns 0 or -errno with e filled (a module the kernel lacks is named).
+ */
+int vm_guest_initramfs(const char *cache_dir, const struct vm_kernel *k, const char *agent,
+		       struct vm_initramfs *out, struct err *e);
+
+#endif
