@@ -35,6 +35,14 @@ static int on_detach(struct agent *a, const struct frame *f)
 	return 0;
 }
 
+static int on_open(struct agent *a, const struct frame *f)
+{
+	if (f->chan != 0)
+		return -EPROTO;
+	conn_host_open(a, frame_get_u64(f->payload));
+	return 0;
+}
+
 struct handler {
 	int (*fn)(struct agent *a, const struct frame *f);
 	size_t fixed; /* least payload */
@@ -59,6 +67,7 @@ static const struct handler handlers[] = {
 	[SP_H_SYNC] = { files_sync, 0 },
 	[SP_H_DETACH] = { on_detach, 0 },
 	[SP_H_ABORT] = { xfer_abort, 0 },
+	[SP_H_OPEN] = { on_open, sizeof(struct sp_open) },
 };
 
 int dispatch_frame(struct agent *a, const struct frame *f)

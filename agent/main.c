@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 		agent_log("getrandom: %s", strerror(errno));
 		return 1;
 	}
-	if (conn_init(&a, sock) < 0) {
+	if (conn_init(&a, &conn_unix, sock) < 0) {
 		agent_log("out of memory");
 		return 1;
 	}

@@ -69,6 +69,9 @@ enum sp_msg {
 	SP_H_DETACH = 17,     /* chan=0, no payload: send what is queued, close the connection,
 	                         then retry connecting every SP_AGENT_RETRY_MS as after any drop */
 	SP_H_ABORT = 18,      /* chan=tag: the host gave up on a request (upload or read) */
+	SP_H_OPEN = 19,       /* chan=0, struct sp_open: a connection starts here (the host's first
+	                         frame on a transport without connections of its own, the
+	                         virtio-serial port) -> A_OPEN with the same nonce, then A_HELLO */
 
 	/* agent -> host */
 	SP_A_HELLO = 64,      /* chan=0, struct sp_hello; first frame on every connection */
@@ -87,6 +90,8 @@ enum sp_msg {
 	SP_A_OOM = 77,        /* chan=pid of the started process whose session or descendants held
 	                         the victim, struct sp_oom + the victim's cmdline: the sandbox's
 	                         memory reached its limit and the agent killed its largest process */
+	SP_A_OPEN = 78,       /* chan=0, struct sp_open: the answer to H_OPEN; what the agent sent
+	                         before it belongs to an earlier connection */
 };
 
 /* SP_H_EXEC flags */
@@ -116,6 +121,10 @@ struct sp_hello {
 	uint32_t version;  /* SP_PROTO_VERSION */
 	uint32_t max_pid;  /* highest pid the agent tracks, for the host's bookkeeping */
 	uint64_t boot_id;  /* random per agent start; changes only if the sandbox restarted */
+} __attribute__((packed));
+
+struct sp_open {
+	uint64_t nonce;    /* random, chosen by the host for each connection */
 } __attribute__((packed));
 
 struct sp_started {
