@@ -1,9 +1,12 @@
 /*
  * agent/main.c - space-agent's entry point and event loop.
  *
- * main() reads as its phases: become a proper init (when PID 1: make /work,
- * write /etc/hostname and /etc/hosts, ignore the signals a sandboxed process could send us, make sure fds 0-2
- * exist), route SIGCHLD to a signalfd, pick a boot id, then run the loop.
+ * main() reads as its phases: as a microVM's init (`--vm`), first what an init
+ * system would do (vminit.h: /dev, /proc, /sys, the kernel modules); become a
+ * proper init (when PID 1: make /work, write /etc/hostname and /etc/hosts,
+ * ignore the signals a sandboxed process could send us, make sure fds 0-2
+ * exist), route SIGCHLD to a signalfd, pick a boot id, pick the transport
+ * (the virtio-serial port in a VM, the host socket otherwise), then run the loop.
  * The loop is single-threaded: each iteration connects if due, fires
  * timeouts, lets transfers send what credit allows, flushes the outgoing
  * queue, and sleeps in poll() until a descriptor or the nearest deadline
@@ -29,6 +32,8 @@
 #include "files.h"
 #include "identity.h"
 #include "probe.h"
+#include "vminit.h"
+#include "vport.h"
 
 uint64_t agent_now_ms(void)
 {
@@ -180,9 +185,16 @@ int main(int argc, char **argv)
 		return identity_main(argv[2]);
 
 	a.pid1 = getpid() == 1;
-	const char *sock = getenv("SPACE_AGENT_SOCK");
-	if (!sock || !*sock)
-		sock = SP_AGENT_SOCK;
+	bool vm = a.pid1 && argc == 2 && strcmp(argv[1], SP_VM_INIT_ARG) == 0;
+	const struct conn_transport *transport = &conn_unix;
+	const char *where = getenv("SPACE_AGENT_SOCK");
+	if (!where || !*where)
+		where = SP_AGENT_SOCK;
+	if (vm) {
+		transport = &vport_transport;
+		where = SP_AGENT_PORT;
+		vminit_boot(); /* logs what failed; the agent serves what it can */
+	}
 
 	if ((err = setup_std_fds()) < 0) {
 		agent_log("standard fds: %s", strerror(-err));
@@ -192,9 +204,10 @@ int main(int argc, char **argv)
 		umask(022);
 		if ((err = files_mkdir_p("/work", 0755)) < 0)
 			agent_log("mkdir /work: %s", strerror(-err));
-		/* the runtime named the kernel after the sandbox; the files follow */
+		/* the runtime named the kernel after the sandbox; the files follow (a VM's initramfs
+		 * has no /etc: its name comes with its root file system) */
 		char name[IDENTITY_NAME_MAX + 2] = "";
-		if (gethostname(name, sizeof(name)) == 0 && (err = identity_files("/etc", name)) < 0)
+		if (!vm && gethostname(name, sizeof(name)) == 0 && (err = identity_files("/etc", name)) < 0)
 			agent_log("/etc/hosts and /etc/hostname: %s", strerror(-err));
 	} else {
 		/* outside a sandbox (tests): still adopt orphans like init would */
@@ -208,14 +221,16 @@ int main(int argc, char **argv)
 		agent_log("getrandom: %s", strerror(errno));
 		return 1;
 	}
-	if (conn_init(&a, &conn_unix, sock) < 0) {
+	if (conn_init(&a, transport, where) < 0) {
 		agent_log("out of memory");
 		return 1;
 	}
 	proc_init(&a);
 	oom_init(&a);
 	xfer_init(&a);
-	agent_log("started (pid %d), host socket %s", (int)getpid(), sock);
+	if (vm)
+		a.conn.fast_retries = AGENT_FAST_RETRIES; /* the port appears moments after the modules load */
+	agent_log("started (pid %d), host %s %s", (int)getpid(), transport->kind, where);
 	loop_run(&a);
 	return 0;
 }

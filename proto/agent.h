@@ -48,6 +48,16 @@
 #define SP_AGENT_SOCK "/.space/sock/agent.sock"
 #define SP_AGENT_RETRY_MS 200u /* reconnect period when the host is away */
 
+/* A microVM: the agent is /init of an initramfs spaced builds (daemon/driver/vm_guest.c),
+ * started with SP_VM_INIT_ARG (the kernel command line ends with "-- --vm"), loads the
+ * modules named in SP_VM_MODULE_ORDER (one a line, in load order) from
+ * SP_VM_MODULE_DIR/<name>.ko, and reaches the host over the virtio-serial port named
+ * SP_AGENT_PORT instead of a socket. */
+#define SP_VM_INIT_ARG "--vm"
+#define SP_VM_MODULE_DIR "/.space/modules"
+#define SP_VM_MODULE_ORDER "/.space/modules/order"
+#define SP_AGENT_PORT "space.agent"
+
 enum sp_msg {
 	/* host -> agent */
 	SP_H_PING = 1,        /* chan=tag, no payload -> A_PONG */

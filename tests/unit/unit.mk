@@ -13,7 +13,7 @@
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_state daemon/driver/test_oci \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
-              agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod
+              agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -51,6 +51,9 @@ UNIT_LIBS_test_cpio  :=
 
 UNIT_test_kmod       := daemon/driver/kmod.c
 UNIT_LIBS_test_kmod  :=
+
+UNIT_test_vport      := agent/vport.c
+UNIT_LIBS_test_vport :=
 
 UNIT_test_user       := agent/user.c
 UNIT_LIBS_test_user  :=
