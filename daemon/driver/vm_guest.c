@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include "daemon/base/clock.h"
 #include "daemon/base/hash.h"
@@ -412,14 +414,14 @@ static void initramfs_write(struct cpio *w, const struct initramfs_build *b)
 	cpio_dir(w, "proc", 0555);
 	cpio_dir(w, "sys", 0555);
 	cpio_dir(w, ".space", 0755);
-	cpio_dir(w, VM_INITRAMFS_MODULES + 1, 0755);
+	cpio_dir(w, SP_VM_MODULE_DIR + 1, 0755);
 	for (unsigned i = 0; i < b->order->n; i++) {
 		const char *mod = b->order->names[i];
-		snprintf(name, sizeof(name), "%s/%s.ko", VM_INITRAMFS_MODULES + 1, mod);
+		snprintf(name, sizeof(name), "%s/%s.ko", SP_VM_MODULE_DIR + 1, mod);
 		cpio_file_from(w, name, 0644, index_find(b->ix, mod)->path);
 		used += (size_t)snprintf(order + used, sizeof(order) - used, "%s\n", mod);
 	}
-	cpio_file(w, VM_INITRAMFS_ORDER + 1, 0644, order, used);
+	cpio_file(w, SP_VM_MODULE_ORDER + 1, 0644, order, used);
 	cpio_file(w, "init", 0755, b->agent, b->agent_len);
 }
 
@@ -519,4 +521,53 @@ out:
 	free(bin);
 	index_free(&ix);
 	return rc;
+}
+
+/* Whether /proc/cpuinfo's flags say the TSC ticks at one rate whatever the CPU does. */
+static bool tsc_invariant(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	if (!f)
+		return false;
+	char line[4096];
+	bool constant = false, nonstop = false;
+	while (fgets(line, sizeof(line), f) && strncmp(line, "flags", 5) != 0)
+		;
+	if (strncmp(line, "flags", 5) == 0) {
+		constant = strstr(line, " constant_tsc") != NULL;
+		nonstop = strstr(line, " nonstop_tsc") != NULL;
+	}
+	fclose(f);
+	return constant && nonstop;
+}
+
+static uint64_t raw_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+unsigned vm_guest_tsc_khz(void)
+{
+	if (!tsc_invariant())
+		return 0;
+	uint64_t n0 = raw_ns(), t0 = __rdtsc();
+	struct timespec span = { .tv_nsec = VM_TSC_MEASURE_MS * 1000000L };
+	while (nanosleep(&span, &span) < 0 && errno == EINTR)
+		;
+	uint64_t n1 = raw_ns(), t1 = __rdtsc();
+	if (n1 <= n0 || t1 <= t0)
+		return 0;
+	return (unsigned)((t1 - t0) * 1000000u / (n1 - n0));
+}
+
+int vm_guest_cmdline(char *out, size_t n)
+{
+	char tsc[40] = "";
+	unsigned khz = vm_guest_tsc_khz();
+	if (khz)
+		snprintf(tsc, sizeof(tsc), " tsc_early_khz=%u", khz);
+	int len = snprintf(out, n, "console=ttyS0 quiet panic=-1%s -- %s", tsc, SP_VM_INIT_ARG);
+	return len >= 0 && (size_t)len < n ? 0 : -ENOSPC;
 }

@@ -23,20 +23,18 @@
 #define SPACE_DAEMON_VM_GUEST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "daemon/base/err.h"
 #include "daemon/driver/kmod.h"
+#include "proto/agent.h"
 
 #define VM_KERNEL_META "linux-image-cloud-amd64"
 
 /* Module names the guest needs; kmod_order adds what they depend on and leaves out
  * what the kernel has built in (ext4, in Debian's cloud kernel). */
 #define VM_GUEST_MODULES "virtio_mmio", "virtio_blk", "virtio_console", "virtio_rng", "ext4", "overlay", "erofs"
-
-/* Paths inside the initramfs (and so inside the guest until it leaves it). */
-#define VM_INITRAMFS_MODULES "/.space/modules"     /* <name>.ko, one per module */
-#define VM_INITRAMFS_ORDER "/.space/modules/order" /* the names, one a line, in load order */
 
 struct vm_kernel {
 	char package[128];  /* linux-image-6.1.0-57-cloud-amd64 */
@@ -69,10 +67,29 @@ struct vm_initramfs {
  * Fills *out with the initramfs for kernel k and the agent binary at agent
  * (a static executable), building it when it is not in the cache: /init (the
  * agent), dev/console, mount points for /dev, /proc and /sys, the modules of
- * VM_GUEST_MODULES with what they depend on, and the order to load them in.
+ * VM_GUEST_MODULES with what they depend on, and the order to load them in
+ * (SP_VM_MODULE_DIR, SP_VM_MODULE_ORDER: the agent's contract, proto/agent.h).
  * Returns 0 or -errno with e filled (a module the kernel lacks is named).
  */
 int vm_guest_initramfs(const char *cache_dir, const struct vm_kernel *k, const char *agent,
 		       struct vm_initramfs *out, struct err *e);
+
+/*
+ * The kernel command line of a guest: its console on the first serial port
+ * (quiet: the kernel's messages cost boot time under TCG), a panic that
+ * ends the VM at once (with QEMU's -no-reboot), the host's TSC frequency
+ * (tsc_early_khz: under TCG the guest's TSC runs at the host's, and the
+ * kernel's own calibration against the PIT, done in a few milliseconds of
+ * emulated time, fails now and then on a busy host and leaves the boot
+ * stalled with no clock source), and the agent's SP_VM_INIT_ARG after "--".
+ * Returns 0 or -ENOSPC.
+ */
+int vm_guest_cmdline(char *out, size_t n);
+
+/* The host's TSC frequency in kHz, measured against CLOCK_MONOTONIC_RAW over
+ * VM_TSC_MEASURE_MS (blocks that long), or 0 when the TSC is not invariant
+ * (then the guest calibrates for itself). */
+#define VM_TSC_MEASURE_MS 20
+unsigned vm_guest_tsc_khz(void);
 
 #endif

@@ -5,8 +5,8 @@
  *   space-vm-guest [--cache-dir DIR] [--agent PATH] [--no-fetch]
  *
  * Prints one JSON object: the kernel (package, version, release, vmlinuz,
- * fetched, fetch_ms, unpack_ms) and the initramfs (path, bytes, modules in
- * load order, built, build_ms). With --no-fetch a kernel missing from the
+ * fetched, fetch_ms, unpack_ms), the initramfs (path, bytes, modules in
+ * load order, built, build_ms) and the kernel command line. With --no-fetch a kernel missing from the
  * cache is an error instead of a download, so a test never reaches the
  * network (`make vm-guest` is the setup step that may). Exit status 0, or 1
  * with the error on stderr.
@@ -47,15 +47,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "space-vm-guest: %s\n", e.msg);
 		return 1;
 	}
+	char cmdline[256];
+	if (vm_guest_cmdline(cmdline, sizeof(cmdline)) < 0)
+		return 1;
 	json_t *mods = json_array();
 	for (unsigned i = 0; i < ir.order.n; i++)
 		json_array_append_new(mods, json_string(ir.order.names[i]));
-	json_t *o = json_pack("{s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:I},s:{s:s,s:I,s:o,s:b,s:I}}",
+	json_t *o = json_pack("{s:{s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:I},s:{s:s,s:I,s:o,s:b,s:I},s:s}",
 			      "kernel", "package", k.package, "version", k.version, "release", k.release,
 			      "vmlinuz", k.vmlinuz, "modules", k.modules, "fetched", k.fetched,
 			      "fetch_ms", (json_int_t)k.fetch_ms, "unpack_ms", (json_int_t)k.unpack_ms,
 			      "initramfs", "path", ir.path, "bytes", (json_int_t)ir.bytes, "modules", mods,
-			      "built", ir.built, "build_ms", (json_int_t)ir.build_ms);
+			      "built", ir.built, "build_ms", (json_int_t)ir.build_ms, "cmdline", cmdline);
 	if (!o)
 		return 1;
 	char *text = json_dumps(o, JSON_INDENT(2));
