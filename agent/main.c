@@ -174,6 +174,17 @@ static void loop_run(struct agent *a)
 	}
 }
 
+/* Whether the kernel started us as a microVM's init. It hands init, besides what follows
+ * "--", every word of its command line that it does not know (nokaslr is one), so the
+ * argument is looked for among all of them. */
+static bool vm_init_arg(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], SP_VM_INIT_ARG) == 0)
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	struct agent a = { .sigfd = -1 };
@@ -185,7 +196,7 @@ int main(int argc, char **argv)
 		return identity_main(argv[2]);
 
 	a.pid1 = getpid() == 1;
-	bool vm = a.pid1 && argc == 2 && strcmp(argv[1], SP_VM_INIT_ARG) == 0;
+	bool vm = a.pid1 && vm_init_arg(argc, argv);
 	const struct conn_transport *transport = &conn_unix;
 	const char *where = getenv("SPACE_AGENT_SOCK");
 	if (!where || !*where)

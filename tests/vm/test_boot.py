@@ -52,7 +52,7 @@ def guest():
 class VM:
     """One QEMU microvm guest and the host end of its agent port."""
 
-    def __init__(self, guest, tmp, memory_mb=256):
+    def __init__(self, guest, tmp, memory_mb=256, devices=()):
         self.sock_path = str(tmp / "agent.sock")
         self.console = str(tmp / "console.log")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -69,7 +69,7 @@ class VM:
                 "-chardev", f"socket,id=agent,fd={fd},server=on,wait=off",
                 "-device", "virtio-serial-device",
                 "-device", f"virtserialport,chardev=agent,name={PORT}",
-                "-device", "virtio-rng-device"]
+                "-device", "virtio-rng-device", *devices]
         self.started = time.monotonic()
         self.qemu = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, pass_fds=(fd,))
@@ -116,11 +116,18 @@ class VM:
             return "(no console output)"
 
     def rss_kib(self):
-        with open(f"/proc/{self.qemu.pid}/status") as f:
+        return self._kib(f"/proc/{self.qemu.pid}/status", "VmRSS:")
+
+    def pss_kib(self):
+        return self._kib(f"/proc/{self.qemu.pid}/smaps_rollup", "Pss:")
+
+    @staticmethod
+    def _kib(path, key):
+        with open(path) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key):
                     return int(line.split()[1])
-        raise AssertionError("no VmRSS")
+        raise AssertionError(f"no {key} in {path}")
 
     def stop(self):
         if self.host:
@@ -228,3 +235,19 @@ def test_idle_memory(vm):
     rss = vm.rss_kib()
     assert rss > 0
     print(f"\nQEMU RSS right after hello: {rss / 1024:.0f} MiB (boot {seconds:.2f} s)")
+
+
+def test_init_finds_its_argument_among_the_kernels_leftovers(guest, tmp_path):
+    """The kernel passes init every command-line word it does not know (nokaslr is one of
+    them) before what follows "--": the agent is a VM's init wherever --vm stands."""
+    assert " -- " in guest["cmdline"]
+    other = dict(guest, cmdline=guest["cmdline"].replace(" -- ", " nokaslr -- "))
+    v = VM(other, tmp_path)
+    try:
+        host, _hello, _ = v.connect()
+        _st, cmdline = host.read_file("/proc/cmdline")
+        assert b"nokaslr" in cmdline
+        _st, argv = host.read_file("/proc/1/cmdline")
+        assert argv.split(b"\0")[:3] == [b"/init", b"nokaslr", b"--vm"]
+    finally:
+        v.stop()
