@@ -7,16 +7,18 @@
  * end is a host Unix socket that QEMU listens on; the host connects there.
  *
  * The port has no connections of its own, only a state: whether a host is
- * connected to QEMU's socket now (poll reports POLLHUP while none is). A
- * connection of the agent's is one such period: it opens when a host is
- * there and ends with the end of file the guest reads once the host has
- * hung up and everything it sent has been read. The agent cannot hang up
+ * connected to QEMU's socket now (poll reports POLLHUP while none is), and
+ * a host that leaves and comes back quickly can go unnoticed. So a
+ * connection starts when the host sends H_OPEN (conn.h: host_opens), and
+ * ends with the end of file the guest reads once the host has hung up and
+ * everything it sent has been read. The agent cannot hang up
  * on a host itself: when it ends a connection (a protocol error, H_DETACH)
  * it closes and reopens the port, which discards what it had not read, and
- * says hello again; a host that sees a second hello starts over.
+ * waits for the host's next H_OPEN (the host, getting no answers, opens again).
  *
- * The port opens only once: a second opener gets EBUSY, so nothing else in
- * the guest can take the agent's place while it holds it.
+ * The port opens only once: a second opener gets EBUSY while the agent holds
+ * it (root inside can still reach it through the agent itself, by ptrace, so
+ * the host treats the channel as hostile, as it does the gVisor socket).
  */
 #ifndef SPACE_AGENT_VPORT_H
 #define SPACE_AGENT_VPORT_H
