@@ -3,6 +3,7 @@
  */
 #include "vminit.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -57,6 +59,21 @@ static int console_fds(void)
 	return 0;
 }
 
+/* The first line of a small file (sysfs), without its newline. */
+static int read_line(const char *path, char *out, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t r = read(fd, out, n - 1);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	out[r] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	return 0;
+}
+
 static int load_one(const char *dir, const char *name)
 {
 	char path[512];
@@ -97,6 +114,91 @@ int vminit_load_modules(const char *dir, const char *order)
 	return loaded;
 }
 
+/* The block device whose virtio serial is `serial`, as a node of our own under
+ * /.space (devtmpfs makes its node a moment after the disk appears; sysfs has it at
+ * once). Writes the node's path into out. Returns 0, -ENOENT or -errno. */
+static int disk_by_serial(const char *serial, char *out, size_t n)
+{
+	DIR *d = opendir("/sys/block");
+	if (!d)
+		return -errno;
+	int rc = -ENOENT;
+	struct dirent *de;
+	while (rc == -ENOENT && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[300], got[64] = "", dev[32] = "";
+		snprintf(path, sizeof(path), "/sys/block/%s/serial", de->d_name);
+		if (read_line(path, got, sizeof(got)) < 0 || strcmp(got, serial) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/dev", de->d_name);
+		unsigned maj, min;
+		if ((rc = read_line(path, dev, sizeof(dev))) < 0)
+			break;
+		if (sscanf(dev, "%u:%u", &maj, &min) != 2) {
+			rc = -EINVAL;
+			break;
+		}
+		snprintf(out, n, "/.space/%s", de->d_name);
+		rc = mknod(out, S_IFBLK | 0600, makedev(maj, min)) < 0 && errno != EEXIST ? -errno : 0;
+	}
+	closedir(d);
+	return rc;
+}
+
+static int mount_at(const char *src, const char *dir, const char *type, unsigned long flags, const char *opts)
+{
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (mount(src, dir, type, flags, opts) < 0) {
+		int rc = -errno;
+		agent_log("mount %s (%s) on %s: %s", src, type, dir, strerror(errno));
+		return rc;
+	}
+	return 0;
+}
+
+/* Moves /dev, /proc and /sys into root, then root onto / (the initramfs is left under it). */
+static int switch_root(const char *root)
+{
+	static const char *const keep[] = { "/dev", "/proc", "/sys" };
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		char to[300];
+		snprintf(to, sizeof(to), "%s%s", root, keep[i]);
+		mkdir(to, 0755);
+		if (mount(keep[i], to, NULL, MS_MOVE, NULL) < 0)
+			return -errno;
+	}
+	if (chdir(root) < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 || chdir("/") < 0)
+		return -errno;
+	return 0;
+}
+
+int vminit_root(void)
+{
+	char tpl[64], disk[64];
+	int rc = disk_by_serial(SP_VM_TEMPLATE_SERIAL, tpl, sizeof(tpl));
+	if (rc < 0)
+		return rc;
+	if ((rc = disk_by_serial(SP_VM_DISK_SERIAL, disk, sizeof(disk))) < 0) {
+		agent_log("the template's disk but none of the sandbox's: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = mount_at(tpl, "/.space/lower", "erofs", MS_RDONLY, NULL)) < 0 ||
+	    (rc = mount_at(disk, "/.space/disk", "ext4", MS_NODEV, NULL)) < 0)
+		return rc;
+	/* the writable layer's root is the root users see: 0755; the work dir is overlay's own */
+	if ((mkdir("/.space/disk/upper", 0755) < 0 && errno != EEXIST) ||
+	    (mkdir("/.space/disk/work", 0700) < 0 && errno != EEXIST))
+		return -errno;
+	if ((rc = mount_at("overlay", "/.space/root", "overlay", 0,
+			   "lowerdir=/.space/lower,upperdir=/.space/disk/upper,workdir=/.space/disk/work")) < 0)
+		return rc;
+	if ((rc = switch_root("/.space/root")) < 0)
+		agent_log("switching to the overlay root: %s", strerror(-rc));
+	return rc;
+}
+
 int vminit_boot(void)
 {
 	int first = mount_all(), rc;
@@ -105,7 +207,12 @@ int vminit_boot(void)
 		if (!first)
 			first = rc;
 	}
-	if ((rc = vminit_load_modules(SP_VM_MODULE_DIR, SP_VM_MODULE_ORDER)) < 0 && !first)
+	if ((rc = vminit_load_modules(SP_VM_MODULE_DIR, SP_VM_MODULE_ORDER)) < 0) {
+		if (!first)
+			first = rc;
+		return first; /* no disks without their drivers */
+	}
+	if ((rc = vminit_root()) < 0 && rc != -ENOENT && !first)
 		first = rc;
 	return first;
 }

@@ -57,6 +57,11 @@
 #define SP_VM_MODULE_DIR "/.space/modules"
 #define SP_VM_MODULE_ORDER "/.space/modules/order"
 #define SP_AGENT_PORT "space.agent"
+/* Its root file system, when the VM has these virtio-blk disks (found by their serial): the
+ * template's read-only erofs image under an overlay whose upper/ and work/ are on the
+ * sandbox's own ext4 disk, the same layout as the gVisor driver's layer. */
+#define SP_VM_TEMPLATE_SERIAL "space-template"
+#define SP_VM_DISK_SERIAL "space-disk"
 
 enum sp_msg {
 	/* host -> agent */
