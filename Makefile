@@ -175,11 +175,12 @@ include tests/fuzz/fuzz.mk
 VM_CACHE     ?= /var/cache/space
 VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 VM_GUEST_SRC := tests/vm/guest.c daemon/driver/vm_guest.c daemon/driver/kmod.c daemon/driver/cpio.c \
-                daemon/store/cache.c daemon/base/dir.c daemon/base/spawn.c daemon/base/hash.c \
-                daemon/base/clock.c daemon/base/err.c
+                daemon/store/cache.c daemon/store/template.c daemon/store/store.c daemon/core/state.c \
+                daemon/base/dir.c daemon/base/spawn.c daemon/base/hash.c daemon/base/log.c \
+                daemon/base/clock.c daemon/base/err.c lib/buf.c
 $(BUILD)/space-vm-guest: $(VM_GUEST_SRC:%.c=$(BUILD)/%.o)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ -ljansson -lcrypto -lpthread
+	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ -ljansson -lsqlite3 -lcrypto -lpthread
 
 .PHONY: vm-deps vm-guest vm-test
 vm-deps:
@@ -190,7 +191,7 @@ vm-deps:
 	fi
 
 vm-guest: vm-deps $(BUILD)/space-vm-guest $(BUILD)/space-agent
-	$(BUILD)/space-vm-guest --cache-dir $(VM_CACHE) --agent $(BUILD)/space-agent
+	$(BUILD)/space-vm-guest --cache-dir $(VM_CACHE) --agent $(BUILD)/space-agent --template default
 
 vm-test: vm-guest
 	SPACE_VM_CACHE=$(VM_CACHE) /usr/bin/python3 -m pytest -q tests/vm

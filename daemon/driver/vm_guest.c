@@ -523,6 +523,41 @@ out:
 	return rc;
 }
 
+#define VM_IMAGE_RECIPE 1 /* bump when template images are made differently */
+
+static int image_build(const char *tmp, void *ctx, struct err *e)
+{
+	const char *rootfs = ctx;
+	char *argv[] = { "mkfs.erofs", "-d0", (char *)tmp, (char *)rootfs, NULL };
+	int rc = spawn_run(argv, -1, -1);
+	if (rc != 0)
+		return err_set(e, 500, "internal", rc < 0 ? -rc : EIO,
+			       "mkfs.erofs of %s failed (status %d): is erofs-utils installed?", rootfs, rc);
+	return 0;
+}
+
+int vm_guest_template_image(const char *cache_dir, const char *rootfs, char *out, size_t n, bool *built,
+			    uint64_t *build_ms, struct err *e)
+{
+	char real[PATH_MAX], recipe[PATH_MAX + 64], key[65], parent[PATH_MAX], name[80];
+	if (!realpath(rootfs, real))
+		return err_set(e, 500, "internal", errno, "template %s: %s", rootfs, strerror(errno));
+	int len = snprintf(recipe, sizeof(recipe), "recipe=%d erofs %s", VM_IMAGE_RECIPE, real);
+	int rc = hash_sha256_hex(recipe, (size_t)len, key);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot compute the image key");
+	snprintf(parent, sizeof(parent), "%s/images", cache_dir);
+	snprintf(name, sizeof(name), "%s.erofs", key);
+	int64_t t0 = mono_ms();
+	if ((rc = cache_get(parent, name, image_build, real, e)) < 0)
+		return rc;
+	*built = rc == 1;
+	*build_ms = *built ? (uint64_t)(mono_ms() - t0) : 0;
+	if (snprintf(out, n, "%s/%s", parent, name) >= (int)n)
+		return err_set(e, 500, "internal", ENAMETOOLONG, "cache path too long: %s", parent);
+	return 0;
+}
+
 /* Whether /proc/cpuinfo's flags say the TSC ticks at one rate whatever the CPU does. */
 static bool tsc_invariant(void)
 {

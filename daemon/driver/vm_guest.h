@@ -75,6 +75,17 @@ int vm_guest_initramfs(const char *cache_dir, const struct vm_kernel *k, const c
 		       struct vm_initramfs *out, struct err *e);
 
 /*
+ * The read-only block image of the template root file system at rootfs
+ * (erofs, uncompressed: docs/microvm.md says why), built once with
+ * mkfs.erofs into <cache_dir>/images/<key>.erofs, key hashing the rootfs's
+ * real path and the recipe (a published template never changes). The path
+ * goes into out; *built says whether this call made it, *build_ms how long
+ * that took. Returns 0 or -errno with e filled.
+ */
+int vm_guest_template_image(const char *cache_dir, const char *rootfs, char *out, size_t n, bool *built,
+			    uint64_t *build_ms, struct err *e);
+
+/*
  * The kernel command line of a guest: its console on the first serial port
  * (quiet: the kernel's messages cost boot time under TCG), a panic that
  * ends the VM at once (with QEMU's -no-reboot), the host's TSC frequency
