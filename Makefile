@@ -184,11 +184,7 @@ $(BUILD)/space-vm-guest: $(VM_GUEST_SRC:%.c=$(BUILD)/%.o)
 
 .PHONY: vm-deps vm-guest vm-test
 vm-deps:
-	@missing=$$(for p in $(VM_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-		echo "installing:" $$missing; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	$(call APT_INSTALL,$(VM_APT_PACKAGES))
 
 vm-guest: vm-deps $(BUILD)/space-vm-guest $(BUILD)/space-agent
 	$(BUILD)/space-vm-guest --cache-dir $(VM_CACHE) --agent $(BUILD)/space-agent --template default
