@@ -116,7 +116,7 @@ static uint64_t rss_of(pid_t pid)
 }
 
 /* The process with the most resident memory, other than PID 1 and the agent; 0 if none. */
-static pid_t largest(uint64_t *rss)
+static pid_t largest(pid_t skip, uint64_t *rss)
 {
 	DIR *d = opendir("/proc");
 	pid_t best = 0, self = getpid();
@@ -127,7 +127,7 @@ static pid_t largest(uint64_t *rss)
 	while ((de = readdir(d))) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
-		if (*end || pid <= 1 || pid == self)
+		if (*end || pid <= 1 || pid == self || pid == skip)
 			continue;
 		uint64_t r = rss_of((pid_t)pid);
 		if (r > *rss) {
@@ -177,7 +177,7 @@ static void cmdline_of(pid_t pid, char *buf, size_t n)
 static void kill_largest(struct agent *a, uint64_t used, uint64_t now)
 {
 	uint64_t rss;
-	pid_t victim = largest(&rss);
+	pid_t victim = largest(a->oom.victim, &rss); /* the last one, if still dying, is going */
 	if (!victim) {
 		if (!a->oom.idle_logged)
 			agent_log("memory: %llu MiB of %llu in use and no process to stop",
@@ -191,6 +191,7 @@ static void kill_largest(struct agent *a, uint64_t used, uint64_t now)
 	if (kill(victim, SIGKILL) < 0)
 		return; /* gone already: judged again at the next reading */
 	a->oom.victim = victim;
+	a->oom.used_at_kill = used;
 	a->oom.victim_ms = now;
 	a->oom.kills++;
 	agent_log("memory: %llu MiB of %llu in use; killed pid %d (%s, %llu MiB resident)",
@@ -230,19 +231,21 @@ void oom_tick(struct agent *a, uint64_t now)
 	struct use u = { 0 };
 	uint64_t used = 0, room = 0;
 	bool waiting = victim_stays(a, now);
-	int rc = waiting ? 0 : read_use(&u);
-	if (!waiting && rc == 0)
+	int rc = read_use(&u);
+	if (rc == 0)
 		room = headroom(a, &u, &used);
 	a->oom.next_ms = now + (waiting || rc < 0 ? OOM_FAST_MS : next_reading_ms(room));
-	if (waiting || rc < 0)
+	if (rc < 0)
 		return;
 	if (room > 0) {
 		a->oom.idle_logged = 0;
 		a->oom.settle_until = 0;
 		return;
 	}
-	if (now < a->oom.settle_until)
-		return; /* the last victim's memory is on its way back */
+	/* the last victim's memory is on its way back: no second kill, unless the use grows on
+	 * past where it was at the kill (others allocate faster than the victim gives back) */
+	if ((waiting || now < a->oom.settle_until) && used <= a->oom.used_at_kill)
+		return;
 	kill_largest(a, used, now);
 }
 

@@ -15,8 +15,9 @@
  * resident memory (SIGKILL), never PID 1. The started process it belongs to
  * hears of it (A_OOM on its channel; its exit says SP_EXIT_OOM when it was
  * the victim itself). Then it waits for the victim to be gone, and for its
- * memory to be counted free, before it judges again: one overshoot costs one
- * process.
+ * memory to be counted free, before it kills again, unless the use grows on
+ * past where it was at the kill: one overshoot costs one process, and several
+ * processes allocating together are stopped one after the other.
  *
  * The next reading comes when memory growing at OOM_RATE_MIB_S could first
  * reach the point where the watcher acts, at least OOM_FAST_MS and at most
@@ -58,6 +59,7 @@ struct oom {
 	pid_t victim;             /* killed and not yet gone, 0: none */
 	uint64_t victim_ms;       /* when it was killed */
 	uint64_t settle_until;    /* no kill before this while the victim's memory is returned */
+	uint64_t used_at_kill;    /* the use that made the last kill: growth past it kills again */
 	uint64_t kills;
 	int idle_logged;          /* said once that nothing could be killed */
 };

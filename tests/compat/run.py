@@ -2,6 +2,8 @@
 """tests/compat/run.py - programs we did not write, natively and in a sandbox, side by side.
 
     /usr/bin/python3 tests/compat/run.py [--quick] [--only NAME]... [--jobs N] [--update docs/compat.md]
+    /usr/bin/python3 tests/compat/run.py --only test_pty --prep 'echo 127.0.0.1 localhost > /etc/hosts'
+    /usr/bin/python3 tests/compat/run.py --rejudge tests/compat/results/last-run.json [--update ...]
 
 Starts its own build/spaced (a temporary state dir and socket, like the e2e suite) with
 `--template compat=<suite.PACKAGES>`, then runs every CPython test module of suite.MODULES and
@@ -22,7 +24,10 @@ fix they wait for has landed.
 A CPython module's failing tests are run once more, alone, on the side where they failed; a
 test that passes then is "flaky" on that side (the machine is shared and noisy), not a failure.
 --update rewrites the generated part of docs/compat.md; every run writes
-tests/compat/results/last-run.json.
+tests/compat/results/last-run.json (last-quick.json), and progress.jsonl as rows are done.
+To find a difference's cause, --prep and --memory change the sandbox side (a difference that
+goes away with the change has found its cause); --rejudge judges an earlier run's results
+against causes.json as it is now, without running anything.
 """
 
 import argparse
@@ -163,7 +168,8 @@ class SandboxSession:
 class Outcome:
     """What one module or runtime did on one side."""
 
-    def __init__(self, status, seconds, detail="", failed=(), counts=None, flaky=(), version="", unit="tests"):
+    def __init__(self, status, seconds, detail="", failed=(), counts=None, flaky=(), version="", unit="tests",
+                 where=""):
         self.status = status          # passed, failed, skipped, timeout, crashed
         self.seconds = seconds
         self.detail = detail          # for a person: why it failed, was skipped, where it hung
@@ -172,6 +178,7 @@ class Outcome:
         self.flaky = sorted(flaky)    # tests that failed once and passed when run again
         self.version = version
         self.unit = unit              # what counts["run"] counts: tests, or a program's steps
+        self.where = where            # for a timeout: the test that was running, when known
 
     def summary(self):
         s = self.status
@@ -216,7 +223,8 @@ def parse_verbose(out, module):
 
 
 def regrtest_argv(module, match=False):
-    argv = ["python3", "-m", "test", "-v", "-u", RESOURCES]
+    extra = suite.RESOURCES.get(module)
+    argv = ["python3", "-m", "test", "-v", "-u", RESOURCES + (f",{extra[0]}" if extra else "")]
     for pattern, _ in suite.IGNORE.get(module, []):
         argv += ["-i", pattern]
     if match:
@@ -233,8 +241,10 @@ def module_outcome(session, module, timeout, match=False):
     if r.timed_out():
         where = started_test(out)
         return Outcome("timeout", r.seconds, f"no end after {timeout} s" + (f", in {where}" if where else ""),
-                       counts=counts)
+                       counts=counts, where=where)
     skip = re.search(rf"^{re.escape(module)} skipped(?: \(resource denied\))? -- (.*)$", out, re.M)
+    if r.rc == 0 and not skip and counts.get("skipped") and not counts.get("run"):
+        skip = re.search(r"^setUpModule \(.*\) \.\.\. skipped (.*)$", out, re.M)  # skipped as a whole
     if r.rc == 0 and skip:
         return Outcome("skipped", r.seconds, skip.group(1), counts=counts)
     if r.rc == 0:
@@ -309,35 +319,39 @@ def load_causes():
 
 
 def differences(native, sandbox):
-    """What differs between the two sides: a list of (side, what, tests), where `side` is the
-    one that did worse, `what` a result (timeout, crashed, skipped, failed) and `tests` the
-    tests that failed only there (empty when the difference is the result itself)."""
+    """What differs between the two sides: a list of (side, what, tests, where), where `side` is
+    the one that did worse, `what` a result (timeout, crashed, skipped, failed), `tests` the
+    tests that failed only there (empty when the difference is the result itself) and `where`
+    the test a timeout hung in."""
     diffs = []
     worse = {"passed": 0, "skipped": 1, "failed": 2, "timeout": 3, "crashed": 3}
     for side, a, b in (("sandbox", sandbox, native), ("native", native, sandbox)):
         if a.status == b.status == "failed":
             only = sorted(set(a.failed) - set(b.failed))
             if only:
-                diffs.append((side, "failed", only))
+                diffs.append((side, "failed", only, ""))
         elif a.status != b.status and worse[a.status] >= worse[b.status]:
             if a.status == "failed" and a.failed:
-                diffs.append((side, "failed", sorted(set(a.failed))))
+                diffs.append((side, "failed", sorted(set(a.failed)), ""))
             else:
-                diffs.append((side, a.status, []))
+                diffs.append((side, a.status, [], a.where))
     return diffs
 
 
 def explain(name, diffs, causes):
     """([(cause, what it explains)], [unexplained pieces]) for one item's differences."""
     used, missing = [], []
-    for side, what, tests in diffs:
+    for side, what, tests, where in diffs:
         entries = [c for c in causes.get(name, []) if c.get("side", "sandbox") == side]
         if tests:
             for t in tests:
                 c = next((c for c in entries if any(fnmatch.fnmatchcase(t, p) for p in c.get("tests", []))), None)
                 (used.append((c, f"{side}: {t}")) if c else missing.append(f"{side}: {t} fails"))
         else:
-            c = next((c for c in entries if c.get("result") == what), None)
+            # a timeout's cause may say which test hangs ("in": patterns); then it explains that one
+            c = next((c for c in entries if c.get("result") == what and
+                      (not c.get("in") or any(fnmatch.fnmatchcase(where, p) for p in c["in"]))), None)
+            what = f"{what} in {where}" if where else what
             (used.append((c, f"{side}: {what}")) if c else missing.append(f"{side}: {what}"))
     return used, missing
 
@@ -485,7 +499,7 @@ def run_item(api, item, args):
                 except (spacetest.ApiError, OSError, http.client.HTTPException):
                     pass
     n, s = row["native"], row["sandbox"]
-    with print_lock, open(os.path.join(RESULTS, "progress.jsonl"), "a") as f:
+    with print_lock, open(os.path.join(args.results, "progress.jsonl"), "a") as f:
         f.write(json.dumps({"name": name, "native": n.json(), "sandbox": s.json()}) + "\n")
     say(f"{name:36} native {n.summary():28} {n.seconds:6.0f} s   sandbox {s.summary():28} {s.seconds:6.0f} s")
     return row
@@ -501,9 +515,14 @@ def main():
     ap.add_argument("--prep", metavar="SH", help="a shell command run as root in each sandbox first, "
                     "e.g. 'echo 127.0.0.1 localhost > /etc/hosts' (not with --update)")
     ap.add_argument("--memory", type=int, metavar="MIB", help="every sandbox this big (not with --update)")
+    ap.add_argument("--results", metavar="DIR", default=RESULTS, help="where the results go (default %(default)s)")
+    ap.add_argument("--rejudge", metavar="JSON", help="run nothing: judge the results of an earlier run "
+                    "(its last-run.json) against causes.json as it is now, e.g. after recording a cause")
     args = ap.parse_args()
     if args.update and (args.prep or args.memory or args.only):
         ap.error("--update writes the table of a plain run: not with --prep, --memory or --only")
+    if args.rejudge:
+        return rejudge(args.rejudge, load_causes(), args)
 
     missing = host_ready()
     if missing:
@@ -526,8 +545,8 @@ def main():
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a TERM cleans up as Ctrl-C does
     pool = None
     t0 = time.monotonic()
-    os.makedirs(RESULTS, exist_ok=True)
-    open(os.path.join(RESULTS, "progress.jsonl"), "w").close()  # each row as it is done
+    os.makedirs(args.results, exist_ok=True)
+    open(os.path.join(args.results, "progress.jsonl"), "w").close()  # each row as it is done
     daemon = spacetest.Daemon(prefix="space-compat-", io_timeout=3600,
                               args=["--template", f"{suite.TEMPLATE}={','.join(suite.PACKAGES)}"])
     try:
@@ -549,25 +568,42 @@ def main():
                 except OSError:
                     pass
         daemon.cleanup()
-    order = {n: i for i, (_, n) in enumerate([("module", m) for m in suite.MODULES] +
-                                               [("runtime", r.name) for r in suite.RUNTIMES])}
-    rows.sort(key=lambda r: order[r["name"]])
-    problems, stale = judge(rows, causes)
     selection = ("selected items" if args.only else "with --prep or --memory" if args.prep or args.memory
                  else "the quick subset" if args.quick else "the whole suite")
-    data = {"when": time.strftime("%Y-%m-%d"), "selection": selection, "rows": rows, "problems": problems,
-            "stale": stale, "seconds": time.monotonic() - t0, "template_seconds": template_seconds,
-            "template_cached": cached, "jobs": args.jobs, "host": host_line()}
+    meta = {"when": time.strftime("%Y-%m-%d"), "selection": selection, "seconds": time.monotonic() - t0,
+            "template_seconds": template_seconds, "template_cached": cached, "jobs": args.jobs,
+            "host": host_line()}
+    return report(meta, rows, causes, args)
+
+
+def report(meta, rows, causes, args):
+    """Judges the rows against causes, prints the table, keeps the results; the exit status."""
+    order = {n: i for i, (_, n) in enumerate([("module", m) for m in suite.MODULES] +
+                                               [("runtime", r.name) for r in suite.RUNTIMES])}
+    rows.sort(key=lambda r: order.get(r["name"], len(order)))
+    problems, stale = judge(rows, causes)
+    data = {**meta, "rows": rows, "problems": problems, "stale": stale}
     text = table(data)
     print()
     print(text)
-    with open(os.path.join(RESULTS, "last-quick.json" if args.quick else "last-run.json"), "w") as f:
-        json.dump({**data, "rows": [{**r, "native": r["native"].json(), "sandbox": r["sandbox"].json(),
-                                     "causes": [(c, w) for c, w in r["causes"]]} for r in rows]},
-                  f, indent=1, default=str)
+    if not args.rejudge:
+        with open(os.path.join(args.results, "last-quick.json" if args.quick else "last-run.json"), "w") as f:
+            json.dump({**meta, "rows": [{"name": r["name"], "kind": r["kind"], "native": r["native"].json(),
+                                         "sandbox": r["sandbox"].json()} for r in rows]}, f, indent=1)
     if args.update:
         update_doc(args.update, text)
     return 1 if problems else 0
+
+
+def rejudge(path, causes, args):
+    """The table of an earlier run (its last-run.json) against today's causes.json."""
+    with open(path) as f:
+        data = json.load(f)
+    rows = [{"name": r["name"], "kind": r["kind"], "native": Outcome(**r["native"]),
+             "sandbox": Outcome(**r["sandbox"])} for r in data.pop("rows")]
+    meta = {k: data[k] for k in ("when", "selection", "seconds", "template_seconds", "template_cached", "jobs",
+                                 "host")}
+    return report(meta, rows, causes, args)
 
 
 def host_line():
