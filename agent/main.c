@@ -185,6 +185,16 @@ static bool vm_init_arg(int argc, char **argv)
 	return false;
 }
 
+/* A VM's name, from SP_VM_NAME_ARG<name> among init's arguments, or NULL. */
+static const char *vm_name_arg(int argc, char **argv)
+{
+	size_t k = strlen(SP_VM_NAME_ARG);
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], SP_VM_NAME_ARG, k) == 0)
+			return argv[i] + k;
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	struct agent a = { .sigfd = -1 };
@@ -215,10 +225,13 @@ int main(int argc, char **argv)
 		umask(022);
 		if ((err = files_mkdir_p("/work", 0755)) < 0)
 			agent_log("mkdir /work: %s", strerror(-err));
-		/* the runtime named the kernel after the sandbox; the files follow (a VM's initramfs
-		 * has no /etc: its name comes with its root file system) */
+		/* the runtime named the kernel after the sandbox; the files follow. A VM's kernel
+		 * is named here, from the name the host put on its command line. */
 		char name[IDENTITY_NAME_MAX + 2] = "";
-		if (!vm && gethostname(name, sizeof(name)) == 0 && (err = identity_files("/etc", name)) < 0)
+		const char *vm_name = vm ? vm_name_arg(argc, argv) : NULL;
+		if (vm_name && identity_name_ok(vm_name) && sethostname(vm_name, strlen(vm_name)) < 0)
+			agent_log("sethostname %s: %s", vm_name, strerror(errno));
+		if ((!vm || vm_name) && gethostname(name, sizeof(name)) == 0 && (err = identity_files("/etc", name)) < 0)
 			agent_log("/etc/hosts and /etc/hostname: %s", strerror(-err));
 	} else {
 		/* outside a sandbox (tests): still adopt orphans like init would */

@@ -174,6 +174,34 @@ static int switch_root(const char *root)
 	return 0;
 }
 
+/* What programs expect beside /dev, /proc and /sys on a Debian machine: terminals, shared
+ * memory, /run, and the /dev links to the process's own descriptors. */
+static const struct { const char *src, *dir, *type, *opts; unsigned long flags; } system_fs[] = {
+	{ "devpts", "/dev/pts", "devpts", "newinstance,ptmxmode=0666,mode=0620,gid=5", MS_NOSUID | MS_NOEXEC },
+	{ "shm", "/dev/shm", "tmpfs", "mode=1777", MS_NOSUID | MS_NODEV },
+	{ "mqueue", "/dev/mqueue", "mqueue", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC },
+	{ "run", "/run", "tmpfs", "mode=0755,size=20%", MS_NOSUID | MS_NODEV },
+};
+
+static int system_mounts(void)
+{
+	int first = 0;
+	for (size_t i = 0; i < sizeof(system_fs) / sizeof(system_fs[0]); i++) {
+		int rc = mount_at(system_fs[i].src, system_fs[i].dir, system_fs[i].type, system_fs[i].flags,
+				  system_fs[i].opts);
+		if (rc < 0 && !first)
+			first = rc;
+	}
+	static const char *const links[][2] = {
+		{ "/proc/self/fd", "/dev/fd" }, { "/proc/self/fd/0", "/dev/stdin" },
+		{ "/proc/self/fd/1", "/dev/stdout" }, { "/proc/self/fd/2", "/dev/stderr" },
+	};
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if (symlink(links[i][0], links[i][1]) < 0 && errno != EEXIST && !first)
+			first = -errno;
+	return first;
+}
+
 int vminit_root(void)
 {
 	char tpl[64], disk[64];
@@ -194,9 +222,11 @@ int vminit_root(void)
 	if ((rc = mount_at("overlay", "/.space/root", "overlay", 0,
 			   "lowerdir=/.space/lower,upperdir=/.space/disk/upper,workdir=/.space/disk/work")) < 0)
 		return rc;
-	if ((rc = switch_root("/.space/root")) < 0)
+	if ((rc = switch_root("/.space/root")) < 0) {
 		agent_log("switching to the overlay root: %s", strerror(-rc));
-	return rc;
+		return rc;
+	}
+	return system_mounts();
 }
 
 int vminit_boot(void)

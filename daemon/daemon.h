@@ -159,6 +159,7 @@ struct daemon {
 	char agent_path[512];       /* the space-agent binary mounted into sandboxes */
 	char shim_path[512];        /* libspace-shim.so beside it, "" if missing */
 	const char *driver_name;
+	const char *vm_accel;       /* --accel: auto, kvm or tcg (the microvm driver's) */
 	bool auto_resume;           /* exec and file requests resume a paused or suspended sandbox */
 	int max_snapshots;          /* per tenant (TENANT_MAX_SNAPSHOTS unless configured) */
 	uint64_t max_snapshot_bytes;/* per tenant (TENANT_MAX_SNAPSHOT_BYTES unless configured) */

@@ -54,6 +54,8 @@
  * SP_VM_MODULE_DIR/<name>.ko, and reaches the host over the virtio-serial port named
  * SP_AGENT_PORT instead of a socket. */
 #define SP_VM_INIT_ARG "--vm"
+/* ... and SP_VM_NAME_ARG<name> after it: the sandbox's name, for its host name and /etc files */
+#define SP_VM_NAME_ARG "--name="
 #define SP_VM_MODULE_DIR "/.space/modules"
 #define SP_VM_MODULE_ORDER "/.space/modules/order"
 #define SP_AGENT_PORT "space.agent"
@@ -87,6 +89,9 @@ enum sp_msg {
 	SP_H_OPEN = 19,       /* chan=0, struct sp_open: a connection starts here (the host's first
 	                         frame on a transport without connections of its own, the
 	                         virtio-serial port) -> A_OPEN with the same nonce, then A_HELLO */
+	SP_H_IDENTITY = 20,   /* chan=tag, struct sp_identity + name: the sandbox was restored from
+	                         another one's image (a fork): take this host name (and /etc files),
+	                         mix the seed into the kernel's random pool -> A_OK | A_ERROR */
 
 	/* agent -> host */
 	SP_A_HELLO = 64,      /* chan=0, struct sp_hello; first frame on every connection */
@@ -140,6 +145,10 @@ struct sp_hello {
 
 struct sp_open {
 	uint64_t nonce;    /* random, chosen by the host for each connection */
+} __attribute__((packed));
+
+struct sp_identity {
+	uint8_t seed[32];  /* fresh randomness from the host: a fork must not repeat its parent's */
 } __attribute__((packed));
 
 struct sp_started {

@@ -233,7 +233,10 @@ static int check_room(struct daemon *d, struct sandbox *sb, struct err *e)
 /* Detaches the agent and waits for its connection to end. [L] */
 int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	if (peer_detach(sb) < 0 && sb->chan.fd >= 0)
+	int rc = peer_detach(sb);
+	if (rc == 1)
+		return 0; /* the connection ends with the runtime's checkpoint */
+	if (rc < 0 && sb->chan.fd >= 0)
 		return err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
 	if (!sandbox_wait(d, sb, disconnected, DETACH_TIMEOUT_MS))
 		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not detach within %d s", sb->id,
@@ -402,31 +405,12 @@ static void sync_job(struct job *j)
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
 	struct err e = { 0 };
-	struct op *call = calloc(1, sizeof(*call));
-	int rc = call ? 0 : err_set(&e, 500, "internal", ENOMEM, "out of memory");
+	int rc = 0;
 
 	daemon_lock(d);
-	if (rc == 0 && sb->state == SB_RUNNING && peer_ready(sb)) {
-		/* Inside first: the sandbox's own page cache reaches the writable layer. */
-		call->d = d;
-		call->kind = OP_CALL;
-		call->long_call = true; /* bounded by SYNC_TIMEOUT_MS instead of the liveness ping */
-		op_link(call, sb);
-		if (chan_send(&sb->chan, SP_H_SYNC, call->tag, NULL, 0, NULL, 0) == 0) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += SYNC_TIMEOUT_MS / 1000;
-			while (!call->done && daemon_wait(d, &until) != ETIMEDOUT)
-				;
-			if (!call->done)
-				rc = err_set(&e, 500, "internal", ETIMEDOUT, "sandbox %s: sync inside did not finish", sb->id);
-			else if (call->err.status)
-				rc = err_set(&e, call->err.status, call->err.code, EIO, "%s", call->err.msg);
-		} else {
-			rc = err_set(&e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
-		}
-		op_unlink(call);
-	}
+	/* Inside first: the sandbox's own page cache reaches the writable layer. */
+	if (sb->state == SB_RUNNING && peer_ready(sb))
+		rc = peer_request(d, sb, "sync inside", SP_H_SYNC, NULL, 0, NULL, 0, SYNC_TIMEOUT_MS, &e);
 	daemon_unlock(d);
 	if (rc == 0 && (rc = sandbox_sync_layer(d, sb)) < 0)
 		err_set(&e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
@@ -439,8 +423,6 @@ static void sync_job(struct job *j)
 		op_finish(j->op);
 	}
 	daemon_unlock(d);
-	if (call)
-		op_free(call);
 }
 
 int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, struct op *op, struct err *e)

@@ -359,6 +359,18 @@ static bool agent_ready(struct sandbox *sb)
 	return peer_ready(sb);
 }
 
+/* A sandbox restored from another one's image takes its own name, and fresh randomness,
+ * from its agent (a driver without a rename of its own: a VM's agent may set its host
+ * name). [L] */
+static int rename_inside(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	struct sp_identity id;
+	if (getrandom(id.seed, sizeof(id.seed), 0) != (ssize_t)sizeof(id.seed))
+		return err_set(e, 500, "internal", EIO, "getrandom: %s", strerror(errno));
+	return peer_request(d, sb, "taking its own name", SP_H_IDENTITY, &id, sizeof(id), sb->id, strlen(sb->id) + 1,
+			    AGENT_HELLO_TIMEOUT_MS, e);
+}
+
 int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e)
 {
 	/* First recorded here, with the lock released: nothing changes a creating sandbox
@@ -388,7 +400,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		char image[700];
 		snprintf(image, sizeof(image), "%s/image", snapshot);
 		rc = d->driver->restore(d->drv, sb, image, e);
-		if (rc == 0) /* it wakes up as the sandbox it was copied from */
+		if (rc == 0 && d->driver->rename) /* it wakes up as the sandbox it was copied from */
 			rc = d->driver->rename(d->drv, sb, e);
 	} else if (rc == 0) {
 		rc = d->driver->start(d->drv, sb, e);
@@ -397,6 +409,8 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, AGENT_HELLO_TIMEOUT_MS))
 		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
 			     sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
+	if (rc == 0 && snapshot && !d->driver->rename)
+		rc = rename_inside(d, sb, e);
 	if (rc == 0) {
 		/* written with the lock released, while it still shows creating; a create that
 		 * cannot be recorded is undone, or the next start would find it half made */

@@ -52,6 +52,10 @@ struct driver;
 
 struct driver_ops {
 	const char *name;
+	/* NULL: spaced listens at <sandbox dir>/sock/agent.sock and the agent connects. Else the
+	 * agent's socket is <sandbox dir>/<agent_dial>, which the runtime listens on (QEMU, for a
+	 * microVM's virtio-serial port): spaced connects and opens each connection with H_OPEN. */
+	const char *agent_dial;
 	/* Checks the host can run this driver; allocates *out. */
 	int (*init)(struct daemon *d, struct driver **out, struct err *e);
 	void (*fini)(struct driver *drv);
@@ -74,7 +78,8 @@ struct driver_ops {
 	/* Starts the sandbox from the image in dir (its root filesystem is remounted if needed). */
 	int (*restore)(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
 	/* Gives a sandbox restored from another one's image (a fork, a create from a snapshot)
-	 * its own name: the host name inside, /etc/hostname and /etc/hosts. */
+	 * its own name: the host name inside, /etc/hostname and /etc/hosts. NULL: its agent does
+	 * (H_IDENTITY, once it said hello), as a microVM's may. */
 	int (*rename)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* Continues the sandbox's PID 1 (the agent) if something inside stopped it. */
 	int (*wake)(struct driver *drv, struct sandbox *sb, struct err *e);
@@ -108,5 +113,6 @@ struct driver_ops {
 const struct driver_ops *driver_find(const char *name);
 
 extern const struct driver_ops driver_gvisor;
+extern const struct driver_ops driver_vm;
 
 #endif
