@@ -47,9 +47,11 @@ include tests/unit/unit.mk
 DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 
+# the microvm isolation: QEMU, and mkfs.erofs for the templates' block images
+VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
-                e2fsprogs util-linux clang libclang-rt-14-dev openssl
+                e2fsprogs util-linux clang libclang-rt-14-dev openssl $(VM_APT_PACKAGES)
 
 .PHONY: all deps compat-deps up down test quick layers unit agent-test e2e e2e-smoke sdk-test security \
 	compat compat-quick asan bench clean
@@ -173,7 +175,6 @@ include tests/fuzz/fuzz.mk
 # initramfs in the cache through the daemon's own code; `make vm-guest` is the setup step that
 # may download the kernel (apt-get download), `make vm-test` boots it under QEMU (TCG).
 VM_CACHE     ?= /var/cache/space
-VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 VM_GUEST_SRC := tests/vm/guest.c daemon/driver/vm_guest.c daemon/driver/kmod.c daemon/driver/cpio.c \
                 daemon/store/cache.c daemon/store/template.c daemon/store/store.c daemon/core/state.c \
                 daemon/base/dir.c daemon/base/spawn.c daemon/base/hash.c daemon/base/log.c \
@@ -199,6 +200,7 @@ test: deps all
 	$(MAKE) agent-test
 	$(MAKE) e2e
 	$(MAKE) sdk-test
+	$(MAKE) vm-test
 	$(MAKE) compat-quick
 	$(MAKE) security
 	$(MAKE) fuzz
