@@ -839,26 +839,28 @@ static int vm_stats(struct driver *drv, struct sandbox *sb, struct driver_stats 
 	return 0;
 }
 
-/* Why a VM that stopped on its own stopped: a kernel panic (its console's last line), else
- * "exited". */
+/* Why a VM that stopped on its own stopped: "panic: <the kernel's words>" from its console,
+ * else "exited" (QEMU ended with no panic: killed from outside, or it failed; qemu.log says). */
 static void vm_exit_reason(struct driver *drv, struct sandbox *sb, char *buf, size_t n)
 {
 	(void)drv;
 	char p[720], line[300];
+	static const char mark[] = "Kernel panic - not syncing: ";
 	path(p, sizeof(p), sb, "vm/console.log");
 	FILE *f = fopen(p, "re");
 	char panic[300] = "";
 	while (f && fgets(line, sizeof(line), f)) {
-		char *at = strstr(line, "Kernel panic - not syncing:");
+		char *at = strstr(line, mark);
 		if (at) {
-			line[strcspn(line, "\r\n")] = '\0';
+			at += sizeof(mark) - 1;
+			at[strcspn(at, "\r\n")] = '\0';
 			snprintf(panic, sizeof(panic), "%s", at);
 		}
 	}
 	if (f)
 		fclose(f);
 	if (panic[0])
-		snprintf(buf, n, "the guest kernel panicked: %s", panic);
+		snprintf(buf, n, "panic: %s", panic);
 	else
 		snprintf(buf, n, "exited");
 }
