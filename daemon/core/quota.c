@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "daemon/core/sandbox.h"
 #include "daemon/driver/driver.h"
 #include "daemon/store/store.h"
 
@@ -41,7 +42,8 @@ uint64_t quota_image_bytes(struct daemon *d, struct sandbox *sb)
 {
 	uint64_t image = (uint64_t)sb->memory_mb << 20;
 	struct driver_stats st;
-	if (d->driver->stats && d->driver->stats(d->drv, sb, &st) == 0 && st.memory_bytes && st.memory_bytes < image)
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	if (dv->ops->stats && dv->ops->stats(dv->drv, sb, &st) == 0 && st.memory_bytes && st.memory_bytes < image)
 		image = st.memory_bytes;
 	return image;
 }
@@ -65,7 +67,8 @@ int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 	uint64_t image = quota_image_bytes(d, sb);
 	char upper[700];
 	uint64_t used = 0;
-	d->driver->layer(d->drv, sb, upper, sizeof(upper));
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	dv->ops->layer(dv->drv, sb, upper, sizeof(upper));
 	if (statvfs(upper, &layer) == 0)
 		used = (uint64_t)(layer.f_blocks - layer.f_bfree) * layer.f_frsize;
 	uint64_t need = image + used * (uint64_t)(1 + copies) + d->reserve_bytes;
