@@ -191,7 +191,8 @@ static int write_image(struct daemon *d, struct sandbox *sb, const char *final, 
 	remove_tree(tmp);
 	if (mkdir(tmp, 0700) < 0)
 		return err_from_errno(e, errno, "cannot make the image folder %s: %s", tmp, strerror(errno));
-	int rc = d->driver->checkpoint(d->drv, sb, tmp, 0, e);
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	int rc = dv->ops->checkpoint(dv->drv, sb, tmp, 0, e);
 	if (rc == 0) {
 		crash_point("suspend:checkpointed");
 		if ((rc = sandbox_sync_layer(d, sb)) < 0)
@@ -267,9 +268,10 @@ static void pause_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct err e = { 0 };
+	const struct driver_slot *dv = sandbox_driver(d, j->sb);
 	int rc = job_record(j, &e);
 	if (rc == 0)
-		rc = d->driver->pause(d->drv, j->sb, &e);
+		rc = dv->ops->pause(dv->drv, j->sb, &e);
 	settle(j, rc == 0 ? SB_PAUSED : SB_RUNNING, rc == 0 ? NULL : &e);
 	daemon_unlock(d);
 }
@@ -283,12 +285,13 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 {
 	char image[700];
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
-	int rc = d->driver->prepare(d->drv, sb, e);
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	int rc = dv->ops->prepare(dv->drv, sb, e);
 	daemon_lock(d);
 	if (rc == 0)
 		rc = lifecycle_reattach(d, sb, e);
 	daemon_unlock(d);
-	if (rc == 0 && (rc = d->driver->restore(d->drv, sb, image, e)) == 0)
+	if (rc == 0 && (rc = dv->ops->restore(dv->drv, sb, image, e)) == 0)
 		crash_point("resume:restored");
 	daemon_lock(d);
 	if (rc == 0)
@@ -298,7 +301,7 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 	daemon_unlock(d);
 	if (rc < 0) {
 		struct err ignored = { 0 };
-		d->driver->stop(d->drv, sb, &ignored);
+		dv->ops->stop(dv->drv, sb, &ignored);
 		return SB_SUSPENDED;
 	}
 	crash_point("resume:connected");
@@ -317,6 +320,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 {
 	char image[700];
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
+	const struct driver_slot *dv = sandbox_driver(d, sb);
 
 	/* Nothing is touched before the host is known to have room: a refused suspend leaves the
 	 * sandbox as it was (running or paused). */
@@ -333,7 +337,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 	 * that is how a restarted spaced tells a finished suspend from an interrupted one. */
 	remove_tree(image);
 	/* A paused sandbox cannot detach its agent: let it run for the moment that takes. */
-	if (from == SB_PAUSED && d->driver->resume(d->drv, sb, e) < 0)
+	if (from == SB_PAUSED && dv->ops->resume(dv->drv, sb, e) < 0)
 		return SB_PAUSED;
 	daemon_lock(d);
 	rc = lifecycle_detach(d, sb, e);
@@ -344,7 +348,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 		return SB_RUNNING;
 	crash_point("suspend:detached");
 	rc = write_image(d, sb, image, e);
-	if (rc < 0 && d->driver->state(d->drv, sb) == DRV_RUNNING) {
+	if (rc < 0 && dv->ops->state(dv->drv, sb) == DRV_RUNNING) {
 		/* the checkpoint did not stop it (it failed before, or could not even start):
 		 * nothing is lost, the agent comes back */
 		daemon_lock(d);
@@ -357,7 +361,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 		crash_point("suspend:published");
 	struct err stop_err = { 0 };
 	/* After a checkpoint (or a failed one) the container no longer runs: release it. */
-	if (d->driver->stop(d->drv, sb, &stop_err) < 0 && rc == 0)
+	if (dv->ops->stop(dv->drv, sb, &stop_err) < 0 && rc == 0)
 		log_warn("sandbox %s: suspended, but releasing the runtime failed: %s", sb->id, stop_err.msg);
 	if (rc == 0)
 		crash_point("suspend:released");
@@ -368,11 +372,12 @@ static void resume_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
+	const struct driver_slot *dv = sandbox_driver(d, sb);
 	struct err e = { 0 };
 	int rc = job_record(j, &e);
 	if ((enum sb_state)j->count == SB_PAUSED) {
 		if (rc == 0)
-			rc = d->driver->resume(d->drv, sb, &e);
+			rc = dv->ops->resume(dv->drv, sb, &e);
 		settle(j, rc == 0 ? SB_RUNNING : SB_PAUSED, rc == 0 ? NULL : &e);
 		lifecycle_resumed(d, sb, rc == 0 ? NULL : &e);
 		daemon_unlock(d);

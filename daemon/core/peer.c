@@ -19,6 +19,7 @@
 #include "daemon/base/log.h"
 #include "daemon/core/op.h"
 #include "daemon/core/proc.h"
+#include "daemon/core/isolation.h"
 #include "daemon/driver/driver.h"
 
 #define ANY (CHAN_IN(CHAN_GREETED) | CHAN_IN(CHAN_READY))
@@ -365,7 +366,8 @@ void peer_init(struct sandbox *sb)
 int peer_listen(struct daemon *d, struct sandbox *sb)
 {
 	char dir[600], path[640];
-	const char *dial = d->driver->agent_dial;
+	const struct driver_slot *k = isolation_find(d, sb->isolation);
+	const char *dial = k && k->ops ? k->ops->agent_dial : NULL;
 	if (dial) { /* the runtime listens (QEMU, for a microVM): spaced connects */
 		snprintf(path, sizeof(path), "%s/%s", sb->dir, dial);
 		return chan_dial(&sb->chan, &d->loop, path);

@@ -109,7 +109,7 @@ struct driver_ops {
 	const char *(*runtime)(struct driver *drv);
 };
 
-/* The driver called name ("gvisor", "vm"; "auto" picks what the host supports), or NULL. */
+/* The driver called name (an isolation kind: "gvisor", "microvm"), or NULL. */
 const struct driver_ops *driver_find(const char *name);
 
 extern const struct driver_ops driver_gvisor;
