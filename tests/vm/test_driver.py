@@ -138,17 +138,35 @@ def test_the_accelerator_is_chosen_from_the_cpu_and_shown(api, spaced):
     assert "QEMU" in runtime, runtime
 
 
-def test_an_accelerator_that_cannot_work_here_is_refused_at_start(tmp_path):
-    with open("/proc/cpuinfo") as f:
-        flags = next((line for line in f if line.startswith("flags")), "").split()
-    if os.path.exists("/dev/kvm") and ("vmx" in flags or "svm" in flags):
-        pytest.skip("this host can run KVM; the refusal needs one that cannot")
-    d = make_daemon(args=["--accel", "kvm"])
+def kvm_opens():
+    try:
+        os.close(os.open("/dev/kvm", os.O_RDWR))
+        return True
+    except OSError:
+        return False
+
+
+def test_accel_overrides_the_choice_and_nonsense_is_refused_at_start():
+    """--accel kvm is taken where /dev/kvm opens (even a PVM-backed one, which auto avoids) and
+    refused at start where it does not; an unknown accelerator is refused everywhere."""
+    bad = make_daemon(args=["--accel", "warp"])
     try:
         with pytest.raises(BaseException):
-            d.start(deadline=60)
-        assert d.proc.wait(timeout=60) != 0
-        assert "kvm" in d.log_tail(), d.log_tail()
+            bad.start(deadline=60)
+        assert bad.proc.wait(timeout=60) != 0
+        assert "--accel" in bad.log_tail(), bad.log_tail()
+    finally:
+        bad.cleanup()
+    d = make_daemon(args=["--accel", "kvm"])
+    try:
+        if kvm_opens():
+            d.start()  # no VM is booted: KVM on a PVM host would emulate every instruction
+            assert "kvm" in json.dumps(d.api.ok("GET", "/v1/version"))
+        else:
+            with pytest.raises(BaseException):
+                d.start(deadline=60)
+            assert d.proc.wait(timeout=60) != 0
+            assert "/dev/kvm" in d.log_tail(), d.log_tail()
     finally:
         d.cleanup()
 
@@ -166,8 +184,11 @@ def test_the_vms_resources_are_its_own(api, spaced):
 
 def test_a_process_over_the_memory_limit_is_killed_by_the_guest_kernel_alone(api, vm):
     sh(api, vm, "sleep 600 >/dev/null 2>&1 & echo $! > /work/survivor")
-    res = api.exec(vm, ["python3", "-c", "b = bytearray(700 << 20); print(len(b))"])
-    assert res["exit_code"] == 137 and "734003200" not in res["stdout"], res
+    # 16 MiB at a time, each touched, far past the guest's RAM (one 700 MiB request would be
+    # refused outright by the kernel's overcommit heuristic, as on any Linux)
+    grow = "b = []\nwhile True: b.append(bytearray(16 << 20))"
+    res = api.exec(vm, ["python3", "-c", grow])
+    assert res["exit_code"] == 137, res
     assert res.get("oom_killed") is True, res  # reported as the gVisor watcher's kills are
     # the sandbox, and its other processes, live on
     assert sh(api, vm, "kill -0 $(cat /work/survivor) && echo alive").strip() == "alive"
@@ -206,7 +227,8 @@ def test_a_stream_goes_on_across_a_suspend_without_losing_a_line(api, vm):
 
 
 def test_pause_stops_the_guest_and_resume_continues_it(api, spaced, vm):
-    sh(api, vm, "nohup sh -c 'while true; do date +%s%N > /dev/shm/t; sleep 0.05; done' >/dev/null 2>&1 &")
+    sh(api, vm, "nohup sh -c 'while true; do date +%s%N > /dev/shm/t.new; mv /dev/shm/t.new /dev/shm/t; sleep 0.05; done' >/dev/null 2>&1 &")
+    wait_until(lambda: sh(api, vm, "cat /dev/shm/t 2>/dev/null || true").strip(), 30, "the clock loop to start")
     api.ok("POST", f"/v1/sandboxes/{vm}/pause")
     assert state(api, vm)["state"] == "paused"
     assert qemu_pids(spaced, vm)  # memory kept on the host
@@ -216,9 +238,9 @@ def test_pause_stops_the_guest_and_resume_continues_it(api, spaced, vm):
 
 
 def test_suspend_frees_the_vm_and_resume_restores_it_where_it_was(api, spaced, vm):
-    sh(api, vm, "echo on-disk > /work/f; nohup sh -c 'i=0; while true; do i=$((i+1)); echo $i > /dev/shm/n; "
+    sh(api, vm, "echo on-disk > /work/f; nohup sh -c 'i=0; while true; do i=$((i+1)); echo $i > /dev/shm/n.new; mv /dev/shm/n.new /dev/shm/n; "
                 "sleep 0.05; done' >/dev/null 2>&1 & echo $! > /dev/shm/pid")
-    wait_until(lambda: int(sh(api, vm, "cat /dev/shm/n") or 0) > 2, 30, "the counter to count")
+    wait_until(lambda: int(sh(api, vm, "cat /dev/shm/n 2>/dev/null || echo 0")) > 2, 30, "the counter to count")
     api.ok("POST", f"/v1/sandboxes/{vm}/suspend")
     assert state(api, vm)["state"] == "suspended"
     assert qemu_pids(spaced, vm) == []  # the machine's resources are released
@@ -288,8 +310,9 @@ def test_a_qemu_killed_from_outside_fails_the_sandbox_and_keeps_its_files(api, s
 
 
 def test_a_guest_kernel_panic_fails_the_sandbox_with_the_reason(api, spaced, vm):
-    res = api.exec(vm, ["sh", "-c", "echo c > /proc/sysrq-trigger"])  # the kernel's own crash
-    assert res is not None
+    # the kernel's own crash: the exec's answer is the failure itself, or its exit if it wins
+    status, _ = api.json("POST", f"/v1/sandboxes/{vm}/exec", {"cmd": ["sh", "-c", "echo c > /proc/sysrq-trigger"]})
+    assert status in (200, 500), status
     got = wait_state(api, vm, "failed")
     assert "panic" in got.get("reason", ""), got
     assert qemu_pids(spaced, vm) == []
