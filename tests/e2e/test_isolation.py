@@ -59,6 +59,8 @@ def test_an_unknown_isolation_is_refused_and_makes_nothing(api, kind):
     assert body["error"]["code"] == "invalid_argument", body
     if isinstance(kind, str):  # a string that names no kind is told the kinds there are
         assert '"gvisor"' in body["error"]["message"] and '"microvm"' in body["error"]["message"], body
+    else:
+        assert body["error"]["message"] == 'field "isolation" must be a string', body
     assert ids(api) == before
 
 
