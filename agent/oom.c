@@ -117,9 +117,11 @@ bool oom_kernel_killed(struct agent *a)
 	return grew;
 }
 
-uint64_t oom_mem_total(void)
+uint64_t oom_sandbox_memory(void)
 {
-	return proc_value("/proc/meminfo", "MemTotal") * 1024;
+	const char *v = getenv("SPACE_MEMORY_MB");
+	unsigned long long mb = v ? strtoull(v, NULL, 10) : 0;
+	return mb ? (uint64_t)mb << 20 : proc_value("/proc/meminfo", "MemTotal") * 1024;
 }
 
 /* The state letter, parent and session of pid from /proc/<pid>/stat; false when it is gone. */

@@ -353,7 +353,7 @@ void proc_reap(struct agent *a)
 			p->code = 128 + p->signo;
 			/* the kernel's own OOM killer (a microVM's) reports as the watcher does */
 			if (p->signo == SIGKILL && !p->oom && oom_kernel_killed(a))
-				proc_oom(a, (uint32_t)pid, (uint32_t)pid, 0, 0, oom_mem_total(), p->cmdline);
+				proc_oom(a, (uint32_t)pid, (uint32_t)pid, 0, 0, oom_sandbox_memory(), p->cmdline);
 		} else {
 			p->code = WEXITSTATUS(st);
 		}

@@ -7,8 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -229,6 +233,54 @@ int vminit_root(void)
 	return system_mounts();
 }
 
+/* The loopback interface up, as an init does on any Linux machine (its addresses, 127.0.0.1
+ * and ::1, come with it); a VM has no other interface. */
+int vminit_loopback(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	int rc = ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 ? -errno : 0;
+	if (rc == 0 && !(ifr.ifr_flags & IFF_UP)) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		rc = ioctl(fd, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
+	}
+	close(fd);
+	return rc;
+}
+
+#define VM_ENV_MAX (256 * 1024) /* the host writes the sandbox's env, bounded by its API */
+
+int vminit_env(void)
+{
+	int fd = open(SP_VM_ENV_FILE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char *buf = malloc(VM_ENV_MAX + 1);
+	size_t n = 0;
+	ssize_t r = 0;
+	while (buf && n < VM_ENV_MAX && (r = read(fd, buf + n, VM_ENV_MAX - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	if (!buf || r < 0) {
+		free(buf);
+		return -EIO;
+	}
+	buf[n] = '\0';
+	for (char *kv = buf; kv < buf + n; kv += strlen(kv) + 1) {
+		char *eq = strchr(kv, '=');
+		if (!eq || eq == kv)
+			continue;
+		*eq = '\0';
+		setenv(kv, eq + 1, 1);
+	}
+	free(buf);
+	return 0;
+}
+
 int vminit_boot(void)
 {
 	int first = mount_all(), rc;
@@ -244,5 +296,9 @@ int vminit_boot(void)
 	}
 	if ((rc = vminit_root()) < 0 && rc != -ENOENT && !first)
 		first = rc;
+	if ((rc = vminit_loopback()) < 0)
+		agent_log("bringing up lo: %s", strerror(-rc));
+	if ((rc = vminit_env()) < 0 && rc != -ENOENT) /* none: a guest booted without a sandbox's settings */
+		agent_log("the sandbox's environment (%s): %s", SP_VM_ENV_FILE, strerror(-rc));
 	return first;
 }

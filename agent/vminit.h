@@ -41,4 +41,10 @@ int vminit_root(void);
  * loaded (EEXIST) is fine. Returns the number loaded, or the first -errno. */
 int vminit_load_modules(const char *dir, const char *order);
 
+/* Brings the loopback interface up. 0 or -errno. */
+int vminit_loopback(void);
+
+/* Sets the agent's environment from QEMU's fw_cfg file SP_VM_ENV_FILE. 0 or -errno. */
+int vminit_env(void);
+
 #endif

@@ -56,6 +56,10 @@
 #define SP_VM_INIT_ARG "--vm"
 /* ... and SP_VM_NAME_ARG<name> after it: the sandbox's name, for its host name and /etc files */
 #define SP_VM_NAME_ARG "--name="
+/* The agent's environment in a microVM (what runsc gives it under gVisor): "K=V" strings, each
+ * ended by a NUL, in QEMU's fw_cfg file of this name (sysfs: SP_VM_ENV_FILE). */
+#define SP_VM_ENV_NAME "opt/space/env"
+#define SP_VM_ENV_FILE "/sys/firmware/qemu_fw_cfg/by_name/opt/space/env/raw"
 #define SP_VM_MODULE_DIR "/.space/modules"
 #define SP_VM_MODULE_ORDER "/.space/modules/order"
 #define SP_AGENT_PORT "space.agent"

@@ -258,9 +258,11 @@ int lifecycle_reattach(struct daemon *d, struct sandbox *sb, struct err *e)
 
 static int wait_agent(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	if (!sandbox_wait(d, sb, said_hello, AGENT_HELLO_TIMEOUT_MS))
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	int ms = driver_hello_ms(dv ? dv->ops : NULL);
+	if (!sandbox_wait(d, sb, said_hello, ms))
 		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not reconnect within %d s",
-			       sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
+			       sb->id, ms / 1000);
 	return 0;
 }
 

@@ -437,9 +437,9 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		rc = dv->ops->start(dv->drv, sb, e);
 	}
 	daemon_lock(d);
-	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, AGENT_HELLO_TIMEOUT_MS))
+	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, driver_hello_ms(dv->ops)))
 		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
-			     sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
+			     sb->id, driver_hello_ms(dv->ops) / 1000);
 	if (rc == 0 && snapshot && !dv->ops->rename)
 		rc = rename_inside(d, sb, e);
 	if (rc == 0) {

@@ -56,6 +56,9 @@ struct driver_ops {
 	 * agent's socket is <sandbox dir>/<agent_dial>, which the runtime listens on (QEMU, for a
 	 * microVM's virtio-serial port): spaced connects and opens each connection with H_OPEN. */
 	const char *agent_dial;
+	/* How long a start or restore may take to its agent's hello, ms; 0: AGENT_HELLO_TIMEOUT_MS.
+	 * A guest kernel's boot under TCG, many at once on two cores, takes longer than runsc. */
+	int hello_timeout_ms;
 	/* Checks the host can run this driver; allocates *out. */
 	int (*init)(struct daemon *d, struct driver **out, struct err *e);
 	void (*fini)(struct driver *drv);
@@ -108,6 +111,12 @@ struct driver_ops {
 	/* The runtime underneath, for /v1/version ("runsc 0.0~20221219.0"). */
 	const char *(*runtime)(struct driver *drv);
 };
+
+/* The hello deadline of ops's sandboxes, ms. */
+static inline int driver_hello_ms(const struct driver_ops *ops)
+{
+	return ops && ops->hello_timeout_ms ? ops->hello_timeout_ms : AGENT_HELLO_TIMEOUT_MS;
+}
 
 /* The driver called name (an isolation kind: "gvisor", "microvm"), or NULL. */
 const struct driver_ops *driver_find(const char *name);

@@ -48,6 +48,7 @@
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
 #include "daemon/driver/disk.h"
+#include "daemon/driver/oci.h"
 #include "daemon/driver/qmp.h"
 #include "daemon/driver/vm_guest.h"
 
@@ -293,6 +294,35 @@ static int read_boot(struct sandbox *sb, struct boot *b, struct err *e)
 	return rc;
 }
 
+/* vm/env: the agent's environment, read by it from QEMU's fw_cfg (SP_VM_ENV_NAME). The
+ * guest kernel has its own OOM killer: the agent's watcher, gVisor's, stays off. */
+static int write_env(struct sandbox *sb, struct err *e)
+{
+	struct oci_params op = { .id = sb->id, .env = sb->env, .cpus = sb->cpus, .memory_mb = sb->memory_mb,
+				 .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC };
+	json_t *env = oci_env(&op);
+	char p[720];
+	path(p, sizeof(p), sb, "vm/env");
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int rc = fd >= 0 && env ? 0 : -EIO;
+	size_t i;
+	json_t *v;
+	json_array_foreach(env, i, v) {
+		const char *kv = json_string_value(v);
+		if (rc == 0 && write(fd, kv, strlen(kv) + 1) != (ssize_t)(strlen(kv) + 1))
+			rc = -EIO;
+	}
+	static const char off[] = "SPACE_MEMORY_WATCH=off";
+	if (rc == 0 && write(fd, off, sizeof(off)) != (ssize_t)sizeof(off))
+		rc = -EIO;
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	json_decref(env);
+	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
+}
+
 /* ---- create ---- */
 
 static int vm_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
@@ -342,7 +372,7 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	/* the guest's name comes to its init as an argument after the command line's "--" */
 	if (snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_NAME_ARG "%s", cmdline, sb->id) >= (int)sizeof(b.cmdline))
 		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
-	if ((rc = bind_sockets(drv, sb, e)) < 0)
+	if ((rc = bind_sockets(drv, sb, e)) < 0 || (rc = write_env(sb, e)) < 0)
 		return rc;
 	return write_boot(sb, &b, e);
 }
@@ -548,8 +578,10 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct q
 	snprintf(tpl, sizeof(tpl), "file=%s,format=raw,if=none,id=tpl,readonly=on", b.image);
 	snprintf(disk, sizeof(disk), "file=%s,format=raw,if=none,id=disk", img);
 	path(pidfile, sizeof(pidfile), sb, "vm/qemu.pid");
-	char conslog[720];
+	char conslog[720], envfile[720], fwcfg[800];
 	path(conslog, sizeof(conslog), sb, "vm/console.log");
+	path(envfile, sizeof(envfile), sb, "vm/env");
+	snprintf(fwcfg, sizeof(fwcfg), "name=" SP_VM_ENV_NAME ",file=%s", envfile);
 	snprintf(serial, sizeof(serial), "file:%s", conslog);
 	path(qlog, sizeof(qlog), sb, "vm/qemu.log");
 	unlink(pidfile);
@@ -564,6 +596,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct q
 		"-chardev", "socket,id=qmp,fd=4,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
 		"-device", "virtio-rng-device",
 		"-device", "virtio-balloon-device,free-page-reporting=on",
+		"-fw_cfg", fwcfg,
 		"-drive", tpl, "-device", "virtio-blk-device,drive=tpl,serial=" SP_VM_TEMPLATE_SERIAL,
 		"-drive", disk, "-device", "virtio-blk-device,drive=disk,serial=" SP_VM_DISK_SERIAL,
 		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
@@ -939,6 +972,7 @@ static const char *vm_runtime(struct driver *drv)
 const struct driver_ops driver_vm = {
 	.name = "microvm",
 	.agent_dial = "vm/agent.sock",
+	.hello_timeout_ms = 180000, /* twenty guests booting at once under TCG on two cores: ~60 s */
 	.init = vm_init,
 	.fini = vm_fini,
 	.create = vm_create,

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import IO_TIMEOUT, q
+from conftest import IO_TIMEOUT, q, gvisor_only
 
 ID_LINE = re.compile(r"\A[0-9a-f]{12}\n\Z")
 
@@ -29,6 +29,7 @@ def ids(api):
     return {sb["id"] for sb in api.ok("GET", "/v1/sandboxes")["sandboxes"]}
 
 
+@gvisor_only("it checks the operator's default kind, gvisor")
 def test_create_isolation_shows_in_inspect_ls_and_status(cli, api):
     r = cli("create", "--isolation", "gvisor")
     assert r.returncode == 0, r.stderr

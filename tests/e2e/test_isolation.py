@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from conftest import AGENT, SPACED, q, wait_usable
+from conftest import AGENT, SPACED, q, wait_usable, gvisor_only
 
 
 def ids(api):
@@ -29,6 +29,7 @@ def microvm_unavailable(api):
     return v["unavailable"]["microvm"]
 
 
+@gvisor_only("it checks the operator's default kind, gvisor")
 def test_the_default_is_gvisor_and_every_view_says_so(api):
     v = api.ok("GET", "/v1/version")
     assert v["isolation"]["default"] == "gvisor", v
@@ -92,6 +93,7 @@ def test_spaced_will_not_start_with_a_default_it_cannot_run(api):
     assert "unknown isolation firecracker" in r.stderr, r.stderr
 
 
+@gvisor_only("it forks a gvisor sandbox made by default")
 def test_a_fork_and_a_snapshot_keep_the_kind_and_refuse_another(api, sandbox):
     api.exec(sandbox, "echo mine > /work/f")
     made = []
