@@ -2,15 +2,17 @@
  * agent/conn.c - the connection to spaced: connect and reconnect, the
  * outgoing frame queue, and reading incoming frames.
  *
- * The socket is non-blocking. Incoming bytes collect in one buffer of a
- * maximal frame; every whole frame goes to dispatch_frame, and a frame that
- * fails its checks closes the connection. Outgoing frames wait in one FIFO
- * (struct outframe) written with sendmsg(MSG_NOSIGNAL). The queue is bounded
- * by credit for output and by AGENT_CTRL_MAX for control frames: past that
- * the socket is no longer read, so a host that does not read is slowed down
- * rather than the agent's memory growing.
+ * The connection's descriptor comes from its transport (conn_unix below, the
+ * virtio-serial port in vport.c) and is non-blocking. Incoming bytes collect
+ * in one buffer of a maximal frame; every whole frame goes to dispatch_frame,
+ * and a frame that fails its checks closes the connection. Outgoing frames
+ * wait in one FIFO (struct outframe) written through the transport (sendmsg
+ * with MSG_NOSIGNAL on the socket). The queue is bounded by credit for output
+ * and by AGENT_CTRL_MAX for control frames: past that the connection is no
+ * longer read, so a host that does not read is slowed down rather than the
+ * agent's memory growing.
  *
- * A drop (EOF, error, protocol error, H_DETACH) closes the socket, abandons
+ * A drop (EOF, error, protocol error, H_DETACH) ends the connection, abandons
  * the transfers of the connection, drops queued answers to its requests and
  * its credit returns, rewinds a partly written frame, and schedules the next
  * attempt SP_AGENT_RETRY_MS later. A new connection begins with A_HELLO,
@@ -47,12 +49,14 @@ static uint32_t frame_chan(const struct outframe *o)
 	return frame_get_u32(o->bytes + 8);
 }
 
-int conn_init(struct agent *a, const char *path)
+int conn_init(struct agent *a, const struct conn_transport *t, const char *where)
 {
 	struct conn *c = &a->conn;
 	memset(c, 0, sizeof(*c));
-	c->path = path;
+	c->t = t;
+	c->where = where;
 	c->fd = -1;
+	c->dev_fd = -1;
 	c->in = malloc(SP_HDR_SIZE + SP_MAX_PAYLOAD);
 	return c->in ? 0 : -ENOMEM;
 }
@@ -183,20 +187,15 @@ void conn_disown(struct agent *a, const struct proc *p)
 static bool dies_with_connection(const struct outframe *o)
 {
 	uint8_t type = frame_type(o);
-	return (frame_chan(o) & SP_CHAN_REQ) || type == SP_A_CREDIT || type == SP_A_HELLO;
+	return (frame_chan(o) & SP_CHAN_REQ) || type == SP_A_CREDIT || type == SP_A_HELLO || type == SP_A_OPEN;
 }
 
-static void conn_drop(struct agent *a, const char *why)
+/* What ends with a connection, whatever ended it: a partly written frame is rewound (the
+ * host discards partial frames), answers and credit returns go, transfers are abandoned. */
+static void end_connection(struct agent *a)
 {
 	struct conn *c = &a->conn;
-	if (c->fd < 0)
-		return;
-	agent_log("disconnected (%s); retrying every %u ms", why, SP_AGENT_RETRY_MS);
-	close(c->fd);
-	c->fd = -1;
-	c->in_len = 0;
-	c->head_off = 0; /* the host discards partial frames: resend from the start */
-	c->retry_at = agent_now_ms() + SP_AGENT_RETRY_MS;
+	c->head_off = 0;
 	struct outframe *prev = NULL, *o = c->head;
 	while (o) {
 		struct outframe *next = o->next;
@@ -209,13 +208,72 @@ static void conn_drop(struct agent *a, const char *why)
 	xfer_abandon_all(a);
 }
 
-static int conn_connect(struct agent *a)
+static void conn_drop(struct agent *a, const char *why, bool host_gone)
 {
 	struct conn *c = &a->conn;
+	if (c->fd < 0)
+		return;
+	agent_log("disconnected (%s); retrying every %u ms", why, SP_AGENT_RETRY_MS);
+	c->t->end(c, host_gone);
+	c->fd = -1;
+	c->in_len = 0;
+	c->awaiting_open = false;
+	c->retry_at = agent_now_ms() + SP_AGENT_RETRY_MS;
+	end_connection(a);
+}
+
+/* Queues a frame at the head of the queue: nonce's A_OPEN or the hello go before
+ * everything that waits. Returns 0 or -ENOMEM. */
+static int push_first(struct conn *c, uint8_t type, const void *payload, size_t len)
+{
+	struct outframe *o = frame_new(type, 0, len);
+	if (!o)
+		return -ENOMEM;
+	memcpy(o->bytes + SP_HDR_SIZE, payload, len);
+	queue_push(c, o, true);
+	return 0;
+}
+
+/* A connection starts: A_HELLO (after A_OPEN when the host opened it), fresh credit. */
+static int begin_connection(struct agent *a, const uint64_t *nonce)
+{
+	struct conn *c = &a->conn;
+	uint8_t hello[sizeof(struct sp_hello)];
+	frame_put_u32(hello + offsetof(struct sp_hello, version), SP_PROTO_VERSION);
+	frame_put_u32(hello + offsetof(struct sp_hello, max_pid), proc_max_pid(a));
+	frame_put_u64(hello + offsetof(struct sp_hello, boot_id), a->boot_id);
+	if (push_first(c, SP_A_HELLO, hello, sizeof(hello)) < 0)
+		return -ENOMEM;
+	if (nonce) {
+		uint8_t open[sizeof(struct sp_open)];
+		frame_put_u64(open, *nonce);
+		if (push_first(c, SP_A_OPEN, open, sizeof(open)) < 0)
+			return -ENOMEM; /* the hello is dropped with the connection */
+	}
+	c->generation++;
+	proc_on_connect(a);
+	return 0;
+}
+
+void conn_host_open(struct agent *a, uint64_t nonce)
+{
+	struct conn *c = &a->conn;
+	if (!c->awaiting_open)
+		end_connection(a); /* the host started over on a connection we took to be running */
+	c->awaiting_open = false;
+	if (begin_connection(a, &nonce) < 0) {
+		conn_drop(a, "out of memory", false);
+		return;
+	}
+	agent_log("the host opened a connection on %s", c->where);
+}
+
+static int unix_reach(struct conn *c)
+{
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	if (strlen(c->path) >= sizeof(sun.sun_path))
+	if (strlen(c->where) >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
-	strcpy(sun.sun_path, c->path);
+	strcpy(sun.sun_path, c->where);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -224,24 +282,54 @@ static int conn_connect(struct agent *a)
 		close(fd);
 		return err;
 	}
+	return fd;
+}
 
-	uint8_t hello[sizeof(struct sp_hello)];
-	frame_put_u32(hello + offsetof(struct sp_hello, version), SP_PROTO_VERSION);
-	frame_put_u32(hello + offsetof(struct sp_hello, max_pid), proc_max_pid(a));
-	frame_put_u64(hello + offsetof(struct sp_hello, boot_id), a->boot_id);
-	struct outframe *o = frame_new(SP_A_HELLO, 0, sizeof(hello));
-	if (!o) {
-		close(fd);
+static void unix_end(struct conn *c, bool host_gone)
+{
+	close(c->fd);
+}
+
+static ssize_t unix_send(int fd, const struct iovec *iov, int n)
+{
+	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static ssize_t unix_recv(int fd, void *buf, size_t n)
+{
+	return recv(fd, buf, n, 0);
+}
+
+const struct conn_transport conn_unix = {
+	.kind = "unix socket",
+	.host_opens = false,
+	.reach = unix_reach,
+	.end = unix_end,
+	.send = unix_send,
+	.recv = unix_recv,
+};
+
+static int conn_connect(struct agent *a)
+{
+	struct conn *c = &a->conn;
+	int fd = c->t->reach(c);
+	if (fd < 0)
+		return fd;
+	c->fd = fd;
+	c->in_len = 0;
+	if (c->t->host_opens) {
+		c->awaiting_open = true;
+		agent_log("reached %s (%s); waiting for the host to open", c->where, c->t->kind);
+		return 0;
+	}
+	if (begin_connection(a, NULL) < 0) {
+		c->t->end(c, false);
+		c->fd = -1;
+		end_connection(a);
 		return -ENOMEM;
 	}
-	memcpy(o->bytes + SP_HDR_SIZE, hello, sizeof(hello));
-	queue_push(c, o, true);
-
-	c->fd = fd;
-	c->generation++;
-	c->in_len = 0;
-	proc_on_connect(a);
-	agent_log("connected to %s", c->path);
+	agent_log("connected to %s (%s)", c->where, c->t->kind);
 	return 0;
 }
 
@@ -279,8 +367,7 @@ static int conn_write(struct conn *c)
 			off = 0;
 			n++;
 		}
-		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = c->t->send(c->fd, iov, n);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -304,23 +391,23 @@ static int conn_write(struct conn *c)
 void conn_flush(struct agent *a)
 {
 	struct conn *c = &a->conn;
-	if (c->fd < 0 || !c->head)
+	if (c->fd < 0 || !c->head || c->awaiting_open)
 		return;
 	int err = conn_write(c);
 	if (err < 0 && err != -EAGAIN)
-		conn_drop(a, strerror(-err));
+		conn_drop(a, strerror(-err), false);
 }
 
 void conn_detach(struct agent *a)
 {
 	struct conn *c = &a->conn;
 	uint64_t end = agent_now_ms() + AGENT_DETACH_FLUSH_MS;
-	while (c->fd >= 0 && c->head) {
+	while (c->fd >= 0 && c->head && !c->awaiting_open) {
 		int err = conn_write(c);
 		if (err == 0)
 			break;
 		if (err != -EAGAIN) {
-			conn_drop(a, strerror(-err));
+			conn_drop(a, strerror(-err), false);
 			return;
 		}
 		uint64_t now = agent_now_ms();
@@ -331,7 +418,7 @@ void conn_detach(struct agent *a)
 		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
 		poll(&p, 1, (int)(end - now));
 	}
-	conn_drop(a, "detached by the host");
+	conn_drop(a, "detached by the host", false);
 	c->fast_retries = AGENT_FAST_RETRIES;
 	c->retry_at = agent_now_ms() + AGENT_RETRY_FAST_MS;
 }
@@ -346,10 +433,14 @@ static void conn_parse(struct agent *a)
 		long n = frame_parse(c->in + pos, c->in_len - pos, &f);
 		if (n == 0)
 			break;
+		if (n > 0 && c->awaiting_open && f.type != SP_H_OPEN) {
+			pos += (size_t)n; /* of a connection that ended: not ours to answer */
+			continue;
+		}
 		if (n < 0 || dispatch_frame(a, &f) == -EPROTO) {
 			agent_log("bad frame (type %u, len %u) from the host",
 				  c->in[pos + 4], frame_get_u32(c->in + pos));
-			conn_drop(a, "protocol error");
+			conn_drop(a, "protocol error", false);
 			return;
 		}
 		pos += (size_t)n;
@@ -371,14 +462,14 @@ static void on_socket(struct agent *a, void *obj, int fd, short revents)
 		return;
 	if (!conn_has_room(a) && !(revents & (POLLHUP | POLLERR)))
 		return;
-	ssize_t r = recv(fd, c->in + c->in_len, SP_HDR_SIZE + SP_MAX_PAYLOAD - c->in_len, 0);
+	ssize_t r = c->t->recv(fd, c->in + c->in_len, SP_HDR_SIZE + SP_MAX_PAYLOAD - c->in_len);
 	if (r == 0) {
-		conn_drop(a, "host closed the connection");
+		conn_drop(a, "host closed the connection", true);
 		return;
 	}
 	if (r < 0) {
 		if (errno != EAGAIN && errno != EINTR)
-			conn_drop(a, strerror(errno));
+			conn_drop(a, strerror(errno), false);
 		return;
 	}
 	c->in_len += (size_t)r;
@@ -394,7 +485,7 @@ void conn_watch(struct agent *a, struct pollset *ps)
 	short ev = 0;
 	if (conn_has_room(a))
 		ev |= POLLIN;
-	if (c->head)
+	if (c->head && !c->awaiting_open)
 		ev |= POLLOUT;
 	pollset_add(ps, c->fd, ev, on_socket, NULL);
 }

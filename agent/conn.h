@@ -1,10 +1,15 @@
 /*
  * agent/conn.h - the agent's connection to spaced and its outgoing queue.
  *
- * The agent connects to the host socket (SP_AGENT_SOCK, or $SPACE_AGENT_SOCK),
- * sends A_HELLO first, and queues every outgoing frame in one FIFO, so frames
- * leave in the order they were made (a process's A_EXIT after all its
- * output). When the connection drops, the agent retries every
+ * The connection runs over a transport (struct conn_transport): a host Unix
+ * socket the agent connects to (conn_unix: SP_AGENT_SOCK or $SPACE_AGENT_SOCK,
+ * the gVisor sandbox), or a microVM's virtio-serial port (vport_transport,
+ * agent/vport.h). A connection starts with the agent's A_HELLO, or, on a
+ * transport without connections of its own, when the host sends H_OPEN (then
+ * A_OPEN and A_HELLO go first). H_OPEN on a running connection starts it over
+ * in place, on any transport. The agent queues every outgoing frame in one
+ * FIFO, so frames leave in the order they were made (a process's A_EXIT after
+ * all its output). When the connection drops, the agent retries every
  * SP_AGENT_RETRY_MS, forever. Frames of processes survive a drop: a frame
  * written only in part is sent again from its start on the next connection.
  * Answers to requests (channels with SP_CHAN_REQ) and credit returns belong to
@@ -16,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 struct agent;
 struct pollset;
@@ -34,6 +41,30 @@ struct proc;
 #define AGENT_RETRY_FAST_MS 20u
 #define AGENT_FAST_RETRIES 100u
 
+struct conn;
+
+/*
+ * How the agent reaches the host. Every call is non-blocking.
+ */
+struct conn_transport {
+	const char *kind; /* for the log: "unix socket", "virtio-serial port" */
+	/* The transport cannot tell connections apart (the serial port): a connection starts
+	 * when the host sends H_OPEN, and until then the agent writes nothing and takes no
+	 * other frame. Otherwise it starts with the agent's A_HELLO when open succeeds. */
+	bool host_opens;
+	/* A descriptor of a new connection (O_CLOEXEC, O_NONBLOCK), or -errno when no host
+	 * can be reached now (tried again SP_AGENT_RETRY_MS later). */
+	int (*reach)(struct conn *c);
+	/* Ends the connection on c->fd. host_gone: the host hung up (end of file). */
+	void (*end)(struct conn *c, bool host_gone);
+	/* As sendmsg/writev and recv/read on the connection's descriptor. */
+	ssize_t (*send)(int fd, const struct iovec *iov, int n);
+	ssize_t (*recv)(int fd, void *buf, size_t n);
+};
+
+/* The host Unix socket at conn.where: connect(2) per connection, close(2) to end it. */
+extern const struct conn_transport conn_unix;
+
 struct outframe {
 	struct outframe *next;
 	struct proc *owner; /* output counted in owner->queued, or NULL */
@@ -42,8 +73,11 @@ struct outframe {
 };
 
 struct conn {
-	const char *path;          /* socket to connect to */
+	const struct conn_transport *t;
+	const char *where;         /* the transport's address: socket path, port name */
 	int fd;                    /* -1 while disconnected */
+	int dev_fd;                /* a transport's own descriptor kept across connections, or -1 */
+	bool awaiting_open;        /* fd is up, but the host has not sent H_OPEN yet (host_opens) */
 	uint64_t generation;       /* number of connections made so far */
 	uint64_t retry_at;         /* monotonic ms of the next connect attempt */
 	unsigned fast_retries;     /* attempts left at AGENT_RETRY_FAST_MS (after a detach) */
@@ -54,8 +88,8 @@ struct conn {
 	size_t in_len;
 };
 
-/* Allocates buffers; path is borrowed. Connection attempts start at conn_tick. */
-int conn_init(struct agent *a, const char *path);
+/* Allocates buffers; t and where are borrowed. Connection attempts start at conn_tick. */
+int conn_init(struct agent *a, const struct conn_transport *t, const char *where);
 
 /* Connects when disconnected and the retry time has come. */
 void conn_tick(struct agent *a, uint64_t now);
@@ -102,6 +136,10 @@ int conn_send_error(struct agent *a, uint32_t chan, int err, const char *fmt, ..
 
 /* Forgets p as the owner of queued frames (p is going away). */
 void conn_disown(struct agent *a, const struct proc *p);
+
+/* H_OPEN: a connection starts here. Ends the one the agent took to be running, if any
+ * (the host started over), and queues A_OPEN(nonce) and A_HELLO first. */
+void conn_host_open(struct agent *a, uint64_t nonce);
 
 /* H_DETACH: writes out the queue (waiting up to AGENT_DETACH_FLUSH_MS),
  * closes the connection and goes back to retrying. */

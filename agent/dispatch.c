@@ -13,6 +13,7 @@
 
 #include "agent.h"
 #include "files.h"
+#include "identity.h"
 
 static int on_ping(struct agent *a, const struct frame *f)
 {
@@ -33,6 +34,32 @@ static int on_detach(struct agent *a, const struct frame *f)
 {
 	conn_detach(a);
 	return 0;
+}
+
+static int on_open(struct agent *a, const struct frame *f)
+{
+	if (f->chan != 0)
+		return -EPROTO;
+	conn_host_open(a, frame_get_u64(f->payload));
+	return 0;
+}
+
+/* H_IDENTITY: see identity.h. The name is the host's, checked all the same. */
+static int on_identity(struct agent *a, const struct frame *f)
+{
+	size_t off = sizeof(struct sp_identity);
+	const char *name = frame_str(f, &off);
+	if (!name)
+		return -EPROTO;
+	const struct sp_identity *id = (const void *)f->payload;
+	int rc = identity_name_ok(name) ? identity_take(name) : -EINVAL;
+	if (rc == 0)
+		rc = identity_machine_id("/etc");
+	if (rc == 0)
+		rc = identity_reseed(id->seed, sizeof(id->seed));
+	if (rc < 0)
+		return conn_send_error(a, f->chan, -rc, "identity %s: %s", name, strerror(-rc)) < 0 ? -ENOMEM : 0;
+	return conn_send(a, SP_A_OK, f->chan, NULL, 0, NULL) < 0 ? -ENOMEM : 0;
 }
 
 struct handler {
@@ -59,6 +86,8 @@ static const struct handler handlers[] = {
 	[SP_H_SYNC] = { files_sync, 0 },
 	[SP_H_DETACH] = { on_detach, 0 },
 	[SP_H_ABORT] = { xfer_abort, 0 },
+	[SP_H_OPEN] = { on_open, sizeof(struct sp_open) },
+	[SP_H_IDENTITY] = { on_identity, sizeof(struct sp_identity) + 1 },
 };
 
 int dispatch_frame(struct agent *a, const struct frame *f)

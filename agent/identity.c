@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <linux/random.h>
 #include <unistd.h>
 
 #define MARK "# this sandbox's name (space)"
@@ -162,20 +165,71 @@ int identity_files(const char *etc, const char *name)
 	return rc;
 }
 
+int identity_take(const char *name)
+{
+	if (!identity_name_ok(name))
+		return -EINVAL;
+	if (sethostname(name, strlen(name)) < 0)
+		return -errno;
+	return identity_files("/etc", name);
+}
+
 int identity_main(const char *name)
 {
 	if (!identity_name_ok(name)) {
 		fprintf(stderr, "space-agent: not a host name: %s\n", name);
 		return 2;
 	}
-	if (sethostname(name, strlen(name)) < 0) {
-		fprintf(stderr, "space-agent: sethostname %s: %s\n", name, strerror(errno));
-		return 1;
-	}
-	int rc = identity_files("/etc", name);
+	int rc = identity_take(name);
 	if (rc < 0) {
-		fprintf(stderr, "space-agent: /etc/hosts and /etc/hostname for %s: %s\n", name, strerror(-rc));
+		fprintf(stderr, "space-agent: host name %s: %s\n", name, strerror(-rc));
 		return 1;
 	}
 	return 0;
+}
+
+int identity_machine_id(const char *etc)
+{
+	char p[512], tmp[520], id[33 + 1];
+	snprintf(p, sizeof(p), "%s/machine-id", etc);
+	struct stat st;
+	if (stat(p, &st) < 0 || st.st_size == 0)
+		return 0;
+	unsigned char r[16];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(id + 2 * i, 3, "%02x", r[i]);
+	id[32] = '\n';
+	id[33] = '\0';
+	snprintf(tmp, sizeof(tmp), "%s.space-new", p);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0)
+		return -errno;
+	int rc = write(fd, id, 33) == 33 && fsync(fd) == 0 ? 0 : -EIO;
+	close(fd);
+	if (rc == 0 && rename(tmp, p) < 0)
+		rc = -errno;
+	if (rc < 0)
+		unlink(tmp);
+	return rc;
+}
+
+int identity_reseed(const unsigned char *seed, unsigned n)
+{
+	struct {
+		struct rand_pool_info info;
+		unsigned char bytes[64];
+	} e;
+	if (n > sizeof(e.bytes))
+		return -EINVAL;
+	e.info.entropy_count = (int)n * 8;
+	e.info.buf_size = (int)n;
+	memcpy(e.bytes, seed, n);
+	int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = ioctl(fd, RNDADDENTROPY, &e) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
 }

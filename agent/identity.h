@@ -31,4 +31,15 @@ int identity_files(const char *etc, const char *name);
  * Returns the exit status: 0, 1 on a failure (said on stderr), 2 on a bad name. */
 int identity_main(const char *name);
 
+/* Sets the kernel's host name to name, then the files in /etc. Returns 0 or -errno. */
+int identity_take(const char *name);
+
+/* Gives <etc>/machine-id a new random id, when it holds one (an empty or missing file is left
+ * for whoever fills it at boot). Returns 0 or -errno. */
+int identity_machine_id(const char *etc);
+
+/* Mixes n bytes of seed into the kernel's random pool and credits them (RNDADDENTROPY): a
+ * sandbox restored from an image would otherwise go on from its parent's state. 0 or -errno. */
+int identity_reseed(const unsigned char *seed, unsigned n);
+
 #endif

@@ -1,9 +1,12 @@
 /*
  * agent/main.c - space-agent's entry point and event loop.
  *
- * main() reads as its phases: become a proper init (when PID 1: make /work,
- * write /etc/hostname and /etc/hosts, ignore the signals a sandboxed process could send us, make sure fds 0-2
- * exist), route SIGCHLD to a signalfd, pick a boot id, then run the loop.
+ * main() reads as its phases: as a microVM's init (`--vm`), first what an init
+ * system would do (vminit.h: /dev, /proc, /sys, the kernel modules); become a
+ * proper init (when PID 1: make /work, write /etc/hostname and /etc/hosts,
+ * ignore the signals a sandboxed process could send us, make sure fds 0-2
+ * exist), route SIGCHLD to a signalfd, pick a boot id, pick the transport
+ * (the virtio-serial port in a VM, the host socket otherwise), then run the loop.
  * The loop is single-threaded: each iteration connects if due, fires
  * timeouts, lets transfers send what credit allows, flushes the outgoing
  * queue, and sleeps in poll() until a descriptor or the nearest deadline
@@ -29,6 +32,8 @@
 #include "files.h"
 #include "identity.h"
 #include "probe.h"
+#include "vminit.h"
+#include "vport.h"
 
 uint64_t agent_now_ms(void)
 {
@@ -169,6 +174,27 @@ static void loop_run(struct agent *a)
 	}
 }
 
+/* Whether the kernel started us as a microVM's init. It hands init, besides what follows
+ * "--", every word of its command line that it does not know (nokaslr is one), so the
+ * argument is looked for among all of them. */
+static bool vm_init_arg(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], SP_VM_INIT_ARG) == 0)
+			return true;
+	return false;
+}
+
+/* A VM's name, from SP_VM_NAME_ARG<name> among init's arguments, or NULL. */
+static const char *vm_name_arg(int argc, char **argv)
+{
+	size_t k = strlen(SP_VM_NAME_ARG);
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], SP_VM_NAME_ARG, k) == 0)
+			return argv[i] + k;
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	struct agent a = { .sigfd = -1 };
@@ -180,9 +206,16 @@ int main(int argc, char **argv)
 		return identity_main(argv[2]);
 
 	a.pid1 = getpid() == 1;
-	const char *sock = getenv("SPACE_AGENT_SOCK");
-	if (!sock || !*sock)
-		sock = SP_AGENT_SOCK;
+	bool vm = a.pid1 && vm_init_arg(argc, argv);
+	const struct conn_transport *transport = &conn_unix;
+	const char *where = getenv("SPACE_AGENT_SOCK");
+	if (!where || !*where)
+		where = SP_AGENT_SOCK;
+	if (vm) {
+		transport = &vport_transport;
+		where = SP_AGENT_PORT;
+		vminit_boot(); /* logs what failed; the agent serves what it can */
+	}
 
 	if ((err = setup_std_fds()) < 0) {
 		agent_log("standard fds: %s", strerror(-err));
@@ -192,9 +225,13 @@ int main(int argc, char **argv)
 		umask(022);
 		if ((err = files_mkdir_p("/work", 0755)) < 0)
 			agent_log("mkdir /work: %s", strerror(-err));
-		/* the runtime named the kernel after the sandbox; the files follow */
+		/* the runtime named the kernel after the sandbox; the files follow. A VM's kernel
+		 * is named here, from the name the host put on its command line. */
 		char name[IDENTITY_NAME_MAX + 2] = "";
-		if (gethostname(name, sizeof(name)) == 0 && (err = identity_files("/etc", name)) < 0)
+		const char *vm_name = vm ? vm_name_arg(argc, argv) : NULL;
+		if (vm_name && identity_name_ok(vm_name) && sethostname(vm_name, strlen(vm_name)) < 0)
+			agent_log("sethostname %s: %s", vm_name, strerror(errno));
+		if ((!vm || vm_name) && gethostname(name, sizeof(name)) == 0 && (err = identity_files("/etc", name)) < 0)
 			agent_log("/etc/hosts and /etc/hostname: %s", strerror(-err));
 	} else {
 		/* outside a sandbox (tests): still adopt orphans like init would */
@@ -208,14 +245,16 @@ int main(int argc, char **argv)
 		agent_log("getrandom: %s", strerror(errno));
 		return 1;
 	}
-	if (conn_init(&a, sock) < 0) {
+	if (conn_init(&a, transport, where) < 0) {
 		agent_log("out of memory");
 		return 1;
 	}
 	proc_init(&a);
 	oom_init(&a);
 	xfer_init(&a);
-	agent_log("started (pid %d), host socket %s", (int)getpid(), sock);
+	if (vm)
+		a.conn.fast_retries = AGENT_FAST_RETRIES; /* the port appears moments after the modules load */
+	agent_log("started (pid %d), host %s %s", (int)getpid(), transport->kind, where);
 	loop_run(&a);
 	return 0;
 }

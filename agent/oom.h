@@ -30,6 +30,7 @@
 #ifndef SPACE_AGENT_OOM_H
 #define SPACE_AGENT_OOM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -62,11 +63,20 @@ struct oom {
 	uint64_t used_at_kill;    /* the use that made the last kill: growth past it kills again */
 	uint64_t kills;
 	int idle_logged;          /* said once that nothing could be killed */
+	uint64_t kernel_kills;    /* the kernel's own OOM kills seen so far (/proc/vmstat oom_kill) */
 };
 
 /* Reads the limit from SPACE_MEMORY_MB (none when unset). */
 void oom_init(struct agent *a);
 void oom_tick(struct agent *a, uint64_t now);
 uint64_t oom_deadline(const struct agent *a);
+
+/* A process of ours died of SIGKILL: whether the kernel's own OOM killer killed something since
+ * the last look (a microVM's kernel has one; gVisor's does not, and its count stays 0). */
+bool oom_kernel_killed(struct agent *a);
+
+/* The sandbox's memory, bytes (SPACE_MEMORY_MB, else the kernel's MemTotal): the limit a kernel
+ * OOM kill is reported at. */
+uint64_t oom_sandbox_memory(void);
 
 #endif

@@ -13,6 +13,7 @@
  * by PID 1, or a process the agent gave up on) is simply reaped.
  */
 #include "agent.h"
+#include "oom.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -350,6 +351,9 @@ void proc_reap(struct agent *a)
 		if (WIFSIGNALED(st)) {
 			p->signo = WTERMSIG(st);
 			p->code = 128 + p->signo;
+			/* the kernel's own OOM killer (a microVM's) reports as the watcher does */
+			if (p->signo == SIGKILL && !p->oom && oom_kernel_killed(a))
+				proc_oom(a, (uint32_t)pid, (uint32_t)pid, 0, 0, oom_sandbox_memory(), p->cmdline);
 		} else {
 			p->code = WEXITSTATUS(st);
 		}

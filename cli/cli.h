@@ -95,7 +95,8 @@ void cli_note_resumed(const char *path);
 	{ "lifetime", required_argument, NULL, 'L' },             \
 	{ "timeout-action", required_argument, NULL, 'A' },       \
 	{ "keepalive-processes", no_argument, NULL, 'K' },        \
-	{ "from-snapshot", required_argument, NULL, 'S' }
+	{ "from-snapshot", required_argument, NULL, 'S' },        \
+	{ "isolation", required_argument, NULL, 'I' }
 #define CMD_CREATE_OPTCHARS "e:l:"
 int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
 /*

@@ -53,6 +53,8 @@ const char cmd_run_usage[] =
 	"      --cpus N         CPU quota in whole CPUs\n"
 	"      --memory MIB     memory limit in MiB\n"
 	"      --disk MIB       size of its disk in MiB\n"
+	"      --isolation gvisor|microvm\n"
+	"                       what isolates it (default: spaced's)\n"
 	"      --timeout S      the sandbox's idle timeout in seconds\n"
 	"      --lifetime S, --timeout-action suspend|kill, --keepalive-processes\n"
 	"                       the sandbox's timeouts, as for `space create`\n"

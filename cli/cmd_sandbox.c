@@ -28,7 +28,7 @@ const char cmd_create_usage[] =
 	"Create a sandbox and print its id alone on a line, once it is ready to run\n"
 	"commands. With --from-snapshot, the sandbox is restored from a snapshot\n"
 	"(`space snapshot`): its processes go on from there, and its template, CPUs,\n"
-	"memory and disk are the snapshot's.\n"
+	"memory, disk and isolation are the snapshot's.\n"
 	"\n"
 	"Options:\n"
 	"      --template T     root filesystem to start from (default: default)\n"
@@ -36,6 +36,10 @@ const char cmd_create_usage[] =
 	"      --memory MIB     memory limit in MiB (default 512)\n"
 	"      --disk MIB       size of its disk in MiB: its files beyond the\n"
 	"                       template (default 5120)\n"
+	"      --isolation gvisor|microvm\n"
+	"                       what isolates it: gVisor's user-space kernel or a\n"
+	"                       microVM (default: spaced's; `space status` lists the\n"
+	"                       kinds this host runs)\n"
 	"      --from-snapshot SID\n"
 	"                       restore snapshot SID (not with the four above)\n"
 	"      --timeout S      idle timeout in seconds (default 300; 0: none)\n"
@@ -54,8 +58,8 @@ const char cmd_create_usage[] =
 const char cmd_ls_usage[] =
 	"Usage: space ls [OPTIONS]\n"
 	"\n"
-	"List sandboxes, oldest first: ID, STATE, TEMPLATE, CPUS, MEMORY, CREATED,\n"
-	"LABELS.\n"
+	"List sandboxes, oldest first: ID, STATE, TEMPLATE, ISOLATION, CPUS, MEMORY,\n"
+	"CREATED, LABELS.\n"
 	"\n"
 	"Options:\n"
 	"  -l, --label K=V      only sandboxes with this label (repeatable: all must match)\n"
@@ -87,8 +91,9 @@ const char cmd_template_usage[] =
 const char cmd_status_usage[] =
 	"Usage: space status [--json]\n"
 	"\n"
-	"Show where spaced is (SPACE_HOST), whether it is healthy, its version,\n"
-	"isolation driver and runtime, and how many sandboxes exist.\n";
+	"Show where spaced is (SPACE_HOST), whether it is healthy, its version, the\n"
+	"isolation kinds it runs (the default first, each with its runtime, and\n"
+	"why any other is unavailable), and how many sandboxes exist.\n";
 
 const char cmd_version_usage[] =
 	"Usage: space version [--json]\n"
@@ -168,6 +173,10 @@ int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body
 		return json_object_set_new(body, "timeout_action", v) ? cli_error("out of memory") : 0;
 	case 'K':
 		return json_object_set_new(body, "keepalive_processes", json_true()) ? cli_error("out of memory") : 0;
+	case 'I':
+		/* the kinds are spaced's to name: a new one needs no new CLI */
+		v = json_string(arg);
+		return json_object_set_new(body, "isolation", v) ? cli_error("out of memory") : 0;
 	case 'S':
 		if (!*arg)
 			return cli_usage_error(cli, "--from-snapshot wants a snapshot id");
@@ -278,7 +287,8 @@ static void labels_text(json_t *sb, char *buf, size_t size)
 
 static int ls_print(json_t *list, int quiet)
 {
-	static const char *const header[] = { "ID", "STATE", "TEMPLATE", "CPUS", "MEMORY", "CREATED", "LABELS" };
+	static const char *const header[] = { "ID", "STATE", "TEMPLATE", "ISOLATION", "CPUS", "MEMORY", "CREATED",
+					      "LABELS" };
 	struct table t;
 	size_t i;
 	json_t *sb;
@@ -289,7 +299,7 @@ static int ls_print(json_t *list, int quiet)
 			printf("%s\n", json_string_value(json_object_get(sb, "id")));
 		return 0;
 	}
-	if (table_init(&t, 7, header))
+	if (table_init(&t, 8, header))
 		return cli_error("out of memory");
 	json_array_foreach(list, i, sb) {
 		char cpus[32], mem[32], state[128], labels[1024];
@@ -301,7 +311,8 @@ static int ls_print(json_t *list, int quiet)
 		labels_text(sb, labels, sizeof(labels));
 		const char *row[] = {
 			json_string_value(json_object_get(sb, "id")), state,
-			json_string_value(json_object_get(sb, "template")), cpus, mem,
+			json_string_value(json_object_get(sb, "template")),
+			json_string_value(json_object_get(sb, "isolation")), cpus, mem,
 			json_string_value(json_object_get(sb, "created_at")), labels[0] ? labels : NULL,
 		};
 		if (table_add(&t, row)) {
@@ -481,6 +492,33 @@ out:
 	return status;
 }
 
+/* The kinds spaced runs, the default first: "isolation:  gvisor (default), runsc ..." then one
+ * line a kind, and why each unavailable one is. A spaced from before the kinds has only its
+ * driver and runtime. */
+static void print_isolation(json_t *version)
+{
+	json_t *iso = json_object_get(version, "isolation");
+	const char *deflt = json_string_value(json_object_get(iso, "default"));
+	json_t *avail = json_object_get(iso, "available"), *runtime;
+	const char *kind;
+
+	if (!deflt) {
+		printf("driver:     %s\n", json_string_value(json_object_get(version, "driver")) ?: "-");
+		printf("runtime:    %s\n", json_string_value(json_object_get(version, "runtime")) ?: "-");
+		return;
+	}
+	printf("isolation:  %s (default): %s\n", deflt, json_string_value(json_object_get(avail, deflt)) ?: "-");
+	json_object_foreach(avail, kind, runtime) {
+		if (strcmp(kind, deflt) == 0)
+			continue;
+		const char *why = json_string_value(json_object_get(json_object_get(iso, "unavailable"), kind));
+		if (json_is_string(runtime))
+			printf("            %s: %s\n", kind, json_string_value(runtime));
+		else
+			printf("            %s: unavailable (%s)\n", kind, why ?: "no reason given");
+	}
+}
+
 int cmd_status(struct cli *cli, int argc, char **argv)
 {
 	struct client_err err = { 0 };
@@ -507,8 +545,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 	printf("status:     %s\n", json_string_value(json_object_get(health, "status")) ?: "-");
 	printf("version:    %s (API %lld)\n", json_string_value(json_object_get(version, "version")) ?: "-",
 	       (long long)json_integer_value(json_object_get(version, "api")));
-	printf("driver:     %s\n", json_string_value(json_object_get(version, "driver")) ?: "-");
-	printf("runtime:    %s\n", json_string_value(json_object_get(version, "runtime")) ?: "-");
+	print_isolation(version);
 	printf("sandboxes:  %lld\n", (long long)json_integer_value(json_object_get(health, "sandboxes")));
 out:
 	json_decref(health);

@@ -60,8 +60,11 @@
  * sandbox's processes meet inside, where a fork bomb fails with EAGAIN. */
 #define DEFAULT_PIDS_LIMIT 4096
 #define SANDBOX_NPROC 1024
+#define ISOLATION_KINDS 2                /* gvisor, microvm (core/isolation.c) */
+#define ISOLATION_NAME_MAX 15            /* bytes of a kind's name */
 
 struct driver;
+struct driver_ops;
 struct store;
 struct op;
 struct peer_events;
@@ -105,6 +108,7 @@ struct sandbox {
 	enum sb_state state;        /* [L] */
 	char reason[128];           /* [L] why it failed */
 	char template[64];
+	char isolation[ISOLATION_NAME_MAX + 1]; /* its kind ("gvisor", "microvm"): which driver runs it */
 	char tenant[TENANT_NAME_MAX + 1]; /* who owns it: "" for the Unix socket's administrator */
 	int cpus, memory_mb;
 	int disk_mb;                /* size of its disk; 0 for one made before disks */
@@ -134,6 +138,14 @@ struct sandbox {
 	struct sandbox *grave;      /* [L] next in the I/O thread's list of sandboxes to free */
 };
 
+/* One isolation kind and the driver that runs it on this host (core/isolation.h). */
+struct driver_slot {
+	const char *kind;               /* "gvisor", "microvm": the driver's name too */
+	const struct driver_ops *ops;   /* NULL: the kind is unavailable here */
+	struct driver *drv;             /* its instance, once initialised */
+	char why[256];                  /* unavailable: why (the driver's own words) */
+};
+
 /* Requests in flight for one tenant (TCP only), while it has any. */
 struct tenant_load {
 	struct tenant_load *next;
@@ -158,15 +170,17 @@ struct daemon {
 	char *tls_cert, *tls_key;   /* their PEM text, read at start (http_tls_load) */
 	char agent_path[512];       /* the space-agent binary mounted into sandboxes */
 	char shim_path[512];        /* libspace-shim.so beside it, "" if missing */
-	const char *driver_name;
+	const char *vm_accel;       /* --accel: auto, kvm or tcg (the microvm driver's) */
 	bool auto_resume;           /* exec and file requests resume a paused or suspended sandbox */
 	int max_snapshots;          /* per tenant (TENANT_MAX_SNAPSHOTS unless configured) */
 	uint64_t max_snapshot_bytes;/* per tenant (TENANT_MAX_SNAPSHOT_BYTES unless configured) */
 	uint64_t reserve_bytes;     /* free space a snapshot or fork must leave on the state dir */
 
 	struct store *store;
-	const struct driver_ops *driver;
-	struct driver *drv;
+	/* Every kind this spaced knows, set up once at start before any thread runs and only read
+	 * after; isolation is the default of creates that name none. */
+	struct driver_slot drivers[ISOLATION_KINDS];
+	const struct driver_slot *isolation;
 
 	int reaperfd;               /* SIGCHLD signalfd, or -1 */
 	struct loop loop;           /* the I/O thread; its timers are [L] */

@@ -2,7 +2,7 @@
  * daemon/main.c - spaced: the host daemon of space.
  *
  *   spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]
- *          [--driver gvisor|vm|auto] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
+ *          [--isolation gvisor|microvm] [--accel auto|kvm|tcg] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
  *          [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]
  *          [--template NAME=PKG[,PKG...]]...
  *   spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]
@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/core/isolation.h"
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/op.h"
 #include "daemon/daemon.h"
@@ -72,7 +73,7 @@ static const struct loop_hooks io_hooks = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]\n"
-		   "              [--driver gvisor|vm|auto] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
+		   "              [--isolation gvisor|microvm] [--accel auto|kvm|tcg] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
 		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
 		   "              [--template NAME=PKG[,PKG...]]...\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
@@ -153,22 +154,34 @@ static int add_template(struct named_templates *nt, const char *arg)
 	return 0;
 }
 
-static int parse_args(struct daemon *d, struct named_templates *nt, int argc, char **argv)
+/* The kind --driver (older spaceds' name for --isolation) means: its "auto" and "vm" are
+ * today's gvisor and microvm; anything else is taken as a kind's name. */
+static const char *driver_kind(const char *driver)
+{
+	if (strcmp(driver, "auto") == 0)
+		return ISOLATION_DEFAULT;
+	return strcmp(driver, "vm") == 0 ? "microvm" : driver;
+}
+
+/* Reads the command line into d, nt and *isolation (the default kind's name). */
+static int parse_args(struct daemon *d, struct named_templates *nt, const char **isolation, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "state-dir", required_argument, NULL, 's' }, { "socket", required_argument, NULL, 'S' },
-		{ "listen", required_argument, NULL, 'l' },    { "driver", required_argument, NULL, 'd' },
+		{ "listen", required_argument, NULL, 'l' },    { "isolation", required_argument, NULL, 'i' },
+		{ "driver", required_argument, NULL, 'd' },
 		{ "cache-dir", required_argument, NULL, 'c' }, { "agent", required_argument, NULL, 'a' },
 		{ "no-auto-resume", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
 		{ "tls-cert", required_argument, NULL, 'C' }, { "tls-key", required_argument, NULL, 'K' },
 		{ "tenant-snapshots", required_argument, NULL, 'n' },
 		{ "tenant-snapshot-mb", required_argument, NULL, 'b' }, { "reserve-mb", required_argument, NULL, 'r' },
-		{ "template", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 },
+		{ "template", required_argument, NULL, 't' }, { "accel", required_argument, NULL, 'A' },
+		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
 	snprintf(d->cache_dir, sizeof(d->cache_dir), "/var/cache/space");
 	snprintf(d->socket_path, sizeof(d->socket_path), "/run/space/space.sock");
-	d->driver_name = "auto";
+	*isolation = ISOLATION_DEFAULT;
 	d->auto_resume = true;
 	d->max_snapshots = TENANT_MAX_SNAPSHOTS;
 	d->max_snapshot_bytes = TENANT_MAX_SNAPSHOT_BYTES;
@@ -183,7 +196,12 @@ static int parse_args(struct daemon *d, struct named_templates *nt, int argc, ch
 		case 's': snprintf(d->state_dir, sizeof(d->state_dir), "%s", optarg); break;
 		case 'S': snprintf(d->socket_path, sizeof(d->socket_path), "%s", optarg); break;
 		case 'l': snprintf(d->listen_addr, sizeof(d->listen_addr), "%s", optarg); break;
-		case 'd': d->driver_name = optarg; break;
+		case 'i': *isolation = optarg; break;
+		case 'A': d->vm_accel = optarg; break;
+		case 'd':
+			*isolation = driver_kind(optarg);
+			log_warn("--driver is deprecated: use --isolation %s", *isolation);
+			break;
 		case 'c': snprintf(d->cache_dir, sizeof(d->cache_dir), "%s", optarg); break;
 		case 'a': snprintf(d->agent_path, sizeof(d->agent_path), "%s", optarg); break;
 		case 'R': d->auto_resume = false; break;
@@ -255,6 +273,7 @@ int main(int argc, char **argv)
 	static struct daemon dd;
 	static struct named_templates named;
 	struct daemon *d = &dd;
+	const char *isolation;
 	struct err e = { 0 };
 	sigset_t sigs;
 	char dbpath[600], rundir[512];
@@ -269,7 +288,7 @@ int main(int argc, char **argv)
 
 	/* 1. configuration (and the durability tests' crash step, when they set one) */
 	crash_init();
-	rc = parse_args(d, &named, argc, argv);
+	rc = parse_args(d, &named, &isolation, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
 	if (optind == argc && http_tls_load(d, &e) < 0) {
@@ -300,12 +319,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	/* 3. driver */
-	d->driver = driver_find(d->driver_name);
-	if (!d->driver) {
-		fprintf(stderr, "spaced: unknown driver %s (known: gvisor, auto)\n", d->driver_name);
-		return 2;
-	}
+	/* 3. the drivers: every isolation kind this host can run, the default one at least */
 	/* runsc resolves relative bind sources against the bundle: make the path absolute. */
 	char *abs = realpath(d->agent_path, NULL);
 	if (abs) {
@@ -326,9 +340,9 @@ int main(int argc, char **argv)
 			d->agent_path);
 		return 1;
 	}
-	if (d->driver->init(d, &d->drv, &e) < 0) {
-		fprintf(stderr, "spaced: driver %s: %s\n", d->driver->name, e.msg);
-		return 1;
+	if ((rc = isolation_init(d, isolation, driver_find, &e)) < 0) {
+		fprintf(stderr, "spaced: %s\n", e.msg);
+		return rc == -EINVAL ? 2 : 1;
 	}
 
 	/* 4. the templates: the default one and those --template names (each built once per
@@ -370,9 +384,9 @@ int main(int argc, char **argv)
 	mkdir_p(dirname(rundir), 0755); /* the group space reaches the socket through it */
 	if (http_start(d) < 0)
 		return 1;
-	log_info("spaced %s listening on %s%s%s%s (driver %s, %s)", SPACE_VERSION, d->socket_path,
-		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->tls_cert ? " (TLS)" : "", d->driver->name,
-		 d->driver->runtime(d->drv));
+	log_info("spaced %s listening on %s%s%s%s (isolation %s by default, %s)", SPACE_VERSION, d->socket_path,
+		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->tls_cert ? " (TLS)" : "", d->isolation->kind,
+		 d->isolation->ops->runtime(d->isolation->drv));
 
 	/* 8. run until told to stop; sandboxes keep running after */
 	int sig;

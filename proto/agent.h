@@ -48,6 +48,27 @@
 #define SP_AGENT_SOCK "/.space/sock/agent.sock"
 #define SP_AGENT_RETRY_MS 200u /* reconnect period when the host is away */
 
+/* A microVM: the agent is /init of an initramfs spaced builds (daemon/driver/vm_guest.c),
+ * started with SP_VM_INIT_ARG (the kernel command line ends with "-- --vm"), loads the
+ * modules named in SP_VM_MODULE_ORDER (one a line, in load order) from
+ * SP_VM_MODULE_DIR/<name>.ko, and reaches the host over the virtio-serial port named
+ * SP_AGENT_PORT instead of a socket. */
+#define SP_VM_INIT_ARG "--vm"
+/* ... and SP_VM_NAME_ARG<name> after it: the sandbox's name, for its host name and /etc files */
+#define SP_VM_NAME_ARG "--name="
+/* The agent's environment in a microVM (what runsc gives it under gVisor): "K=V" strings, each
+ * ended by a NUL, in QEMU's fw_cfg file of this name (sysfs: SP_VM_ENV_FILE). */
+#define SP_VM_ENV_NAME "opt/space/env"
+#define SP_VM_ENV_FILE "/sys/firmware/qemu_fw_cfg/by_name/opt/space/env/raw"
+#define SP_VM_MODULE_DIR "/.space/modules"
+#define SP_VM_MODULE_ORDER "/.space/modules/order"
+#define SP_AGENT_PORT "space.agent"
+/* Its root file system, when the VM has these virtio-blk disks (found by their serial): the
+ * template's read-only erofs image under an overlay whose upper/ and work/ are on the
+ * sandbox's own ext4 disk, the same layout as the gVisor driver's layer. */
+#define SP_VM_TEMPLATE_SERIAL "space-template"
+#define SP_VM_DISK_SERIAL "space-disk"
+
 enum sp_msg {
 	/* host -> agent */
 	SP_H_PING = 1,        /* chan=tag, no payload -> A_PONG */
@@ -69,6 +90,12 @@ enum sp_msg {
 	SP_H_DETACH = 17,     /* chan=0, no payload: send what is queued, close the connection,
 	                         then retry connecting every SP_AGENT_RETRY_MS as after any drop */
 	SP_H_ABORT = 18,      /* chan=tag: the host gave up on a request (upload or read) */
+	SP_H_OPEN = 19,       /* chan=0, struct sp_open: a connection starts here (the host's first
+	                         frame on a transport without connections of its own, the
+	                         virtio-serial port) -> A_OPEN with the same nonce, then A_HELLO */
+	SP_H_IDENTITY = 20,   /* chan=tag, struct sp_identity + name: the sandbox was restored from
+	                         another one's image (a fork): take this host name (and /etc files),
+	                         mix the seed into the kernel's random pool -> A_OK | A_ERROR */
 
 	/* agent -> host */
 	SP_A_HELLO = 64,      /* chan=0, struct sp_hello; first frame on every connection */
@@ -87,6 +114,8 @@ enum sp_msg {
 	SP_A_OOM = 77,        /* chan=pid of the started process whose session or descendants held
 	                         the victim, struct sp_oom + the victim's cmdline: the sandbox's
 	                         memory reached its limit and the agent killed its largest process */
+	SP_A_OPEN = 78,       /* chan=0, struct sp_open: the answer to H_OPEN; what the agent sent
+	                         before it belongs to an earlier connection */
 };
 
 /* SP_H_EXEC flags */
@@ -116,6 +145,14 @@ struct sp_hello {
 	uint32_t version;  /* SP_PROTO_VERSION */
 	uint32_t max_pid;  /* highest pid the agent tracks, for the host's bookkeeping */
 	uint64_t boot_id;  /* random per agent start; changes only if the sandbox restarted */
+} __attribute__((packed));
+
+struct sp_open {
+	uint64_t nonce;    /* random, chosen by the host for each connection */
+} __attribute__((packed));
+
+struct sp_identity {
+	uint8_t seed[32];  /* fresh randomness from the host: a fork must not repeat its parent's */
 } __attribute__((packed));
 
 struct sp_started {

@@ -9,6 +9,7 @@
 #include "daemon/api/api.h"
 #include "daemon/driver/disk.h"
 #include "daemon/driver/driver.h"
+#include "daemon/core/isolation.h"
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/quota.h"
 #include "daemon/core/sandbox.h"
@@ -30,8 +31,10 @@ int api_health(struct op *op)
 int api_version(struct op *op)
 {
 	struct daemon *d = op->d;
-	op->json = json_pack("{s:s, s:i, s:s, s:s}", "version", SPACE_VERSION, "api", 1, "driver", d->driver->name,
-			     "runtime", d->driver->runtime(d->drv));
+	/* driver and runtime: the default kind's, as before there were kinds to choose from */
+	op->json = json_pack("{s:s, s:i, s:s, s:s, s:o}", "version", SPACE_VERSION, "api", 1, "driver",
+			     d->isolation->kind, "runtime", d->isolation->ops->runtime(d->isolation->drv), "isolation",
+			     isolation_json(d));
 	return API_DONE;
 }
 
@@ -61,6 +64,26 @@ static json_t *visible_snapshot(struct op *op, const char *sid)
 	return s;
 }
 
+/*
+ * The kind a new sandbox gets: the one asked for (NULL: none was), which must be the
+ * snapshot's when it starts from one (snap), since only that kind can restore its image
+ * (a known kind other than the snapshot's is refused, available here or not); else the
+ * snapshot's, else the default. Returns it, or NULL with op->err filled.
+ */
+static const struct driver_slot *create_isolation(struct op *op, const char *asked, json_t *snap, const char *snapid)
+{
+	const char *of = snap ? json_string_value(json_object_get(snap, "isolation")) : NULL;
+	if (asked && !isolation_find(op->d, asked))
+		return isolation_pick(op->d, asked, &op->err); /* NULL, naming the kinds there are */
+	if (asked && of && strcmp(asked, of) != 0) {
+		err_set(&op->err, 400, "invalid_argument", EINVAL,
+			"snapshot %s was taken under %s isolation: its image restores only under %s, not %s", snapid, of, of,
+			asked);
+		return NULL;
+	}
+	return isolation_pick(op->d, of ? of : asked, &op->err);
+}
+
 int api_sandbox_create(struct op *op)
 {
 	static const struct field fields[] = {
@@ -68,7 +91,7 @@ int api_sandbox_create(struct op *op)
 		{ "env", F_STRMAP },
 		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { "snapshot", F_STRING },
 		{ "lifetime", F_NUMBER }, { "timeout_action", F_STRING }, { "keepalive_processes", F_BOOL },
-		{ NULL, 0 },
+		{ "isolation", F_STRING }, { NULL, 0 },
 	};
 	json_t *b;
 	if (api_body(op, fields, &b) < 0)
@@ -150,6 +173,14 @@ int api_sandbox_create(struct op *op)
 				cfg.metadata = json_object_get(snap, "metadata");
 			cfg.snapshot = snapdir;
 		}
+	}
+	if (rc == 0) {
+		const struct driver_slot *k =
+			create_isolation(op, json_string_value(json_object_get(b, "isolation")), snap, snapid);
+		if (k)
+			cfg.isolation = k->kind;
+		else
+			rc = -EINVAL;
 	}
 	if (rc == 0)
 		rc = quota_create(op->d, snap ? (uint64_t)json_integer_value(json_object_get(snap, "bytes")) : 0, &op->err);
@@ -298,13 +329,21 @@ int api_sandbox_snapshot(struct op *op)
 
 int api_sandbox_fork(struct op *op)
 {
-	static const struct field fields[] = { { "count", F_INT }, { NULL, 0 } };
+	static const struct field fields[] = { { "count", F_INT }, { "isolation", F_STRING }, { NULL, 0 } };
 	json_t *b;
 	if (api_body(op, fields, &b) < 0)
 		return API_DONE;
 	json_t *c = json_object_get(b, "count");
 	json_int_t count = c ? json_integer_value(c) : 1;
+	/* any kind but the sandbox's is refused below, available here or not */
+	const char *asked = json_string_value(json_object_get(b, "isolation"));
+	const struct driver_slot *k = asked ? isolation_find(op->d, asked) : NULL;
+	bool unknown = asked && !k;
+	if (unknown)
+		isolation_pick(op->d, asked, &op->err); /* names the kinds there are */
 	json_decref(b);
+	if (unknown)
+		return API_DONE;
 	if (count < 1 || count > FORK_MAX_COUNT) {
 		err_set(&op->err, 400, "invalid_argument", EINVAL, "count must be 1..%d", FORK_MAX_COUNT);
 		return API_DONE;
@@ -312,6 +351,14 @@ int api_sandbox_fork(struct op *op)
 	struct sandbox *sb = api_sandbox(op, false);
 	if (!sb)
 		return API_DONE;
+	/* forks are restored from the sandbox's own image, which only its kind can restore */
+	if (k && strcmp(k->kind, sb->isolation) != 0) {
+		err_set(&op->err, 400, "invalid_argument", EINVAL,
+			"sandbox %s runs under %s isolation: its forks are restored from its image, so they run under %s too, "
+			"not %s",
+			sb->id, sb->isolation, sb->isolation, k->kind);
+		return API_DONE;
+	}
 	op->kind = OP_JOB;
 	return snapshot_fork(op->d, sb, (int)count, op, &op->err) == 0 ? API_PENDING : API_DONE;
 }

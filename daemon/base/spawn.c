@@ -66,11 +66,60 @@ static int wait_status(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static int spawn_full(const char *dir, char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd,
+		      pid_t *started);
+
 int spawn_run(char *const argv[], int out_fd, int err_fd)
+{
+	return spawn_run_in(NULL, argv, out_fd, err_fd);
+}
+
+int spawn_run_in(const char *dir, char *const argv[], int out_fd, int err_fd)
+{
+	return spawn_full(dir, argv, NULL, 0, out_fd, err_fd, NULL);
+}
+
+/* spawn_full with keep duplicated out of the way first: no source is then a target (dup2
+ * onto itself would leave close-on-exec set). */
+static int spawn_keep(char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd, pid_t *started)
+{
+	if (nkeep < 0 || nkeep > SPAWN_MAX_KEEP)
+		return -EINVAL;
+	int high[SPAWN_MAX_KEEP];
+	int n = 0, rc = 0;
+	for (; n < nkeep; n++)
+		if ((high[n] = fcntl(keep[n], F_DUPFD_CLOEXEC, 3 + SPAWN_MAX_KEEP)) < 0) {
+			rc = -errno;
+			break;
+		}
+	if (rc == 0)
+		rc = spawn_full(NULL, argv, high, nkeep, out_fd, err_fd, started);
+	while (n-- > 0)
+		close(high[n]);
+	return rc;
+}
+
+int spawn_run_keep(char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd)
+{
+	return spawn_keep(argv, keep, nkeep, out_fd, err_fd, NULL);
+}
+
+pid_t spawn_start_keep(char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd)
+{
+	pid_t pid = -1;
+	int rc = spawn_keep(argv, keep, nkeep, out_fd, err_fd, &pid);
+	return rc < 0 ? rc : pid;
+}
+
+/* With started, the child runs in its own session and is not waited for: *started is its pid. */
+static int spawn_full(const char *dir, char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd,
+		      pid_t *started)
 {
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
 	posix_spawn_file_actions_init(&fa);
+	if (dir)
+		posix_spawn_file_actions_addchdir_np(&fa, dir);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (out_fd >= 0)
 		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
@@ -80,10 +129,26 @@ int spawn_run(char *const argv[], int out_fd, int err_fd)
 		posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
 	else
 		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	int rc = spawn_tracked(&pid, argv[0], &fa, argv);
+	/* after stdio, which may come from a descriptor numbered like a target */
+	for (int i = 0; i < nkeep; i++)
+		posix_spawn_file_actions_adddup2(&fa, keep[i], 3 + i);
+	int rc;
+	if (started) {
+		posix_spawnattr_t at;
+		posix_spawnattr_init(&at);
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+		rc = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
+		posix_spawnattr_destroy(&at);
+	} else {
+		rc = spawn_tracked(&pid, argv[0], &fa, argv);
+	}
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0)
 		return -rc;
+	if (started) {
+		*started = pid;
+		return 0;
+	}
 	return wait_status(pid);
 }
 

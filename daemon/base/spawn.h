@@ -18,6 +18,24 @@
  */
 int spawn_run(char *const argv[], int out_fd, int err_fd);
 
+/* spawn_run with the working directory dir (apt-get download writes there). */
+int spawn_run_in(const char *dir, char *const argv[], int out_fd, int err_fd);
+
+/*
+ * spawn_run with the descriptors keep[0..nkeep) given to the program as 3, 4, ... in that
+ * order (a listening socket QEMU is to serve on, an image it is to read), all else closed.
+ * At most SPAWN_MAX_KEEP.
+ */
+#define SPAWN_MAX_KEEP 8
+int spawn_run_keep(char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd);
+
+/*
+ * Starts argv as spawn_run_keep does, in a session of its own (a signal to spaced's terminal
+ * does not reach it), and does not wait: returns its pid or -errno. It outlives spaced; while
+ * spaced runs, the reaper reaps it when it exits.
+ */
+pid_t spawn_start_keep(char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd);
+
 /*
  * Runs argv and captures up to n-1 bytes of its stdout into out (NUL-terminated).
  * Only for programs that do not leave processes holding their stdout behind.

@@ -191,7 +191,8 @@ static int write_image(struct daemon *d, struct sandbox *sb, const char *final, 
 	remove_tree(tmp);
 	if (mkdir(tmp, 0700) < 0)
 		return err_from_errno(e, errno, "cannot make the image folder %s: %s", tmp, strerror(errno));
-	int rc = d->driver->checkpoint(d->drv, sb, tmp, 0, e);
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	int rc = dv->ops->checkpoint(dv->drv, sb, tmp, 0, e);
 	if (rc == 0) {
 		crash_point("suspend:checkpointed");
 		if ((rc = sandbox_sync_layer(d, sb)) < 0)
@@ -233,7 +234,10 @@ static int check_room(struct daemon *d, struct sandbox *sb, struct err *e)
 /* Detaches the agent and waits for its connection to end. [L] */
 int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	if (peer_detach(sb) < 0 && sb->chan.fd >= 0)
+	int rc = peer_detach(sb);
+	if (rc == 1)
+		return 0; /* the connection ends with the runtime's checkpoint */
+	if (rc < 0 && sb->chan.fd >= 0)
 		return err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
 	if (!sandbox_wait(d, sb, disconnected, DETACH_TIMEOUT_MS))
 		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not detach within %d s", sb->id,
@@ -254,9 +258,11 @@ int lifecycle_reattach(struct daemon *d, struct sandbox *sb, struct err *e)
 
 static int wait_agent(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	if (!sandbox_wait(d, sb, said_hello, AGENT_HELLO_TIMEOUT_MS))
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	int ms = driver_hello_ms(dv ? dv->ops : NULL);
+	if (!sandbox_wait(d, sb, said_hello, ms))
 		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not reconnect within %d s",
-			       sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
+			       sb->id, ms / 1000);
 	return 0;
 }
 
@@ -264,9 +270,10 @@ static void pause_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct err e = { 0 };
+	const struct driver_slot *dv = sandbox_driver(d, j->sb);
 	int rc = job_record(j, &e);
 	if (rc == 0)
-		rc = d->driver->pause(d->drv, j->sb, &e);
+		rc = dv->ops->pause(dv->drv, j->sb, &e);
 	settle(j, rc == 0 ? SB_PAUSED : SB_RUNNING, rc == 0 ? NULL : &e);
 	daemon_unlock(d);
 }
@@ -280,12 +287,13 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 {
 	char image[700];
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
-	int rc = d->driver->prepare(d->drv, sb, e);
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	int rc = dv->ops->prepare(dv->drv, sb, e);
 	daemon_lock(d);
 	if (rc == 0)
 		rc = lifecycle_reattach(d, sb, e);
 	daemon_unlock(d);
-	if (rc == 0 && (rc = d->driver->restore(d->drv, sb, image, e)) == 0)
+	if (rc == 0 && (rc = dv->ops->restore(dv->drv, sb, image, e)) == 0)
 		crash_point("resume:restored");
 	daemon_lock(d);
 	if (rc == 0)
@@ -295,7 +303,7 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 	daemon_unlock(d);
 	if (rc < 0) {
 		struct err ignored = { 0 };
-		d->driver->stop(d->drv, sb, &ignored);
+		dv->ops->stop(dv->drv, sb, &ignored);
 		return SB_SUSPENDED;
 	}
 	crash_point("resume:connected");
@@ -314,6 +322,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 {
 	char image[700];
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
+	const struct driver_slot *dv = sandbox_driver(d, sb);
 
 	/* Nothing is touched before the host is known to have room: a refused suspend leaves the
 	 * sandbox as it was (running or paused). */
@@ -330,7 +339,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 	 * that is how a restarted spaced tells a finished suspend from an interrupted one. */
 	remove_tree(image);
 	/* A paused sandbox cannot detach its agent: let it run for the moment that takes. */
-	if (from == SB_PAUSED && d->driver->resume(d->drv, sb, e) < 0)
+	if (from == SB_PAUSED && dv->ops->resume(dv->drv, sb, e) < 0)
 		return SB_PAUSED;
 	daemon_lock(d);
 	rc = lifecycle_detach(d, sb, e);
@@ -341,7 +350,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 		return SB_RUNNING;
 	crash_point("suspend:detached");
 	rc = write_image(d, sb, image, e);
-	if (rc < 0 && d->driver->state(d->drv, sb) == DRV_RUNNING) {
+	if (rc < 0 && dv->ops->state(dv->drv, sb) == DRV_RUNNING) {
 		/* the checkpoint did not stop it (it failed before, or could not even start):
 		 * nothing is lost, the agent comes back */
 		daemon_lock(d);
@@ -354,7 +363,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 		crash_point("suspend:published");
 	struct err stop_err = { 0 };
 	/* After a checkpoint (or a failed one) the container no longer runs: release it. */
-	if (d->driver->stop(d->drv, sb, &stop_err) < 0 && rc == 0)
+	if (dv->ops->stop(dv->drv, sb, &stop_err) < 0 && rc == 0)
 		log_warn("sandbox %s: suspended, but releasing the runtime failed: %s", sb->id, stop_err.msg);
 	if (rc == 0)
 		crash_point("suspend:released");
@@ -365,11 +374,12 @@ static void resume_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
+	const struct driver_slot *dv = sandbox_driver(d, sb);
 	struct err e = { 0 };
 	int rc = job_record(j, &e);
 	if ((enum sb_state)j->count == SB_PAUSED) {
 		if (rc == 0)
-			rc = d->driver->resume(d->drv, sb, &e);
+			rc = dv->ops->resume(dv->drv, sb, &e);
 		settle(j, rc == 0 ? SB_RUNNING : SB_PAUSED, rc == 0 ? NULL : &e);
 		lifecycle_resumed(d, sb, rc == 0 ? NULL : &e);
 		daemon_unlock(d);
@@ -402,31 +412,12 @@ static void sync_job(struct job *j)
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
 	struct err e = { 0 };
-	struct op *call = calloc(1, sizeof(*call));
-	int rc = call ? 0 : err_set(&e, 500, "internal", ENOMEM, "out of memory");
+	int rc = 0;
 
 	daemon_lock(d);
-	if (rc == 0 && sb->state == SB_RUNNING && peer_ready(sb)) {
-		/* Inside first: the sandbox's own page cache reaches the writable layer. */
-		call->d = d;
-		call->kind = OP_CALL;
-		call->long_call = true; /* bounded by SYNC_TIMEOUT_MS instead of the liveness ping */
-		op_link(call, sb);
-		if (chan_send(&sb->chan, SP_H_SYNC, call->tag, NULL, 0, NULL, 0) == 0) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += SYNC_TIMEOUT_MS / 1000;
-			while (!call->done && daemon_wait(d, &until) != ETIMEDOUT)
-				;
-			if (!call->done)
-				rc = err_set(&e, 500, "internal", ETIMEDOUT, "sandbox %s: sync inside did not finish", sb->id);
-			else if (call->err.status)
-				rc = err_set(&e, call->err.status, call->err.code, EIO, "%s", call->err.msg);
-		} else {
-			rc = err_set(&e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
-		}
-		op_unlink(call);
-	}
+	/* Inside first: the sandbox's own page cache reaches the writable layer. */
+	if (sb->state == SB_RUNNING && peer_ready(sb))
+		rc = peer_request(d, sb, "sync inside", SP_H_SYNC, NULL, 0, NULL, 0, SYNC_TIMEOUT_MS, &e);
 	daemon_unlock(d);
 	if (rc == 0 && (rc = sandbox_sync_layer(d, sb)) < 0)
 		err_set(&e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
@@ -439,8 +430,6 @@ static void sync_job(struct job *j)
 		op_finish(j->op);
 	}
 	daemon_unlock(d);
-	if (call)
-		op_free(call);
 }
 
 int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, struct op *op, struct err *e)

@@ -19,6 +19,8 @@
 #include "daemon/base/log.h"
 #include "daemon/core/op.h"
 #include "daemon/core/proc.h"
+#include "daemon/core/isolation.h"
+#include "daemon/driver/driver.h"
 
 #define ANY (CHAN_IN(CHAN_GREETED) | CHAN_IN(CHAN_READY))
 #define READY CHAN_IN(CHAN_READY)
@@ -364,6 +366,12 @@ void peer_init(struct sandbox *sb)
 int peer_listen(struct daemon *d, struct sandbox *sb)
 {
 	char dir[600], path[640];
+	const struct driver_slot *k = isolation_find(d, sb->isolation);
+	const char *dial = k && k->ops ? k->ops->agent_dial : NULL;
+	if (dial) { /* the runtime listens (QEMU, for a microVM): spaced connects */
+		snprintf(path, sizeof(path), "%s/%s", sb->dir, dial);
+		return chan_dial(&sb->chan, &d->loop, path);
+	}
 	snprintf(dir, sizeof(dir), "%s/sock", sb->dir);
 	mkdir(dir, 0700);
 	sock_path(sb, path, sizeof(path));
@@ -372,15 +380,56 @@ int peer_listen(struct daemon *d, struct sandbox *sb)
 
 void peer_unlisten(struct sandbox *sb)
 {
-	char path[640];
+	char path[640]; /* a channel that dials only forgets its peer's path */
 	sock_path(sb, path, sizeof(path));
 	chan_unlisten(&sb->chan, path);
 }
 
 int peer_detach(struct sandbox *sb)
 {
+	if (sb->chan.dial[0]) {
+		/* A microVM's checkpoint keeps the agent's side of the port, queue and all, in its
+		 * memory: nothing is asked of the agent; the connection ends when QEMU does, after
+		 * everything QEMU passed on has been read. */
+		peer_unlisten(sb);
+		return 1;
+	}
 	peer_unlisten(sb);
 	return chan_send(&sb->chan, SP_H_DETACH, 0, NULL, 0, NULL, 0);
+}
+
+int peer_request(struct daemon *d, struct sandbox *sb, const char *what, uint8_t type, const void *a, size_t na,
+		 const void *b, size_t nb, int timeout_ms, struct err *e)
+{
+	struct op *call = calloc(1, sizeof(*call));
+	if (!call)
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	call->d = d;
+	call->kind = OP_CALL;
+	call->long_call = true; /* bounded by timeout_ms instead of the liveness ping */
+	op_link(call, sb);
+	int rc = 0;
+	if (chan_send(&sb->chan, type, call->tag, a, na, b, nb) == 0) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += timeout_ms / 1000;
+		until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		while (!call->done && daemon_wait(d, &until) != ETIMEDOUT)
+			;
+		if (!call->done)
+			rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: %s did not finish", sb->id, what);
+		else if (call->err.status)
+			rc = err_set(e, call->err.status, call->err.code, EIO, "%s", call->err.msg);
+	} else {
+		rc = err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
+	}
+	op_unlink(call);
+	op_free(call);
+	return rc;
 }
 
 bool peer_ready(const struct sandbox *sb)
@@ -458,6 +507,9 @@ static void watch_agent(struct daemon *d, struct sandbox *sb, int64_t now)
 
 void peer_tick(struct daemon *d, struct sandbox *sb, int64_t now)
 {
+	/* a channel that dials connects again after a drop; a runtime that is not there refuses */
+	if (sb->state == SB_RUNNING)
+		chan_redial(&sb->chan);
 	watch_clients(sb, now);
 	watch_agent(d, sb, now);
 }

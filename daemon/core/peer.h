@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "daemon/daemon.h"
+#include "daemon/base/err.h"
 
 #define PEER_TAG_HELLO_PS (SP_CHAN_REQ | AGENT_TAG_HELLO_PS)
 #define PEER_TAG_PING (SP_CHAN_REQ | AGENT_TAG_PING)
@@ -44,8 +45,14 @@ void peer_init(struct sandbox *sb);
 int peer_listen(struct daemon *d, struct sandbox *sb);
 /* Stops listening and removes the socket: nothing can connect. */
 void peer_unlisten(struct sandbox *sb);
-/* Stops listening and asks the agent to close its connection (H_DETACH). 0 or -ENOTCONN. */
+/* Stops listening and asks the agent to close its connection (H_DETACH). 0 or -ENOTCONN; 1
+ * for a channel that dials (a microVM's), which asks nothing and ends with the runtime. */
 int peer_detach(struct sandbox *sb);
+/* Sends a request (a + b as its payload) to sb's ready agent and waits for its A_OK or
+ * A_ERROR, releasing d->lock meanwhile, up to timeout_ms; `what` names it in the error
+ * ("sync inside"). Returns 0 or -errno with e. [L] */
+int peer_request(struct daemon *d, struct sandbox *sb, const char *what, uint8_t type, const void *a, size_t na,
+		 const void *b, size_t nb, int timeout_ms, struct err *e);
 /* Whether sb's agent said hello and its process listing is in: requests may go to it. */
 bool peer_ready(const struct sandbox *sb);
 

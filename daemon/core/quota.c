@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "daemon/core/sandbox.h"
 #include "daemon/driver/driver.h"
 #include "daemon/store/store.h"
 
@@ -41,7 +42,8 @@ uint64_t quota_image_bytes(struct daemon *d, struct sandbox *sb)
 {
 	uint64_t image = (uint64_t)sb->memory_mb << 20;
 	struct driver_stats st;
-	if (d->driver->stats && d->driver->stats(d->drv, sb, &st) == 0 && st.memory_bytes && st.memory_bytes < image)
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	if (dv->ops->stats && dv->ops->stats(dv->drv, sb, &st) == 0 && st.memory_bytes && st.memory_bytes < image)
 		image = st.memory_bytes;
 	return image;
 }
@@ -55,19 +57,41 @@ int quota_free(const char *dir, uint64_t *avail, struct err *e)
 	return 0;
 }
 
+/* What sb's writable layer holds on the host: the used blocks of its own disk where that is
+ * mounted there (gVisor's), else the blocks its files take in the state dir's file system (a
+ * microVM's layer is a folder holding its disk image). */
+static uint64_t layer_used(const char *upper, const char *state_dir)
+{
+	struct stat a, b;
+	struct statvfs fs;
+	if (stat(upper, &a) < 0)
+		return 0;
+	if (stat(state_dir, &b) == 0 && a.st_dev != b.st_dev)
+		return statvfs(upper, &fs) == 0 ? (uint64_t)(fs.f_blocks - fs.f_bfree) * fs.f_frsize : 0;
+	uint64_t used = 0;
+	DIR *dp = opendir(upper);
+	struct dirent *de;
+	while (dp && (de = readdir(dp))) {
+		struct stat st;
+		if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			used += (uint64_t)st.st_blocks * 512;
+	}
+	if (dp)
+		closedir(dp);
+	return used;
+}
+
 int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 {
-	struct statvfs layer;
 	uint64_t avail = 0;
 	int rc = quota_free(d->state_dir, &avail, e);
 	if (rc < 0)
 		return rc;
 	uint64_t image = quota_image_bytes(d, sb);
 	char upper[700];
-	uint64_t used = 0;
-	d->driver->layer(d->drv, sb, upper, sizeof(upper));
-	if (statvfs(upper, &layer) == 0)
-		used = (uint64_t)(layer.f_blocks - layer.f_bfree) * layer.f_frsize;
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	dv->ops->layer(dv->drv, sb, upper, sizeof(upper));
+	uint64_t used = layer_used(upper, d->state_dir);
 	uint64_t need = image + used * (uint64_t)(1 + copies) + d->reserve_bytes;
 	if (avail < need)
 		return err_set(e, 507, "no_space", ENOSPC,

@@ -23,6 +23,7 @@
 
 #include "daemon/driver/disk.h"
 #include "daemon/driver/driver.h"
+#include "daemon/core/isolation.h"
 #include "daemon/core/job.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
@@ -32,6 +33,27 @@
 #include "daemon/core/proc.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
+
+const struct driver_slot *sandbox_driver(struct daemon *d, const struct sandbox *sb)
+{
+	const struct driver_slot *k = isolation_find(d, sb->isolation);
+	return k && k->ops ? k : NULL;
+}
+
+/* Why this host cannot run sb's kind (sandbox_driver is NULL). */
+static const char *unrunnable_why(struct daemon *d, const struct sandbox *sb)
+{
+	const struct driver_slot *k = isolation_find(d, sb->isolation);
+	return k ? k->why : "this spaced does not know that kind";
+}
+
+/* Fills *e for sb, whose kind this host cannot run. Returns -ENOTSUP. */
+static int unrunnable(struct daemon *d, const struct sandbox *sb, struct err *e)
+{
+	return err_set(e, 503, "isolation_unavailable", ENOTSUP,
+		       "sandbox %s is isolated by %s, which is unavailable on this host: %s", sb->id, sb->isolation,
+		       unrunnable_why(d, sb));
+}
 
 struct sandbox *sandbox_find(struct daemon *d, const char *id)
 {
@@ -90,7 +112,8 @@ json_t *sandbox_json(const struct sandbox *sb)
 			      "keepalive_processes", sb->keepalive, "timeout_at",
 			      time_or_null(ticking ? sb->deadline_ms : 0), "expires_at",
 			      time_or_null(sb->lifetime_s > 0 ? sb->created_ms + (int64_t)(sb->lifetime_s * 1000) : 0),
-			      "driver", "gvisor");
+			      "isolation", sb->isolation);
+	json_object_set_new(o, "driver", json_string(sb->isolation)); /* isolation's older name */
 	if (sb->state == SB_SUSPENDED && sb->timeout_s > 0)
 		json_object_set_new(o, "timeout_left_ms", json_integer(sb->remaining_ms));
 	if (sb->state == SB_FAILED)
@@ -178,6 +201,7 @@ static void watch_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
+	const struct driver_slot *dv = sandbox_driver(d, sb);
 	for (int round = 0; round < WATCH_ROUNDS; round++) {
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
@@ -191,16 +215,20 @@ static void watch_job(struct job *j)
 		daemon_unlock(d);
 		if (back)
 			return;
-		if (d->driver->state(d->drv, sb) == DRV_RUNNING)
+		if (dv->ops->state(dv->drv, sb) == DRV_RUNNING)
 			continue; /* the sandbox runs; its agent may yet reconnect */
-		char why[64], reason[128];
-		d->driver->exit_reason(d->drv, sb, why, sizeof(why));
+		char why[sizeof(sb->reason)], reason[sizeof(sb->reason)];
+		dv->ops->exit_reason(dv->drv, sb, why, sizeof(why));
 		struct err ignored = { 0 };
-		d->driver->stop(d->drv, sb, &ignored);
-		snprintf(reason, sizeof(reason), "%s: %s", why,
-			 strcmp(why, "oom") == 0 ? "the sandbox went over its memory limit on the host; files kept"
-			 : strcmp(why, "pids") == 0 ? "the sandbox went over its process limit on the host; files kept"
-						   : "every process of the sandbox ended; files kept");
+		dv->ops->stop(dv->drv, sb, &ignored);
+		if (strncmp(why, "panic: ", 7) == 0) /* a microVM's kernel, in its own words */
+			snprintf(reason, sizeof(reason), "panic: the guest kernel panicked (%.*s); files kept",
+				 (int)sizeof(reason) - 56, why + 7);
+		else
+			snprintf(reason, sizeof(reason), "%s: %s", why,
+				 strcmp(why, "oom") == 0 ? "the sandbox went over its memory limit on the host; files kept"
+				 : strcmp(why, "pids") == 0 ? "the sandbox went over its process limit on the host; files kept"
+							   : "every process of the sandbox ended; files kept");
 		daemon_lock(d);
 		if (sb->state == SB_RUNNING && sb->chan.phase < CHAN_GREETED)
 			sandbox_fail(d, sb, reason);
@@ -248,8 +276,9 @@ static void nudge_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
+	const struct driver_slot *dv = sandbox_driver(d, sb);
 	struct err e = { 0 };
-	if (d->driver->wake(d->drv, sb, &e) < 0)
+	if (dv->ops->wake(dv->drv, sb, &e) < 0)
 		log_warn("sandbox %s: continuing its agent: %s", sb->id, e.msg);
 	daemon_lock(d);
 	/* answered, gone, or in another state: whoever changed that took charge */
@@ -265,7 +294,7 @@ static void nudge_job(struct job *j)
 	sandbox_fail(d, sb, "unresponsive: its agent stopped answering (stopped or starved from inside); files kept");
 	daemon_unlock(d);
 	struct err ignored = { 0 };
-	d->driver->stop(d->drv, sb, &ignored);
+	dv->ops->stop(dv->drv, sb, &ignored);
 	daemon_lock(d);
 	sb->peer.nudging = false;
 	daemon_unlock(d);
@@ -286,14 +315,15 @@ static void probe_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
+	const struct driver_slot *dv = sandbox_driver(d, sb);
 	char st = '?';
-	int rc = d->driver->pid1_state ? d->driver->pid1_state(d->drv, sb, &st) : -ENOTSUP;
+	int rc = dv->ops->pid1_state ? dv->ops->pid1_state(dv->drv, sb, &st) : -ENOTSUP;
 	if (rc == 0 && (st == 'T' || st == 't')) {
 		/* stopped from inside, perhaps by whatever now answers on its socket: continue it; it
 		 * finds its connection gone and takes the channel back */
 		struct err e = { 0 };
 		log_warn("sandbox %s: its PID 1 was stopped; continuing it", sb->id);
-		if (d->driver->wake(d->drv, sb, &e) < 0)
+		if (dv->ops->wake(dv->drv, sb, &e) < 0)
 			log_warn("sandbox %s: continuing its PID 1: %s", sb->id, e.msg);
 	}
 	daemon_lock(d);
@@ -359,6 +389,18 @@ static bool agent_ready(struct sandbox *sb)
 	return peer_ready(sb);
 }
 
+/* A sandbox restored from another one's image takes its own name, and fresh randomness,
+ * from its agent (a driver without a rename of its own: a VM's agent may set its host
+ * name). [L] */
+static int rename_inside(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	struct sp_identity id;
+	if (getrandom(id.seed, sizeof(id.seed), 0) != (ssize_t)sizeof(id.seed))
+		return err_set(e, 500, "internal", EIO, "getrandom: %s", strerror(errno));
+	return peer_request(d, sb, "taking its own name", SP_H_IDENTITY, &id, sizeof(id), sb->id, strlen(sb->id) + 1,
+			    AGENT_HELLO_TIMEOUT_MS, e);
+}
+
 int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e)
 {
 	/* First recorded here, with the lock released: nothing changes a creating sandbox
@@ -376,7 +418,8 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	char seed[700];
 	if (snapshot)
 		snprintf(seed, sizeof(seed), "%s/upper", snapshot);
-	rc = d->driver->create(d->drv, sb, rootfs, snapshot ? seed : NULL, e);
+	const struct driver_slot *dv = sandbox_driver(d, sb); /* picked at create: it runs here */
+	rc = dv->ops->create(dv->drv, sb, rootfs, snapshot ? seed : NULL, e);
 	if (rc == 0) {
 		daemon_lock(d);
 		rc = peer_listen(d, sb);
@@ -387,16 +430,18 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	if (rc == 0 && snapshot) {
 		char image[700];
 		snprintf(image, sizeof(image), "%s/image", snapshot);
-		rc = d->driver->restore(d->drv, sb, image, e);
-		if (rc == 0) /* it wakes up as the sandbox it was copied from */
-			rc = d->driver->rename(d->drv, sb, e);
+		rc = dv->ops->restore(dv->drv, sb, image, e);
+		if (rc == 0 && dv->ops->rename) /* it wakes up as the sandbox it was copied from */
+			rc = dv->ops->rename(dv->drv, sb, e);
 	} else if (rc == 0) {
-		rc = d->driver->start(d->drv, sb, e);
+		rc = dv->ops->start(dv->drv, sb, e);
 	}
 	daemon_lock(d);
-	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, AGENT_HELLO_TIMEOUT_MS))
+	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, driver_hello_ms(dv->ops)))
 		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
-			     sb->id, AGENT_HELLO_TIMEOUT_MS / 1000);
+			     sb->id, driver_hello_ms(dv->ops) / 1000);
+	if (rc == 0 && snapshot && !dv->ops->rename)
+		rc = rename_inside(d, sb, e);
 	if (rc == 0) {
 		/* written with the lock released, while it still shows creating; a create that
 		 * cannot be recorded is undone, or the next start would find it half made */
@@ -444,7 +489,8 @@ static void create_job(struct job *j)
 
 int sandbox_destroy(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	int rc = d->driver->destroy(d->drv, sb, e);
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	int rc = dv ? dv->ops->destroy(dv->drv, sb, e) : unrunnable(d, sb, e);
 	if (rc == 0 && (rc = store_delete_sandbox(d->store, sb->id)) < 0) /* outside the lock */
 		err_set(e, 500, "internal", -rc, "its files are gone, but its record could not be removed: %s", strerror(-rc));
 	daemon_lock(d);
@@ -524,6 +570,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 		}
 	} while (sandbox_find(d, sb->id));
 	snprintf(sb->template, sizeof(sb->template), "%s", cfg->template);
+	snprintf(sb->isolation, sizeof(sb->isolation), "%s", cfg->isolation ? cfg->isolation : d->isolation->kind);
 	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");
 	sb->cpus = cfg->cpus;
 	sb->memory_mb = cfg->memory_mb;
@@ -562,6 +609,8 @@ int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op,
 int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e)
 {
 	enum sb_state via;
+	if (!sandbox_driver(d, sb)) /* its files and runtime wait, untouched, for a spaced that runs it */
+		return unrunnable(d, sb, e);
 	if (state_begin(sb->state, ACT_DELETE, &via) != STATE_BEGIN) {
 		/* deleting already: the first delete answers; a second one is told why not */
 		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
@@ -584,7 +633,8 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 int sandbox_sync_layer(struct daemon *d, struct sandbox *sb)
 {
 	char upper[700];
-	d->driver->layer(d->drv, sb, upper, sizeof(upper));
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	dv->ops->layer(dv->drv, sb, upper, sizeof(upper));
 	int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -615,6 +665,7 @@ static bool is_dir(const char *p)
  */
 static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver_state ds)
 {
+	const struct driver_slot *dv = sandbox_driver(d, sb);
 	char image[700], tmp[720];
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
 	snprintf(tmp, sizeof(tmp), "%s/checkpoint.tmp", sb->dir);
@@ -632,7 +683,7 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 		if (ds == DRV_PAUSED)
 			return SB_PAUSED;
 		if (have_image) {
-			d->driver->stop(d->drv, sb, &e);
+			dv->ops->stop(dv->drv, sb, &e);
 			return SB_SUSPENDED;
 		}
 		return SB_FAILED;
@@ -643,9 +694,9 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 			return SB_RUNNING; /* the checkpoint had not happened: the agent reconnects */
 		if (!have_image && is_file_in(tmp, LIFECYCLE_IMAGE_MARK) && rename(tmp, image) == 0)
 			have_image = true; /* whole and synced; only its publishing was cut short */
-		if (!have_image && is_dir(tmp) && ds == DRV_STOPPED && d->driver->stop(d->drv, sb, &e) == 0 &&
-		    sandbox_sync_layer(d, sb) == 0 && d->driver->prepare(d->drv, sb, &e) == 0 &&
-		    d->driver->restore(d->drv, sb, tmp, &e) == 0) {
+		if (!have_image && is_dir(tmp) && ds == DRV_STOPPED && dv->ops->stop(dv->drv, sb, &e) == 0 &&
+		    sandbox_sync_layer(d, sb) == 0 && dv->ops->prepare(dv->drv, sb, &e) == 0 &&
+		    dv->ops->restore(dv->drv, sb, tmp, &e) == 0) {
 			/* runsc stopped it for a checkpoint that may or may not have finished: the
 			 * image is never trusted as a suspend, but a restore that takes proves it whole,
 			 * and the sandbox runs on from where it stopped, its files as they were then */
@@ -654,11 +705,11 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 		}
 		if (!have_image)
 			return SB_FAILED;
-		d->driver->stop(d->drv, sb, &e);
+		dv->ops->stop(dv->drv, sb, &e);
 		return SB_SUSPENDED;
 	case SB_SUSPENDED:
 		if (ds != DRV_ABSENT)
-			d->driver->stop(d->drv, sb, &e);
+			dv->ops->stop(dv->drv, sb, &e);
 		return have_image ? SB_SUSPENDED : SB_FAILED;
 	default:
 		return sb->state;
@@ -668,7 +719,7 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 /* Brings one recorded sandbox in line with what the driver says runs. */
 static void adopt(struct daemon *d, struct sandbox *sb)
 {
-	enum driver_state ds = d->driver->state(d->drv, sb);
+	const struct driver_slot *dv = sandbox_driver(d, sb);
 
 	if (sb->state == SB_CREATING || sb->state == SB_DELETING) {
 		/* A create never confirmed or a delete under way: the sweep after adoption finishes
@@ -678,6 +729,18 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 		registry_add(d, sb);
 		return;
 	}
+	if (!dv) {
+		/* Its kind cannot run under this spaced: neither it nor its record is touched, so a
+		 * spaced that runs its kind again adopts it as it was. Until then it shows failed. */
+		log_warn("sandbox %s: isolation %s is unavailable on this host: %s; left %s as it was", sb->id,
+			 sb->isolation, unrunnable_why(d, sb), sb_state_name(sb->state));
+		snprintf(sb->reason, sizeof(sb->reason), "isolation %s is unavailable on this host (it was %s): %s",
+			 sb->isolation, sb_state_name(sb->state), unrunnable_why(d, sb));
+		sb->state = SB_FAILED;
+		registry_add(d, sb);
+		return;
+	}
+	enum driver_state ds = dv->ops->state(dv->drv, sb);
 	enum sb_state was = sb->state;
 	enum sb_state now = reconcile(d, sb, ds);
 	if (now != was || was != SB_FAILED) {

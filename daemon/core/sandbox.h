@@ -15,6 +15,7 @@ struct op;
 
 struct sb_config {
 	char template[64];
+	const char *isolation; /* a kind this host runs (isolation_pick), or NULL for the default */
 	int cpus, memory_mb, disk_mb;
 	double timeout_s;
 	double lifetime_s;
@@ -25,6 +26,14 @@ struct sb_config {
 	const char *snapshot; /* start from this snapshot directory instead of booting */
 	const char *tenant;   /* owner; NULL or "" for the administrator */
 };
+
+/*
+ * The driver that runs sb (its kind's slot: call slot->ops->X(slot->drv, sb, ...)), or NULL
+ * when this host cannot run sb's kind. Only a sandbox adopted at start can meet NULL, and
+ * adoption keeps one such failed (reason said) and untouched: the callers that can see it
+ * (adoption, destroy, delete) check; the rest act on sandboxes that are running or were.
+ */
+const struct driver_slot *sandbox_driver(struct daemon *d, const struct sandbox *sb);
 
 /* The sandbox with this id, or NULL. [L] */
 struct sandbox *sandbox_find(struct daemon *d, const char *id);

@@ -67,7 +67,8 @@ static int copy_out(struct daemon *d, struct sandbox *sb, const char *dir, struc
 	mkdir(parent, 0700);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", dir);
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
-	d->driver->layer(d->drv, sb, upper, sizeof(upper)); /* copied as <tmp>/upper */
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	dv->ops->layer(dv->drv, sb, upper, sizeof(upper)); /* copied as <tmp>/upper */
 	snprintf(dst_image, sizeof(dst_image), "%s/image", tmp);
 	char *rm[] = { "rm", "-rf", "--one-file-system", tmp, NULL };
 	char *link[] = { "cp", "-al", image, dst_image, NULL };
@@ -189,7 +190,7 @@ static void fork_job(struct job *j)
 		struct sb_config cfg = { .cpus = src->cpus, .memory_mb = src->memory_mb, .disk_mb = src->disk_mb, .timeout_s = src->timeout_s,
 					 .lifetime_s = src->lifetime_s, .timeout_kill = src->timeout_kill,
 					 .keepalive = src->keepalive, .env = src->env, .metadata = src->metadata,
-					 .tenant = src->tenant };
+					 .tenant = src->tenant, .isolation = src->isolation }; /* its image is of that kind */
 		snprintf(cfg.template, sizeof(cfg.template), "%s", src->template);
 		struct sandbox *sb = sandbox_new(d, &cfg, rootfs, sizeof(rootfs), &e);
 		daemon_unlock(d);

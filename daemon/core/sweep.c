@@ -5,9 +5,10 @@
  *      destroy that did not finish are destroyed again; one that fails again
  *      stays failed with the new reason, for the next start;
  *   2. the ids of the sandboxes that remain are the owners;
- *   3. the driver's leftovers (containers, then mounts in sandbox dirs, then
+ *   3. each driver's leftovers (containers, then mounts in sandbox dirs, then
  *      loop devices on image files under the state dir) whose owner is not
- *      one of them are released;
+ *      one of them are released, driver after driver (whichever kind a record
+ *      has, its owner's id keeps what every driver finds of it);
  *   4. folders under <state>/sandboxes/ no record owns are removed, without
  *      crossing into another filesystem (a mount that could not be released
  *      keeps its folder, and says so).
@@ -88,16 +89,16 @@ static const char *left_kind(enum driver_left k)
 	return k == DRV_LEFT_CONTAINER ? "container" : k == DRV_LEFT_MOUNT ? "mount" : "loop device";
 }
 
-/* Step 3: what the driver holds that no record owns. */
-static void release_leftovers(struct daemon *d, const struct ids *owners)
+/* Step 3: what one driver holds that no record owns. */
+static void release_leftovers(const struct driver_slot *dv, const struct ids *owners)
 {
 	struct driver_leftover *left = NULL;
 	size_t n = 0;
-	if (!d->driver->leftovers)
+	if (!dv->ops->leftovers)
 		return;
-	int rc = d->driver->leftovers(d->drv, &left, &n);
+	int rc = dv->ops->leftovers(dv->drv, &left, &n);
 	if (rc < 0) {
-		log_warn("sweep: cannot list what the driver left behind: %s", strerror(-rc));
+		log_warn("sweep: cannot list what the %s driver left behind: %s", dv->kind, strerror(-rc));
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -106,7 +107,7 @@ static void release_leftovers(struct daemon *d, const struct ids *owners)
 			continue;
 		struct err e = { 0 };
 		const char *of = l->kind == DRV_LEFT_LOOP ? l->file : "";
-		if (d->driver->release(d->drv, l, &e) == 0)
+		if (dv->ops->release(dv->drv, l, &e) == 0)
 			log_info("sweep: %s %s%s%s released: no sandbox record owns it", left_kind(l->kind), l->name,
 				 *of ? " on " : "", of);
 		else
@@ -150,7 +151,9 @@ void sweep_run(struct daemon *d)
 		log_warn("sweep: out of memory; nothing swept");
 		return;
 	}
-	release_leftovers(d, &owners);
+	for (int i = 0; i < ISOLATION_KINDS; i++)
+		if (d->drivers[i].ops)
+			release_leftovers(&d->drivers[i], &owners);
 	remove_folders(d, &owners);
 	free(owners.v);
 }

@@ -5,13 +5,11 @@
 
 #include <string.h>
 
-static const struct driver_ops *const drivers[] = { &driver_gvisor };
+/* One entry a driver, named after the isolation kind it runs (core/isolation.c). */
+static const struct driver_ops *const drivers[] = { &driver_gvisor, &driver_vm };
 
 const struct driver_ops *driver_find(const char *name)
 {
-	/* "auto": the vm driver will come first once it exists; gvisor runs everywhere. */
-	if (strcmp(name, "auto") == 0)
-		return drivers[0];
 	for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++)
 		if (strcmp(drivers[i]->name, name) == 0)
 			return drivers[i];

@@ -52,6 +52,13 @@ struct driver;
 
 struct driver_ops {
 	const char *name;
+	/* NULL: spaced listens at <sandbox dir>/sock/agent.sock and the agent connects. Else the
+	 * agent's socket is <sandbox dir>/<agent_dial>, which the runtime listens on (QEMU, for a
+	 * microVM's virtio-serial port): spaced connects and opens each connection with H_OPEN. */
+	const char *agent_dial;
+	/* How long a start or restore may take to its agent's hello, ms; 0: AGENT_HELLO_TIMEOUT_MS.
+	 * A guest kernel's boot under TCG, many at once on two cores, takes longer than runsc. */
+	int hello_timeout_ms;
 	/* Checks the host can run this driver; allocates *out. */
 	int (*init)(struct daemon *d, struct driver **out, struct err *e);
 	void (*fini)(struct driver *drv);
@@ -74,7 +81,8 @@ struct driver_ops {
 	/* Starts the sandbox from the image in dir (its root filesystem is remounted if needed). */
 	int (*restore)(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
 	/* Gives a sandbox restored from another one's image (a fork, a create from a snapshot)
-	 * its own name: the host name inside, /etc/hostname and /etc/hosts. */
+	 * its own name: the host name inside, /etc/hostname and /etc/hosts. NULL: its agent does
+	 * (H_IDENTITY, once it said hello), as a microVM's may. */
 	int (*rename)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* Continues the sandbox's PID 1 (the agent) if something inside stopped it. */
 	int (*wake)(struct driver *drv, struct sandbox *sb, struct err *e);
@@ -104,9 +112,16 @@ struct driver_ops {
 	const char *(*runtime)(struct driver *drv);
 };
 
-/* The driver called name ("gvisor", "vm"; "auto" picks what the host supports), or NULL. */
+/* The hello deadline of ops's sandboxes, ms. */
+static inline int driver_hello_ms(const struct driver_ops *ops)
+{
+	return ops && ops->hello_timeout_ms ? ops->hello_timeout_ms : AGENT_HELLO_TIMEOUT_MS;
+}
+
+/* The driver called name (an isolation kind: "gvisor", "microvm"), or NULL. */
 const struct driver_ops *driver_find(const char *name);
 
 extern const struct driver_ops driver_gvisor;
+extern const struct driver_ops driver_vm;
 
 #endif

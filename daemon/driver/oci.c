@@ -25,7 +25,7 @@ static json_t *mount(const char *dst, const char *type, const char *src, const c
 	return m;
 }
 
-static json_t *env_array(const struct oci_params *p)
+json_t *oci_env(const struct oci_params *p)
 {
 	json_t *env = p->env;
 	const char *id = p->id;
@@ -100,7 +100,7 @@ json_t *oci_spec(const struct oci_params *p)
 			 " s:o, s:{s:o, s:o, s:s}}",
 			 "ociVersion", "1.0.2",
 			 "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", OCI_AGENT_PATH, "env",
-			 env_array(p), "cwd", "/", "capabilities", capabilities, "rlimits", "type", "RLIMIT_NOFILE", "hard",
+			 oci_env(p), "cwd", "/", "capabilities", capabilities, "rlimits", "type", "RLIMIT_NOFILE", "hard",
 			 (json_int_t)OCI_NOFILE, "soft", (json_int_t)OCI_NOFILE, "type", "RLIMIT_MEMLOCK", "hard",
 			 (json_int_t)OCI_MEMLOCK, "soft", (json_int_t)OCI_MEMLOCK,
 			 "root", "path", p->rootfs, "readonly", 0,

@@ -33,4 +33,8 @@ struct oci_params {
 /* Returns a new config.json object, or NULL if a parameter is invalid. */
 json_t *oci_spec(const struct oci_params *p);
 
+/* The agent's environment, as "K=V" strings: the sandbox's own and the SPACE_* settings of
+ * its limits (a microVM's agent gets the same list through QEMU's fw_cfg). */
+json_t *oci_env(const struct oci_params *p);
+
 #endif

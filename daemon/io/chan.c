@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -184,6 +185,8 @@ void chan_close(struct chan *c)
 		c->listen_fd = -1;
 	}
 	c->phase = CHAN_DOWN;
+	c->dial[0] = '\0';
+	c->opening = false;
 	buf_free(&c->rbuf);
 	buf_free(&c->wq);
 }
@@ -200,6 +203,7 @@ void chan_drop(struct chan *c, const char *reason)
 	c->phase = CHAN_DOWN;
 	c->want_out = false;
 	c->broken = false;
+	c->opening = false;
 	c->high = false;
 	c->credit_tail = false;
 	buf_free(&c->wq);
@@ -234,12 +238,30 @@ int chan_listen(struct chan *c, struct loop *l, const char *path)
 
 void chan_unlisten(struct chan *c, const char *path)
 {
+	if (c->dial[0]) {
+		c->dial[0] = '\0';
+		return;
+	}
 	if (c->listen_fd < 0)
 		return;
 	loop_del(c->loop, c->listen_fd);
 	close(c->listen_fd);
 	c->listen_fd = -1;
 	unlink(path);
+}
+
+/* Makes fd, a new connection, the channel's; false (fd closed) if the loop cannot take it. */
+static bool take_conn(struct chan *c, int fd)
+{
+	if (loop_add(c->loop, &c->csrc, fd, CONN_EVENTS) < 0) {
+		close(fd);
+		return false;
+	}
+	c->fd = fd;
+	c->phase = CHAN_OPEN;
+	c->last_rx_ms = mono_ms();
+	c->why[0] = '\0';
+	return true;
 }
 
 static void on_listen(struct loop_src *s, uint32_t events)
@@ -251,14 +273,60 @@ static void on_listen(struct loop_src *s, uint32_t events)
 	if (fd < 0)
 		return;
 	chan_drop(c, "a new connection replaced it");
-	if (loop_add(c->loop, &c->csrc, fd, CONN_EVENTS) < 0) {
+	take_conn(c, fd);
+}
+
+int chan_dial(struct chan *c, struct loop *l, const char *path)
+{
+	struct sockaddr_un sa;
+	if (strlen(path) >= sizeof(sa.sun_path) || strlen(path) >= sizeof(c->dial))
+		return -ENAMETOOLONG;
+	c->loop = l;
+	snprintf(c->dial, sizeof(c->dial), "%s", path);
+	chan_redial(c);
+	return 0;
+}
+
+bool chan_redial(struct chan *c)
+{
+	if (c->fd >= 0 || !c->dial[0])
+		return c->fd >= 0;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->dial);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return false;
+	/* a Unix connect completes at once, into the listener's backlog, or fails */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || getrandom(&c->nonce, sizeof(c->nonce), 0) !=
+	    (ssize_t)sizeof(c->nonce)) {
 		close(fd);
-		return;
+		return false;
 	}
-	c->fd = fd;
-	c->phase = CHAN_OPEN;
-	c->last_rx_ms = mono_ms();
-	c->why[0] = '\0';
+	if (!take_conn(c, fd))
+		return false;
+	c->opening = true;
+	uint8_t p[sizeof(struct sp_open)];
+	frame_put_u64(p, c->nonce);
+	queue(c, SP_H_OPEN, 0, p, sizeof(p), NULL, 0);
+	return c->fd >= 0;
+}
+
+/* While the connection is opening, drops what came before the peer's A_OPEN with this
+ * connection's nonce (an earlier connection's output) and the A_OPEN itself. */
+static void skip_to_open(struct chan *c)
+{
+	uint8_t want[SP_HDR_SIZE + sizeof(struct sp_open)];
+	frame_put_header(want, SP_A_OPEN, 0, sizeof(struct sp_open));
+	frame_put_u64(want + SP_HDR_SIZE, c->nonce);
+	const uint8_t *h = buf_head(&c->rbuf);
+	size_t n = buf_avail(&c->rbuf);
+	const uint8_t *m = memmem(h, n, want, sizeof(want));
+	if (m) {
+		buf_consume(&c->rbuf, (size_t)(m - h) + sizeof(want));
+		c->opening = false;
+	} else if (n >= sizeof(want)) {
+		buf_consume(&c->rbuf, n - (sizeof(want) - 1)); /* the tail may be the start of it */
+	}
 }
 
 int chan_dispatch(struct chan *c, const struct frame *f, char *why)
@@ -298,8 +366,10 @@ static void receive(struct chan *c)
 	}
 	buf_commit(&c->rbuf, (size_t)n);
 	c->last_rx_ms = mono_ms();
+	if (c->opening)
+		skip_to_open(c);
 	int fd = c->fd;
-	while (c->fd == fd && !c->broken) {
+	while (c->fd == fd && !c->broken && !c->opening) {
 		struct frame f;
 		long used = frame_parse(buf_head(&c->rbuf), buf_avail(&c->rbuf), &f);
 		if (used == 0)

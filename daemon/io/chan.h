@@ -17,6 +17,12 @@
  * that stops reading cannot make spaced hold more. Credit returns (H_CREDIT)
  * for the same channel that are still queued merge into one frame.
  *
+ * A microVM's channel runs the other way (chan_dial): QEMU holds the listening
+ * socket of the guest's virtio-serial port, spaced connects to it, and since
+ * the port has no connections of its own, spaced opens each one with H_OPEN
+ * and drops every byte before the agent's A_OPEN carrying the same nonce
+ * (docs/agent-protocol.md, "The virtio-serial port").
+ *
  * Locking: the owner serialises every call (spaced holds d->lock); reading
  * happens on the I/O thread only. The transport never calls the layer above
  * except through the table, and never frees anything of it.
@@ -78,6 +84,9 @@ struct chan {
 	bool want_out;              /* EPOLLOUT armed */
 	int64_t last_rx_ms;         /* monotonic time the peer last sent anything */
 	char why[CHAN_MAX_WHY];     /* why the last connection was dropped ("" when the peer closed) */
+	char dial[108];             /* chan_dial: the peer's socket, connected to again after a drop */
+	bool opening;               /* H_OPEN sent; what comes before the peer's A_OPEN is dropped */
+	uint64_t nonce;             /* ... the nonce that A_OPEN must carry */
 	const struct chan_proto *proto;
 	void *ctx;
 	struct loop *loop;
@@ -89,7 +98,14 @@ void chan_init(struct chan *c, const struct chan_proto *proto, void *ctx);
 
 /* Listens on the Unix socket `path` (replacing a stale one) in loop l. Returns 0 or -errno. */
 int chan_listen(struct chan *c, struct loop *l, const char *path);
-/* Stops listening and removes the socket file `path`: nothing can connect any more. */
+/* Connects to the peer's listening socket at path and opens the connection with H_OPEN (see
+ * above); after a drop, chan_redial connects again. Returns 0, or -errno when path is too
+ * long; a peer not there yet is no error (the next chan_redial tries again). */
+int chan_dial(struct chan *c, struct loop *l, const char *path);
+/* For a channel that dials: connects again if it has no connection. Returns whether it has one. */
+bool chan_redial(struct chan *c);
+/* Stops listening and removes the socket file `path`: nothing can connect any more. A channel
+ * that dials forgets its peer's socket instead (path is the peer's and stays). */
 void chan_unlisten(struct chan *c, const char *path);
 
 /*

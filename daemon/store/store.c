@@ -92,6 +92,9 @@ int store_open(const char *path, struct store **out)
 		"ALTER TABLE snapshots ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE snapshots ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE sandboxes ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
+		/* every sandbox and snapshot made before there was a choice ran under gVisor */
+		"ALTER TABLE sandboxes ADD COLUMN isolation TEXT NOT NULL DEFAULT 'gvisor'",
+		"ALTER TABLE snapshots ADD COLUMN isolation TEXT NOT NULL DEFAULT 'gvisor'",
 	};
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
 		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
@@ -149,11 +152,11 @@ int store_put_sandbox(struct store *st, const struct sandbox *sb)
 		rc = exec_args(st,
 			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
 			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms,"
-			       " tenant, disk_mb, seq) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiidssidiiisii", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       " tenant, disk_mb, seq, isolation) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiiisiis", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
 			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
 			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
-			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq);
+			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq, sb->isolation);
 	free(env);
 	free(meta);
 	return rc;
@@ -209,7 +212,8 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	struct sandbox *head = NULL, **tail = &head;
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
-			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb, seq FROM sandboxes"
+			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb, seq, isolation"
+			       " FROM sandboxes"
 			       " ORDER BY created_ms",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
@@ -236,6 +240,8 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		snprintf(sb->tenant, sizeof(sb->tenant), "%s", tenant ? (const char *)tenant : "");
 		sb->disk_mb = sqlite3_column_int(stmt, 15);
 		sb->seq = (uint64_t)sqlite3_column_int64(stmt, 16);
+		const unsigned char *iso = sqlite3_column_text(stmt, 17);
+		snprintf(sb->isolation, sizeof(sb->isolation), "%s", iso ? (const char *)iso : "gvisor");
 		*tail = sb;
 		tail = &sb->next;
 	}
@@ -326,9 +332,9 @@ int store_put_snapshot(struct store *st, const char *id, const struct sandbox *s
 	if (env && meta)
 		rc = exec_args(st,
 			       "INSERT INTO snapshots(id, sandbox_id, name, template, cpus, memory_mb, env, metadata,"
-			       " created_ms, tenant, disk_mb, bytes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiissisii", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
-			       meta, wall_ms(), sb->tenant, (int64_t)sb->disk_mb, (int64_t)bytes);
+			       " created_ms, tenant, disk_mb, bytes, isolation) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiissisiis", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
+			       meta, wall_ms(), sb->tenant, (int64_t)sb->disk_mb, (int64_t)bytes, sb->isolation);
 	free(env);
 	free(meta);
 	return rc;
@@ -347,18 +353,18 @@ static json_t *snapshot_row(sqlite3_stmt *stmt)
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	const unsigned char *name = sqlite3_column_text(stmt, 2);
-	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:o, s:o, s:s, s:s, s:I}", "id", sqlite3_column_text(stmt, 0),
-			 "sandbox_id", sqlite3_column_text(stmt, 1), "name",
+	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:o, s:o, s:s, s:s, s:I, s:s}", "id",
+			 sqlite3_column_text(stmt, 0), "sandbox_id", sqlite3_column_text(stmt, 1), "name",
 			 name ? json_string((const char *)name) : json_null(), "template", sqlite3_column_text(stmt, 3),
 			 "cpus", sqlite3_column_int(stmt, 4), "memory_mb", sqlite3_column_int(stmt, 5),
 			 "disk_mb", sqlite3_column_int(stmt, 10), "env",
 			 load_object(sqlite3_column_text(stmt, 6)), "metadata", load_object(sqlite3_column_text(stmt, 7)),
 			 "created_at", when, "tenant", sqlite3_column_text(stmt, 9), "bytes",
-			 (json_int_t)sqlite3_column_int64(stmt, 11));
+			 (json_int_t)sqlite3_column_int64(stmt, 11), "isolation", sqlite3_column_text(stmt, 12));
 }
 
 #define SNAPSHOT_COLUMNS \
-	"id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms, tenant, disk_mb, bytes"
+	"id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms, tenant, disk_mb, bytes, isolation"
 
 json_t *store_get_snapshot(struct store *st, const char *id)
 {

@@ -51,7 +51,8 @@ int store_load_sandboxes(struct store *st, struct sandbox **out);
 /* bytes: what its directory takes on disk, measured when it was made. */
 int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name, uint64_t bytes);
 int store_delete_snapshot(struct store *st, const char *id);
-/* {"id", "sandbox_id", "name", "template", "cpus", "memory_mb", "env", "metadata", "created_at", "bytes"...} or NULL. */
+/* {"id", "sandbox_id", "name", "template", "cpus", "memory_mb", "env", "metadata", "created_at", "bytes",
+ * "isolation" (the kind its image restores under)...} or NULL. */
 json_t *store_get_snapshot(struct store *st, const char *id);
 json_t *store_list_snapshots(struct store *st);
 /* How many snapshots tenant has and the bytes they take, together. */

@@ -39,6 +39,14 @@ import spacetest  # noqa: E402
 
 Daemon = functools.partial(spacetest.Daemon, prefix="space-e2e-")
 
+# Under SPACE_TEST_ISOLATION=microvm (make e2e-vm) every sandbox is a microVM; a test of what
+# only gVisor has, or that checks the operator's default kind, is skipped, saying why.
+MICROVM = spacetest.ISOLATION == "microvm"
+
+
+def gvisor_only(why):
+    return pytest.mark.skipif(MICROVM, reason=f"gVisor only: {why}")
+
 
 # --------------------------------------------------------------------------
 # fixtures

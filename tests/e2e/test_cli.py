@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import IO_TIMEOUT, q
+from conftest import IO_TIMEOUT, q, gvisor_only
 
 ID_LINE = re.compile(r"\A[0-9a-f]{12}\n\Z")
 
@@ -27,6 +27,43 @@ def cli_sandbox(cli, api):
 
 def ids(api):
     return {sb["id"] for sb in api.ok("GET", "/v1/sandboxes")["sandboxes"]}
+
+
+@gvisor_only("it checks the operator's default kind, gvisor")
+def test_create_isolation_shows_in_inspect_ls_and_status(cli, api):
+    r = cli("create", "--isolation", "gvisor")
+    assert r.returncode == 0, r.stderr
+    assert ID_LINE.match(r.stdout), f"space create printed {r.stdout!r}"
+    sbid = r.stdout.strip()
+    try:
+        assert json.loads(cli("inspect", sbid).stdout)["isolation"] == "gvisor"
+        ls = cli("ls").stdout.splitlines()
+        col = ls[0].split().index("ISOLATION")
+        assert col == ls[0].split().index("TEMPLATE") + 1, ls[0]
+        assert [line.split()[col] for line in ls[1:] if line.split()[0] == sbid] == ["gvisor"], ls
+        st = cli("status")
+        assert st.returncode == 0, st.stderr
+        runtime = api.ok("GET", "/v1/version")["isolation"]["available"]["gvisor"]
+        assert re.search(rf"^isolation:\s+gvisor \(default\): {re.escape(runtime)}$", st.stdout, re.M), st.stdout
+        assert re.search(r"^\s+microvm: ", st.stdout, re.M), st.stdout
+    finally:
+        api.delete(sbid)
+
+
+def test_create_and_run_with_a_kind_the_host_cannot_run_say_why_and_leave_nothing(cli, api):
+    why = api.ok("GET", "/v1/version")["isolation"]["unavailable"].get("microvm")
+    if why is None:
+        pytest.skip("microvm runs on this host")
+    before = ids(api)
+    r = cli("create", "--isolation", "microvm")
+    assert (r.returncode, r.stdout) == (1, ""), r
+    assert "isolation microvm is unavailable" in r.stderr and why in r.stderr, r.stderr
+    r = cli("run", "--isolation", "microvm", "--", "true")
+    assert r.returncode == 125 and why in r.stderr, r
+    r = cli("create", "--isolation", "firecracker")
+    assert r.returncode == 1 and '"gvisor", "microvm"' in r.stderr, r
+    assert ids(api) == before
+    assert re.search(rf"^\s+microvm: unavailable \({re.escape(why)}\)$", cli("status").stdout, re.M)
 
 
 def test_run_prints_42_and_leaves_nothing(cli, api):

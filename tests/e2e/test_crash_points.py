@@ -9,6 +9,7 @@ a crash at each step leaves.
 """
 
 from test_lifecycle_stress import keeper, recovered
+from conftest import gvisor_only  # noqa: E402
 
 SUSPEND_STEPS = ["suspend:detached", "suspend:checkpointed", "suspend:layer-synced", "suspend:image-synced",
                  "suspend:published", "suspend:released"]
@@ -24,6 +25,7 @@ WALK = ([("suspend", s) for s in SUSPEND_STEPS] + [("resume", s) for s in RESUME
         [("snapshot", s) for s in SNAPSHOT_STEPS] + [("fork", s) for s in FORK_STEPS])
 
 
+@gvisor_only("it compares with runsc's own view; a microVM's crash points are not covered yet (docs/microvm.md)")
 def test_a_crash_at_every_named_step_leaves_each_sandbox_whole(make_daemon, monkeypatch):
     d = make_daemon()
     api = d.api

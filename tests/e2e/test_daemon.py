@@ -11,7 +11,7 @@ import signal
 import stat
 import tempfile
 
-from conftest import AGENT, ROOT, collect, event_bytes, q, wait_usable
+from conftest import AGENT, ROOT, collect, event_bytes, q, wait_usable, gvisor_only
 
 
 # Prints a counter every 50 ms, echoes stdin lines, says bye at end of stdin.
@@ -157,6 +157,7 @@ def test_the_state_directory_and_database_are_spaceds_alone(make_daemon):
     assert mode(d.socket) == 0o660
 
 
+@gvisor_only("runsc's CLI processes; QEMU is adopted, not waited for")
 def test_a_restart_waits_for_the_runsc_commands_the_killed_daemon_left(make_daemon):
     """A runsc command that outlives a killed spaced (here an exec that writes a file after a
     while) has ended before the next spaced answers: it adopts what lasts, not a state about

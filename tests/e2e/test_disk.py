@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from conftest import q
+from conftest import q, gvisor_only
 
 DISK_MIN_MB = 64
 DISK_MAX_MB = 256 * 1024
@@ -55,6 +55,7 @@ def test_filling_the_smallest_disk_gives_enospc_inside_and_spares_the_host(api, 
         api.delete(sbid)
 
 
+@gvisor_only("it reads the disk mounted on the host; a microVM's disk is never mounted there")
 def test_disk_survives_suspend_and_goes_with_the_sandbox(api, spaced):
     sbid = api.create(disk_mb=128)
     layer = os.path.join(spaced.state_dir, "sandboxes", sbid, "layer")
@@ -112,6 +113,7 @@ def test_concurrent_creates_of_a_new_disk_size(api):
             api.delete(sbid)
 
 
+@gvisor_only("the socket folder is gVisor's bind mount; a microVM's port is a virtio-serial device")
 def test_the_agent_socket_folder_is_no_way_onto_the_host_disk(api, spaced, sandbox):
     """/.space/sock is the one folder the sandbox shares with the host: a tiny tmpfs, so a
     write there fails at 64 KiB and 16 inodes instead of filling the host's disk, and
@@ -144,6 +146,7 @@ def mount_options(path):
     return found[-1]
 
 
+@gvisor_only("host mounts of the layer; a microVM's disk is a block device of its own kernel")
 def test_the_host_mounts_a_sandboxs_files_nosuid_and_nodev(api, spaced, sandbox):
     """A set-user-ID file or a device node the sandbox writes into its own files gives no one
     on the host anything: the root filesystem and the disk under it are mounted nosuid,nodev
@@ -155,6 +158,7 @@ def test_the_host_mounts_a_sandboxs_files_nosuid_and_nodev(api, spaced, sandbox)
     assert "noexec" in mounts["sock"], mounts
 
 
+@gvisor_only("it reads /tmp's file on the host's mount of the disk")
 def test_tmp_is_on_the_sandboxs_disk_not_in_its_memory(api, spaced):
     """As on Debian 12, /tmp is part of the root filesystem: a 700 MiB temporary file fits a
     512 MiB sandbox (its 1 GiB disk takes it), lands in the sandbox's layer on the host, and is

@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 
-from conftest import collect, event_bytes, q, wait_until
+from conftest import collect, event_bytes, q, wait_until, gvisor_only
 
 # A process with memory worth keeping: a 100,000-entry dict, and a counter it writes to
 # /dev/shm/n every 50 ms (a tmpfs: memory too, so it never writes to the sandbox's disk).
@@ -129,6 +129,7 @@ def test_illegal_transitions_answer_409_with_the_state(api, sandbox):
     assert api.ok("POST", f"/v1/sandboxes/{sandbox}/resume")["state"] == "running"  # idempotent
 
 
+@gvisor_only("it reads the file on the host's mount of the disk")
 def test_sync_reaches_the_host_disk(api, spaced, sandbox):
     api.exec(sandbox, "echo durable > /work/d.txt")
     assert api.ok("POST", f"/v1/sandboxes/{sandbox}/sync")["state"] == "running"

@@ -19,7 +19,7 @@ import sqlite3
 import subprocess
 import threading
 
-from conftest import mounts_under, q, wait_until
+from conftest import mounts_under, q, wait_until, gvisor_only
 from test_lifecycle import DICT_SUM, advances, counter, start_holder
 
 PAUSE_CYCLES = 200
@@ -120,6 +120,7 @@ def recovered(d, src, n):
     return listed[src], n
 
 
+@gvisor_only("it compares with runsc's own view; a spaced killed during a microVM's transition is not covered yet (docs/microvm.md)")
 def test_sigkill_during_transitions_leaves_everything_consistent(make_daemon):
     rng = random.Random(0x5ace)
     d = make_daemon()

@@ -1,4 +1,5 @@
 """Resource limits as a program inside the sandbox sees them."""
+from conftest import gvisor_only  # noqa: E402
 
 
 def mem_total_mb(api, sbid):
@@ -9,6 +10,7 @@ def mem_total_mb(api, sbid):
     return int(row[0][1])
 
 
+@gvisor_only("MemTotal is the sandbox's memory under gVisor; a guest kernel keeps part of its RAM for itself")
 def test_cpus_and_memory_are_visible_inside(api):
     sbid = api.create(cpus=2, memory_mb=256)
     try:
@@ -20,6 +22,7 @@ def test_cpus_and_memory_are_visible_inside(api):
         api.delete(sbid)
 
 
+@gvisor_only("MemTotal is the sandbox's memory under gVisor; a guest kernel keeps part of its RAM for itself")
 def test_defaults_are_one_cpu_and_512_mib(api, sandbox):
     sb = api.ok("GET", f"/v1/sandboxes/{sandbox}")
     assert (sb["cpus"], sb["memory_mb"]) == (1, 512)
@@ -27,6 +30,7 @@ def test_defaults_are_one_cpu_and_512_mib(api, sandbox):
     assert api.exec(sandbox, ["nproc"])["stdout"] == "1\n"
 
 
+@gvisor_only("MemTotal is the sandbox's memory under gVisor; a guest kernel keeps part of its RAM for itself")
 def test_one_cpu_shows_as_one(api):
     """On a host with 2 CPUs, cpus=2 shows 2 whatever spaced does; cpus=1 is the telling case."""
     sbid = api.create(cpus=1, memory_mb=128)

@@ -7,9 +7,10 @@ spaced notices and marks the sandbox failed with the reason, keeping its files: 
 with the watcher turned off by a test hook, since it would otherwise stop the allocation first.
 """
 
-from conftest import q, wait_until
+from conftest import q, wait_until, gvisor_only
 
 
+@gvisor_only("the host cgroup backstop under gVisor; a microVM's memory is its RAM (tests/vm)")
 def test_host_backstop_fails_the_sandbox_with_the_reason_and_keeps_files(make_daemon):
     api = make_daemon(env={"SPACE_TEST_NO_MEMORY_WATCH": "1"}).api
     neighbour = api.create()
@@ -32,6 +33,7 @@ def test_host_backstop_fails_the_sandbox_with_the_reason_and_keeps_files(make_da
         api.delete(neighbour)
 
 
+@gvisor_only("the host pids backstop under gVisor; a guest's processes are its own kernel's")
 def test_fork_bomb_stays_inside(api, neighbour):
     sbid = api.create()
     try:

@@ -10,7 +10,7 @@ import os
 import sqlite3
 import subprocess
 
-from conftest import mounts_under, q, wait_usable, wait_until
+from conftest import mounts_under, q, wait_usable, wait_until, gvisor_only
 
 
 def runsc_ids(d):
@@ -52,6 +52,7 @@ def log_since(d, offset):
         return f.read().decode(errors="replace")
 
 
+@gvisor_only("runsc containers, loop devices and mounts left behind; a microVM's leftovers are its QEMU (tests/vm)")
 def test_orphans_are_released_and_logged_and_sandboxes_survive(make_daemon):
     d = make_daemon()
     keep = d.api.create()

@@ -78,7 +78,7 @@ static void start(void)
 	memset(&a, 0, sizeof(a));
 	a.sigfd = -1;
 	a.boot_id = 42;
-	if (conn_init(&a, "/nonexistent/agent.sock") < 0)
+	if (conn_init(&a, &conn_unix, "/nonexistent/agent.sock") < 0)
 		abort();
 	proc_init(&a);
 	xfer_init(&a);

@@ -160,6 +160,36 @@ def test_fork_makes_independent_copies(sandbox):
             c.kill()
 
 
+def test_isolation_is_chosen_at_create_and_kept_by_snapshots(spaced):
+    kinds = Sandbox.isolation_kinds()
+    assert kinds["default"] == "gvisor" and kinds["available"]["gvisor"].startswith("runsc"), kinds
+    with Sandbox.create() as dflt, Sandbox.create(isolation="gvisor") as named:
+        assert dflt.get_info().isolation == "gvisor"
+        assert [i.isolation for i in Sandbox.list() if i.id == named.id] == ["gvisor"]
+        snap = named.snapshot()
+        try:
+            assert snap.isolation == "gvisor"
+            with Sandbox.create(snapshot=snap) as restored:
+                assert restored.get_info().isolation == "gvisor"
+            with pytest.raises(space.InvalidArgumentError, match="image"):
+                Sandbox.create(snapshot=snap, isolation="microvm")
+        finally:
+            snap.delete()
+    with pytest.raises(space.InvalidArgumentError, match='"gvisor", "microvm"'):
+        Sandbox.create(isolation="firecracker")
+
+
+def test_a_kind_the_host_cannot_run_is_isolation_unavailable(spaced):
+    why = Sandbox.isolation_kinds()["unavailable"].get("microvm")
+    if why is None:
+        pytest.skip("microvm runs on this host")
+    before = {i.id for i in Sandbox.list()}
+    with pytest.raises(space.IsolationUnavailableError) as e:
+        Sandbox.create(isolation="microvm")
+    assert e.value.status == 400 and e.value.code == "isolation_unavailable" and why in str(e.value)
+    assert {i.id for i in Sandbox.list()} == before
+
+
 def test_tcp_needs_the_token(spaced, monkeypatch):
     with pytest.raises(space.AuthError) as e:
         Sandbox.list(host=spaced.tcp_host)

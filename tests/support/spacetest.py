@@ -30,6 +30,9 @@ AGENT = os.path.join(BUILD, "space-agent")
 
 START_DEADLINE = 15 * 60   # a fresh machine builds the default template at start
 IO_TIMEOUT = 120           # seconds any single read from spaced may take, unless a suite says otherwise
+# SPACE_TEST_ISOLATION=microvm runs a suite's sandboxes as microVMs (spaced --isolation); a
+# test that cannot apply to one kind says why in its skip reason (docs/microvm.md lists them).
+ISOLATION = os.environ.get("SPACE_TEST_ISOLATION", "")
 SANDBOX_ID_CHARS = set("0123456789abcdef")
 
 
@@ -284,6 +287,8 @@ class Daemon:
         a = [self.spaced, "--state-dir", self.state_dir, "--socket", self.socket, "--agent", self.agent]
         if self.listen:
             a += ["--listen", self.listen]
+        if ISOLATION and not {"--isolation", "--driver"} & set(self.args):
+            a += ["--isolation", ISOLATION]  # the suites run against either kind of sandbox
         return a + self.args
 
     def start(self, deadline=START_DEADLINE):

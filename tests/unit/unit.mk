@@ -11,9 +11,9 @@
 #   UNIT_LIBS_<test>  the libraries they need (cmocka is added for every test)
 
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
-              daemon/api/test_api daemon/core/test_state daemon/driver/test_oci \
+              daemon/api/test_api daemon/core/test_state daemon/core/test_isolation daemon/driver/test_oci \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
-              agent/test_user agent/test_identity
+              agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -26,6 +26,10 @@ UNIT_LIBS_test_frame :=
 
 UNIT_test_state      := daemon/core/state.c
 UNIT_LIBS_test_state :=
+
+# the kinds and their drivers, with stand-in drivers of its own
+UNIT_test_isolation      := daemon/core/isolation.c daemon/base/err.c daemon/base/log.c
+UNIT_LIBS_test_isolation := -ljansson -lpthread
 
 UNIT_test_oci        := daemon/driver/oci.c
 UNIT_LIBS_test_oci   := -ljansson
@@ -46,6 +50,15 @@ UNIT_test_chan       := daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c daem
                         lib/buf.c lib/frame.c
 UNIT_LIBS_test_chan  := -lpthread
 
+UNIT_test_cpio       := daemon/driver/cpio.c
+UNIT_LIBS_test_cpio  :=
+
+UNIT_test_kmod       := daemon/driver/kmod.c
+UNIT_LIBS_test_kmod  :=
+
+UNIT_test_vport      := agent/vport.c
+UNIT_LIBS_test_vport :=
+
 UNIT_test_user       := agent/user.c
 UNIT_LIBS_test_user  :=
 
@@ -60,7 +73,7 @@ UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daem
                  daemon/api/api_sandbox.c \
                  daemon/core/op.c daemon/core/lifecycle.c daemon/core/sandbox.c \
                  daemon/core/snapshot.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
-                 daemon/core/peer.c daemon/core/proc.c daemon/base/clock.c \
+                 daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
                  daemon/base/hash.c \

@@ -17,8 +17,8 @@ See docs/sdk-python.md for every method.
 from .code import CodeContext, Execution, ExecutionError
 from .commands import CommandHandle, CommandResult, Commands, ProcessInfo
 from .errors import (AuthError, CommandExitError, ConflictError, ConnectionError, ExecFailedError, FileNotFound,
-                     InvalidArgumentError, LimitError, NotFoundError, ProcessNotFound, SandboxNotFound,
-                     SnapshotNotFound, SpaceError, TimeoutError, TooLargeError, UnavailableError)
+                     InvalidArgumentError, IsolationUnavailableError, LimitError, NotFoundError, ProcessNotFound,
+                     SandboxNotFound, SnapshotNotFound, SpaceError, TimeoutError, TooLargeError, UnavailableError)
 from .files import EntryInfo, FileStream, Files, WriteInfo
 from .sandbox import Sandbox, SandboxInfo, Snapshot
 
@@ -31,5 +31,6 @@ __all__ = [
     "CodeContext", "Execution", "ExecutionError",
     "SpaceError", "AuthError", "NotFoundError", "SandboxNotFound", "FileNotFound", "ProcessNotFound",
     "SnapshotNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError", "ExecFailedError",
-    "LimitError", "UnavailableError", "CommandExitError", "TimeoutError", "ConnectionError",
+    "LimitError", "UnavailableError", "IsolationUnavailableError", "CommandExitError", "TimeoutError",
+    "ConnectionError",
 ]

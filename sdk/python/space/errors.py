@@ -20,6 +20,7 @@ Hierarchy::
     ├── ExecFailedError           422: the command could not be started
     ├── LimitError                429: a named limit was reached
     ├── UnavailableError          503: the sandbox's agent is not connected
+    ├── IsolationUnavailableError the host cannot run the isolation kind asked for now
     ├── CommandExitError          a command exited with a non-zero code
     ├── TimeoutError              a deadline passed (also the builtin TimeoutError)
     └── ConnectionError           the daemon cannot be reached (also the builtin)
@@ -31,7 +32,8 @@ import json
 __all__ = [
     "SpaceError", "AuthError", "NotFoundError", "SandboxNotFound", "FileNotFound", "ProcessNotFound",
     "SnapshotNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError", "ExecFailedError",
-    "LimitError", "UnavailableError", "CommandExitError", "TimeoutError", "ConnectionError",
+    "LimitError", "UnavailableError", "IsolationUnavailableError", "CommandExitError", "TimeoutError",
+    "ConnectionError",
 ]
 
 
@@ -110,6 +112,12 @@ class UnavailableError(SpaceError):
     """The sandbox's agent is not connected (503); usually brief."""
 
 
+class IsolationUnavailableError(SpaceError):
+    """The daemon's host cannot run the isolation kind asked for ("microvm"...), now: the
+    message gives the reason (400 at a create; 503 for a sandbox of such a kind).
+    ``Sandbox.isolation_kinds()`` says which kinds it runs."""
+
+
 class CommandExitError(SpaceError):
     """A command exited with a non-zero exit code.
 
@@ -186,6 +194,8 @@ def error_from(status, code, message, state=None, not_found=None):
         else:
             cls = not_found or NotFoundError
         return cls(message, status, code)
+    if code == "isolation_unavailable":
+        return IsolationUnavailableError(message, status, code)
     cls = _BY_STATUS.get(status, SpaceError)
     return cls(message, status, code)
 

@@ -39,7 +39,9 @@ class SandboxInfo:
         id: the sandbox id.
         state: "creating", "running", "pausing", "paused", "suspending",
             "suspended", "resuming", "deleting" or "failed".
-        template, cpus, memory_mb, disk_mb, driver: how it was made.
+        template, cpus, memory_mb, disk_mb: how it was made.
+        isolation: what isolates it for its whole life, "gvisor" or "microvm"
+            (driver: the same, its older name).
         metadata: its labels (dict of str).
         created_at: datetime (UTC).
         timeout: idle timeout in seconds (0: none); lifetime: seconds (0: none).
@@ -66,6 +68,7 @@ class SandboxInfo:
         self.keepalive_processes = d.get("keepalive_processes")
         self.timeout_at = _time(d.get("timeout_at"))
         self.expires_at = _time(d.get("expires_at"))
+        self.isolation = d.get("isolation")
         self.driver = d.get("driver")
         self.reason = d.get("reason")
 
@@ -83,6 +86,7 @@ class Snapshot:
         sandbox_id: the sandbox it was taken from.
         name: its name, or None.
         template, cpus, memory_mb, disk_mb, env, metadata: what sandboxes made from it get.
+        isolation: the kind of the sandbox it was taken from, the only one that can restore it.
         created_at: datetime (UTC).
         raw: the whole JSON object.
     """
@@ -98,6 +102,7 @@ class Snapshot:
         self.disk_mb = d.get("disk_mb")
         self.env = d.get("env") or {}
         self.metadata = d.get("metadata") or {}
+        self.isolation = d.get("isolation")
         self.created_at = _time(d.get("created_at"))
         self._transport = transport
 
@@ -155,7 +160,7 @@ class Sandbox:
     @classmethod
     def create(cls, template=None, timeout=None, env=None, metadata=None, cpus=None, memory_mb=None,
                disk_mb=None, lifetime=None, timeout_action=None, keepalive_processes=None, snapshot=None,
-               host=None, token=None, request_timeout=None, ca=None):
+               isolation=None, host=None, token=None, request_timeout=None, ca=None):
         """Creates a sandbox and returns it once its first command can run.
 
         Args:
@@ -171,7 +176,11 @@ class Sandbox:
             timeout_action: "suspend" (default) or "kill" when a timeout runs out.
             keepalive_processes: whether a running process counts as activity.
             snapshot: a Snapshot (or snapshot id) to restore instead of a template;
-                template, cpus, memory_mb and disk_mb then come from it.
+                template, cpus, memory_mb, disk_mb and isolation then come from it.
+            isolation: what isolates it, "gvisor" (gVisor's user-space kernel) or
+                "microvm" (a microVM with its own kernel); default: the daemon's.
+                A kind the daemon's host cannot run now raises IsolationUnavailableError;
+                one other than a snapshot's, InvalidArgumentError.
             host, token: the daemon to use; default $SPACE_HOST and $SPACE_TOKEN.
             request_timeout: seconds any request may wait for the daemon (default 60).
             ca: for an https host, the CA bundle (PEM file) that signed the daemon's
@@ -182,7 +191,7 @@ class Sandbox:
         for key, val in (("template", template), ("timeout", timeout), ("cpus", cpus), ("memory_mb", memory_mb),
                          ("disk_mb", disk_mb),
                          ("lifetime", lifetime), ("timeout_action", timeout_action),
-                         ("keepalive_processes", keepalive_processes)):
+                         ("keepalive_processes", keepalive_processes), ("isolation", isolation)):
             if val is not None:
                 body[key] = val
         if env:
@@ -311,6 +320,14 @@ class Sandbox:
                                  timeout=max(self._transport.request_timeout, TRANSITION_TIMEOUT),
                                  not_found=errors.SandboxNotFound)
         return [Sandbox(s["id"], _transport=self._transport) for s in d["sandboxes"]]
+
+    @staticmethod
+    def isolation_kinds(host=None, token=None, request_timeout=None, ca=None):
+        """The isolation kinds of the daemon: ``{"default": KIND, "available": {KIND: its
+        runtime, or None where the host cannot run it}, "unavailable": {KIND: why}}``."""
+        v = Transport(host, token, request_timeout, ca).json("GET", "/v1/version")
+        return v.get("isolation") or {"default": v.get("driver"), "available": {v.get("driver"): v.get("runtime")},
+                                      "unavailable": {}}
 
     # -- snapshots
 

@@ -91,6 +91,7 @@ static struct sandbox *sandbox_make(const char *id, int64_t created_ms)
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	sb->state = SB_RUNNING;
 	snprintf(sb->template, sizeof(sb->template), "default");
+	snprintf(sb->isolation, sizeof(sb->isolation), "microvm"); /* not the default: it must be written */
 	snprintf(sb->tenant, sizeof(sb->tenant), "acme");
 	sb->cpus = 3;
 	sb->memory_mb = 1536;
@@ -142,6 +143,7 @@ static void expect_same_sandbox(const struct sandbox *got, const struct sandbox 
 	assert_int_equal(got->state, want->state);
 	assert_string_equal(got->reason, want->reason);
 	assert_string_equal(got->template, want->template);
+	assert_string_equal(got->isolation, want->isolation);
 	assert_string_equal(got->tenant, want->tenant);
 	assert_int_equal(got->cpus, want->cpus);
 	assert_int_equal(got->memory_mb, want->memory_mb);
@@ -434,6 +436,7 @@ static void expect_snapshot(json_t *s, const char *id, const struct sandbox *sb,
 	assert_true(json_equal(json_object_get(s, "env"), sb->env));
 	assert_true(json_equal(json_object_get(s, "metadata"), sb->metadata));
 	assert_string_equal(json_string_value(json_object_get(s, "tenant")), sb->tenant);
+	assert_string_equal(json_string_value(json_object_get(s, "isolation")), sb->isolation);
 	const char *when = json_string_value(json_object_get(s, "created_at"));
 	assert_non_null(when);
 	/* 2024-05-01T12:34:56Z, and about now */
@@ -612,6 +615,37 @@ static void test_reopen_keeps_everything(void **state)
 	sandbox_list_free(b);
 }
 
+/* A database an older spaced wrote, before sandboxes chose their isolation (the first
+ * schema, with a row in each table), opens, and its sandboxes and snapshots are gVisor's. */
+static void test_old_database_is_gvisor(void **state)
+{
+	struct fixture *fx = *state;
+	store_close(fx->st);
+	fx->st = NULL;
+	unlink(fx->path);
+	raw_sql(fx, "CREATE TABLE sandboxes(id TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT,"
+		    " template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, timeout REAL NOT NULL,"
+		    " env TEXT NOT NULL, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+		    "CREATE TABLE snapshots(id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, name TEXT,"
+		    " template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, env TEXT NOT NULL,"
+		    " metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+		    "INSERT INTO sandboxes VALUES('0123456789ab', 'suspended', NULL, 'default', 1, 512, 300,"
+		    " '{}', '{}', 1000);"
+		    "INSERT INTO snapshots VALUES('s1', '0123456789ab', NULL, 'default', 1, 512, '{}', '{}', 1000);");
+	assert_int_equal(store_open(fx->path, &fx->st), 0);
+
+	struct sandbox *list = NULL;
+	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
+	assert_int_equal(sandbox_count(list), 1);
+	assert_int_equal(list->state, SB_SUSPENDED);
+	assert_string_equal(list->isolation, "gvisor");
+	sandbox_list_free(list);
+	json_t *s = store_get_snapshot(fx->st, "s1");
+	assert_non_null(s);
+	assert_string_equal(json_string_value(json_object_get(s, "isolation")), "gvisor");
+	json_decref(s);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -630,6 +664,7 @@ int main(void)
 		T(test_tokens),
 		T(test_templates),
 		T(test_reopen_keeps_everything),
+		T(test_old_database_is_gvisor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

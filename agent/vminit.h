@@ -1,0 +1,50 @@
+/*
+ * agent/vminit.h - what the agent does first as the init of a microVM.
+ *
+ * The kernel runs /init of our initramfs (daemon/driver/vm_guest.c builds it)
+ * as `space-agent --vm` (SP_VM_INIT_ARG): the kernel command line ends with `-- --vm`, and the
+ * kernel hands what follows `--` to init. Nothing else starts the agent that
+ * way (runsc gives it no arguments), so the agent knows it is a VM's init
+ * without guessing from its surroundings.
+ *
+ * Before the agent can serve, it does what an init system would, in order:
+ *   1. mounts devtmpfs on /dev, proc on /proc, sysfs on /sys;
+ *   2. puts fds 0-2 on /dev/console (the kernel opened them on the
+ *      initramfs's dev/console; this covers a kernel that could not);
+ *   3. loads the kernel modules listed in SP_VM_MODULE_ORDER, one name a
+ *      line, from SP_VM_MODULE_DIR/<name>.ko with finit_module, in that
+ *      order (the host computed it from the modules' own depends=);
+ *   4. when the VM has the template's disk (virtio-blk, serial
+ *      SP_VM_TEMPLATE_SERIAL) and its own (SP_VM_DISK_SERIAL): mounts the
+ *      template read-only (erofs) at /.space/lower, the disk (ext4) at
+ *      /.space/disk, the overlay of the two (upper/ and work/ on the disk)
+ *      at /.space/root, moves /dev, /proc and /sys into it and makes it the
+ *      root (MS_MOVE onto /, chroot), as switch_root does. Without those
+ *      disks the initramfs stays the root.
+ * A step that fails is logged and the next one still runs (but for 4, which
+ * needs 3): the agent then serves what it can, and says what went wrong on
+ * the console.
+ */
+#ifndef SPACE_AGENT_VMINIT_H
+#define SPACE_AGENT_VMINIT_H
+
+#define VMINIT_ORDER_MAX 4096u /* bytes of the module order file */
+
+/* Steps 1-4 above. Returns 0, or the first step's -errno (after running the others). */
+int vminit_boot(void);
+
+/* Step 4 alone. Returns 0 when the overlay is the root, -ENOENT when the VM has no
+ * template disk (nothing done), or another -errno (the initramfs is still the root). */
+int vminit_root(void);
+
+/* Loads every module named in the file at order from dir, in order; a module already
+ * loaded (EEXIST) is fine. Returns the number loaded, or the first -errno. */
+int vminit_load_modules(const char *dir, const char *order);
+
+/* Brings the loopback interface up. 0 or -errno. */
+int vminit_loopback(void);
+
+/* Sets the agent's environment from QEMU's fw_cfg file SP_VM_ENV_FILE. 0 or -errno. */
+int vminit_env(void);
+
+#endif

@@ -1,0 +1,222 @@
+#!/usr/bin/python3
+"""bench/microvm.py - microVM sandboxes through spaced, beside raw QEMU in the same run.
+
+Each figure has its peer, measured in the same run on the same guest (kernel, initramfs,
+the default template's erofs image, a fresh ext4 disk, 256 MiB, TCG with tb-size=32):
+
+  create -> first exec of `true`   vs  raw QEMU start -> the agent's hello (its first program)
+  exec round trip of `true`        vs  the same through spaced on a gVisor sandbox
+  suspend / resume                 vs  raw QMP stop + migrate to a file / -incoming of it + cont
+  PSS of QEMU per idle VM          (the target: 96 MiB)
+  spaced's RSS with N idle VMs     (what dominates is said beside it)
+
+    /usr/bin/python3 bench/microvm.py [--rounds N] [--idle-vms N] [--idle S]
+
+Needs `make vm-guest` and the default template; never uses KVM on this host; every packet
+stays on this machine (no network devices at all).
+"""
+import argparse
+import json
+import os
+import pathlib
+import select
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "vm"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "agent"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+import spacetest  # noqa: E402
+import test_boot  # noqa: E402
+import test_root  # noqa: E402
+
+MEMORY_MB = 256
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def kib(pid, key, path="smaps_rollup"):
+    with open(f"/proc/{pid}/{path}") as f:
+        for line in f:
+            if line.startswith(key):
+                return int(line.split()[1])
+    return 0
+
+
+class RawVM(test_boot.VM):
+    """The guest spaced boots, started by hand: the same devices, plus a monitor."""
+
+    def __init__(self, guest, tmp, incoming=None):
+        disk = str(tmp / "disk.img")
+        if not os.path.exists(disk):
+            subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "root_owner=0:0", disk, "1G"], check=True,
+                           stdout=subprocess.DEVNULL)
+        self.qmp_path = str(tmp / "qmp.sock")
+        extra = list(test_root.disks(guest, disk)) + ["-qmp", f"unix:{self.qmp_path},server=on,wait=off",
+                                                       "-device", "virtio-balloon-device,free-page-reporting=on"]
+        if incoming:
+            extra += ["-incoming", f"exec:cat {incoming}", "-S"]
+        if os.path.exists(self.qmp_path):
+            os.unlink(self.qmp_path)
+        sock = tmp / "agent.sock"
+        if sock.exists():
+            sock.unlink()
+        super().__init__(guest, tmp, memory_mb=MEMORY_MB, devices=extra)
+
+    def qmp(self, *commands):
+        deadline = time.monotonic() + 60
+        while not os.path.exists(self.qmp_path) and time.monotonic() < deadline:
+            select.select([], [], [], 0.005)  # QEMU makes the socket as it sets up
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(self.qmp_path)
+        f = s.makefile("rwb")
+        json.loads(f.readline())
+        out = []
+        for cmd in ("qmp_capabilities",) + commands:
+            name, args = (cmd, None) if isinstance(cmd, str) else cmd
+            f.write(json.dumps({"execute": name, **({"arguments": args} if args else {})}).encode() + b"\n")
+            f.flush()
+            while True:
+                msg = json.loads(f.readline())
+                if "return" in msg or "error" in msg:
+                    out.append(msg)
+                    break
+        s.close()
+        return out[1:]
+
+
+def raw_round(guest):
+    """Raw QEMU: start -> hello; suspend (stop + migrate to a file, synced); resume (-incoming + cont -> hello)."""
+    with tempfile.TemporaryDirectory(prefix="space-bench-raw.") as d:
+        tmp = pathlib.Path(d)
+        vm = RawVM(guest, tmp)
+        try:
+            _host, _hello, boot = vm.connect()
+            image = str(tmp / "memory")
+            t0 = time.monotonic()
+            vm.qmp("stop", ("migrate", {"uri": f"exec:cat > {image}"}))
+            while vm.qmp("query-migrate")[0]["return"].get("status") != "completed":
+                select.select([], [], [], 0.02)
+            fd = os.open(image, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+            suspend = time.monotonic() - t0
+        finally:
+            vm.stop()
+        t0 = time.monotonic()
+        vm = RawVM(guest, tmp, incoming=image)
+        try:
+            while vm.qmp("query-status")[0]["return"]["status"] == "inmigrate":
+                select.select([], [], [], 0.02)
+            vm.qmp("cont")
+            vm.connect()
+            resume = time.monotonic() - t0
+        finally:
+            vm.stop()
+        return boot, suspend, resume
+
+
+def spaced_round(api):
+    t0 = time.monotonic()
+    sbid = api.create(isolation="microvm", memory_mb=MEMORY_MB)
+    api.exec(sbid, ["true"])
+    create = time.monotonic() - t0
+    rts = []
+    for _ in range(20):
+        t = time.monotonic()
+        api.exec(sbid, ["true"])
+        rts.append(time.monotonic() - t)
+    t = time.monotonic()
+    api.ok("POST", f"/v1/sandboxes/{sbid}/suspend")
+    suspend = time.monotonic() - t
+    t = time.monotonic()
+    api.ok("POST", f"/v1/sandboxes/{sbid}/resume")
+    api.exec(sbid, ["true"])
+    resume = time.monotonic() - t
+    api.delete(sbid)
+    return create, med(rts), suspend, resume
+
+
+def gvisor_round_trip(api):
+    sbid = api.create(isolation="gvisor")
+    api.exec(sbid, ["true"])
+    rts = []
+    for _ in range(20):
+        t = time.monotonic()
+        api.exec(sbid, ["true"])
+        rts.append(time.monotonic() - t)
+    api.delete(sbid)
+    return med(rts)
+
+
+def qemu_of(daemon, sbid):
+    mine = daemon.sandbox_dir(sbid).encode()
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    if mine in f.read():
+                        return int(p)
+            except OSError:
+                pass
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--idle-vms", type=int, default=10)
+    ap.add_argument("--idle", type=float, default=20.0)
+    ap.add_argument("--cache", default=os.environ.get("SPACE_VM_CACHE", "/var/cache/space"))
+    args = ap.parse_args()
+    r = subprocess.run([os.path.join(ROOT, "build", "space-vm-guest"), "--cache-dir", args.cache,
+                        "--agent", os.path.join(ROOT, "build", "space-agent"), "--no-fetch", "--template", "default"],
+                       capture_output=True, text=True, check=True)
+    guest = json.loads(r.stdout)
+    daemon = spacetest.Daemon(prefix="space-bench-vm-", args=["--isolation", "gvisor"])
+    daemon.start()
+    try:
+        api = daemon.api
+        raw, ours = [], []
+        for _ in range(args.rounds):  # interleaved, so both see the same machine
+            raw.append(raw_round(guest))
+            ours.append(spaced_round(api))
+        gv = gvisor_round_trip(api)
+        rb, rs, rr = (med([x[i] for x in raw]) for i in range(3))
+        oc, ort, os_, orr = (med([x[i] for x in ours]) for i in range(4))
+        print(f"{args.rounds} rounds, -m {MEMORY_MB}, TCG tb-size=32; medians")
+        print("| figure | space (microvm) | peer | ratio | target |")
+        print("|---|---|---|---|---|")
+        print(f"| create -> first exec of true | {oc:.2f} s | raw QEMU start -> hello {rb:.2f} s | "
+              f"{oc / rb:.2f}x | <= 1.2x |")
+        print(f"| exec round trip of true | {ort * 1000:.1f} ms | gVisor sandbox {gv * 1000:.1f} ms | "
+              f"{ort / gv:.2f}x | <= 15 ms |")
+        print(f"| suspend | {os_:.2f} s | raw stop + migrate to a file {rs:.2f} s | {os_ / rs:.2f}x | <= 1.2x |")
+        print(f"| resume (to an exec answered) | {orr:.2f} s | raw -incoming + cont -> hello {rr:.2f} s | "
+              f"{orr / rr:.2f}x | <= 1.2x |")
+        # idle memory
+        ids = [api.create(isolation="microvm", memory_mb=MEMORY_MB) for _ in range(args.idle_vms)]
+        for sbid in ids:
+            api.exec(sbid, ["true"])
+        select.select([], [], [], args.idle)  # idle: the guests are left alone
+        pss = [kib(qemu_of(daemon, s), "Pss:") / 1024 for s in ids]
+        rss = [kib(qemu_of(daemon, s), "Rss:") / 1024 for s in ids]
+        spaced_rss = daemon.rss_kib() / 1024
+        print(f"| QEMU per idle VM after {args.idle:.0f} s ({args.idle_vms} VMs) | PSS {med(pss):.0f} MiB, "
+              f"RSS {med(rss):.0f} MiB | | | PSS <= 96 MiB |")
+        print(f"| spaced's RSS with {args.idle_vms} idle VMs | {spaced_rss:.1f} MiB | | | |")
+        for sbid in ids:
+            api.delete(sbid)
+    finally:
+        daemon.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,995 @@
+/*
+ * daemon/driver/driver_vm.c - sandboxes as microVMs: QEMU's microvm machine
+ * booting Debian's cloud kernel and our initramfs, whose /init is space-agent
+ * (the guest: vm_guest.h, docs/microvm.md).
+ *
+ * Layout of a sandbox dir:
+ *
+ *   upper/disk.img     the sandbox's disk (an ext4 image of its disk_mb), the guest's
+ *                      writable layer: the one thing a snapshot copies (as upper/)
+ *   vm/boot.json       what the VM boots from (kernel, initramfs, template image, command
+ *                      line), fixed at create: a restore must load the kernel its image holds
+ *   vm/agent.sock      the guest's agent port; QEMU listens, spaced connects (chan_dial)
+ *   vm/qmp.sock        QEMU's monitor
+ *   vm/qemu.pid        written by QEMU (-pidfile); with /proc/<pid>/cmdline naming this
+ *                      dir, it is how a restarted spaced finds its VMs again
+ *   vm/console.log     the guest's serial console: the reason for a panic
+ *   vm/qemu.log        QEMU's own messages
+ *   checkpoint/memory  a suspended VM's memory and device state (QEMU's migration stream)
+ *
+ * The listening sockets are bound by spaced before QEMU exists (create, prepare) and
+ * handed to it as descriptors, so spaced's connection waits in the backlog from the start
+ * and nothing polls for a socket file; they are kept here (struct pending) until start or
+ * restore gives them away. QEMU runs -daemonize'd: it outlives spaced, and spaced (a
+ * child subreaper) reaps it.
+ *
+ * The VM is started paused (-S), put into its cgroup, then continued, so no guest
+ * instruction runs outside its limits.
+ */
+#include "daemon/driver/driver.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/base/clock.h"
+#include "daemon/base/log.h"
+#include "daemon/base/spawn.h"
+#include "daemon/driver/disk.h"
+#include "daemon/driver/oci.h"
+#include "daemon/driver/qmp.h"
+#include "daemon/driver/vm_guest.h"
+
+#define QEMU "qemu-system-x86_64"
+#define VM_TB_MB 32               /* TCG's translation buffer; QEMU's default is 1 GiB on x86 */
+#define VM_OVERHEAD_MB (VM_TB_MB + 160) /* QEMU beside guest RAM: its code, TCG's regions, buffers */
+#define VM_MIGRATE_POLL_MS 20
+#define VM_MIGRATE_MS_PER_MIB 200 /* a bound on a migration: far above the ~4 ms/MiB measured */
+#define VM_GONE_MS 10000          /* for QEMU to exit after quit, or after SIGKILL */
+
+/* Listening sockets bound for a sandbox whose QEMU has not taken them yet. */
+struct pending {
+	char id[64];
+	int agent_fd, qmp_fd;
+	struct pending *next;
+};
+
+struct driver {
+	struct daemon *d;
+	char accel[8];          /* "kvm" or "tcg" */
+	char runtime[160];      /* "QEMU 7.2.x, tcg" */
+	pthread_mutex_t lock;   /* pending */
+	struct pending *pending;
+};
+
+static void path(char *out, size_t n, const struct sandbox *sb, const char *leaf)
+{
+	snprintf(out, n, "%s/%s", sb->dir, leaf);
+}
+
+/* ---- the accelerator ---- */
+
+/* Whether the CPU has hardware virtualisation (vmx, svm) among its flags. A PVM-backed
+ * /dev/kvm, as on these machines, has neither: KVM there emulates and is slower than TCG. */
+static bool cpu_virtualises(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	if (!f)
+		return false;
+	char line[4096];
+	bool yes = false;
+	while (!yes && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		for (char *w = strtok(strchr(line, ':') ? strchr(line, ':') + 1 : line, " \t\n"); w && !yes;
+		     w = strtok(NULL, " \t\n"))
+			yes = strcmp(w, "vmx") == 0 || strcmp(w, "svm") == 0;
+		break;
+	}
+	fclose(f);
+	return yes;
+}
+
+static bool kvm_opens(void)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* "kvm" or "tcg" for want ("auto", "kvm", "tcg"); -EINVAL for anything else, -ENODEV for kvm
+ * on a host where it does not open. */
+static int pick_accel(const char *want, char out[8])
+{
+	if (!want || strcmp(want, "auto") == 0) {
+		snprintf(out, 8, "%s", cpu_virtualises() && kvm_opens() ? "kvm" : "tcg");
+		return 0;
+	}
+	if (strcmp(want, "tcg") != 0 && strcmp(want, "kvm") != 0)
+		return -EINVAL;
+	if (strcmp(want, "kvm") == 0 && !kvm_opens())
+		return -ENODEV;
+	snprintf(out, 8, "%s", want);
+	return 0;
+}
+
+/* ---- init ---- */
+
+static int vm_init(struct daemon *d, struct driver **out, struct err *e)
+{
+	char version[256] = "";
+	char *argv[] = { QEMU, "--version", NULL };
+	if (spawn_capture(argv, version, sizeof(version)) != 0)
+		return err_set(e, 503, "unavailable", ENOENT, "%s is not installed (apt-get install qemu-system-x86)",
+			       QEMU);
+	struct driver *drv = calloc(1, sizeof(*drv));
+	if (!drv)
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	drv->d = d;
+	pthread_mutex_init(&drv->lock, NULL);
+	int rc = pick_accel(d->vm_accel, drv->accel);
+	if (rc < 0) {
+		free(drv);
+		return err_set(e, 400, "invalid_argument", -rc, rc == -EINVAL ? "--accel takes auto, kvm or tcg, not %s"
+			       : "--accel %s: /dev/kvm does not open here", d->vm_accel);
+	}
+	/* "QEMU emulator version 7.2.19 (Debian 1:7.2+dfsg-7+deb12u18)" -> "QEMU 7.2.19" */
+	char *v = strstr(version, "version ");
+	int vlen = v ? (int)strcspn(v + 8, " \n") : 0;
+	snprintf(drv->runtime, sizeof(drv->runtime), "QEMU %.*s, %s", vlen, v ? v + 8 : "?", drv->accel);
+	/* the guest's kernel and initramfs now, once, so the first create does not wait for them */
+	struct vm_kernel k;
+	struct vm_initramfs ird;
+	if ((rc = vm_guest_kernel(d->cache_dir, true, &k, e)) < 0 ||
+	    (rc = vm_guest_initramfs(d->cache_dir, &k, d->agent_path, &ird, e)) < 0) {
+		free(drv);
+		return rc;
+	}
+	log_info("microVM guest: kernel %s (%s)%s, initramfs %s (%llu KiB)%s", k.release, k.version,
+		 k.fetched ? ", fetched now" : "", ird.path, (unsigned long long)ird.bytes / 1024,
+		 ird.built ? ", built now" : "");
+	*out = drv;
+	return 0;
+}
+
+static void close_pending(struct pending *p)
+{
+	if (p->agent_fd >= 0)
+		close(p->agent_fd);
+	if (p->qmp_fd >= 0)
+		close(p->qmp_fd);
+	free(p);
+}
+
+static void vm_fini(struct driver *drv)
+{
+	while (drv->pending) {
+		struct pending *p = drv->pending;
+		drv->pending = p->next;
+		close_pending(p);
+	}
+	pthread_mutex_destroy(&drv->lock);
+	free(drv);
+}
+
+/* Takes sb's pending sockets out of the table (NULL if none). */
+static struct pending *take_pending(struct driver *drv, const char *id)
+{
+	pthread_mutex_lock(&drv->lock);
+	struct pending **pp = &drv->pending, *p;
+	while ((p = *pp) && strcmp(p->id, id) != 0)
+		pp = &p->next;
+	if (p)
+		*pp = p->next;
+	pthread_mutex_unlock(&drv->lock);
+	return p;
+}
+
+/* ---- the sockets QEMU serves on ---- */
+
+static int listen_at(const char *p, struct err *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(p) >= sizeof(sa.sun_path))
+		return err_set(e, 500, "internal", ENAMETOOLONG, "socket path too long: %s", p);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return err_set(e, 500, "internal", errno, "socket: %s", strerror(errno));
+	unlink(p);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
+		int err = errno;
+		close(fd);
+		return err_set(e, 500, "internal", err, "listening on %s: %s", p, strerror(err));
+	}
+	return fd;
+}
+
+/* Binds sb's agent and monitor sockets afresh (replacing what a stopped QEMU left). */
+static int bind_sockets(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	char vmdir[700], agent[720], qmp[720];
+	path(vmdir, sizeof(vmdir), sb, "vm");
+	if (mkdir(vmdir, 0700) < 0 && errno != EEXIST)
+		return err_set(e, 500, "internal", errno, "mkdir %s: %s", vmdir, strerror(errno));
+	snprintf(agent, sizeof(agent), "%s/agent.sock", vmdir);
+	snprintf(qmp, sizeof(qmp), "%s/qmp.sock", vmdir);
+	struct pending *p = calloc(1, sizeof(*p));
+	if (!p)
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	snprintf(p->id, sizeof(p->id), "%s", sb->id);
+	p->agent_fd = listen_at(agent, e);
+	p->qmp_fd = p->agent_fd < 0 ? -1 : listen_at(qmp, e);
+	if (p->qmp_fd < 0) {
+		int rc = p->agent_fd < 0 ? p->agent_fd : p->qmp_fd;
+		close_pending(p);
+		return rc;
+	}
+	struct pending *old = take_pending(drv, sb->id);
+	if (old)
+		close_pending(old);
+	pthread_mutex_lock(&drv->lock);
+	p->next = drv->pending;
+	drv->pending = p;
+	pthread_mutex_unlock(&drv->lock);
+	return 0;
+}
+
+/* ---- boot.json ---- */
+
+struct boot {
+	char kernel[800], initramfs[800], image[800], cmdline[1024];
+};
+
+static int write_boot(struct sandbox *sb, const struct boot *b, struct err *e)
+{
+	char p[720];
+	path(p, sizeof(p), sb, "vm/boot.json");
+	json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "kernel", b->kernel, "initramfs", b->initramfs, "image", b->image,
+			      "cmdline", b->cmdline);
+	int rc = j && json_dump_file(j, p, JSON_INDENT(1)) == 0 ? 0 : -EIO;
+	json_decref(j);
+	int fd = rc == 0 ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		rc = fsync(fd) == 0 ? 0 : -errno;
+		close(fd);
+	}
+	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
+}
+
+static int read_boot(struct sandbox *sb, struct boot *b, struct err *e)
+{
+	char p[720];
+	path(p, sizeof(p), sb, "vm/boot.json");
+	json_error_t je;
+	json_t *j = json_load_file(p, 0, &je);
+	const char *k = json_string_value(json_object_get(j, "kernel"));
+	const char *i = json_string_value(json_object_get(j, "initramfs"));
+	const char *m = json_string_value(json_object_get(j, "image"));
+	const char *c = json_string_value(json_object_get(j, "cmdline"));
+	int rc = 0;
+	if (!k || !i || !m || !c)
+		rc = err_set(e, 500, "internal", EIO, "%s is missing or damaged: %s", p, j ? "a field is missing" : je.text);
+	else {
+		snprintf(b->kernel, sizeof(b->kernel), "%s", k);
+		snprintf(b->initramfs, sizeof(b->initramfs), "%s", i);
+		snprintf(b->image, sizeof(b->image), "%s", m);
+		snprintf(b->cmdline, sizeof(b->cmdline), "%s", c);
+	}
+	json_decref(j);
+	return rc;
+}
+
+/* vm/env: the agent's environment, read by it from QEMU's fw_cfg (SP_VM_ENV_NAME). The
+ * guest kernel has its own OOM killer: the agent's watcher, gVisor's, stays off. */
+static int write_env(struct sandbox *sb, struct err *e)
+{
+	struct oci_params op = { .id = sb->id, .env = sb->env, .cpus = sb->cpus, .memory_mb = sb->memory_mb,
+				 .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC };
+	json_t *env = oci_env(&op);
+	char p[720];
+	path(p, sizeof(p), sb, "vm/env");
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int rc = fd >= 0 && env ? 0 : -EIO;
+	size_t i;
+	json_t *v;
+	json_array_foreach(env, i, v) {
+		const char *kv = json_string_value(v);
+		if (rc == 0 && write(fd, kv, strlen(kv) + 1) != (ssize_t)(strlen(kv) + 1))
+			rc = -EIO;
+	}
+	static const char off[] = "SPACE_MEMORY_WATCH=off";
+	if (rc == 0 && write(fd, off, sizeof(off)) != (ssize_t)sizeof(off))
+		rc = -EIO;
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	json_decref(env);
+	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
+}
+
+/* ---- create ---- */
+
+static int vm_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
+		     struct err *e)
+{
+	char upper[700], img[720], parent[600], blanks[600];
+	snprintf(parent, sizeof(parent), "%s/sandboxes", drv->d->state_dir);
+	mkdir(parent, 0700);
+	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->state_dir);
+	path(upper, sizeof(upper), sb, "upper");
+	snprintf(img, sizeof(img), "%s/disk.img", upper);
+	const char *dirs[] = { sb->dir, upper };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
+			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dirs[i], strerror(errno));
+	int rc;
+	if (seed) {
+		/* a snapshot of a VM holds its disk, as it was when its memory was written */
+		char from[720];
+		snprintf(from, sizeof(from), "%s/disk.img", seed);
+		char *cp[] = { "cp", "--reflink=auto", "--sparse=always", from, img, NULL };
+		if (access(from, F_OK) < 0)
+			return err_set(e, 400, "invalid_argument", ENOENT, "the snapshot is not a microVM's: it has no disk image");
+		if (spawn_run(cp, -1, -1) != 0)
+			return err_set(e, 507, "no_space", ENOSPC, "cannot copy the snapshot's disk for the new sandbox");
+	} else if ((rc = disk_create(blanks, img, sb->disk_mb, e)) < 0) {
+		return rc;
+	}
+
+	struct boot b;
+	struct vm_kernel k;
+	struct vm_initramfs ird;
+	bool built = false;
+	uint64_t build_ms = 0;
+	if ((rc = vm_guest_kernel(drv->d->cache_dir, false, &k, e)) < 0 ||
+	    (rc = vm_guest_initramfs(drv->d->cache_dir, &k, drv->d->agent_path, &ird, e)) < 0 ||
+	    (rc = vm_guest_template_image(drv->d->cache_dir, template_rootfs, b.image, sizeof(b.image), &built,
+					  &build_ms, e)) < 0)
+		return rc;
+	if (built)
+		log_info("template image %s built in %llu ms", b.image, (unsigned long long)build_ms);
+	char cmdline[sizeof(b.cmdline)];
+	if (vm_guest_cmdline(cmdline, sizeof(cmdline)) < 0)
+		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
+	snprintf(b.kernel, sizeof(b.kernel), "%s", k.vmlinuz);
+	snprintf(b.initramfs, sizeof(b.initramfs), "%s", ird.path);
+	/* the guest's name comes to its init as an argument after the command line's "--" */
+	if (snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_NAME_ARG "%s", cmdline, sb->id) >= (int)sizeof(b.cmdline))
+		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
+	if ((rc = bind_sockets(drv, sb, e)) < 0 || (rc = write_env(sb, e)) < 0)
+		return rc;
+	return write_boot(sb, &b, e);
+}
+
+static int vm_prepare(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	return bind_sockets(drv, sb, e);
+}
+
+/* ---- QEMU's process ---- */
+
+/* Up to n-1 bytes of the file at p into buf, NUL-terminated; their count, or 0. */
+static ssize_t read_small(const char *p, char *buf, size_t n)
+{
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t r = read(fd, buf, n - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = '\0';
+	return r;
+}
+
+/* QEMU's pid for sb, when the pid file names a live QEMU of this sandbox; else 0. */
+static pid_t qemu_pid(struct sandbox *sb)
+{
+	char p[720], buf[32], cmdline[8192], pidfile[720];
+	path(p, sizeof(p), sb, "vm/qemu.pid");
+	if (!read_small(p, buf, sizeof(buf)))
+		return 0;
+	pid_t pid = (pid_t)atoi(buf);
+	if (pid <= 1)
+		return 0;
+	/* a recycled pid is someone else's: the process must be QEMU with this pid file */
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
+	ssize_t n = read_small(p, cmdline, sizeof(cmdline));
+	if (!n)
+		return 0;
+	path(pidfile, sizeof(pidfile), sb, "vm/qemu.pid");
+	for (char *a = cmdline; a < cmdline + n; a += strlen(a) + 1)
+		if (strcmp(a, pidfile) == 0)
+			return pid;
+	return 0;
+}
+
+/* Ends sb's QEMU, if one runs (SIGKILL: whatever is to be kept was written first), and waits
+ * until it is gone; child is the one just started, 0 for the one the pid file names. */
+static int kill_qemu(struct sandbox *sb, pid_t child, struct err *e)
+{
+	pid_t pid = child ? child : qemu_pid(sb);
+	if (!pid)
+		return 0;
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0)
+		return errno == ESRCH ? 0 : err_set(e, 500, "internal", errno, "pidfd_open: %s", strerror(errno));
+	/* pid was checked before the pidfd was taken: check again that it is still ours (a child
+	 * just started is ours until reaped, which the pidfd now holds off from mattering) */
+	if (!child && qemu_pid(sb) != pid) {
+		close(pfd);
+		return 0;
+	}
+	syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+	struct pollfd p = { .fd = pfd, .events = POLLIN };
+	int r;
+	while ((r = poll(&p, 1, VM_GONE_MS)) < 0 && errno == EINTR)
+		;
+	close(pfd);
+	if (r <= 0)
+		return err_set(e, 500, "internal", ETIMEDOUT, "QEMU (pid %d) of sandbox %s did not exit", (int)pid, sb->id);
+	return 0;
+}
+
+/* The cgroup directories of sb's VM (cgroup v1, as runsc's: space/<id>). */
+static const char *const CGROUPS[] = { "memory", "cpu", "pids" };
+
+static int write_to(const char *dir, const char *file, const char *val)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t w = write(fd, val, strlen(val));
+	int rc = w == (ssize_t)strlen(val) ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+/* Puts pid (QEMU, every thread of it: cgroup v1's cgroup.procs) into sb's cgroups: memory
+ * for guest RAM plus QEMU's own, CPU time for sb->cpus. */
+static int confine(struct sandbox *sb, pid_t pid, struct err *e)
+{
+	char val[64], procs[32];
+	snprintf(procs, sizeof(procs), "%d", (int)pid);
+	for (size_t i = 0; i < sizeof(CGROUPS) / sizeof(CGROUPS[0]); i++) {
+		char dir[256];
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/space", CGROUPS[i]);
+		mkdir(dir, 0755);
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/space/%s", CGROUPS[i], sb->id);
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dir, strerror(errno));
+		int rc = 0;
+		if (strcmp(CGROUPS[i], "memory") == 0) {
+			snprintf(val, sizeof(val), "%llu", (unsigned long long)(sb->memory_mb + VM_OVERHEAD_MB) << 20);
+			rc = write_to(dir, "memory.limit_in_bytes", val);
+		} else if (strcmp(CGROUPS[i], "pids") == 0) {
+			rc = write_to(dir, "pids.max", "256"); /* QEMU's threads; the guest's processes are its own */
+		} else {
+			snprintf(val, sizeof(val), "%d", sb->cpus * 100000);
+			rc = write_to(dir, "cpu.cfs_period_us", "100000");
+			if (rc == 0)
+				rc = write_to(dir, "cpu.cfs_quota_us", val);
+		}
+		if (rc == 0)
+			rc = write_to(dir, "cgroup.procs", procs);
+		if (rc < 0)
+			return err_set(e, 500, "internal", -rc, "confining QEMU in %s: %s", dir, strerror(-rc));
+	}
+	return 0;
+}
+
+static void remove_cgroups(const char *id)
+{
+	for (size_t i = 0; i < sizeof(CGROUPS) / sizeof(CGROUPS[0]); i++) {
+		char dir[256];
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/space/%s", CGROUPS[i], id);
+		rmdir(dir);
+	}
+}
+
+/* The last line of a log file (QEMU's complaint when it failed), into out. */
+static void last_line_of(const char *p, char *out, size_t n)
+{
+	out[0] = '\0';
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char tail[1024];
+	off_t end = lseek(fd, 0, SEEK_END);
+	off_t from = end > (off_t)sizeof(tail) - 1 ? end - (off_t)sizeof(tail) + 1 : 0;
+	ssize_t r = end > 0 ? pread(fd, tail, sizeof(tail) - 1, from) : 0;
+	close(fd);
+	if (r <= 0)
+		return;
+	tail[r] = '\0';
+	while (r > 0 && isspace((unsigned char)tail[r - 1]))
+		tail[--r] = '\0';
+	char *nl = strrchr(tail, '\n');
+	snprintf(out, n, "%s", nl ? nl + 1 : tail);
+}
+
+static int monitor(struct sandbox *sb, struct qmp *q, struct err *e)
+{
+	char p[720];
+	path(p, sizeof(p), sb, "vm/qmp.sock");
+	return qmp_open(q, p, e);
+}
+
+/* After QEMU failed as it started: its complaint, once it has exited (briefly waited for). */
+static int failed_start(struct sandbox *sb, pid_t pid, int rc, struct err *e)
+{
+	char qlog[720], why[300], ours[sizeof(e->msg)];
+	struct err ignored = { 0 };
+	kill_qemu(sb, pid, &ignored);
+	path(qlog, sizeof(qlog), sb, "vm/qemu.log");
+	last_line_of(qlog, why, sizeof(why));
+	if (!why[0])
+		return rc; /* QEMU said nothing: e says what failed here */
+	snprintf(ours, sizeof(ours), "%s", e->msg);
+	e->status = 0;
+	return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "QEMU failed to start: %s (%s)", why, ours);
+}
+
+/*
+ * Starts sb's QEMU, paused, from boot.json; with image_fd >= 0 it loads that migration
+ * stream (-incoming) instead of booting. Returns once QEMU's monitor answers, in *q, with
+ * QEMU confined; the caller continues the VM.
+ */
+static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct qmp *q, struct err *e)
+{
+	q->fd = -1;
+	q->buf = NULL;
+	struct boot b;
+	int rc = read_boot(sb, &b, e);
+	if (rc < 0)
+		return rc;
+	struct pending *p = take_pending(drv, sb->id);
+	if (!p && (rc = bind_sockets(drv, sb, e)) == 0)
+		p = take_pending(drv, sb->id);
+	if (!p)
+		return rc < 0 ? rc : err_set(e, 500, "internal", EIO, "no sockets for sandbox %s", sb->id);
+
+	char mem[16], smp[16], accel[48], tpl[900], disk[900], pidfile[720], serial[740], qlog[720], img[720];
+	snprintf(mem, sizeof(mem), "%d", sb->memory_mb);
+	snprintf(smp, sizeof(smp), "%d", sb->cpus);
+	if (strcmp(drv->accel, "tcg") == 0)
+		snprintf(accel, sizeof(accel), "tcg,tb-size=%d", VM_TB_MB);
+	else
+		snprintf(accel, sizeof(accel), "%s", drv->accel);
+	path(img, sizeof(img), sb, "upper/disk.img");
+	snprintf(tpl, sizeof(tpl), "file=%s,format=raw,if=none,id=tpl,readonly=on", b.image);
+	snprintf(disk, sizeof(disk), "file=%s,format=raw,if=none,id=disk", img);
+	path(pidfile, sizeof(pidfile), sb, "vm/qemu.pid");
+	char conslog[720], envfile[720], fwcfg[800];
+	path(conslog, sizeof(conslog), sb, "vm/console.log");
+	path(envfile, sizeof(envfile), sb, "vm/env");
+	snprintf(fwcfg, sizeof(fwcfg), "name=" SP_VM_ENV_NAME ",file=%s", envfile);
+	snprintf(serial, sizeof(serial), "file:%s", conslog);
+	path(qlog, sizeof(qlog), sb, "vm/qemu.log");
+	unlink(pidfile);
+	/* fds 3 and 4 are the listening sockets, 5 the image to load */
+	char *argv[80] = {
+		QEMU, "-name", sb->id, "-M", "microvm,pit=on,pic=on,rtc=on", "-cpu", "max", "-smp", smp, "-m", mem,
+		"-accel", accel, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-S",
+		"-kernel", b.kernel, "-initrd", b.initramfs, "-append", b.cmdline,
+		"-serial", serial,
+		"-chardev", "socket,id=agent,fd=3,server=on,wait=off",
+		"-device", "virtio-serial-device", "-device", "virtserialport,chardev=agent,name=" SP_AGENT_PORT,
+		"-chardev", "socket,id=qmp,fd=4,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+		"-device", "virtio-rng-device",
+		"-device", "virtio-balloon-device,free-page-reporting=on",
+		"-fw_cfg", fwcfg,
+		"-drive", tpl, "-device", "virtio-blk-device,drive=tpl,serial=" SP_VM_TEMPLATE_SERIAL,
+		"-drive", disk, "-device", "virtio-blk-device,drive=disk,serial=" SP_VM_DISK_SERIAL,
+		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+		"-pidfile", pidfile,
+	};
+	int argc = 0;
+	while (argv[argc])
+		argc++;
+	if (image_fd >= 0) {
+		argv[argc++] = "-incoming";
+		argv[argc++] = "fd:5";
+	}
+	argv[argc] = NULL;
+	int keep[3] = { p->agent_fd, p->qmp_fd, image_fd };
+	int log = open(qlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	pid_t pid = spawn_start_keep(argv, keep, image_fd >= 0 ? 3 : 2, log, log);
+	if (log >= 0)
+		close(log);
+	close_pending(p); /* QEMU has its own copies; a monitor session waits in the backlog */
+	if (pid < 0)
+		return err_set(e, 500, "internal", (int)-pid, "cannot run %s: %s", QEMU, strerror((int)-pid));
+	/* confined while still setting up: its threads to come start in the cgroups */
+	if ((rc = confine(sb, pid, e)) < 0 || (rc = monitor(sb, q, e)) < 0)
+		return failed_start(sb, pid, rc, e);
+	return 0;
+}
+
+/* One monitor command in a session of its own. */
+static int command(struct sandbox *sb, const char *cmd, json_t **ret, struct err *e)
+{
+	struct qmp q;
+	int rc = monitor(sb, &q, e);
+	if (rc < 0)
+		return rc;
+	rc = qmp_call(&q, cmd, NULL, -1, ret, e);
+	qmp_close(&q);
+	return rc;
+}
+
+static int vm_start(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	struct qmp q;
+	int rc = launch(drv, sb, -1, &q, e);
+	if (rc == 0) {
+		rc = qmp_call(&q, "cont", NULL, -1, NULL, e);
+		qmp_close(&q);
+	}
+	if (rc < 0) {
+		struct err ignored = { 0 };
+		kill_qemu(sb, 0, &ignored);
+	}
+	return rc;
+}
+
+static int vm_pause(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	(void)drv;
+	return command(sb, "stop", NULL, e);
+}
+
+static int vm_resume(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	(void)drv;
+	return command(sb, "cont", NULL, e);
+}
+
+/* The VM's run state as QEMU names it ("running", "paused", "inmigrate", ...), into out. */
+static int run_state(struct qmp *q, char *out, size_t n, struct err *e)
+{
+	json_t *r = NULL;
+	int rc = qmp_call(q, "query-status", NULL, -1, &r, e);
+	const char *st = json_string_value(json_object_get(r, "status"));
+	if (rc == 0)
+		snprintf(out, n, "%s", st ? st : "");
+	json_decref(r);
+	return rc;
+}
+
+/* Waits for the migration QEMU is doing (out: query-migrate's status; in: the run state
+ * leaving "inmigrate") to end, within a bound that grows with the guest's memory. */
+static int wait_migration(struct sandbox *sb, struct qmp *q, bool incoming, struct err *e)
+{
+	int64_t deadline = mono_ms() + 10000 + (int64_t)sb->memory_mb * VM_MIGRATE_MS_PER_MIB;
+	for (;;) {
+		char st[32] = "";
+		json_t *r = NULL;
+		int rc = incoming ? run_state(q, st, sizeof(st), e) : qmp_call(q, "query-migrate", NULL, -1, &r, e);
+		if (!incoming) {
+			const char *s = json_string_value(json_object_get(r, "status"));
+			snprintf(st, sizeof(st), "%s", s ? s : "");
+			if (rc == 0 && (strcmp(st, "failed") == 0 || strcmp(st, "cancelled") == 0)) {
+				const char *why = json_string_value(json_object_get(r, "error-desc"));
+				rc = err_set(e, 500, "internal", EIO, "QEMU could not write sandbox %s's memory: %s", sb->id,
+					     why ? why : st);
+			}
+			json_decref(r);
+		}
+		if (rc < 0)
+			return rc;
+		if (incoming ? strcmp(st, "inmigrate") != 0 : strcmp(st, "completed") == 0)
+			return 0;
+		if (mono_ms() > deadline)
+			return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the migration did not end (%s)", sb->id, st);
+		struct timespec ts = { 0, VM_MIGRATE_POLL_MS * 1000000L };
+		nanosleep(&ts, NULL); /* QEMU's migration has no completion we could wait on but events */
+	}
+}
+
+static int fsync_path(const char *p, int flags)
+{
+	int fd = open(p, flags | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) == 0 ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+static int vm_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir, int leave_running,
+			 struct err *e)
+{
+	(void)drv;
+	char file[760], disk[720];
+	snprintf(file, sizeof(file), "%s/memory", dir);
+	path(disk, sizeof(disk), sb, "upper/disk.img");
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_set(e, 500, "internal", errno, "creating %s: %s", file, strerror(errno));
+	struct qmp q;
+	char was[32] = "";
+	int rc = monitor(sb, &q, e);
+	if (rc == 0)
+		rc = run_state(&q, was, sizeof(was), e);
+	if (rc == 0 && strcmp(was, "running") == 0)
+		rc = qmp_call(&q, "stop", NULL, -1, NULL, e);
+	if (rc == 0)
+		rc = qmp_call(&q, "getfd", json_pack("{s:s}", "fdname", "image"), fd, NULL, e);
+	if (rc == 0)
+		rc = qmp_call(&q, "migrate", json_pack("{s:s}", "uri", "fd:image"), -1, NULL, e);
+	if (rc == 0)
+		rc = wait_migration(sb, &q, false, e);
+	/* the image, and the disk it goes with (QEMU flushed its writes as the migration ended) */
+	if (rc == 0 && fsync(fd) < 0)
+		rc = err_set(e, 500, "internal", errno, "fsync %s: %s", file, strerror(errno));
+	close(fd);
+	if (rc == 0 && (rc = fsync_path(disk, O_RDONLY)) < 0)
+		err_set(e, 500, "internal", -rc, "fsync %s: %s", disk, strerror(-rc));
+	if (rc == 0 && (rc = fsync_path(dir, O_RDONLY | O_DIRECTORY)) < 0)
+		err_set(e, 500, "internal", -rc, "fsync %s: %s", dir, strerror(-rc));
+	if (rc == 0 && leave_running && strcmp(was, "running") == 0)
+		rc = qmp_call(&q, "cont", NULL, -1, NULL, e);
+	else if (rc < 0 && strcmp(was, "running") == 0) {
+		struct err ignored = { 0 };
+		qmp_call(&q, "cont", NULL, -1, NULL, &ignored); /* it goes on as if nothing was asked */
+	}
+	if (q.fd >= 0)
+		qmp_close(&q);
+	if (rc == 0 && !leave_running)
+		rc = kill_qemu(sb, 0, e);
+	return rc;
+}
+
+static int vm_restore(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
+{
+	char file[760];
+	snprintf(file, sizeof(file), "%s/memory", dir);
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, 500, "internal", errno, "opening %s: %s", file, strerror(errno));
+	struct qmp q;
+	int rc = launch(drv, sb, fd, &q, e);
+	close(fd);
+	if (rc == 0)
+		rc = wait_migration(sb, &q, true, e);
+	if (rc == 0)
+		rc = qmp_call(&q, "cont", NULL, -1, NULL, e);
+	if (q.fd >= 0)
+		qmp_close(&q);
+	if (rc < 0) {
+		char qlog[720], why[300];
+		path(qlog, sizeof(qlog), sb, "vm/qemu.log");
+		last_line_of(qlog, why, sizeof(why));
+		struct err ignored = { 0 };
+		kill_qemu(sb, 0, &ignored);
+		if (why[0])
+			log_warn("sandbox %s: restore failed; QEMU said: %s", sb->id, why);
+	}
+	return rc;
+}
+
+static int vm_wake(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	(void)drv;
+	/* a guest's PID 1 is stopped only by its own kernel's rules (SIGSTOP cannot reach init);
+	 * a VM that is paused is what QEMU can continue */
+	char st[32] = "";
+	struct qmp q;
+	int rc = monitor(sb, &q, e);
+	if (rc == 0)
+		rc = run_state(&q, st, sizeof(st), e);
+	if (rc == 0 && strcmp(st, "paused") == 0)
+		rc = qmp_call(&q, "cont", NULL, -1, NULL, e);
+	if (q.fd >= 0)
+		qmp_close(&q);
+	return rc;
+}
+
+static int vm_stop(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	struct pending *p = take_pending(drv, sb->id);
+	if (p)
+		close_pending(p);
+	int rc = kill_qemu(sb, 0, e);
+	if (rc == 0)
+		remove_cgroups(sb->id);
+	return rc;
+}
+
+static int vm_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	int rc = vm_stop(drv, sb, e);
+	if (rc < 0)
+		return rc;
+	char *rm[] = { "rm", "-rf", "--one-file-system", sb->dir, NULL };
+	if (spawn_run(rm, -1, -1) != 0)
+		return err_set(e, 500, "internal", EIO, "cannot remove %s", sb->dir);
+	return 0;
+}
+
+static enum driver_state vm_state(struct driver *drv, struct sandbox *sb)
+{
+	(void)drv;
+	if (!qemu_pid(sb))
+		return DRV_ABSENT;
+	char st[32] = "";
+	struct qmp q;
+	struct err e = { 0 };
+	if (monitor(sb, &q, &e) < 0)
+		return DRV_STOPPED;
+	int rc = run_state(&q, st, sizeof(st), &e);
+	qmp_close(&q);
+	if (rc < 0)
+		return DRV_STOPPED;
+	if (strcmp(st, "running") == 0)
+		return DRV_RUNNING;
+	if (strcmp(st, "paused") == 0 || strcmp(st, "suspended") == 0 || strcmp(st, "prelaunch") == 0 ||
+	    strcmp(st, "inmigrate") == 0 || strcmp(st, "postmigrate") == 0 || strcmp(st, "finish-migrate") == 0)
+		return DRV_PAUSED;
+	return DRV_STOPPED; /* shutdown, guest-panicked, internal-error, ... */
+}
+
+/* The number after key in a /proc file of `Key: value` lines, or 0. */
+static unsigned long long proc_field(const char *p, const char *key)
+{
+	char buf[4096];
+	if (!read_small(p, buf, sizeof(buf)))
+		return 0;
+	char *at = strstr(buf, key);
+	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
+}
+
+static int vm_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out)
+{
+	(void)drv;
+	pid_t pid = qemu_pid(sb);
+	if (!pid)
+		return -ESRCH;
+	char p[64];
+	memset(out, 0, sizeof(*out));
+	/* what the VM costs the host: QEMU's proportional share of its pages */
+	snprintf(p, sizeof(p), "/proc/%d/smaps_rollup", (int)pid);
+	out->memory_bytes = proc_field(p, "Pss:") * 1024;
+	return 0;
+}
+
+/* Why a VM that stopped on its own stopped: "panic: <the kernel's words>" from its console,
+ * else "exited" (QEMU ended with no panic: killed from outside, or it failed; qemu.log says). */
+static void vm_exit_reason(struct driver *drv, struct sandbox *sb, char *buf, size_t n)
+{
+	(void)drv;
+	char p[720], line[300];
+	static const char mark[] = "Kernel panic - not syncing: ";
+	path(p, sizeof(p), sb, "vm/console.log");
+	FILE *f = fopen(p, "re");
+	char panic[300] = "";
+	while (f && fgets(line, sizeof(line), f)) {
+		char *at = strstr(line, mark);
+		if (at) {
+			at += sizeof(mark) - 1;
+			at[strcspn(at, "\r\n")] = '\0';
+			snprintf(panic, sizeof(panic), "%s", at);
+		}
+	}
+	if (f)
+		fclose(f);
+	if (panic[0])
+		snprintf(buf, n, "panic: %s", panic);
+	else
+		snprintf(buf, n, "exited");
+}
+
+/* Every QEMU of a sandbox dir under the state dir: <sandboxes>/<id>/vm/qemu.pid. */
+static int vm_leftovers(struct driver *drv, struct driver_leftover **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s/sandboxes", drv->d->state_dir);
+	DIR *dp = opendir(dir);
+	if (!dp)
+		return errno == ENOENT ? 0 : -errno;
+	size_t cap = 0;
+	struct dirent *de;
+	int rc = 0;
+	while (rc == 0 && (de = readdir(dp))) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof((*out)->owner))
+			continue;
+		struct sandbox probe = { 0 };
+		snprintf(probe.id, sizeof(probe.id), "%s", de->d_name);
+		snprintf(probe.dir, sizeof(probe.dir), "%s/%s", dir, de->d_name);
+		pid_t pid = qemu_pid(&probe);
+		if (!pid)
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 8;
+			struct driver_leftover *v = realloc(*out, cap * sizeof(**out));
+			if (!v) {
+				rc = -ENOMEM;
+				break;
+			}
+			*out = v;
+		}
+		struct driver_leftover *l = &(*out)[(*n)++];
+		memset(l, 0, sizeof(*l));
+		l->kind = DRV_LEFT_CONTAINER;
+		snprintf(l->owner, sizeof(l->owner), "%s", de->d_name);
+		snprintf(l->name, sizeof(l->name), "%s", probe.dir);
+	}
+	closedir(dp);
+	if (rc < 0) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+static int vm_release(struct driver *drv, const struct driver_leftover *l, struct err *e)
+{
+	(void)drv;
+	if (l->kind != DRV_LEFT_CONTAINER)
+		return err_set(e, 500, "internal", EINVAL, "not a VM: %s", l->name);
+	struct sandbox probe = { 0 };
+	snprintf(probe.id, sizeof(probe.id), "%s", l->owner);
+	snprintf(probe.dir, sizeof(probe.dir), "%s", l->name);
+	int rc = kill_qemu(&probe, 0, e);
+	if (rc == 0)
+		remove_cgroups(l->owner);
+	return rc;
+}
+
+static void vm_layer(struct driver *drv, struct sandbox *sb, char *out, size_t n)
+{
+	(void)drv;
+	path(out, n, sb, "upper");
+}
+
+static const char *vm_runtime(struct driver *drv)
+{
+	return drv->runtime;
+}
+
+const struct driver_ops driver_vm = {
+	.name = "microvm",
+	.agent_dial = "vm/agent.sock",
+	.hello_timeout_ms = 180000, /* twenty guests booting at once under TCG on two cores: ~60 s */
+	.init = vm_init,
+	.fini = vm_fini,
+	.create = vm_create,
+	.prepare = vm_prepare,
+	.start = vm_start,
+	.pause = vm_pause,
+	.resume = vm_resume,
+	.checkpoint = vm_checkpoint,
+	.restore = vm_restore,
+	.wake = vm_wake,
+	.layer = vm_layer,
+	.stop = vm_stop,
+	.destroy = vm_destroy,
+	.state = vm_state,
+	.stats = vm_stats,
+	.exit_reason = vm_exit_reason,
+	.leftovers = vm_leftovers,
+	.release = vm_release,
+	.runtime = vm_runtime,
+};

@@ -1,0 +1,34 @@
+/*
+ * daemon/store/cache.h - entries of the machine's cache (--cache-dir, default
+ * /var/cache/space), built once and shared by every state dir on the machine.
+ *
+ * An entry <parent>/<name> is a file or a directory that appears only when
+ * complete: it is built under <parent>/<name>.tmp, synced, and renamed into
+ * place. <parent>/<name>.lock (flock) keeps two builders of the same entry,
+ * in one spaced or in two, from racing: the second waits and then finds the
+ * entry made. A build that failed or was cut short by a crash leaves only a
+ * .tmp, which the next builder removes first. Entries are never changed
+ * once published, so readers need no lock.
+ */
+#ifndef SPACE_DAEMON_CACHE_H
+#define SPACE_DAEMON_CACHE_H
+
+#include <stddef.h>
+
+#include "daemon/base/err.h"
+
+/* Makes the entry at tmp (a path that does not exist yet). Returns 0 or -errno with e filled. */
+typedef int cache_build_fn(const char *tmp, void *ctx, struct err *e);
+
+/*
+ * Makes sure <parent>/<name> exists, calling build when it does not (parent
+ * is created if missing). Blocks for as long as the build, or another
+ * builder's, takes. Returns 1 when this call built it, 0 when it was there,
+ * or -errno with e filled.
+ */
+int cache_get(const char *parent, const char *name, cache_build_fn *build, void *ctx, struct err *e);
+
+/* Whether <parent>/<name> is published. */
+int cache_has(const char *parent, const char *name);
+
+#endif

@@ -1,0 +1,350 @@
+"""The microvm driver through a real spaced: what only a microVM has, or can go wrong only there.
+
+Each test module starts its own spaced (a temporary state dir) whose sandboxes are microVMs
+under QEMU's microvm machine, TCG here (this host's /dev/kvm, where there is one, is
+PVM-backed: KVM under it would emulate). The guest is what `make vm-guest` put in the cache;
+nothing here reaches the network.
+
+What the tests do to a VM from outside is what an operator or a fault would do: kill QEMU,
+panic the guest kernel, stop the VM behind spaced's back, restart spaced. Every wait is a
+poll with a deadline or a read of a stream until an event.
+
+Run: make vm-test (after make vm-guest), or /usr/bin/python3 -m pytest -q tests/vm/test_driver.py
+"""
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+import spacetest  # noqa: E402
+from spacetest import collect, wait_until  # noqa: E402
+
+VM_ARGS = ["--isolation", "microvm"]
+FAIL_DEADLINE = 90  # for spaced to see a VM gone or silent: liveness ping (5 s) + deadline (15 s) + wake
+
+
+def make_daemon(**kw):
+    return spacetest.Daemon(prefix="space-vm-", args=VM_ARGS + kw.pop("args", []), **kw)
+
+
+@pytest.fixture(scope="module")
+def spaced():
+    d = make_daemon()
+    try:
+        d.start()
+        yield d
+    finally:
+        d.cleanup()
+
+
+@pytest.fixture
+def api(spaced):
+    return spaced.api
+
+
+@pytest.fixture
+def vm(api):
+    sbid = api.create(isolation="microvm")
+    yield sbid
+    api.delete(sbid)
+
+
+def sh(api, sbid, script, **kw):
+    res = api.exec(sbid, ["sh", "-c", script], **kw)
+    assert res["exit_code"] == 0, res
+    return res["stdout"]
+
+
+def qemu_pids(daemon, sbid):
+    """Live QEMU processes whose command line names this sandbox's dir."""
+    mine = daemon.sandbox_dir(sbid)
+    pids = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"qemu-system-x86_64") and any(mine.encode() in a for a in args):
+            pids.append(int(p))
+    return pids
+
+
+def state(api, sbid):
+    return api.ok("GET", f"/v1/sandboxes/{sbid}")
+
+
+def wait_state(api, sbid, want, deadline=FAIL_DEADLINE):
+    got = {}
+
+    def reached():
+        got.update(state(api, sbid))
+        return got["state"] == want
+    wait_until(reached, deadline, f"sandbox {sbid} to be {want}", interval=0.2)
+    return got
+
+
+def qmp(daemon, sbid, command):
+    """One command on the VM's monitor, from outside spaced (as an operator's tool would)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(os.path.join(daemon.sandbox_dir(sbid), "vm", "qmp.sock"))
+    f = s.makefile("rwb")
+    json.loads(f.readline())  # greeting
+    for cmd in ("qmp_capabilities", command):
+        f.write(json.dumps({"execute": cmd}).encode() + b"\n")
+        f.flush()
+        while True:
+            msg = json.loads(f.readline())
+            if "return" in msg or "error" in msg:
+                break
+        assert "return" in msg, msg
+    s.close()
+
+
+# --------------------------------------------------------------------------
+# boot, the guest's own kernel, the accelerator
+
+
+def test_a_microvm_runs_its_own_kernel_named_after_the_sandbox(api, spaced, vm):
+    out = sh(api, vm, "uname -r; hostname; cat /etc/hostname; getent hosts localhost | head -1; "
+                      "mount | grep ' / '; python3 -c 'print(6*7)'")
+    lines = out.splitlines()
+    assert lines[0] != os.uname().release and "cloud-amd64" in lines[0], out  # not the host's kernel
+    assert lines[1] == vm and lines[2] == vm, out
+    assert "localhost" in lines[3], out
+    assert "overlay" in lines[4], out  # the template's image under the sandbox's own disk
+    assert lines[5] == "42", out
+    assert len(qemu_pids(spaced, vm)) == 1
+    assert state(api, vm)["isolation"] == "microvm"
+
+
+def test_the_accelerator_is_chosen_from_the_cpu_and_shown(api, spaced):
+    version = api.ok("GET", "/v1/version")
+    runtime = json.dumps(version)
+    with open("/proc/cpuinfo") as f:
+        flags = next((line for line in f if line.startswith("flags")), "").split()
+    kvm_usable = ("vmx" in flags or "svm" in flags) and os.access("/dev/kvm", os.R_OK | os.W_OK)
+    assert ("kvm" if kvm_usable else "tcg") in runtime, runtime
+    assert "QEMU" in runtime, runtime
+
+
+def kvm_opens():
+    try:
+        os.close(os.open("/dev/kvm", os.O_RDWR))
+        return True
+    except OSError:
+        return False
+
+
+def test_accel_overrides_the_choice_and_nonsense_is_refused_at_start():
+    """--accel kvm is taken where /dev/kvm opens (even a PVM-backed one, which auto avoids) and
+    refused at start where it does not; an unknown accelerator is refused everywhere."""
+    bad = make_daemon(args=["--accel", "warp"])
+    try:
+        with pytest.raises(BaseException):
+            bad.start(deadline=60)
+        assert bad.proc.wait(timeout=60) != 0
+        assert "--accel" in bad.log_tail(), bad.log_tail()
+    finally:
+        bad.cleanup()
+    d = make_daemon(args=["--accel", "kvm"])
+    try:
+        if kvm_opens():
+            d.start()  # no VM is booted: KVM on a PVM host would emulate every instruction
+            assert "kvm" in json.dumps(d.api.ok("GET", "/v1/version"))
+        else:
+            with pytest.raises(BaseException):
+                d.start(deadline=60)
+            assert d.proc.wait(timeout=60) != 0
+            assert "/dev/kvm" in d.log_tail(), d.log_tail()
+    finally:
+        d.cleanup()
+
+
+def test_the_vms_resources_are_its_own(api, spaced):
+    sbid = api.create(isolation="microvm", memory_mb=384, cpus=2)
+    try:
+        out = sh(api, sbid, "nproc; awk '/MemTotal/ {print $2}' /proc/meminfo")
+        cpus, mem_kib = out.split()
+        assert int(cpus) == 2
+        assert 300 * 1024 < int(mem_kib) <= 384 * 1024  # the guest kernel's view of its RAM
+    finally:
+        api.delete(sbid)
+
+
+def test_a_process_over_the_memory_limit_is_killed_by_the_guest_kernel_alone(api, vm):
+    sh(api, vm, "sleep 600 >/dev/null 2>&1 & echo $! > /work/survivor")
+    # 16 MiB at a time, each touched, far past the guest's RAM (one 700 MiB request would be
+    # refused outright by the kernel's overcommit heuristic, as on any Linux)
+    grow = "b = []\nwhile True: b.append(bytearray(16 << 20))"
+    res = api.exec(vm, ["python3", "-c", grow])
+    assert res["exit_code"] == 137, res
+    assert res.get("oom_killed") is True, res  # reported as the gVisor watcher's kills are
+    # the sandbox, and its other processes, live on
+    assert sh(api, vm, "kill -0 $(cat /work/survivor) && echo alive").strip() == "alive"
+
+
+# --------------------------------------------------------------------------
+# the channel: back-pressure, and across a suspend
+
+
+def test_output_much_larger_than_every_buffer_arrives_whole(api, vm):
+    n = 64 << 20
+    out, err, events = collect(api.exec_stream(vm, ["sh", "-c", f"head -c {n} /dev/zero | tr '\\0' x"]))
+    assert len(out) == n and set(out) == {ord("x")}, (len(out), err)
+    assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0, events[-1]
+
+
+def test_a_stream_goes_on_across_a_suspend_without_losing_a_line(api, vm):
+    """Output queued in the guest's agent when its memory is written goes out after the
+    restore: read again from the process's output, every line is there, in order, to the end."""
+    script = "import time\nfor i in range(1, 401):\n print(i); time.sleep(0.01)"
+    pid = api.ok("POST", f"/v1/sandboxes/{vm}/processes", {"cmd": ["python3", "-u", "-c", script]},
+                 expect=(201,))["pid"]
+    with api.stream("GET", f"/v1/sandboxes/{vm}/processes/{pid}/output") as s:
+        first = int(spacetest.event_bytes(s.next_event()).split()[0])
+    api.ok("POST", f"/v1/sandboxes/{vm}/suspend")
+    api.ok("POST", f"/v1/sandboxes/{vm}/resume")
+    with api.stream("GET", f"/v1/sandboxes/{vm}/processes/{pid}/output") as s:
+        out, _, events = collect(s)
+    nums = [int(x) for x in out.split()]
+    assert nums and nums[0] > first and nums == list(range(nums[0], 401)), (first, nums[:3], nums[-3:])
+    assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0, events[-1]
+
+
+# --------------------------------------------------------------------------
+# lifecycle: pause, suspend, adoption
+
+
+def test_pause_stops_the_guest_and_resume_continues_it(api, spaced, vm):
+    sh(api, vm, "nohup sh -c 'while true; do date +%s%N > /dev/shm/t.new; mv /dev/shm/t.new /dev/shm/t; sleep 0.05; done' >/dev/null 2>&1 &")
+    wait_until(lambda: sh(api, vm, "cat /dev/shm/t 2>/dev/null || true").strip(), 30, "the clock loop to start")
+    api.ok("POST", f"/v1/sandboxes/{vm}/pause")
+    assert state(api, vm)["state"] == "paused"
+    assert qemu_pids(spaced, vm)  # memory kept on the host
+    api.ok("POST", f"/v1/sandboxes/{vm}/resume")
+    t1 = int(sh(api, vm, "cat /dev/shm/t"))
+    wait_until(lambda: int(sh(api, vm, "cat /dev/shm/t")) > t1, 30, "the guest's clock loop to go on")
+
+
+def test_suspend_frees_the_vm_and_resume_restores_it_where_it_was(api, spaced, vm):
+    sh(api, vm, "echo on-disk > /work/f; nohup sh -c 'i=0; while true; do i=$((i+1)); echo $i > /dev/shm/n.new; mv /dev/shm/n.new /dev/shm/n; "
+                "sleep 0.05; done' >/dev/null 2>&1 & echo $! > /dev/shm/pid")
+    wait_until(lambda: int(sh(api, vm, "cat /dev/shm/n 2>/dev/null || echo 0")) > 2, 30, "the counter to count")
+    api.ok("POST", f"/v1/sandboxes/{vm}/suspend")
+    assert state(api, vm)["state"] == "suspended"
+    assert qemu_pids(spaced, vm) == []  # the machine's resources are released
+    image = os.path.join(spaced.sandbox_dir(vm), "checkpoint", "memory")
+    assert os.path.getsize(image) > 1 << 20
+    api.ok("POST", f"/v1/sandboxes/{vm}/resume")
+    # the same processes, memory-only files and disk, as they were
+    assert sh(api, vm, "kill -0 $(cat /dev/shm/pid) && cat /work/f").strip() == "on-disk"
+    n = int(sh(api, vm, "cat /dev/shm/n"))
+    wait_until(lambda: int(sh(api, vm, "cat /dev/shm/n")) > n, 30, "the counter to go on after the restore")
+
+
+def test_a_restarted_spaced_adopts_its_running_vms():
+    d = make_daemon()
+    try:
+        d.start()
+        sbid = d.api.create(isolation="microvm")
+        sh(d.api, sbid, "nohup sleep 600 >/dev/null 2>&1 & echo $! > /work/pid")
+        before = qemu_pids(d, sbid)
+        d.kill(signal.SIGKILL)
+        d.start()
+        assert state(d.api, sbid)["state"] == "running"
+        assert qemu_pids(d, sbid) == before  # the same VM, not a new boot
+        assert sh(d.api, sbid, "kill -0 $(cat /work/pid) && echo same").strip() == "same"
+    finally:
+        d.cleanup()
+
+
+# --------------------------------------------------------------------------
+# forks
+
+
+def test_a_fork_has_its_own_name_machine_id_and_randomness(api, vm):
+    sh(api, vm, "echo 0123456789abcdef0123456789abcdef > /etc/machine-id; echo parent > /work/f")
+    forks = api.ok("POST", f"/v1/sandboxes/{vm}/fork", {"count": 1}, expect=(200, 201))
+    fork = (forks.get("sandboxes") or forks.get("ids") or [forks])[0]
+    fork = fork["id"] if isinstance(fork, dict) else fork
+    try:
+        draw = "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'"
+        p = sh(api, vm, f"hostname; cat /etc/machine-id; cat /work/f; {draw}").split()
+        c = sh(api, fork, f"hostname; cat /etc/machine-id; cat /work/f; {draw}").split()
+        assert p[0] == vm and c[0] == fork
+        assert p[1] == "0123456789abcdef0123456789abcdef" and c[1] != p[1] and len(c[1]) == 32
+        assert c[2] == "parent"
+        assert c[3] != p[3]
+        assert fork in sh(api, fork, "cat /etc/hosts")
+    finally:
+        api.delete(fork)
+
+
+# --------------------------------------------------------------------------
+# faults
+
+
+def test_a_qemu_killed_from_outside_fails_the_sandbox_and_keeps_its_files(api, spaced, vm):
+    sh(api, vm, "echo kept > /work/f; sync")
+    for pid in qemu_pids(spaced, vm):
+        os.kill(pid, signal.SIGKILL)
+    got = wait_state(api, vm, "failed")
+    assert got.get("reason"), got
+    assert os.path.exists(os.path.join(spaced.sandbox_dir(vm), "upper", "disk.img"))
+    other = api.create(isolation="microvm")  # the daemon and other sandboxes are fine
+    try:
+        assert sh(api, other, "echo ok").strip() == "ok"
+    finally:
+        api.delete(other)
+
+
+def test_a_guest_kernel_panic_fails_the_sandbox_with_the_reason(api, spaced, vm):
+    # the kernel's own crash: the exec's answer is the failure itself, or its exit if it wins
+    status, _ = api.json("POST", f"/v1/sandboxes/{vm}/exec", {"cmd": ["sh", "-c", "echo c > /proc/sysrq-trigger"]})
+    assert status in (200, 500), status
+    got = wait_state(api, vm, "failed")
+    assert "panic" in got.get("reason", ""), got
+    assert qemu_pids(spaced, vm) == []
+    assert os.path.exists(os.path.join(spaced.sandbox_dir(vm), "upper", "disk.img"))
+
+
+def test_a_vm_stopped_behind_spaceds_back_is_continued(api, spaced, vm):
+    """A guest that never answers: QEMU's VM stopped from outside. spaced's liveness ping
+    goes unanswered, and its wake continues the VM, which answers again."""
+    proc = api.exec_stream(vm, ["sh", "-c", "sleep 1000"])  # someone waits on the agent
+    qmp(spaced, vm, "stop")
+    wait_until(lambda: "running" in json.dumps(qmp_status(spaced, vm)), FAIL_DEADLINE,
+               "spaced to continue the stopped VM")
+    assert sh(api, vm, "echo back").strip() == "back"
+    assert state(api, vm)["state"] == "running"
+    proc.close()
+
+
+def qmp_status(daemon, sbid):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(os.path.join(daemon.sandbox_dir(sbid), "vm", "qmp.sock"))
+    f = s.makefile("rwb")
+    json.loads(f.readline())
+    out = None
+    for cmd in ("qmp_capabilities", "query-status"):
+        f.write(json.dumps({"execute": cmd}).encode() + b"\n")
+        f.flush()
+        while True:
+            msg = json.loads(f.readline())
+            if "return" in msg or "error" in msg:
+                out = msg.get("return")
+                break
+    s.close()
+    return out
