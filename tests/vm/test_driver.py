@@ -264,6 +264,12 @@ def test_a_restarted_spaced_adopts_its_running_vms():
         d.start()
         assert state(d.api, sbid)["state"] == "running"
         assert qemu_pids(d, sbid) == before  # the same VM, not a new boot
+
+        def usable():  # spaced connects to the port again: 503 until the agent has answered
+            status, body = d.api.json("POST", f"/v1/sandboxes/{sbid}/exec", {"cmd": ["true"]})
+            assert status in (200, 503), (status, body)
+            return status == 200
+        wait_until(usable, 60, "the adopted VM's agent to answer", interval=0.1)
         assert sh(d.api, sbid, "kill -0 $(cat /work/pid) && echo same").strip() == "same"
     finally:
         d.cleanup()
