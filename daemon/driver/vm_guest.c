@@ -603,6 +603,6 @@ int vm_guest_cmdline(char *out, size_t n)
 	unsigned khz = vm_guest_tsc_khz();
 	if (khz)
 		snprintf(tsc, sizeof(tsc), " tsc_early_khz=%u", khz);
-	int len = snprintf(out, n, "console=ttyS0 quiet panic=-1%s -- %s", tsc, SP_VM_INIT_ARG);
+	int len = snprintf(out, n, "console=ttyS0 quiet panic=-1 reboot=t%s -- %s", tsc, SP_VM_INIT_ARG);
 	return len >= 0 && (size_t)len < n ? 0 : -ENOSPC;
 }

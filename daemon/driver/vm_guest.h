@@ -89,7 +89,9 @@ int vm_guest_template_image(const char *cache_dir, const char *rootfs, char *out
 /*
  * The kernel command line of a guest: its console on the first serial port
  * (quiet: the kernel's messages cost boot time under TCG), a panic that
- * ends the VM at once (with QEMU's -no-reboot), the host's TSC frequency
+ * ends the VM at once (with QEMU's -no-reboot; reboot=t: by a triple fault, since the
+ * kernel's first ways to reset, ACPI and the keyboard controller, can take seconds or
+ * hang on a microvm machine), the host's TSC frequency
  * (tsc_early_khz: under TCG the guest's TSC runs at the host's, and the
  * kernel's own calibration against the PIT, done in a few milliseconds of
  * emulated time, fails now and then on a busy host and leaves the boot
