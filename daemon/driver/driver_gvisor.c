@@ -472,12 +472,25 @@ static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 	return runsc(drv, sb, args, e);
 }
 
+/* The memory cgroup made ahead of a restore, at the backstop: runsc takes a cgroup that exists
+ * as it is, and a restore loads the sandbox's whole memory beside the sentry's own, which at
+ * the nominal limit (what the spec says, sizing the kernel inside) can be killed mid-load
+ * when the sandbox was near its limit. */
+static void backstop_ahead(struct sandbox *sb)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s", sb->id);
+	if (mkdir(p, 0755) == 0 || errno == EEXIST)
+		raise_backstop(sb);
+}
+
 static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
 {
 	char opt[700], bundle[700];
 	int rc = mount_rootfs(sb, e);
 	if (rc < 0)
 		return rc;
+	backstop_ahead(sb);
 	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
 	path(bundle, sizeof(bundle), sb, "bundle");
 	char *args[] = { "restore", "--detach", "--bundle", bundle, opt, sb->id, NULL };
