@@ -174,6 +174,18 @@ int fz_rename(const char *from, const char *to)
 	return (hash(from) ^ hash(to)) % 5 == 0 ? fail(EXDEV) : 0;
 }
 
+int fz_sethostname(const char *name, size_t len)
+{
+	return hash(name) % 5 == 0 ? fail(EPERM) : (int)(len & 0); /* the machine keeps its name */
+}
+
+int fz_ioctl(int fd, unsigned long req, ...)
+{
+	(void)fd;
+	(void)req;
+	return fail(ENOTTY); /* no descriptor of the fakes takes one; nothing real is touched */
+}
+
 int fz_nftw(const char *path, __nftw_func_t fn, int nfds, int flags)
 {
 	struct stat st = { .st_mode = S_IFREG | 0644 };

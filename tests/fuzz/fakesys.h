@@ -3,7 +3,8 @@
  * own sources are compiled for fuzz_agent_frames: it renames the system
  * calls through which a host request would touch the real file system or
  * real processes, so the fuzzer runs the agent's real code without ever
- * removing, renaming, creating or signalling anything on the machine that
+ * removing, renaming, creating or signalling anything, or renaming the
+ * machine or feeding its random pool (H_IDENTITY), on the machine that
  * runs it (the agent normally runs as root inside a sandbox; the fuzzer
  * runs as whoever starts it, often root too).
  *
@@ -28,5 +29,7 @@
 #define sync(...) fz_sync(__VA_ARGS__)
 #define kill(...) fz_kill(__VA_ARGS__)
 #define poll(...) fz_poll(__VA_ARGS__)
+#define sethostname(...) fz_sethostname(__VA_ARGS__)
+#define ioctl(...) fz_ioctl(__VA_ARGS__)
 
 #endif

@@ -23,6 +23,8 @@ int fz_chmod(const char *path, mode_t mode);
 int fz_rmdir(const char *path);
 int fz_unlink(const char *path);
 int fz_rename(const char *from, const char *to);
+int fz_sethostname(const char *name, size_t len);
+int fz_ioctl(int fd, unsigned long req, ...);
 int fz_nftw(const char *path, __nftw_func_t fn, int nfds, int flags);
 void fz_sync(void);
 int fz_kill(pid_t pid, int sig);

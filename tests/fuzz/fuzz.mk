@@ -43,11 +43,11 @@ FUZZ_LIB_SRC  := lib/frame.c lib/codec.c lib/buf.c
 FUZZ_DAEMON_SRC := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_sandbox.c \
                    daemon/core/op.c daemon/base/err.c daemon/io/timer.c daemon/core/sandbox.c \
                    daemon/core/state.c daemon/base/reaper.c daemon/base/clock.c daemon/io/chan.c \
-                   daemon/io/loop.c daemon/core/peer.c daemon/core/proc.c
+                   daemon/io/loop.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c
 FUZZ_HARNESS_SRC := tests/fuzz/stubs_daemon.c tests/fuzz/harness_daemon.c
 # The agent modules, compiled with the fake system calls.
 FUZZ_AGENT_SRC := agent/conn.c agent/dispatch.c agent/proc.c agent/files.c agent/xfer.c \
-                  agent/user.c agent/spawn.c
+                  agent/user.c agent/spawn.c agent/identity.c agent/oom.c
 
 fuzz_obj = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(1))
 

@@ -151,7 +151,7 @@ static void check_answers(void)
 		if (used == 0)
 			break; /* the agent dropped the connection in the middle of a frame */
 		assert(used > 0);
-		assert(f.type >= SP_A_PONG && f.type <= SP_A_END);
+		assert((f.type >= SP_A_HELLO && f.type <= SP_A_END) || f.type == SP_A_OPEN); /* H_OPEN: A_OPEN, A_HELLO */
 		if (debug)
 			fprintf(stderr, "answer type %u chan %#x len %u\n", f.type, f.chan, f.len);
 		if (f.type == SP_A_ERROR) {
