@@ -11,8 +11,8 @@
  *                      line), fixed at create: a restore must load the kernel its image holds
  *   vm/agent.sock      the guest's agent port; QEMU listens, spaced connects (chan_dial)
  *   vm/qmp.sock        QEMU's monitor
- *   vm/qemu.pid        written by QEMU (-pidfile); with /proc/<pid>/cmdline naming this
- *                      dir, it is how a restarted spaced finds its VMs again
+ *   vm/qemu.pid        QEMU's pid, written by spaced; with /proc/<pid>/cmdline naming this
+ *                      sandbox (-name), it is how a restarted spaced finds its VMs again
  *   vm/console.log     the guest's serial console: the reason for a panic
  *   vm/qemu.log        QEMU's own messages
  *   checkpoint/memory  a suspended VM's memory and device state (QEMU's migration stream)
@@ -20,8 +20,9 @@
  * The listening sockets are bound by spaced before QEMU exists (create, prepare) and
  * handed to it as descriptors, so spaced's connection waits in the backlog from the start
  * and nothing polls for a socket file; they are kept here (struct pending) until start or
- * restore gives them away. QEMU runs -daemonize'd: it outlives spaced, and spaced (a
- * child subreaper) reaps it.
+ * restore gives them away. QEMU runs in a jail (jail.h: a user of its own, its own
+ * namespaces, a root holding /usr and little else) with the files it needs as descriptors;
+ * it outlives spaced, and spaced (a child subreaper) reaps it.
  *
  * The VM is started paused (-S), put into its cgroup, then continued, so no guest
  * instruction runs outside its limits.
@@ -32,6 +33,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -48,6 +50,7 @@
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
 #include "daemon/driver/disk.h"
+#include "daemon/driver/jail.h"
 #include "daemon/driver/oci.h"
 #include "daemon/driver/qmp.h"
 #include "daemon/driver/vm_guest.h"
@@ -58,6 +61,20 @@
 #define VM_MIGRATE_POLL_MS 20
 #define VM_MIGRATE_MS_PER_MIB 200 /* a bound on a migration: far above the ~4 ms/MiB measured */
 #define VM_GONE_MS 10000          /* for QEMU to exit after quit, or after SIGKILL */
+
+/* QEMU's descriptors (jail.h): the listening sockets, then the files open_files gives it
+ * (VM_NFILES of them, in this order), then the image a restore loads */
+#define FD_AGENT "3"
+#define FD_QMP "4"
+#define FD_KERNEL "5"
+#define FD_INITRAMFS "6"
+#define FD_TEMPLATE "7"
+#define FD_DISK "8"
+#define FD_DISK_RO "9" /* QEMU opens a disk read-only first: its fd set holds both modes */
+#define FD_CONSOLE "10"
+#define FD_ENV "11"
+#define VM_NFILES 7
+#define FD_INCOMING "12"
 
 /* Listening sockets bound for a sandbox whose QEMU has not taken them yet. */
 struct pending {
@@ -70,6 +87,7 @@ struct driver {
 	struct daemon *d;
 	char accel[8];          /* "kvm" or "tcg" */
 	char runtime[160];      /* "QEMU 7.2.x, tcg" */
+	char qemu[256];         /* QEMU's absolute path (its jail has no PATH search to make) */
 	pthread_mutex_t lock;   /* pending */
 	struct pending *pending;
 };
@@ -129,6 +147,24 @@ static int pick_accel(const char *want, char out[8])
 
 /* ---- init ---- */
 
+/* The first executable name in $PATH, resolved, into out; "" if there is none. */
+static void find_in_path(const char *name, char *out, size_t n)
+{
+	out[0] = '\0';
+	const char *env = getenv("PATH");
+	char dirs[2048];
+	snprintf(dirs, sizeof(dirs), "%s", env && env[0] ? env : "/usr/local/bin:/usr/bin:/bin");
+	char *save = NULL;
+	for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		char cand[1200], real[PATH_MAX];
+		snprintf(cand, sizeof(cand), "%s/%s", dir, name);
+		if (access(cand, X_OK) == 0 && realpath(cand, real)) {
+			snprintf(out, n, "%s", real);
+			return;
+		}
+	}
+}
+
 static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 {
 	char version[256] = "";
@@ -141,6 +177,7 @@ static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 		return err_set(e, 500, "internal", ENOMEM, "out of memory");
 	drv->d = d;
 	pthread_mutex_init(&drv->lock, NULL);
+	find_in_path(QEMU, drv->qemu, sizeof(drv->qemu));
 	int rc = pick_accel(d->vm_accel, drv->accel);
 	if (rc < 0) {
 		free(drv);
@@ -401,22 +438,79 @@ static ssize_t read_small(const char *p, char *buf, size_t n)
 /* QEMU's pid for sb, when the pid file names a live QEMU of this sandbox; else 0. */
 static pid_t qemu_pid(struct sandbox *sb)
 {
-	char p[720], buf[32], cmdline[8192], pidfile[720];
+	char p[720], buf[32], cmdline[8192];
 	path(p, sizeof(p), sb, "vm/qemu.pid");
 	if (!read_small(p, buf, sizeof(buf)))
 		return 0;
 	pid_t pid = (pid_t)atoi(buf);
 	if (pid <= 1)
 		return 0;
-	/* a recycled pid is someone else's: the process must be QEMU with this pid file */
+	/* a recycled pid is someone else's: the process must be QEMU named for this sandbox */
 	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
 	ssize_t n = read_small(p, cmdline, sizeof(cmdline));
-	if (!n)
+	if (!n || !strstr(cmdline, QEMU))
 		return 0;
-	path(pidfile, sizeof(pidfile), sb, "vm/qemu.pid");
 	for (char *a = cmdline; a < cmdline + n; a += strlen(a) + 1)
-		if (strcmp(a, pidfile) == 0)
+		if (strcmp(a, "-name") == 0 && a + strlen(a) + 1 < cmdline + n && strcmp(a + strlen(a) + 1, sb->id) == 0)
 			return pid;
+	return 0;
+}
+
+/* vm/qemu.pid: QEMU's pid as spaced sees it (in its own PID namespace it is 1), replaced
+ * whole so a restarted spaced never reads half of one. */
+static int write_pid(struct sandbox *sb, pid_t pid, struct err *e)
+{
+	char p[720], tmp[740], buf[32];
+	path(p, sizeof(p), sb, "vm/qemu.pid");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	int len = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int rc = fd >= 0 && write(fd, buf, (size_t)len) == len ? 0 : -EIO;
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0 && rename(tmp, p) < 0)
+		rc = -errno;
+	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
+}
+
+/*
+ * The files sb's QEMU uses, opened by spaced, in FD_KERNEL.. order. QEMU opens by name the
+ * kernel, initramfs and environment (as /proc/self/fd/N, which checks the file's own mode):
+ * the first two are shared artifacts of the cache, made readable to all (the cache's
+ * folders stay spaced's alone); the environment, which may hold secrets, becomes the
+ * sandbox's jail user's own. The disks and the console log it takes from fd sets.
+ */
+static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int *fds, struct err *e)
+{
+	char disk[720], console[720], env[720];
+	path(disk, sizeof(disk), sb, "upper/disk.img");
+	path(console, sizeof(console), sb, "vm/console.log");
+	path(env, sizeof(env), sb, "vm/env");
+	struct {
+		const char *path;
+		int flags;
+		bool shared;
+	} f[VM_NFILES] = {
+		{ b->kernel, O_RDONLY, true }, { b->initramfs, O_RDONLY, true }, { b->image, O_RDONLY, true },
+		{ disk, O_RDWR, false }, { disk, O_RDONLY, false }, { console, O_WRONLY | O_CREAT | O_APPEND, false }, { env, O_RDONLY, false },
+	};
+	for (int i = 0; i < VM_NFILES; i++)
+		fds[i] = -1;
+	for (int i = 0; i < VM_NFILES; i++) {
+		struct stat st;
+		fds[i] = open(f[i].path, f[i].flags | O_CLOEXEC, 0600);
+		int rc = fds[i] < 0 || fstat(fds[i], &st) < 0 ? -errno : 0;
+		if (rc == 0 && f[i].shared && (st.st_mode & 0444) != 0444 && fchmod(fds[i], st.st_mode | 0444) < 0)
+			rc = -errno;
+		if (rc == 0 && i == VM_NFILES - 1 && (fchown(fds[i], uid, uid) < 0 || fchmod(fds[i], 0400) < 0))
+			rc = -errno;
+		if (rc < 0) {
+			for (int k = 0; k <= i; k++)
+				if (fds[k] >= 0)
+					close(fds[k]);
+			return err_set(e, 500, "internal", -rc, "opening %s for QEMU: %s", f[i].path, strerror(-rc));
+		}
+	}
 	return 0;
 }
 
@@ -567,57 +661,66 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct q
 	if (!p)
 		return rc < 0 ? rc : err_set(e, 500, "internal", EIO, "no sockets for sandbox %s", sb->id);
 
-	char mem[16], smp[16], accel[48], tpl[900], disk[900], pidfile[720], serial[740], qlog[720], img[720];
+	char mem[16], smp[16], accel[48], qlog[720];
 	snprintf(mem, sizeof(mem), "%d", sb->memory_mb);
 	snprintf(smp, sizeof(smp), "%d", sb->cpus);
 	if (strcmp(drv->accel, "tcg") == 0)
 		snprintf(accel, sizeof(accel), "tcg,tb-size=%d", VM_TB_MB);
 	else
 		snprintf(accel, sizeof(accel), "%s", drv->accel);
-	path(img, sizeof(img), sb, "upper/disk.img");
-	snprintf(tpl, sizeof(tpl), "file=%s,format=raw,if=none,id=tpl,readonly=on", b.image);
-	snprintf(disk, sizeof(disk), "file=%s,format=raw,if=none,id=disk", img);
-	path(pidfile, sizeof(pidfile), sb, "vm/qemu.pid");
-	char conslog[720], envfile[720], fwcfg[800];
-	path(conslog, sizeof(conslog), sb, "vm/console.log");
-	path(envfile, sizeof(envfile), sb, "vm/env");
-	snprintf(fwcfg, sizeof(fwcfg), "name=" SP_VM_ENV_NAME ",file=%s", envfile);
-	snprintf(serial, sizeof(serial), "file:%s", conslog);
 	path(qlog, sizeof(qlog), sb, "vm/qemu.log");
-	unlink(pidfile);
-	/* fds 3 and 4 are the listening sockets, 5 the image to load */
+	struct jail j = { .uid = jail_uid_for(sb->id), .kvm = strcmp(drv->accel, "kvm") == 0 };
+	int files[VM_NFILES];
+	if ((rc = open_files(sb, &b, j.uid, files, e)) < 0) {
+		close_pending(p);
+		return rc;
+	}
+	/* QEMU, in its jail, reaches no host path: every file is one of its descriptors, named
+	 * /proc/self/fd/N where it wants a file name, /dev/fdset/N where it opens for writing */
 	char *argv[80] = {
 		QEMU, "-name", sb->id, "-M", "microvm,pit=on,pic=on,rtc=on", "-cpu", "max", "-smp", smp, "-m", mem,
 		"-accel", accel, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-S",
-		"-kernel", b.kernel, "-initrd", b.initramfs, "-append", b.cmdline,
-		"-serial", serial,
-		"-chardev", "socket,id=agent,fd=3,server=on,wait=off",
+		"-kernel", "/proc/self/fd/" FD_KERNEL, "-initrd", "/proc/self/fd/" FD_INITRAMFS, "-append", b.cmdline,
+		"-add-fd", "fd=" FD_TEMPLATE ",set=1", "-add-fd", "fd=" FD_DISK ",set=2",
+		"-add-fd", "fd=" FD_DISK_RO ",set=2", "-add-fd", "fd=" FD_CONSOLE ",set=3",
+		"-serial", "file:/dev/fdset/3",
+		"-chardev", "socket,id=agent,fd=" FD_AGENT ",server=on,wait=off",
 		"-device", "virtio-serial-device", "-device", "virtserialport,chardev=agent,name=" SP_AGENT_PORT,
-		"-chardev", "socket,id=qmp,fd=4,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+		"-chardev", "socket,id=qmp,fd=" FD_QMP ",server=on,wait=off", "-mon", "chardev=qmp,mode=control",
 		"-device", "virtio-rng-device",
 		"-device", "virtio-balloon-device,free-page-reporting=on",
-		"-fw_cfg", fwcfg,
-		"-drive", tpl, "-device", "virtio-blk-device,drive=tpl,serial=" SP_VM_TEMPLATE_SERIAL,
-		"-drive", disk, "-device", "virtio-blk-device,drive=disk,serial=" SP_VM_DISK_SERIAL,
+		"-fw_cfg", "name=" SP_VM_ENV_NAME ",file=/proc/self/fd/" FD_ENV,
+		"-drive", "file=/dev/fdset/1,format=raw,if=none,id=tpl,readonly=on",
+		"-device", "virtio-blk-device,drive=tpl,serial=" SP_VM_TEMPLATE_SERIAL,
+		"-drive", "file=/dev/fdset/2,format=raw,if=none,id=disk",
+		"-device", "virtio-blk-device,drive=disk,serial=" SP_VM_DISK_SERIAL,
 		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-		"-pidfile", pidfile,
 	};
 	int argc = 0;
 	while (argv[argc])
 		argc++;
+	int keep[VM_NFILES + 3] = { p->agent_fd, p->qmp_fd };
+	int nkeep = 2;
+	for (int i = 0; i < VM_NFILES; i++)
+		keep[nkeep++] = files[i];
 	if (image_fd >= 0) {
 		argv[argc++] = "-incoming";
-		argv[argc++] = "fd:5";
+		argv[argc++] = "fd:" FD_INCOMING;
+		keep[nkeep++] = image_fd;
 	}
 	argv[argc] = NULL;
-	int keep[3] = { p->agent_fd, p->qmp_fd, image_fd };
 	int log = open(qlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	pid_t pid = spawn_start_keep(argv, keep, image_fd >= 0 ? 3 : 2, log, log);
+	const char *step = "";
+	pid_t pid = drv->qemu[0] ? jail_start(&j, drv->qemu, argv, keep, nkeep, log, log, &step) : -ENOENT;
 	if (log >= 0)
 		close(log);
+	for (int i = 0; i < VM_NFILES; i++)
+		close(files[i]);
 	close_pending(p); /* QEMU has its own copies; a monitor session waits in the backlog */
 	if (pid < 0)
-		return err_set(e, 500, "internal", (int)-pid, "cannot run %s: %s", QEMU, strerror((int)-pid));
+		return err_set(e, 500, "internal", (int)-pid, "cannot run %s (%s): %s", QEMU, step, strerror((int)-pid));
+	if ((rc = write_pid(sb, pid, e)) < 0)
+		return failed_start(sb, pid, rc, e);
 	/* confined while still setting up: its threads to come start in the cgroups */
 	if ((rc = confine(sb, pid, e)) < 0 || (rc = monitor(sb, q, e)) < 0)
 		return failed_start(sb, pid, rc, e);

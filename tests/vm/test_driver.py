@@ -63,8 +63,8 @@ def sh(api, sbid, script, **kw):
 
 
 def qemu_pids(daemon, sbid):
-    """Live QEMU processes whose command line names this sandbox's dir."""
-    mine = daemon.sandbox_dir(sbid)
+    """Live QEMU processes whose command line names this sandbox (-name ID)."""
+    mine = sbid.encode()
     pids = []
     for p in os.listdir("/proc"):
         if not p.isdigit():
@@ -74,7 +74,8 @@ def qemu_pids(daemon, sbid):
                 args = f.read().split(b"\0")
         except OSError:
             continue
-        if args and args[0].endswith(b"qemu-system-x86_64") and any(mine.encode() in a for a in args):
+        named = any(a == b"-name" and b == mine for a, b in zip(args, args[1:]))
+        if args and args[0].endswith(b"qemu-system-x86_64") and named:
             pids.append(int(p))
     return pids
 
@@ -180,6 +181,40 @@ def test_the_vms_resources_are_its_own(api, spaced):
         assert 300 * 1024 < int(mem_kib) <= 384 * 1024  # the guest kernel's view of its RAM
     finally:
         api.delete(sbid)
+
+
+def proc_status(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+def test_qemu_runs_jailed_as_a_user_of_its_own_seeing_nothing_of_the_host(api, spaced, vm):
+    [pid] = qemu_pids(spaced, vm)
+    st = proc_status(pid)
+    uids, gids = st["Uid"].split(), st["Gid"].split()
+    assert len(set(uids)) == 1 and int(uids[0]) != 0, st["Uid"]  # real, effective, saved, fs
+    assert gids == [uids[0]] * 4 and st["Groups"].strip() == ""
+    assert st["NoNewPrivs"] == "1" and st["Seccomp"] == "2"  # QEMU's -sandbox filter
+    assert st["NSpid"].split()[-1] == "1"  # the only process of its own PID namespace
+    for ns in ("mnt", "pid", "net", "ipc", "uts"):
+        assert os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}"), ns
+    # its root holds the programs and libraries, a few device nodes, its own /proc; no state
+    # dir, cache, /tmp, /home, /run or /sys of the host
+    root = f"/proc/{pid}/root"
+    assert set(os.listdir(root)) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc"}
+    assert os.listdir(f"{root}/etc") == ["ld.so.cache"]
+    assert set(os.listdir(f"{root}/dev")) <= {"null", "zero", "full", "random", "urandom", "kvm"}
+    assert not os.path.exists(root + spaced.state_dir)
+    with open(f"/proc/{pid}/net/dev") as f:  # a network namespace with loopback alone
+        assert [line.split(":")[0].strip() for line in f.readlines()[2:]] == ["lo"]
+    other = api.create(isolation="microvm")
+    try:
+        [other_pid] = qemu_pids(spaced, other)
+        assert proc_status(other_pid)["Uid"] != st["Uid"]  # each VM's QEMU its own user
+        assert os.readlink(f"/proc/{other_pid}/ns/pid") != os.readlink(f"/proc/{pid}/ns/pid")
+    finally:
+        api.delete(other)
+    assert sh(api, vm, "echo fine").strip() == "fine"  # and the VM works in there
 
 
 def test_a_process_over_the_memory_limit_is_killed_by_the_guest_kernel_alone(api, vm):

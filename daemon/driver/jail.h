@@ -1,0 +1,41 @@
+/*
+ * daemon/driver/jail.h - starting a VMM (QEMU) confined: an unprivileged user of its own,
+ * its own mount, PID, network, IPC and UTS namespaces, and a root file system holding only
+ * /usr, the loader's cache and a few device nodes (docs/security.md).
+ *
+ * Everything the program is to use comes as a descriptor (keep), opened by spaced: the
+ * jailed program reaches files only through them (/proc/self/fd/N, QEMU's /dev/fdset/N),
+ * never by a path of the host.
+ */
+#ifndef SPACE_DAEMON_JAIL_H
+#define SPACE_DAEMON_JAIL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define JAIL_MAX_KEEP 12
+
+/* The first of the users jailed programs run as: a VMM's is JAIL_UID_BASE + a number
+ * derived from its sandbox, with no entry in /etc/passwd and owning no file. */
+#define JAIL_UID_BASE 1000000000u
+#define JAIL_UID_SPAN 1048576u
+
+struct jail {
+	uid_t uid;        /* user and group the program runs as */
+	bool kvm;         /* /dev/kvm in its /dev, its group among the program's */
+};
+
+/* The user for the sandbox named id: the same for every start of it. */
+uid_t jail_uid_for(const char *id);
+
+/*
+ * Starts exe (an absolute path) with argv in a jail as j says, in a session of its own,
+ * stdin from /dev/null, stdout and stderr to out_fd/err_fd, and keep[0..nkeep) as its
+ * descriptors 3, 4, ...; does not wait. Returns its pid (as spaced sees it) once the program
+ * is running, or -errno with *step naming what failed (a mount, the change of user, exec).
+ * It outlives spaced; while spaced runs, the reaper reaps it when it exits.
+ */
+pid_t jail_start(const struct jail *j, const char *exe, char *const argv[], const int *keep, int nkeep,
+		 int out_fd, int err_fd, const char **step);
+
+#endif
