@@ -53,7 +53,7 @@ APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev 
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
                 e2fsprogs util-linux clang libclang-rt-14-dev openssl $(VM_APT_PACKAGES)
 
-.PHONY: all deps compat-deps up down test quick layers unit agent-test e2e e2e-vm e2e-smoke sdk-test security \
+.PHONY: all deps compat-deps up down test quick layers unit agent-test e2e e2e-vm e2e-smoke sdk-test sdk-vm security security-vm \
 	compat compat-quick asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
@@ -158,6 +158,12 @@ quick: deps all
 
 sdk-test: all
 	/usr/bin/python3 -m pytest -q tests/sdk
+
+# The SDK and escape suites with every sandbox a microVM (not in make test: docs/microvm.md).
+sdk-vm: all vm-guest
+	SPACE_TEST_ISOLATION=microvm /usr/bin/python3 -m pytest -q tests/sdk
+security-vm: all vm-guest
+	SPACE_TEST_ISOLATION=microvm /usr/bin/python3 -m pytest -q tests/security
 
 # The escape and abuse suite (about 12 minutes) and the fuzz targets (clang's libFuzzer), both
 # part of `make test`.

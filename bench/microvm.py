@@ -20,7 +20,6 @@ import json
 import os
 import pathlib
 import select
-import socket
 import statistics
 import subprocess
 import sys
@@ -74,22 +73,7 @@ class RawVM(test_boot.VM):
         deadline = time.monotonic() + 60
         while not os.path.exists(self.qmp_path) and time.monotonic() < deadline:
             select.select([], [], [], 0.005)  # QEMU makes the socket as it sets up
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(self.qmp_path)
-        f = s.makefile("rwb")
-        json.loads(f.readline())
-        out = []
-        for cmd in ("qmp_capabilities",) + commands:
-            name, args = (cmd, None) if isinstance(cmd, str) else cmd
-            f.write(json.dumps({"execute": name, **({"arguments": args} if args else {})}).encode() + b"\n")
-            f.flush()
-            while True:
-                msg = json.loads(f.readline())
-                if "return" in msg or "error" in msg:
-                    out.append(msg)
-                    break
-        s.close()
-        return out[1:]
+        return spacetest.qmp(self.qmp_path, *commands)
 
 
 def raw_round(guest):
@@ -157,16 +141,9 @@ def gvisor_round_trip(api):
 
 
 def qemu_of(daemon, sbid):
-    mine = daemon.sandbox_dir(sbid).encode()
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open(f"/proc/{p}/cmdline", "rb") as f:
-                    if mine in f.read():
-                        return int(p)
-            except OSError:
-                pass
-    return None
+    """The QEMU of sandbox sbid: the pid spaced wrote for it."""
+    with open(os.path.join(daemon.sandbox_dir(sbid), "vm", "qemu.pid")) as f:
+        return int(f.read())
 
 
 def main():

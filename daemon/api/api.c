@@ -128,8 +128,9 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 		waking = lifecycle_start(op->d, sb, ACT_RESUME, NULL, &e) >= 0;
 	}
 	/* running, but its agent has not (re)connected yet, as right after a restart of spaced:
-	 * wait for its hello rather than fail */
-	bool connecting = sb->state == SB_RUNNING && !peer_ready(sb) && sb->chan.listen_fd >= 0;
+	 * wait for its hello rather than fail (spaced listens for a gVisor agent and dials a
+	 * microVM's port) */
+	bool connecting = sb->state == SB_RUNNING && !peer_ready(sb) && (sb->chan.listen_fd >= 0 || sb->chan.dial[0]);
 	if (connecting)
 		op_set_deadline(op, mono_ms() + AGENT_HELLO_TIMEOUT_MS);
 	if (waking || connecting) {

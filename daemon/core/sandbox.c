@@ -680,8 +680,8 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 	case SB_RESUMING:
 		if (ds == DRV_RUNNING)
 			return SB_RUNNING;
-		if (ds == DRV_PAUSED)
-			return SB_PAUSED;
+		if (ds == DRV_PAUSED) /* restored but not yet continued (a microVM's -S): finish it */
+			return dv->ops->resume(dv->drv, sb, &e) == 0 ? SB_RUNNING : SB_PAUSED;
 		if (have_image) {
 			dv->ops->stop(dv->drv, sb, &e);
 			return SB_SUSPENDED;
@@ -694,12 +694,19 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 			return SB_RUNNING; /* the checkpoint had not happened: the agent reconnects */
 		if (!have_image && is_file_in(tmp, LIFECYCLE_IMAGE_MARK) && rename(tmp, image) == 0)
 			have_image = true; /* whole and synced; only its publishing was cut short */
-		if (!have_image && is_dir(tmp) && ds == DRV_STOPPED && dv->ops->stop(dv->drv, sb, &e) == 0 &&
-		    sandbox_sync_layer(d, sb) == 0 && dv->ops->prepare(dv->drv, sb, &e) == 0 &&
-		    dv->ops->restore(dv->drv, sb, tmp, &e) == 0) {
-			/* runsc stopped it for a checkpoint that may or may not have finished: the
-			 * image is never trusted as a suspend, but a restore that takes proves it whole,
-			 * and the sandbox runs on from where it stopped, its files as they were then */
+		if (!have_image && ds == DRV_PAUSED && dv->ops->resume(dv->drv, sb, &e) == 0) {
+			/* stopped for a checkpoint that was never published, its memory still held (a
+			 * microVM after its migration): it goes on from where it stopped */
+			log_info("sandbox %s: its interrupted suspend was undone; it runs on from memory", sb->id);
+			return SB_RUNNING;
+		}
+		if (!have_image && is_dir(tmp) && (ds == DRV_STOPPED || ds == DRV_ABSENT) &&
+		    dv->ops->stop(dv->drv, sb, &e) == 0 && sandbox_sync_layer(d, sb) == 0 &&
+		    dv->ops->prepare(dv->drv, sb, &e) == 0 && dv->ops->restore(dv->drv, sb, tmp, &e) == 0) {
+			/* runsc stopped it (a microVM's QEMU ended) for a checkpoint that may or may
+			 * not have finished: the image is never trusted as a suspend, but a restore
+			 * that takes proves it whole, and the sandbox runs on from where it stopped,
+			 * its files as they were then */
 			log_info("sandbox %s: its interrupted suspend was undone from the unpublished image", sb->id);
 			return SB_RUNNING;
 		}

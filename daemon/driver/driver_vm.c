@@ -655,6 +655,12 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct q
 	int rc = read_boot(sb, &b, e);
 	if (rc < 0)
 		return rc;
+	/* one QEMU at a time on a sandbox's disk: spaced's guarantee, in place of QEMU's own image
+	 * locks (off: taken per descriptor, they refuse QEMU's own `cont` after a migration, as
+	 * when spaced undoes a suspend it did not finish) */
+	pid_t running = qemu_pid(sb);
+	if (running)
+		return err_set(e, 500, "internal", EBUSY, "sandbox %s's QEMU (pid %d) still runs", sb->id, (int)running);
 	struct pending *p = take_pending(drv, sb->id);
 	if (!p && (rc = bind_sockets(drv, sb, e)) == 0)
 		p = take_pending(drv, sb->id);
@@ -692,7 +698,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct q
 		"-fw_cfg", "name=" SP_VM_ENV_NAME ",file=/proc/self/fd/" FD_ENV,
 		"-drive", "file=/dev/fdset/1,format=raw,if=none,id=tpl,readonly=on",
 		"-device", "virtio-blk-device,drive=tpl,serial=" SP_VM_TEMPLATE_SERIAL,
-		"-drive", "file=/dev/fdset/2,format=raw,if=none,id=disk",
+		"-drive", "file=/dev/fdset/2,format=raw,if=none,id=disk,file.locking=off",
 		"-device", "virtio-blk-device,drive=disk,serial=" SP_VM_DISK_SERIAL,
 		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
 	};

@@ -402,6 +402,27 @@ def mounts_under(d):
     return sorted(found, key=len, reverse=True)
 
 
+def qmp(path, *commands, timeout=60):
+    """QEMU's answers to commands over its monitor at path, after qmp_capabilities. A command
+    is a name or (name, arguments); an answer is its reply, {"return": ...} or {"error": ...}."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        f = s.makefile("rwb")
+        json.loads(f.readline())  # the greeting
+        out = []
+        for cmd in ("qmp_capabilities",) + commands:
+            name, args = (cmd, None) if isinstance(cmd, str) else cmd
+            f.write(json.dumps({"execute": name, **({"arguments": args} if args else {})}).encode() + b"\n")
+            f.flush()
+            while True:  # events may come between
+                msg = json.loads(f.readline())
+                if "return" in msg or "error" in msg:
+                    out.append(msg)
+                    break
+        return out[1:]
+
+
 def free_port():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
