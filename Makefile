@@ -163,7 +163,7 @@ sdk-test: all
 sdk-vm: all vm-guest
 	SPACE_TEST_ISOLATION=microvm /usr/bin/python3 -m pytest -q tests/sdk
 security-vm: all vm-guest
-	SPACE_TEST_ISOLATION=microvm /usr/bin/python3 -m pytest -q tests/security
+	SPACE_TEST_ISOLATION=microvm SPACE_SECURITY_RESULTS=$(BUILD)/security-microvm.json /usr/bin/python3 -m pytest -q tests/security
 
 # The escape and abuse suite (about 12 minutes) and the fuzz targets (clang's libFuzzer), both
 # part of `make test`.

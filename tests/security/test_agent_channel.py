@@ -13,6 +13,7 @@ import os
 import textwrap
 
 from conftest import wait_until, wait_usable
+from conftest import gvisor_only, AGENT_SOCKET
 
 # Python prelude inside the sandbox: frames of proto/agent.h.
 FRAMES = textwrap.dedent("""
@@ -46,6 +47,7 @@ def fd_count(spaced):
     return len(os.listdir(f"/proc/{spaced.proc.pid}/fd"))
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_garbage_on_the_agent_socket(attack, spaced):
     """Connects to the agent's socket and sends 1 MiB of random bytes, ten times.
 
@@ -65,6 +67,7 @@ def test_garbage_on_the_agent_socket(attack, spaced):
     attack.note(out + "; the agent reconnected and the sandbox serves")
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_oversized_and_partial_frames(attack, spaced):
     """Headers with len 0xffffffff, with reserved bits set, a 64 KiB frame that never completes
     (held open), and a trickle of one byte every 10 ms.
@@ -97,6 +100,7 @@ def test_oversized_and_partial_frames(attack, spaced):
                 f"{fd_count(spaced)} (was {fds_before})")
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_hello_with_a_wrong_version(attack, spaced):
     """A_HELLO with protocol version 99, then frames that would be valid after a hello, kept open.
 
@@ -113,6 +117,7 @@ def test_hello_with_a_wrong_version(attack, spaced):
     attack.note(out + "; ignored; the real agent reconnected")
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_forged_replies(attack, spaced):
     """With a valid A_HELLO: A_EXIT for 2,000 made-up pids, A_PROC with a 64 KiB command line,
     A_STAT with extreme times, A_ERROR with odd errnos, answers to tags nobody asked, A_CREDIT
@@ -146,6 +151,7 @@ def test_forged_replies(attack, spaced):
     attack.note(out + f"; spaced alive, {len(procs)} process records kept ({exited} exited); sandbox serves")
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_connection_storm_on_the_agent_socket(attack, spaced):
     """64 connections held open at once, then 500 quick connect-and-close in a row.
 
@@ -177,6 +183,7 @@ def test_connection_storm_on_the_agent_socket(attack, spaced):
     attack.note(out + f"; descriptors back to {fd_count(spaced)} (was {fds_before}); the agent reconnected")
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_suspend_with_an_impostor_holding_the_socket(attack, spaced):
     """A process keeps opening connections to the agent's socket (holding 50) while the sandbox is
     suspended and resumed: gVisor's checkpoint is known to fail while a host socket is connected.

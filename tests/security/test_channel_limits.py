@@ -35,6 +35,7 @@ import threading
 import pytest
 
 from conftest import IO_TIMEOUT, q, wait_until, wait_usable
+from conftest import gvisor_only, AGENT_SOCKET
 from test_agent_channel import FRAMES
 
 MiB = 1 << 20
@@ -288,6 +289,7 @@ def raw_request(spaced, head):
 # process records
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_process_records_with_no_listing_asked(attack, spaced):
     """The impostor ends the hello's listing, then sends an A_PROC under another request tag
     (0x80000000|999, pid 250000); on a second connection, after the listing ended again, 3,000
@@ -320,6 +322,7 @@ def test_process_records_with_no_listing_asked(attack, spaced):
     assert not kept, f"{len(kept)} forged process records kept: {kept[:5]}..."
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_process_records_beyond_the_limit(attack, spaced):
     """During the hello's listing the impostor sends 5,000 A_PROC of running processes (distinct
     pids from 300000); then, on the same connection or, once dropped, on a new one, its
@@ -370,6 +373,7 @@ def test_process_records_beyond_the_limit(attack, spaced):
 
 
 @pytest.mark.rss_limit_mib(RSS_LIMIT_MIB)
+@gvisor_only(AGENT_SOCKET)
 def test_hello_after_hello(attack, spaced):
     """The impostor sends 1,000,000 A_HELLO frames (24 MB) on one connection and never reads
     what spaced answers.
@@ -400,6 +404,7 @@ def test_hello_after_hello(attack, spaced):
 
 
 @pytest.mark.rss_limit_mib(RSS_LIMIT_MIB)
+@gvisor_only(AGENT_SOCKET)
 def test_download_data_beyond_credit(attack, spaced):
     """With the impostor holding the channel, a client asks for /etc/hostname through the API
     and does not read the answer; the impostor answers H_FREAD with an A_STAT, then 100 MiB of
@@ -477,6 +482,7 @@ class StdinSender(threading.Thread):
 
 
 @pytest.mark.rss_limit_mib(RSS_LIMIT_MIB)
+@gvisor_only(AGENT_SOCKET)
 def test_stdin_credit_beyond_the_window(attack, spaced):
     """A `sleep 600` runs with its stdin open; the impostor takes the channel and grants stdin
     credit for it three times 0x3fffffff bytes (3 GiB), then never reads its socket, while a
@@ -517,6 +523,7 @@ def test_stdin_credit_beyond_the_window(attack, spaced):
 
 
 @pytest.mark.rss_limit_mib(RSS_LIMIT_MIB)
+@gvisor_only(AGENT_SOCKET)
 def test_listing_without_end(attack, spaced):
     """The impostor answers a listing of /work (H_LIST) with 50,000 A_STAT entries of distinct
     200-byte names, within the credit spaced gives, then A_END.
@@ -580,6 +587,7 @@ def test_listing_without_end(attack, spaced):
     assert rss.growth_mib() <= RSS_LIMIT_MIB, f"spaced's RSS grew by {rss.growth_mib():.1f} MiB"
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_listing_pages_with_a_cursor(attack):
     """With the real agent: 12,000 files in one directory, listed page by page, each page
     asked from the previous one's cursor (after=<next>).
@@ -614,6 +622,7 @@ def test_listing_pages_with_a_cursor(attack):
     assert names == ["f%05d" % i for i in range(12000)], "the pages are not the directory, in order, once"
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_listing_names_that_are_not_names(attack, spaced):
     """The impostor answers five listings of /work, each with a good entry then one named
     "../../x", "a/b", ".", ".." or "" (connecting again after each drop).
@@ -654,6 +663,7 @@ def test_listing_names_that_are_not_names(attack, spaced):
 # liveness
 
 
+@gvisor_only(AGENT_SOCKET)
 def test_stopped_agent_behind_an_impostor_answering_pings(attack, spaced):
     """A process P waits for /work/go, then exits with 7. The impostor stops PID 1, takes the
     channel, creates /work/go, and answers every H_PING for up to 120 s; it never continues

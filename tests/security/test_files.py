@@ -12,6 +12,7 @@ import stat
 import textwrap
 
 from conftest import out_bytes, q
+from conftest import gvisor_only, HOST_LAYOUT, OWN_KERNEL
 
 
 def secretless(host, data):
@@ -24,6 +25,7 @@ def neighbour_host_path(spaced, neighbour):
     return spaced.layer(neighbour.id, neighbour.PATH.lstrip("/"))
 
 
+@gvisor_only(HOST_LAYOUT)
 def test_file_api_dotdot_read(attack, host, spaced, neighbour):
     """GET through the file API with `..` paths aimed at host files.
 
@@ -71,6 +73,7 @@ def test_file_api_dotdot_write(attack, host):
     attack.note("PUT/mkdir/rename at ../host paths wrote inside the sandbox only (host canaries unchanged)")
 
 
+@gvisor_only(HOST_LAYOUT)
 def test_symlinks_to_host_paths_then_file_api(attack, host, spaced, neighbour):
     """Symlinks made inside the sandbox point at host paths; then GET and PUT follow them through the API.
 
@@ -112,6 +115,7 @@ def test_symlinks_to_host_paths_then_file_api(attack, host, spaced, neighbour):
                 "(a gVisor quirk, still inside)")
 
 
+@gvisor_only(OWN_KERNEL)
 def test_proc_and_sys_show_no_host(attack, host, spaced):
     """Looks for the host through /proc and /sys: mount tables, other processes, kernel memory, cgroups.
 
@@ -155,6 +159,7 @@ def test_proc_and_sys_show_no_host(attack, host, spaced):
     attack.note(" ".join(out.split()))
 
 
+@gvisor_only(OWN_KERNEL)
 def test_proc_sys_and_sysfs_writes(attack):
     """Writes to kernel knobs: /proc/sys (hostname, core_pattern, sysrq, drop_caches), /proc/sysrq-trigger, /sys.
 
@@ -207,6 +212,7 @@ def test_api_ids_with_traversal(attack, api, spaced, neighbour):
     attack.note(f"{sum(seen.values())} requests with traversal ids: statuses {seen}; nothing removed")
 
 
+@gvisor_only(HOST_LAYOUT)
 def test_rm_rf_root_through_file_api(attack, host, spaced):
     """DELETE path=/ through the file API, then `rm -rf --no-preserve-root /` inside.
 

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import ApiError, event_bytes, q, wait_until
+from conftest import MICROVM, ApiError, event_bytes, q, wait_until
 
 
 def rss_growth_during(spaced, fn, sample_every=0.1):
@@ -174,7 +174,8 @@ def test_disk_fill(attack, spaced):
                 f"host free space fell by {spent >> 20} MiB (other users of the disk included)")
     assert res["exit_code"] == 0 and "No space left on device" in res["stdout"], res
     assert size < 256 << 20
-    assert os.path.getsize(spaced.layer(attack.id, "work", "fill")) == size
+    if not MICROVM:  # a microVM's disk is an image only its guest mounts
+        assert os.path.getsize(spaced.layer(attack.id, "work", "fill")) == size
     again = attack.sh("echo more > /work/more || echo full; rm /work/fill; echo room > /work/room && cat /work/room")
     assert again["stdout"].endswith("room\n"), again
 
@@ -205,7 +206,8 @@ def test_inode_exhaustion(attack, spaced):
     assert res["exit_code"] == 0 and "stopped: No space left on device" in lines, res
     created = int(lines[-1].split()[-1])
     assert 1000 < created < 4096
-    assert len(os.listdir(spaced.layer(attack.id, "work", "inodes"))) == created
+    if not MICROVM:
+        assert len(os.listdir(spaced.layer(attack.id, "work", "inodes"))) == created
     assert attack.sh("rm -rf /work/inodes; touch /work/x && echo ok")["stdout"] == "ok\n"
 
 

@@ -217,6 +217,33 @@ def test_qemu_runs_jailed_as_a_user_of_its_own_seeing_nothing_of_the_host(api, s
     assert sh(api, vm, "echo fine").strip() == "fine"  # and the VM works in there
 
 
+def test_root_inside_owns_its_kernel_and_reaches_only_its_own_devices(api, vm):
+    """What gVisor refuses (mounts, sethostname, raw sockets: the escape suite's gVisor-only
+    tests) is allowed in a guest kernel; the guest still reaches nothing of the host but the
+    devices its QEMU gives it, and not the agent's port from a second opener."""
+    host_name = socket.gethostname()
+    out = sh(api, vm, r"""
+        ls /sys/block | tr '\n' ' '; echo
+        ls /sys/class/net | tr '\n' ' '; echo
+        for p in /sys/class/virtio-ports/*; do
+            [ "$(cat $p/name)" = space.agent ] && port=/dev/$(basename $p)
+        done
+        python3 -c "import os, sys
+try:
+    os.open(sys.argv[1], os.O_RDWR); print('port: OPENED')
+except OSError as e:
+    print('port:', e.strerror)" "$port"
+        mkdir -p /mnt/c && mount -t cgroup2 none /mnt/c && echo mounted
+        hostname evil-name && hostname
+    """)
+    blocks, nets, port, mounted, name = out.splitlines()
+    assert blocks.split() == ["vda", "vdb"]  # the template's image and the sandbox's disk
+    assert nets.split() == ["lo"]  # no network device at all
+    assert port == "port: Device or resource busy"  # the agent holds its port alone
+    assert mounted == "mounted" and name == "evil-name"  # its own kernel's, allowed
+    assert socket.gethostname() == host_name  # the host's own name untouched
+
+
 def test_a_process_over_the_memory_limit_is_killed_by_the_guest_kernel_alone(api, vm):
     sh(api, vm, "sleep 600 >/dev/null 2>&1 & echo $! > /work/survivor")
     # 16 MiB at a time, each touched, far past the guest's RAM (one 700 MiB request would be
