@@ -88,6 +88,10 @@ struct driver {
 	char accel[8];          /* "kvm" or "tcg" */
 	char runtime[160];      /* "QEMU 7.2.x, tcg" */
 	char qemu[256];         /* QEMU's absolute path (its jail has no PATH search to make) */
+	/* what new VMs boot, found (and fetched, built) at start: looking the kernel up in apt's
+	 * lists costs a second, too much for every create; a kernel update in the archive is
+	 * taken at the next start of spaced (VMs keep what their boot.json names) */
+	char vmlinuz[800], initramfs[800];
 	pthread_mutex_t lock;   /* pending */
 	struct pending *pending;
 };
@@ -196,6 +200,8 @@ static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 		free(drv);
 		return rc;
 	}
+	snprintf(drv->vmlinuz, sizeof(drv->vmlinuz), "%s", k.vmlinuz);
+	snprintf(drv->initramfs, sizeof(drv->initramfs), "%s", ird.path);
 	log_info("microVM guest: kernel %s (%s)%s, initramfs %s (%llu KiB)%s", k.release, k.version,
 		 k.fetched ? ", fetched now" : "", ird.path, (unsigned long long)ird.bytes / 1024,
 		 ird.built ? ", built now" : "");
@@ -390,13 +396,9 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	}
 
 	struct boot b;
-	struct vm_kernel k;
-	struct vm_initramfs ird;
 	bool built = false;
 	uint64_t build_ms = 0;
-	if ((rc = vm_guest_kernel(drv->d->cache_dir, false, &k, e)) < 0 ||
-	    (rc = vm_guest_initramfs(drv->d->cache_dir, &k, drv->d->agent_path, &ird, e)) < 0 ||
-	    (rc = vm_guest_template_image(drv->d->cache_dir, template_rootfs, b.image, sizeof(b.image), &built,
+	if ((rc = vm_guest_template_image(drv->d->cache_dir, template_rootfs, b.image, sizeof(b.image), &built,
 					  &build_ms, e)) < 0)
 		return rc;
 	if (built)
@@ -404,8 +406,8 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	char cmdline[sizeof(b.cmdline)];
 	if (vm_guest_cmdline(cmdline, sizeof(cmdline)) < 0)
 		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
-	snprintf(b.kernel, sizeof(b.kernel), "%s", k.vmlinuz);
-	snprintf(b.initramfs, sizeof(b.initramfs), "%s", ird.path);
+	snprintf(b.kernel, sizeof(b.kernel), "%s", drv->vmlinuz);
+	snprintf(b.initramfs, sizeof(b.initramfs), "%s", drv->initramfs);
 	/* the guest's name comes to its init as an argument after the command line's "--" */
 	if (snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_NAME_ARG "%s", cmdline, sb->id) >= (int)sizeof(b.cmdline))
 		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
