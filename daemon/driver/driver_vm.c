@@ -53,14 +53,13 @@
 #include "daemon/driver/jail.h"
 #include "daemon/driver/oci.h"
 #include "daemon/driver/qmp.h"
+#include "daemon/driver/vm_proc.h"
 #include "daemon/driver/vm_guest.h"
 
-#define QEMU "qemu-system-x86_64"
 #define VM_TB_MB 32               /* TCG's translation buffer; QEMU's default is 1 GiB on x86 */
 #define VM_OVERHEAD_MB (VM_TB_MB + 160) /* QEMU beside guest RAM: its code, TCG's regions, buffers */
 #define VM_MIGRATE_POLL_MS 20
 #define VM_MIGRATE_MS_PER_MIB 200 /* a bound on a migration: far above the ~4 ms/MiB measured */
-#define VM_GONE_MS 10000          /* for QEMU to exit after quit, or after SIGKILL */
 
 /* QEMU's descriptors (jail.h): the listening sockets, then the files open_files gives it
  * (VM_NFILES of them, in this order), then the image a restore loads */
@@ -96,10 +95,6 @@ struct driver {
 	struct pending *pending;
 };
 
-static void path(char *out, size_t n, const struct sandbox *sb, const char *leaf)
-{
-	snprintf(out, n, "%s/%s", sb->dir, leaf);
-}
 
 /* ---- the accelerator ---- */
 
@@ -266,7 +261,7 @@ static int listen_at(const char *p, struct err *e)
 static int bind_sockets(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	char vmdir[700], agent[720], qmp[720];
-	path(vmdir, sizeof(vmdir), sb, "vm");
+	vm_path(vmdir, sizeof(vmdir), sb, "vm");
 	if (mkdir(vmdir, 0700) < 0 && errno != EEXIST)
 		return err_set(e, 500, "internal", errno, "mkdir %s: %s", vmdir, strerror(errno));
 	snprintf(agent, sizeof(agent), "%s/agent.sock", vmdir);
@@ -301,7 +296,7 @@ struct boot {
 static int write_boot(struct sandbox *sb, const struct boot *b, struct err *e)
 {
 	char p[720];
-	path(p, sizeof(p), sb, "vm/boot.json");
+	vm_path(p, sizeof(p), sb, "vm/boot.json");
 	json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "kernel", b->kernel, "initramfs", b->initramfs, "image", b->image,
 			      "cmdline", b->cmdline);
 	int rc = j && json_dump_file(j, p, JSON_INDENT(1)) == 0 ? 0 : -EIO;
@@ -317,7 +312,7 @@ static int write_boot(struct sandbox *sb, const struct boot *b, struct err *e)
 static int read_boot(struct sandbox *sb, struct boot *b, struct err *e)
 {
 	char p[720];
-	path(p, sizeof(p), sb, "vm/boot.json");
+	vm_path(p, sizeof(p), sb, "vm/boot.json");
 	json_error_t je;
 	json_t *j = json_load_file(p, 0, &je);
 	const char *k = json_string_value(json_object_get(j, "kernel"));
@@ -345,7 +340,7 @@ static int write_env(struct sandbox *sb, struct err *e)
 				 .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC };
 	json_t *env = oci_env(&op);
 	char p[720];
-	path(p, sizeof(p), sb, "vm/env");
+	vm_path(p, sizeof(p), sb, "vm/env");
 	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int rc = fd >= 0 && env ? 0 : -EIO;
 	size_t i;
@@ -375,7 +370,7 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	snprintf(parent, sizeof(parent), "%s/sandboxes", drv->d->state_dir);
 	mkdir(parent, 0700);
 	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->state_dir);
-	path(upper, sizeof(upper), sb, "upper");
+	vm_path(upper, sizeof(upper), sb, "upper");
 	snprintf(img, sizeof(img), "%s/disk.img", upper);
 	const char *dirs[] = { sb->dir, upper };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
@@ -423,58 +418,6 @@ static int vm_prepare(struct driver *drv, struct sandbox *sb, struct err *e)
 
 /* ---- QEMU's process ---- */
 
-/* Up to n-1 bytes of the file at p into buf, NUL-terminated; their count, or 0. */
-static ssize_t read_small(const char *p, char *buf, size_t n)
-{
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t r = read(fd, buf, n - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = '\0';
-	return r;
-}
-
-/* QEMU's pid for sb, when the pid file names a live QEMU of this sandbox; else 0. */
-static pid_t qemu_pid(struct sandbox *sb)
-{
-	char p[720], buf[32], cmdline[8192];
-	path(p, sizeof(p), sb, "vm/qemu.pid");
-	if (!read_small(p, buf, sizeof(buf)))
-		return 0;
-	pid_t pid = (pid_t)atoi(buf);
-	if (pid <= 1)
-		return 0;
-	/* a recycled pid is someone else's: the process must be QEMU named for this sandbox */
-	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
-	ssize_t n = read_small(p, cmdline, sizeof(cmdline));
-	if (!n || !strstr(cmdline, QEMU))
-		return 0;
-	for (char *a = cmdline; a < cmdline + n; a += strlen(a) + 1)
-		if (strcmp(a, "-name") == 0 && a + strlen(a) + 1 < cmdline + n && strcmp(a + strlen(a) + 1, sb->id) == 0)
-			return pid;
-	return 0;
-}
-
-/* vm/qemu.pid: QEMU's pid as spaced sees it (in its own PID namespace it is 1), replaced
- * whole so a restarted spaced never reads half of one. */
-static int write_pid(struct sandbox *sb, pid_t pid, struct err *e)
-{
-	char p[720], tmp[740], buf[32];
-	path(p, sizeof(p), sb, "vm/qemu.pid");
-	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
-	int len = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int rc = fd >= 0 && write(fd, buf, (size_t)len) == len ? 0 : -EIO;
-	if (fd >= 0)
-		close(fd);
-	if (rc == 0 && rename(tmp, p) < 0)
-		rc = -errno;
-	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
-}
-
 /*
  * The files sb's QEMU uses, opened by spaced, in FD_KERNEL.. order. QEMU opens by name the
  * kernel, initramfs and environment (as /proc/self/fd/N, which checks the file's own mode):
@@ -485,9 +428,9 @@ static int write_pid(struct sandbox *sb, pid_t pid, struct err *e)
 static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int *fds, struct err *e)
 {
 	char disk[720], console[720], env[720];
-	path(disk, sizeof(disk), sb, "upper/disk.img");
-	path(console, sizeof(console), sb, "vm/console.log");
-	path(env, sizeof(env), sb, "vm/env");
+	vm_path(disk, sizeof(disk), sb, "upper/disk.img");
+	vm_path(console, sizeof(console), sb, "vm/console.log");
+	vm_path(env, sizeof(env), sb, "vm/env");
 	struct {
 		const char *path;
 		int flags;
@@ -516,116 +459,10 @@ static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int *
 	return 0;
 }
 
-/* Ends sb's QEMU, if one runs (SIGKILL: whatever is to be kept was written first), and waits
- * until it is gone; child is the one just started, 0 for the one the pid file names. */
-static int kill_qemu(struct sandbox *sb, pid_t child, struct err *e)
-{
-	pid_t pid = child ? child : qemu_pid(sb);
-	if (!pid)
-		return 0;
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pfd < 0)
-		return errno == ESRCH ? 0 : err_set(e, 500, "internal", errno, "pidfd_open: %s", strerror(errno));
-	/* pid was checked before the pidfd was taken: check again that it is still ours (a child
-	 * just started is ours until reaped, which the pidfd now holds off from mattering) */
-	if (!child && qemu_pid(sb) != pid) {
-		close(pfd);
-		return 0;
-	}
-	syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
-	struct pollfd p = { .fd = pfd, .events = POLLIN };
-	int r;
-	while ((r = poll(&p, 1, VM_GONE_MS)) < 0 && errno == EINTR)
-		;
-	close(pfd);
-	if (r <= 0)
-		return err_set(e, 500, "internal", ETIMEDOUT, "QEMU (pid %d) of sandbox %s did not exit", (int)pid, sb->id);
-	return 0;
-}
-
-/* The cgroup directories of sb's VM (cgroup v1, as runsc's: space/<id>). */
-static const char *const CGROUPS[] = { "memory", "cpu", "pids" };
-
-static int write_to(const char *dir, const char *file, const char *val)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", dir, file);
-	int fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t w = write(fd, val, strlen(val));
-	int rc = w == (ssize_t)strlen(val) ? 0 : -errno;
-	close(fd);
-	return rc;
-}
-
-/* Puts pid (QEMU, every thread of it: cgroup v1's cgroup.procs) into sb's cgroups: memory
- * for guest RAM plus QEMU's own, CPU time for sb->cpus. */
-static int confine(struct sandbox *sb, pid_t pid, struct err *e)
-{
-	char val[64], procs[32];
-	snprintf(procs, sizeof(procs), "%d", (int)pid);
-	for (size_t i = 0; i < sizeof(CGROUPS) / sizeof(CGROUPS[0]); i++) {
-		char dir[256];
-		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/space", CGROUPS[i]);
-		mkdir(dir, 0755);
-		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/space/%s", CGROUPS[i], sb->id);
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dir, strerror(errno));
-		int rc = 0;
-		if (strcmp(CGROUPS[i], "memory") == 0) {
-			snprintf(val, sizeof(val), "%llu", (unsigned long long)(sb->memory_mb + VM_OVERHEAD_MB) << 20);
-			rc = write_to(dir, "memory.limit_in_bytes", val);
-		} else if (strcmp(CGROUPS[i], "pids") == 0) {
-			rc = write_to(dir, "pids.max", "256"); /* QEMU's threads; the guest's processes are its own */
-		} else {
-			snprintf(val, sizeof(val), "%d", sb->cpus * 100000);
-			rc = write_to(dir, "cpu.cfs_period_us", "100000");
-			if (rc == 0)
-				rc = write_to(dir, "cpu.cfs_quota_us", val);
-		}
-		if (rc == 0)
-			rc = write_to(dir, "cgroup.procs", procs);
-		if (rc < 0)
-			return err_set(e, 500, "internal", -rc, "confining QEMU in %s: %s", dir, strerror(-rc));
-	}
-	return 0;
-}
-
-static void remove_cgroups(const char *id)
-{
-	for (size_t i = 0; i < sizeof(CGROUPS) / sizeof(CGROUPS[0]); i++) {
-		char dir[256];
-		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/space/%s", CGROUPS[i], id);
-		rmdir(dir);
-	}
-}
-
-/* The last line of a log file (QEMU's complaint when it failed), into out. */
-static void last_line_of(const char *p, char *out, size_t n)
-{
-	out[0] = '\0';
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	char tail[1024];
-	off_t end = lseek(fd, 0, SEEK_END);
-	off_t from = end > (off_t)sizeof(tail) - 1 ? end - (off_t)sizeof(tail) + 1 : 0;
-	ssize_t r = end > 0 ? pread(fd, tail, sizeof(tail) - 1, from) : 0;
-	close(fd);
-	if (r <= 0)
-		return;
-	tail[r] = '\0';
-	while (r > 0 && isspace((unsigned char)tail[r - 1]))
-		tail[--r] = '\0';
-	char *nl = strrchr(tail, '\n');
-	snprintf(out, n, "%s", nl ? nl + 1 : tail);
-}
-
 static int monitor(struct sandbox *sb, struct qmp *q, struct err *e)
 {
 	char p[720];
-	path(p, sizeof(p), sb, "vm/qmp.sock");
+	vm_path(p, sizeof(p), sb, "vm/qmp.sock");
 	return qmp_open(q, p, e);
 }
 
@@ -634,9 +471,9 @@ static int failed_start(struct sandbox *sb, pid_t pid, int rc, struct err *e)
 {
 	char qlog[720], why[300], ours[sizeof(e->msg)];
 	struct err ignored = { 0 };
-	kill_qemu(sb, pid, &ignored);
-	path(qlog, sizeof(qlog), sb, "vm/qemu.log");
-	last_line_of(qlog, why, sizeof(why));
+	vm_kill_qemu(sb, pid, &ignored);
+	vm_path(qlog, sizeof(qlog), sb, "vm/qemu.log");
+	vm_last_line_of(qlog, why, sizeof(why));
 	if (!why[0])
 		return rc; /* QEMU said nothing: e says what failed here */
 	snprintf(ours, sizeof(ours), "%s", e->msg);
@@ -660,7 +497,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct q
 	/* one QEMU at a time on a sandbox's disk: spaced's guarantee, in place of QEMU's own image
 	 * locks (off: taken per descriptor, they refuse QEMU's own `cont` after a migration, as
 	 * when spaced undoes a suspend it did not finish) */
-	pid_t running = qemu_pid(sb);
+	pid_t running = vm_qemu_pid(sb);
 	if (running)
 		return err_set(e, 500, "internal", EBUSY, "sandbox %s's QEMU (pid %d) still runs", sb->id, (int)running);
 	struct pending *p = take_pending(drv, sb->id);
@@ -676,7 +513,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct q
 		snprintf(accel, sizeof(accel), "tcg,tb-size=%d", VM_TB_MB);
 	else
 		snprintf(accel, sizeof(accel), "%s", drv->accel);
-	path(qlog, sizeof(qlog), sb, "vm/qemu.log");
+	vm_path(qlog, sizeof(qlog), sb, "vm/qemu.log");
 	struct jail j = { .uid = jail_uid_for(sb->id), .kvm = strcmp(drv->accel, "kvm") == 0 };
 	int files[VM_NFILES];
 	if ((rc = open_files(sb, &b, j.uid, files, e)) < 0) {
@@ -727,10 +564,10 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct q
 	close_pending(p); /* QEMU has its own copies; a monitor session waits in the backlog */
 	if (pid < 0)
 		return err_set(e, 500, "internal", (int)-pid, "cannot run %s (%s): %s", QEMU, step, strerror((int)-pid));
-	if ((rc = write_pid(sb, pid, e)) < 0)
+	if ((rc = vm_write_pid(sb, pid, e)) < 0)
 		return failed_start(sb, pid, rc, e);
 	/* confined while still setting up: its threads to come start in the cgroups */
-	if ((rc = confine(sb, pid, e)) < 0 || (rc = monitor(sb, q, e)) < 0)
+	if ((rc = vm_confine(sb, VM_OVERHEAD_MB, pid, e)) < 0 || (rc = monitor(sb, q, e)) < 0)
 		return failed_start(sb, pid, rc, e);
 	return 0;
 }
@@ -757,7 +594,7 @@ static int vm_start(struct driver *drv, struct sandbox *sb, struct err *e)
 	}
 	if (rc < 0) {
 		struct err ignored = { 0 };
-		kill_qemu(sb, 0, &ignored);
+		vm_kill_qemu(sb, 0, &ignored);
 	}
 	return rc;
 }
@@ -832,7 +669,7 @@ static int vm_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 	(void)drv;
 	char file[760], disk[720];
 	snprintf(file, sizeof(file), "%s/memory", dir);
-	path(disk, sizeof(disk), sb, "upper/disk.img");
+	vm_path(disk, sizeof(disk), sb, "upper/disk.img");
 	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return err_set(e, 500, "internal", errno, "creating %s: %s", file, strerror(errno));
@@ -866,7 +703,7 @@ static int vm_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 	if (q.fd >= 0)
 		qmp_close(&q);
 	if (rc == 0 && !leave_running)
-		rc = kill_qemu(sb, 0, e);
+		rc = vm_kill_qemu(sb, 0, e);
 	return rc;
 }
 
@@ -888,10 +725,10 @@ static int vm_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 		qmp_close(&q);
 	if (rc < 0) {
 		char qlog[720], why[300];
-		path(qlog, sizeof(qlog), sb, "vm/qemu.log");
-		last_line_of(qlog, why, sizeof(why));
+		vm_path(qlog, sizeof(qlog), sb, "vm/qemu.log");
+		vm_last_line_of(qlog, why, sizeof(why));
 		struct err ignored = { 0 };
-		kill_qemu(sb, 0, &ignored);
+		vm_kill_qemu(sb, 0, &ignored);
 		if (why[0])
 			log_warn("sandbox %s: restore failed; QEMU said: %s", sb->id, why);
 	}
@@ -920,9 +757,9 @@ static int vm_stop(struct driver *drv, struct sandbox *sb, struct err *e)
 	struct pending *p = take_pending(drv, sb->id);
 	if (p)
 		close_pending(p);
-	int rc = kill_qemu(sb, 0, e);
+	int rc = vm_kill_qemu(sb, 0, e);
 	if (rc == 0)
-		remove_cgroups(sb->id);
+		vm_remove_cgroups(sb->id);
 	return rc;
 }
 
@@ -940,7 +777,7 @@ static int vm_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
 static enum driver_state vm_state(struct driver *drv, struct sandbox *sb)
 {
 	(void)drv;
-	if (!qemu_pid(sb))
+	if (!vm_qemu_pid(sb))
 		return DRV_ABSENT;
 	char st[32] = "";
 	struct qmp q;
@@ -963,7 +800,7 @@ static enum driver_state vm_state(struct driver *drv, struct sandbox *sb)
 static unsigned long long proc_field(const char *p, const char *key)
 {
 	char buf[4096];
-	if (!read_small(p, buf, sizeof(buf)))
+	if (!vm_read_small(p, buf, sizeof(buf)))
 		return 0;
 	char *at = strstr(buf, key);
 	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
@@ -972,7 +809,7 @@ static unsigned long long proc_field(const char *p, const char *key)
 static int vm_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out)
 {
 	(void)drv;
-	pid_t pid = qemu_pid(sb);
+	pid_t pid = vm_qemu_pid(sb);
 	if (!pid)
 		return -ESRCH;
 	char p[64];
@@ -990,7 +827,7 @@ static void vm_exit_reason(struct driver *drv, struct sandbox *sb, char *buf, si
 	(void)drv;
 	char p[720], line[300];
 	static const char mark[] = "Kernel panic - not syncing: ";
-	path(p, sizeof(p), sb, "vm/console.log");
+	vm_path(p, sizeof(p), sb, "vm/console.log");
 	FILE *f = fopen(p, "re");
 	char panic[300] = "";
 	while (f && fgets(line, sizeof(line), f)) {
@@ -1028,7 +865,7 @@ static int vm_leftovers(struct driver *drv, struct driver_leftover **out, size_t
 		struct sandbox probe = { 0 };
 		snprintf(probe.id, sizeof(probe.id), "%s", de->d_name);
 		snprintf(probe.dir, sizeof(probe.dir), "%s/%s", dir, de->d_name);
-		pid_t pid = qemu_pid(&probe);
+		pid_t pid = vm_qemu_pid(&probe);
 		if (!pid)
 			continue;
 		if (*n == cap) {
@@ -1063,16 +900,16 @@ static int vm_release(struct driver *drv, const struct driver_leftover *l, struc
 	struct sandbox probe = { 0 };
 	snprintf(probe.id, sizeof(probe.id), "%s", l->owner);
 	snprintf(probe.dir, sizeof(probe.dir), "%s", l->name);
-	int rc = kill_qemu(&probe, 0, e);
+	int rc = vm_kill_qemu(&probe, 0, e);
 	if (rc == 0)
-		remove_cgroups(l->owner);
+		vm_remove_cgroups(l->owner);
 	return rc;
 }
 
 static void vm_layer(struct driver *drv, struct sandbox *sb, char *out, size_t n)
 {
 	(void)drv;
-	path(out, n, sb, "upper");
+	vm_path(out, n, sb, "upper");
 }
 
 static const char *vm_runtime(struct driver *drv)

@@ -1,0 +1,179 @@
+/*
+ * daemon/driver/vm_proc.c - a microVM's QEMU as a host process (see vm_proc.h).
+ */
+#include "daemon/driver/vm_proc.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void vm_path(char *out, size_t n, const struct sandbox *sb, const char *leaf)
+{
+	snprintf(out, n, "%s/%s", sb->dir, leaf);
+}
+
+/* Up to n-1 bytes of the file at p into buf, NUL-terminated; their count, or 0. */
+ssize_t vm_read_small(const char *p, char *buf, size_t n)
+{
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t r = read(fd, buf, n - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = '\0';
+	return r;
+}
+
+/* QEMU's pid for sb, when the pid file names a live QEMU of this sandbox; else 0. */
+pid_t vm_qemu_pid(struct sandbox *sb)
+{
+	char p[720], buf[32], cmdline[8192];
+	vm_path(p, sizeof(p), sb, "vm/qemu.pid");
+	if (!vm_read_small(p, buf, sizeof(buf)))
+		return 0;
+	pid_t pid = (pid_t)atoi(buf);
+	if (pid <= 1)
+		return 0;
+	/* a recycled pid is someone else's: the process must be QEMU named for this sandbox */
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
+	ssize_t n = vm_read_small(p, cmdline, sizeof(cmdline));
+	if (!n || !strstr(cmdline, QEMU))
+		return 0;
+	for (char *a = cmdline; a < cmdline + n; a += strlen(a) + 1)
+		if (strcmp(a, "-name") == 0 && a + strlen(a) + 1 < cmdline + n && strcmp(a + strlen(a) + 1, sb->id) == 0)
+			return pid;
+	return 0;
+}
+
+/* vm/qemu.pid: QEMU's pid as spaced sees it (in its own PID namespace it is 1), replaced
+ * whole so a restarted spaced never reads half of one. */
+int vm_write_pid(struct sandbox *sb, pid_t pid, struct err *e)
+{
+	char p[720], tmp[740], buf[32];
+	vm_path(p, sizeof(p), sb, "vm/qemu.pid");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	int len = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int rc = fd >= 0 && write(fd, buf, (size_t)len) == len ? 0 : -EIO;
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0 && rename(tmp, p) < 0)
+		rc = -errno;
+	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
+}
+
+/* Ends sb's QEMU, if one runs (SIGKILL: whatever is to be kept was written first), and waits
+ * until it is gone; child is the one just started, 0 for the one the pid file names. */
+int vm_kill_qemu(struct sandbox *sb, pid_t child, struct err *e)
+{
+	pid_t pid = child ? child : vm_qemu_pid(sb);
+	if (!pid)
+		return 0;
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0)
+		return errno == ESRCH ? 0 : err_set(e, 500, "internal", errno, "pidfd_open: %s", strerror(errno));
+	/* pid was checked before the pidfd was taken: check again that it is still ours (a child
+	 * just started is ours until reaped, which the pidfd now holds off from mattering) */
+	if (!child && vm_qemu_pid(sb) != pid) {
+		close(pfd);
+		return 0;
+	}
+	syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+	struct pollfd p = { .fd = pfd, .events = POLLIN };
+	int r;
+	while ((r = poll(&p, 1, VM_GONE_MS)) < 0 && errno == EINTR)
+		;
+	close(pfd);
+	if (r <= 0)
+		return err_set(e, 500, "internal", ETIMEDOUT, "QEMU (pid %d) of sandbox %s did not exit", (int)pid, sb->id);
+	return 0;
+}
+
+/* The cgroup directories of sb's VM (cgroup v1, as runsc's: space/<id>). */
+static const char *const CGROUPS[] = { "memory", "cpu", "pids" };
+
+static int write_to(const char *dir, const char *file, const char *val)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t w = write(fd, val, strlen(val));
+	int rc = w == (ssize_t)strlen(val) ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+/* Puts pid (QEMU, every thread of it: cgroup v1's cgroup.procs) into sb's cgroups: memory
+ * for guest RAM plus QEMU's own, CPU time for sb->cpus. */
+int vm_confine(struct sandbox *sb, int overhead_mb, pid_t pid, struct err *e)
+{
+	char val[64], procs[32];
+	snprintf(procs, sizeof(procs), "%d", (int)pid);
+	for (size_t i = 0; i < sizeof(CGROUPS) / sizeof(CGROUPS[0]); i++) {
+		char dir[256];
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/space", CGROUPS[i]);
+		mkdir(dir, 0755);
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/space/%s", CGROUPS[i], sb->id);
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dir, strerror(errno));
+		int rc = 0;
+		if (strcmp(CGROUPS[i], "memory") == 0) {
+			snprintf(val, sizeof(val), "%llu", (unsigned long long)(sb->memory_mb + overhead_mb) << 20);
+			rc = write_to(dir, "memory.limit_in_bytes", val);
+		} else if (strcmp(CGROUPS[i], "pids") == 0) {
+			rc = write_to(dir, "pids.max", "256"); /* QEMU's threads; the guest's processes are its own */
+		} else {
+			snprintf(val, sizeof(val), "%d", sb->cpus * 100000);
+			rc = write_to(dir, "cpu.cfs_period_us", "100000");
+			if (rc == 0)
+				rc = write_to(dir, "cpu.cfs_quota_us", val);
+		}
+		if (rc == 0)
+			rc = write_to(dir, "cgroup.procs", procs);
+		if (rc < 0)
+			return err_set(e, 500, "internal", -rc, "confining QEMU in %s: %s", dir, strerror(-rc));
+	}
+	return 0;
+}
+
+void vm_remove_cgroups(const char *id)
+{
+	for (size_t i = 0; i < sizeof(CGROUPS) / sizeof(CGROUPS[0]); i++) {
+		char dir[256];
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/space/%s", CGROUPS[i], id);
+		rmdir(dir);
+	}
+}
+
+/* The last line of a log file (QEMU's complaint when it failed), into out. */
+void vm_last_line_of(const char *p, char *out, size_t n)
+{
+	out[0] = '\0';
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char tail[1024];
+	off_t end = lseek(fd, 0, SEEK_END);
+	off_t from = end > (off_t)sizeof(tail) - 1 ? end - (off_t)sizeof(tail) + 1 : 0;
+	ssize_t r = end > 0 ? pread(fd, tail, sizeof(tail) - 1, from) : 0;
+	close(fd);
+	if (r <= 0)
+		return;
+	tail[r] = '\0';
+	while (r > 0 && isspace((unsigned char)tail[r - 1]))
+		tail[--r] = '\0';
+	char *nl = strrchr(tail, '\n');
+	snprintf(out, n, "%s", nl ? nl + 1 : tail);
+}

@@ -1,0 +1,38 @@
+/*
+ * daemon/driver/vm_proc.h - a microVM's QEMU as a host process, for driver_vm.c: found again
+ * by its pid file and command line, confined in its cgroups, killed, and its last words read.
+ */
+#ifndef SPACE_DAEMON_VM_PROC_H
+#define SPACE_DAEMON_VM_PROC_H
+
+#include <sys/types.h>
+
+#include "daemon/base/err.h"
+#include "daemon/daemon.h"
+
+#define QEMU "qemu-system-x86_64"
+#define VM_GONE_MS 10000 /* for QEMU to exit after quit, or after SIGKILL */
+
+/* <sb's dir>/leaf into out. */
+void vm_path(char *out, size_t n, const struct sandbox *sb, const char *leaf);
+
+/* Up to n-1 bytes of the file at p into buf, NUL-terminated; their count, or 0. */
+ssize_t vm_read_small(const char *p, char *buf, size_t n);
+
+/* QEMU's pid for sb, when its pid file names a live QEMU of this sandbox; else 0. */
+pid_t vm_qemu_pid(struct sandbox *sb);
+
+/* Writes vm/qemu.pid whole. */
+int vm_write_pid(struct sandbox *sb, pid_t pid, struct err *e);
+
+/* Ends sb's QEMU if one runs (child: the one just started; 0: the pid file's), and waits. */
+int vm_kill_qemu(struct sandbox *sb, pid_t child, struct err *e);
+
+/* Puts pid into sb's cgroups: memory for guest RAM plus overhead_mb, CPU time, tasks. */
+int vm_confine(struct sandbox *sb, int overhead_mb, pid_t pid, struct err *e);
+void vm_remove_cgroups(const char *id);
+
+/* The last line of a log file, into out ("" if none). */
+void vm_last_line_of(const char *p, char *out, size_t n);
+
+#endif
