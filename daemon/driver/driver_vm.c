@@ -434,10 +434,12 @@ static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int *
 	struct {
 		const char *path;
 		int flags;
-		bool shared;
+		bool shared; /* readable to all */
+		bool owned;  /* the jail user's own, 0400 */
 	} f[VM_NFILES] = {
-		{ b->kernel, O_RDONLY, true }, { b->initramfs, O_RDONLY, true }, { b->image, O_RDONLY, true },
-		{ disk, O_RDWR, false }, { disk, O_RDONLY, false }, { console, O_WRONLY | O_CREAT | O_APPEND, false }, { env, O_RDONLY, false },
+		{ b->kernel, O_RDONLY, true, false }, { b->initramfs, O_RDONLY, true, false },
+		{ b->image, O_RDONLY, true, false }, { disk, O_RDWR, false, false }, { disk, O_RDONLY, false, false },
+		{ console, O_WRONLY | O_CREAT | O_APPEND, false, false }, { env, O_RDONLY, false, true },
 	};
 	for (int i = 0; i < VM_NFILES; i++)
 		fds[i] = -1;
@@ -447,7 +449,7 @@ static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int *
 		int rc = fds[i] < 0 || fstat(fds[i], &st) < 0 ? -errno : 0;
 		if (rc == 0 && f[i].shared && (st.st_mode & 0444) != 0444 && fchmod(fds[i], st.st_mode | 0444) < 0)
 			rc = -errno;
-		if (rc == 0 && i == VM_NFILES - 1 && (fchown(fds[i], uid, uid) < 0 || fchmod(fds[i], 0400) < 0))
+		if (rc == 0 && f[i].owned && (fchown(fds[i], uid, uid) < 0 || fchmod(fds[i], 0400) < 0))
 			rc = -errno;
 		if (rc < 0) {
 			for (int k = 0; k <= i; k++)
