@@ -52,7 +52,14 @@ static int on_identity(struct agent *a, const struct frame *f)
 	if (!name)
 		return -EPROTO;
 	const struct sp_identity *id = (const void *)f->payload;
-	int rc = identity_name_ok(name) ? identity_take(name) : -EINVAL;
+	int rc = identity_name_ok(name) ? 0 : -EINVAL;
+	if (rc == 0 && a->settle_root) {
+		/* restored from a template's booted image: the sandbox's own root and settings */
+		if ((rc = a->settle_root()) == 0 && (rc = files_mkdir_p("/work", 0755)) == 0)
+			a->settle_root = NULL;
+	}
+	if (rc == 0)
+		rc = identity_take(name);
 	if (rc == 0)
 		rc = identity_machine_id("/etc");
 	if (rc == 0)

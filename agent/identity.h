@@ -38,8 +38,9 @@ int identity_take(const char *name);
  * for whoever fills it at boot). Returns 0 or -errno. */
 int identity_machine_id(const char *etc);
 
-/* Mixes n bytes of seed into the kernel's random pool and credits them (RNDADDENTROPY): a
- * sandbox restored from an image would otherwise go on from its parent's state. 0 or -errno. */
+/* Mixes n bytes of seed into the kernel's random pool, credits them (RNDADDENTROPY) and
+ * reseeds the generator from it (RNDRESEEDCRNG): a sandbox restored from an image would
+ * otherwise go on from its parent's state. 0 or -errno. */
 int identity_reseed(const unsigned char *seed, unsigned n);
 
 #endif

@@ -177,10 +177,10 @@ static void loop_run(struct agent *a)
 /* Whether the kernel started us as a microVM's init. It hands init, besides what follows
  * "--", every word of its command line that it does not know (nokaslr is one), so the
  * argument is looked for among all of them. */
-static bool vm_init_arg(int argc, char **argv)
+static bool has_arg(int argc, char **argv, const char *arg)
 {
 	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], SP_VM_INIT_ARG) == 0)
+		if (strcmp(argv[i], arg) == 0)
 			return true;
 	return false;
 }
@@ -206,7 +206,9 @@ int main(int argc, char **argv)
 		return identity_main(argv[2]);
 
 	a.pid1 = getpid() == 1;
-	bool vm = a.pid1 && vm_init_arg(argc, argv);
+	bool vm = a.pid1 && has_arg(argc, argv, SP_VM_INIT_ARG);
+	if (vm && has_arg(argc, argv, SP_VM_WAIT_ROOT_ARG))
+		a.settle_root = vminit_settle;
 	const struct conn_transport *transport = &conn_unix;
 	const char *where = getenv("SPACE_AGENT_SOCK");
 	if (!where || !*where)
@@ -214,15 +216,16 @@ int main(int argc, char **argv)
 	if (vm) {
 		transport = &vport_transport;
 		where = SP_AGENT_PORT;
-		vminit_boot(); /* logs what failed; the agent serves what it can */
+		vminit_boot(a.settle_root != NULL); /* logs what failed; the agent serves what it can */
 	}
 
 	if ((err = setup_std_fds()) < 0) {
 		agent_log("standard fds: %s", strerror(-err));
 		return 1;
 	}
-	if (a.pid1) {
+	if (a.pid1)
 		umask(022);
+	if (a.pid1 && !a.settle_root) {
 		if ((err = files_mkdir_p("/work", 0755)) < 0)
 			agent_log("mkdir /work: %s", strerror(-err));
 		/* the runtime named the kernel after the sandbox; the files follow. A VM's kernel
@@ -233,7 +236,7 @@ int main(int argc, char **argv)
 			agent_log("sethostname %s: %s", vm_name, strerror(errno));
 		if ((!vm || vm_name) && gethostname(name, sizeof(name)) == 0 && (err = identity_files("/etc", name)) < 0)
 			agent_log("/etc/hosts and /etc/hostname: %s", strerror(-err));
-	} else {
+	} else if (!a.pid1) {
 		/* outside a sandbox (tests): still adopt orphans like init would */
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	}

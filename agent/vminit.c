@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "fwcfg.h"
 
 struct vm_mount {
 	const char *source, *target, *type;
@@ -256,18 +257,13 @@ int vminit_loopback(void)
 
 int vminit_env(void)
 {
-	int fd = open(SP_VM_ENV_FILE, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	char *buf = malloc(VM_ENV_MAX + 1);
-	size_t n = 0;
-	ssize_t r = 0;
-	while (buf && n < VM_ENV_MAX && (r = read(fd, buf + n, VM_ENV_MAX - n)) > 0)
-		n += (size_t)r;
-	close(fd);
-	if (!buf || r < 0) {
+	if (!buf)
+		return -ENOMEM;
+	long n = fwcfg_read_file(SP_VM_ENV_NAME, buf, VM_ENV_MAX);
+	if (n < 0) {
 		free(buf);
-		return -EIO;
+		return (int)n;
 	}
 	buf[n] = '\0';
 	for (char *kv = buf; kv < buf + n; kv += strlen(kv) + 1) {
@@ -281,7 +277,7 @@ int vminit_env(void)
 	return 0;
 }
 
-int vminit_boot(void)
+int vminit_boot(bool wait_root)
 {
 	int first = mount_all(), rc;
 	if ((rc = console_fds()) < 0) {
@@ -294,11 +290,23 @@ int vminit_boot(void)
 			first = rc;
 		return first; /* no disks without their drivers */
 	}
-	if ((rc = vminit_root()) < 0 && rc != -ENOENT && !first)
-		first = rc;
 	if ((rc = vminit_loopback()) < 0)
 		agent_log("bringing up lo: %s", strerror(-rc));
+	if (wait_root)
+		return first; /* the root and the environment come with the sandbox (vminit_settle) */
+	if ((rc = vminit_root()) < 0 && rc != -ENOENT && !first)
+		first = rc;
 	if ((rc = vminit_env()) < 0 && rc != -ENOENT) /* none: a guest booted without a sandbox's settings */
-		agent_log("the sandbox's environment (%s): %s", SP_VM_ENV_FILE, strerror(-rc));
+		agent_log("the sandbox's environment (%s): %s", SP_VM_ENV_NAME, strerror(-rc));
 	return first;
+}
+
+int vminit_settle(void)
+{
+	int rc = vminit_root();
+	if (rc < 0)
+		return rc;
+	if ((rc = vminit_env()) < 0 && rc != -ENOENT)
+		return rc;
+	return 0;
 }

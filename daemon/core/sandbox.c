@@ -419,6 +419,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	if (snapshot)
 		snprintf(seed, sizeof(seed), "%s/upper", snapshot);
 	const struct driver_slot *dv = sandbox_driver(d, sb); /* picked at create: it runs here */
+	bool restored = false; /* from an image that waits for its identity */
 	rc = dv->ops->create(dv->drv, sb, rootfs, snapshot ? seed : NULL, e);
 	if (rc == 0) {
 		daemon_lock(d);
@@ -435,12 +436,15 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 			rc = dv->ops->rename(dv->drv, sb, e);
 	} else if (rc == 0) {
 		rc = dv->ops->start(dv->drv, sb, e);
+		restored = rc == DRIVER_RESTORED;
+		if (restored)
+			rc = 0;
 	}
 	daemon_lock(d);
 	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, driver_hello_ms(dv->ops)))
 		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
 			     sb->id, driver_hello_ms(dv->ops) / 1000);
-	if (rc == 0 && snapshot && !dv->ops->rename)
+	if (rc == 0 && (restored || (snapshot && !dv->ops->rename)))
 		rc = rename_inside(d, sb, e);
 	if (rc == 0) {
 		/* written with the lock released, while it still shows creating; a create that

@@ -50,6 +50,8 @@ struct driver_leftover {
 
 struct driver;
 
+#define DRIVER_RESTORED 1
+
 struct driver_ops {
 	const char *name;
 	/* NULL: spaced listens at <sandbox dir>/sock/agent.sock and the agent connects. Else the
@@ -70,7 +72,10 @@ struct driver_ops {
 	 * restore): mounts what a host restart unmounted and gives its socket folder a fresh, empty tmpfs, so
 	 * nothing the sandbox left there stands in the way. Call before listening. */
 	int (*prepare)(struct driver *drv, struct sandbox *sb, struct err *e);
-	/* Boots the sandbox; returns once its PID 1 (the agent) has been started. */
+	/* Boots the sandbox; returns once its PID 1 (the agent) has been started: 0, or
+	 * DRIVER_RESTORED when it was restored from an image of an agent that waits to be told
+	 * the sandbox's identity (H_IDENTITY, as after a fork: a microVM from its template's
+	 * booted image), or -errno. */
 	int (*start)(struct driver *drv, struct sandbox *sb, struct err *e);
 	int (*pause)(struct driver *drv, struct sandbox *sb, struct err *e);
 	int (*resume)(struct driver *drv, struct sandbox *sb, struct err *e);

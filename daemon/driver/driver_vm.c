@@ -47,19 +47,25 @@
 #include <unistd.h>
 
 #include "daemon/base/clock.h"
+#include "daemon/base/hash.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
 #include "daemon/driver/disk.h"
 #include "daemon/driver/jail.h"
 #include "daemon/driver/oci.h"
 #include "daemon/driver/qmp.h"
+#include "daemon/driver/vm_boot.h"
 #include "daemon/driver/vm_proc.h"
 #include "daemon/driver/vm_guest.h"
+#include "daemon/store/cache.h"
 
 #define VM_TB_MB 32               /* TCG's translation buffer; QEMU's default is 1 GiB on x86 */
 #define VM_OVERHEAD_MB (VM_TB_MB + 160) /* QEMU beside guest RAM: its code, TCG's regions, buffers */
 #define VM_MIGRATE_POLL_MS 20
 #define VM_MIGRATE_MS_PER_MIB 200 /* a bound on a migration: far above the ~4 ms/MiB measured */
+#define VM_BOOTED_RECIPE 1        /* changes when what goes into a booted image does */
+#define VM_BOOTED_KEY 32          /* hex characters of its key in its name: the sockets of its
+                                     build live under it, and a socket's path is short */
 
 /* QEMU's descriptors (jail.h): the listening sockets, then the files open_files gives it
  * (VM_NFILES of them, in this order), then the image a restore loads */
@@ -91,6 +97,7 @@ struct driver {
 	 * lists costs a second, too much for every create; a kernel update in the archive is
 	 * taken at the next start of spaced (VMs keep what their boot.json names) */
 	char vmlinuz[800], initramfs[800];
+	char cmdline[1024];     /* the kernel's, but for the guest's part (measured once: the TSC) */
 	pthread_mutex_t lock;   /* pending */
 	struct pending *pending;
 };
@@ -195,6 +202,10 @@ static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 		free(drv);
 		return rc;
 	}
+	if (vm_guest_cmdline(d->cache_dir, drv->cmdline, sizeof(drv->cmdline)) < 0) {
+		free(drv);
+		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
+	}
 	snprintf(drv->vmlinuz, sizeof(drv->vmlinuz), "%s", k.vmlinuz);
 	snprintf(drv->initramfs, sizeof(drv->initramfs), "%s", ird.path);
 	log_info("microVM guest: kernel %s (%s)%s, initramfs %s (%llu KiB)%s", k.release, k.version,
@@ -241,13 +252,10 @@ static struct pending *take_pending(struct driver *drv, const char *id)
 
 static int listen_at(const char *p, struct err *e)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(p) >= sizeof(sa.sun_path))
-		return err_set(e, 500, "internal", ENAMETOOLONG, "socket path too long: %s", p);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa;
+	int fd = vm_unix_socket(p, &sa, e);
 	if (fd < 0)
-		return err_set(e, 500, "internal", errno, "socket: %s", strerror(errno));
+		return fd;
 	unlink(p);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
 		int err = errno;
@@ -287,81 +295,9 @@ static int bind_sockets(struct driver *drv, struct sandbox *sb, struct err *e)
 	return 0;
 }
 
-/* ---- boot.json ---- */
-
-struct boot {
-	char kernel[800], initramfs[800], image[800], cmdline[1024];
-};
-
-static int write_boot(struct sandbox *sb, const struct boot *b, struct err *e)
-{
-	char p[720];
-	vm_path(p, sizeof(p), sb, "vm/boot.json");
-	json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "kernel", b->kernel, "initramfs", b->initramfs, "image", b->image,
-			      "cmdline", b->cmdline);
-	int rc = j && json_dump_file(j, p, JSON_INDENT(1)) == 0 ? 0 : -EIO;
-	json_decref(j);
-	int fd = rc == 0 ? open(p, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd >= 0) {
-		rc = fsync(fd) == 0 ? 0 : -errno;
-		close(fd);
-	}
-	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
-}
-
-static int read_boot(struct sandbox *sb, struct boot *b, struct err *e)
-{
-	char p[720];
-	vm_path(p, sizeof(p), sb, "vm/boot.json");
-	json_error_t je;
-	json_t *j = json_load_file(p, 0, &je);
-	const char *k = json_string_value(json_object_get(j, "kernel"));
-	const char *i = json_string_value(json_object_get(j, "initramfs"));
-	const char *m = json_string_value(json_object_get(j, "image"));
-	const char *c = json_string_value(json_object_get(j, "cmdline"));
-	int rc = 0;
-	if (!k || !i || !m || !c)
-		rc = err_set(e, 500, "internal", EIO, "%s is missing or damaged: %s", p, j ? "a field is missing" : je.text);
-	else {
-		snprintf(b->kernel, sizeof(b->kernel), "%s", k);
-		snprintf(b->initramfs, sizeof(b->initramfs), "%s", i);
-		snprintf(b->image, sizeof(b->image), "%s", m);
-		snprintf(b->cmdline, sizeof(b->cmdline), "%s", c);
-	}
-	json_decref(j);
-	return rc;
-}
-
-/* vm/env: the agent's environment, read by it from QEMU's fw_cfg (SP_VM_ENV_NAME). The
- * guest kernel has its own OOM killer: the agent's watcher, gVisor's, stays off. */
-static int write_env(struct sandbox *sb, struct err *e)
-{
-	struct oci_params op = { .id = sb->id, .env = sb->env, .cpus = sb->cpus, .memory_mb = sb->memory_mb,
-				 .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC };
-	json_t *env = oci_env(&op);
-	char p[720];
-	vm_path(p, sizeof(p), sb, "vm/env");
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int rc = fd >= 0 && env ? 0 : -EIO;
-	size_t i;
-	json_t *v;
-	json_array_foreach(env, i, v) {
-		const char *kv = json_string_value(v);
-		if (rc == 0 && write(fd, kv, strlen(kv) + 1) != (ssize_t)(strlen(kv) + 1))
-			rc = -EIO;
-	}
-	static const char off[] = "SPACE_MEMORY_WATCH=off";
-	if (rc == 0 && write(fd, off, sizeof(off)) != (ssize_t)sizeof(off))
-		rc = -EIO;
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	json_decref(env);
-	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
-}
-
 /* ---- create ---- */
+
+static int booted_image(struct driver *drv, const struct sandbox *sb, struct boot *b, struct err *e);
 
 static int vm_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
 		     struct err *e)
@@ -398,17 +334,27 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 		return rc;
 	if (built)
 		log_info("template image %s built in %llu ms", b.image, (unsigned long long)build_ms);
-	char cmdline[sizeof(b.cmdline)];
-	if (vm_guest_cmdline(cmdline, sizeof(cmdline)) < 0)
-		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
 	snprintf(b.kernel, sizeof(b.kernel), "%s", drv->vmlinuz);
 	snprintf(b.initramfs, sizeof(b.initramfs), "%s", drv->initramfs);
-	/* the guest's name comes to its init as an argument after the command line's "--" */
-	if (snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_NAME_ARG "%s", cmdline, sb->id) >= (int)sizeof(b.cmdline))
-		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
-	if ((rc = bind_sockets(drv, sb, e)) < 0 || (rc = write_env(sb, e)) < 0)
+	b.booted[0] = '\0';
+	struct err warm = { 0 };
+	/* booted images are made for the sizes most sandboxes have, so that the cache holds one a
+	 * template rather than one for every size ever asked for; other sizes boot */
+	bool usual = sb->memory_mb == DEFAULT_MEMORY_MB && sb->cpus == DEFAULT_CPUS && sb->disk_mb == DISK_DEFAULT_MB;
+	if (!seed && usual && booted_image(drv, sb, &b, &warm) == 0) {
+		/* it starts from its template's booted image, which waits for its root and name */
+		snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_WAIT_ROOT_ARG, drv->cmdline);
+	} else {
+		if (!seed && usual)
+			log_warn("sandbox %s boots: no booted image of its template (%s)", sb->id, warm.msg);
+		/* the guest's name comes to its init as an argument after the command line's "--" */
+		if (snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_NAME_ARG "%s", drv->cmdline, sb->id) >=
+		    (int)sizeof(b.cmdline))
+			return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
+	}
+	if ((rc = bind_sockets(drv, sb, e)) < 0 || (rc = vm_write_env(sb, e)) < 0)
 		return rc;
-	return write_boot(sb, &b, e);
+	return vm_write_boot(sb, &b, e);
 }
 
 static int vm_prepare(struct driver *drv, struct sandbox *sb, struct err *e)
@@ -485,15 +431,16 @@ static int failed_start(struct sandbox *sb, pid_t pid, int rc, struct err *e)
 
 /*
  * Starts sb's QEMU, paused, from boot.json; with image_fd >= 0 it loads that migration
- * stream (-incoming) instead of booting. Returns once QEMU's monitor answers, in *q, with
+ * stream (-incoming) instead of booting; transient: see jail.h. Returns once QEMU's monitor answers, in *q, with
  * QEMU confined; the caller continues the VM.
  */
-static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct qmp *q, struct err *e)
+static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool transient, struct qmp *q,
+		  struct err *e)
 {
 	q->fd = -1;
 	q->buf = NULL;
 	struct boot b;
-	int rc = read_boot(sb, &b, e);
+	int rc = vm_read_boot(sb, &b, e);
 	if (rc < 0)
 		return rc;
 	/* one QEMU at a time on a sandbox's disk: spaced's guarantee, in place of QEMU's own image
@@ -516,7 +463,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct q
 	else
 		snprintf(accel, sizeof(accel), "%s", drv->accel);
 	vm_path(qlog, sizeof(qlog), sb, "vm/qemu.log");
-	struct jail j = { .uid = jail_uid_for(sb->id), .kvm = strcmp(drv->accel, "kvm") == 0 };
+	struct jail j = { .uid = jail_uid_for(sb->id), .kvm = strcmp(drv->accel, "kvm") == 0, .transient = transient };
 	int files[VM_NFILES];
 	if ((rc = open_files(sb, &b, j.uid, files, e)) < 0) {
 		close_pending(p);
@@ -546,6 +493,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, struct q
 	int argc = 0;
 	while (argv[argc])
 		argc++;
+
 	int keep[VM_NFILES + 3] = { p->agent_fd, p->qmp_fd };
 	int nkeep = 2;
 	for (int i = 0; i < VM_NFILES; i++)
@@ -586,10 +534,12 @@ static int command(struct sandbox *sb, const char *cmd, json_t **ret, struct err
 	return rc;
 }
 
-static int vm_start(struct driver *drv, struct sandbox *sb, struct err *e)
+/* Boots sb's VM from boot.json. A transient one (a booted image's build) dies with the
+ * thread that started it, so a spaced that dies mid-build leaves no guest behind. */
+static int boot_vm(struct driver *drv, struct sandbox *sb, bool transient, struct err *e)
 {
 	struct qmp q;
-	int rc = launch(drv, sb, -1, &q, e);
+	int rc = launch(drv, sb, -1, transient, &q, e);
 	if (rc == 0) {
 		rc = qmp_call(&q, "cont", NULL, -1, NULL, e);
 		qmp_close(&q);
@@ -599,6 +549,19 @@ static int vm_start(struct driver *drv, struct sandbox *sb, struct err *e)
 		vm_kill_qemu(sb, 0, &ignored);
 	}
 	return rc;
+}
+
+static int vm_restore(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e);
+
+static int vm_start(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	struct boot b;
+	int rc = vm_read_boot(sb, &b, e);
+	if (rc < 0)
+		return rc;
+	if (b.booted[0]) /* the template's booted image: up in the time of a restore */
+		return (rc = vm_restore(drv, sb, b.booted, e)) < 0 ? rc : DRIVER_RESTORED;
+	return boot_vm(drv, sb, false, e);
 }
 
 static int vm_pause(struct driver *drv, struct sandbox *sb, struct err *e)
@@ -717,7 +680,7 @@ static int vm_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 	if (fd < 0)
 		return err_set(e, 500, "internal", errno, "opening %s: %s", file, strerror(errno));
 	struct qmp q;
-	int rc = launch(drv, sb, fd, &q, e);
+	int rc = launch(drv, sb, fd, false, &q, e);
 	close(fd);
 	if (rc == 0)
 		rc = wait_migration(sb, &q, true, e);
@@ -735,6 +698,89 @@ static int vm_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 			log_warn("sandbox %s: restore failed; QEMU said: %s", sb->id, why);
 	}
 	return rc;
+}
+
+/* ---- a template's booted image ---- */
+
+static int vm_stop(struct driver *drv, struct sandbox *sb, struct err *e);
+
+struct booted_build {
+	struct driver *drv;
+	const struct sandbox *like; /* the sandbox whose sizes it is for */
+	const struct boot *boot;    /* what it boots, with the waiting guest's command line */
+	char id[SANDBOX_ID_LEN + 1]; /* the builder's: not hex, so never a sandbox's */
+};
+
+/*
+ * Boots a guest that waits for its root (SP_VM_WAIT_ROOT_ARG) in a folder of its own at tmp,
+ * as a sandbox of the same sizes would boot, and once its agent said hello writes its memory
+ * to tmp/memory the way a suspend does; QEMU ends, its disk and sockets are removed.
+ */
+static int build_booted(const char *tmp, void *ctx, struct err *e)
+{
+	struct booted_build *bb = ctx;
+	struct sandbox *w = calloc(1, sizeof(*w));
+	if (!w)
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	snprintf(w->id, sizeof(w->id), "%s", bb->id);
+	snprintf(w->dir, sizeof(w->dir), "%s", tmp);
+	w->memory_mb = bb->like->memory_mb;
+	w->cpus = bb->like->cpus;
+	w->disk_mb = bb->like->disk_mb;
+	char upper[700], disk[720], blanks[600], agent[720];
+	vm_path(upper, sizeof(upper), w, "upper");
+	snprintf(disk, sizeof(disk), "%s/disk.img", upper);
+	snprintf(blanks, sizeof(blanks), "%s/disks", bb->drv->d->state_dir);
+	vm_path(agent, sizeof(agent), w, "vm/agent.sock");
+	int rc = mkdir(tmp, 0700) < 0 || mkdir(upper, 0700) < 0
+			 ? err_set(e, 500, "internal", errno, "mkdir %s: %s", upper, strerror(errno)) : 0;
+	if (rc == 0 && (rc = disk_create(blanks, disk, w->disk_mb, e)) == 0 && (rc = bind_sockets(bb->drv, w, e)) == 0 &&
+	    (rc = vm_write_env(w, e)) == 0 && (rc = vm_write_boot(w, bb->boot, e)) == 0 && (rc = boot_vm(bb->drv, w, true, e)) == 0)
+		rc = vm_agent_hello(agent, driver_vm.hello_timeout_ms, e);
+	if (rc == 0)
+		rc = vm_checkpoint(bb->drv, w, tmp, 0, e);
+	struct err ignored = { 0 };
+	vm_stop(bb->drv, w, &ignored);
+	static const char *const gone[] = { "upper/disk.img", "upper", "vm/agent.sock", "vm/qmp.sock", "vm/qemu.pid",
+					    "vm/env" };
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
+		char p[720];
+		vm_path(p, sizeof(p), w, gone[i]);
+		if (rmdir(p) < 0 && errno == ENOTDIR)
+			unlink(p);
+	}
+	free(w);
+	return rc;
+}
+
+/*
+ * The booted image of sb's template for sb's sizes, built once in the cache (booted/<key>,
+ * keyed by everything the guest's memory depends on: QEMU, the accelerator, kernel,
+ * initramfs, template image, command line, RAM, vCPUs, disk size). Writes its folder into
+ * b->booted. Returns 0 or -errno with e filled (then the sandbox boots).
+ */
+static int booted_image(struct driver *drv, const struct sandbox *sb, struct boot *b, struct err *e)
+{
+	struct boot wait = *b;
+	snprintf(wait.cmdline, sizeof(wait.cmdline), "%s " SP_VM_WAIT_ROOT_ARG, drv->cmdline);
+	char recipe[4096], key[65], parent[600];
+	int len = snprintf(recipe, sizeof(recipe), "recipe=%d %s\n%s\n%s\n%s\n%s\nram=%d cpus=%d disk=%d",
+			   VM_BOOTED_RECIPE, drv->runtime, wait.kernel, wait.initramfs, wait.image, wait.cmdline,
+			   sb->memory_mb, sb->cpus, sb->disk_mb);
+	int rc = len > 0 && (size_t)len < sizeof(recipe) ? hash_sha256_hex(recipe, (size_t)len, key) : -ENOSPC;
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot compute the booted image's key");
+	key[VM_BOOTED_KEY] = '\0';
+	snprintf(parent, sizeof(parent), "%s/booted", drv->d->cache_dir);
+	struct booted_build bb = { .drv = drv, .like = sb, .boot = &wait };
+	snprintf(bb.id, sizeof(bb.id), "boot%.*s", SANDBOX_ID_LEN - 4, key);
+	int64_t t0 = mono_ms();
+	if ((rc = cache_get(parent, key, build_booted, &bb, e)) < 0)
+		return rc;
+	if (rc == 1)
+		log_info("booted image %s/%s made in %lld ms", parent, key, (long long)(mono_ms() - t0));
+	snprintf(b->booted, sizeof(b->booted), "%s/%s", parent, key);
+	return 0;
 }
 
 static int vm_wake(struct driver *drv, struct sandbox *sb, struct err *e)

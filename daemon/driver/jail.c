@@ -37,14 +37,14 @@ static const char *const DEVICES[] = { "null", "zero", "full", "random", "urando
 
 enum step {
 	S_SESSION = 1, S_PRIVATE, S_ROOT, S_USR, S_TOP, S_LDCACHE, S_DEV, S_PROC, S_PIVOT, S_READONLY,
-	S_FDS, S_USER, S_NNP, S_EXEC,
+	S_FDS, S_USER, S_NNP, S_THP, S_DEATHSIG, S_EXEC,
 };
 static const char *const STEP[] = {
 	[S_SESSION] = "setsid", [S_PRIVATE] = "making mounts private", [S_ROOT] = "mounting its root",
 	[S_USR] = "binding /usr", [S_TOP] = "linking /bin and /lib", [S_LDCACHE] = "binding /etc/ld.so.cache",
 	[S_DEV] = "binding device nodes", [S_PROC] = "mounting /proc", [S_PIVOT] = "pivot_root",
 	[S_READONLY] = "making its root read-only", [S_FDS] = "placing descriptors", [S_USER] = "changing user",
-	[S_NNP] = "no_new_privs", [S_EXEC] = "exec",
+	[S_NNP] = "no_new_privs", [S_THP] = "turning huge pages off", [S_DEATHSIG] = "parent-death signal", [S_EXEC] = "exec",
 };
 
 /* Everything the child needs, made before clone. */
@@ -55,7 +55,7 @@ struct plan {
 	int keep[JAIL_MAX_KEEP], nkeep;
 	uid_t uid;
 	gid_t kvm_gid;
-	bool kvm;
+	bool kvm, transient;
 	char link[NTOP][256]; /* TOP[i]'s symlink target, "" for a directory, "-" for absent */
 	char top_host[NTOP][16], top_at[NTOP][32], dev_host[NDEV][16], dev_at[NDEV][32];
 	bool ldcache;
@@ -141,6 +141,12 @@ static enum step child(const struct plan *p)
 		return S_USER;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return S_NNP;
+	/* a VMM's guest RAM in pages of 4 KiB, not 2 MiB: a guest restored from an image holds only
+	 * the pages the image has, where one written byte would make a huge page resident */
+	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0)
+		return S_THP;
+	if (p->transient && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) /* after the change of user, which clears it */
+		return S_DEATHSIG;
 	uint64_t none = 0; /* the kernel's sigset: spaced's threads block signals QEMU must get */
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
 	char *const env[] = { "PATH=/usr/bin:/bin", NULL };
@@ -181,6 +187,7 @@ static int prepare(struct plan *p, const struct jail *j, int out_fd, int err_fd,
 			return -EMFILE;
 	p->uid = j->uid;
 	p->kvm = j->kvm;
+	p->transient = j->transient;
 	struct stat st;
 	if (j->kvm) {
 		if (stat("/dev/kvm", &st) < 0)

@@ -23,6 +23,8 @@
 struct jail {
 	uid_t uid;        /* user and group the program runs as */
 	bool kvm;         /* /dev/kvm in its /dev, its group among the program's */
+	bool transient;   /* killed when the thread that started it ends (PR_SET_PDEATHSIG), as
+	                     when spaced dies: for a program that serves no sandbox */
 };
 
 /* The user for the sandbox named id: the same for every start of it. */
@@ -33,7 +35,7 @@ uid_t jail_uid_for(const char *id);
  * stdin from /dev/null, stdout and stderr to out_fd/err_fd, and keep[0..nkeep) as its
  * descriptors 3, 4, ...; does not wait. Returns its pid (as spaced sees it) once the program
  * is running, or -errno with *step naming what failed (a mount, the change of user, exec).
- * It outlives spaced; while spaced runs, the reaper reaps it when it exits.
+ * It outlives spaced (unless transient); while spaced runs, the reaper reaps it when it exits.
  */
 pid_t jail_start(const struct jail *j, const char *exe, char *const argv[], const int *keep, int nkeep,
 		 int out_fd, int err_fd, const char **step);

@@ -597,12 +597,49 @@ unsigned vm_guest_tsc_khz(void)
 	return (unsigned)((t1 - t0) * 1000000u / (n1 - n0));
 }
 
-int vm_guest_cmdline(char *out, size_t n)
+/* The measured frequency, written as the cache entry at tmp. */
+static int tsc_build(const char *tmp, void *ctx, struct err *e)
+{
+	(void)ctx;
+	char text[32];
+	int len = snprintf(text, sizeof(text), "%u\n", vm_guest_tsc_khz());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int rc = fd >= 0 && write(fd, text, (size_t)len) == len && fsync(fd) == 0 ? 0 : -EIO;
+	if (fd >= 0)
+		close(fd);
+	return rc < 0 ? err_set(e, 500, "internal", EIO, "writing %s", tmp) : 0;
+}
+
+unsigned vm_guest_tsc_khz_cached(const char *cache_dir)
+{
+	char boot_id[64] = "", parent[PATH_MAX], path[PATH_MAX + 64], text[32] = "";
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, boot_id, sizeof(boot_id) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return vm_guest_tsc_khz();
+	boot_id[n] = '\0';
+	boot_id[strcspn(boot_id, "\n")] = '\0';
+	snprintf(parent, sizeof(parent), "%s/tsc", cache_dir);
+	struct err e = { 0 };
+	if (cache_get(parent, boot_id, tsc_build, NULL, &e) < 0)
+		return vm_guest_tsc_khz();
+	snprintf(path, sizeof(path), "%s/%s", parent, boot_id);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? (unsigned)strtoul(text, NULL, 10) : vm_guest_tsc_khz();
+}
+
+int vm_guest_cmdline(const char *cache_dir, char *out, size_t n)
 {
 	char tsc[40] = "";
-	unsigned khz = vm_guest_tsc_khz();
+	unsigned khz = vm_guest_tsc_khz_cached(cache_dir);
 	if (khz)
 		snprintf(tsc, sizeof(tsc), " tsc_early_khz=%u", khz);
-	int len = snprintf(out, n, "console=ttyS0 quiet panic=-1 reboot=t%s -- %s", tsc, SP_VM_INIT_ARG);
+	int len = snprintf(out, n, "console=ttyS0 quiet panic=-1 reboot=t init_on_alloc=0 init_on_free=1%s -- %s", tsc,
+			   SP_VM_INIT_ARG);
 	return len >= 0 && (size_t)len < n ? 0 : -ENOSPC;
 }

@@ -34,8 +34,7 @@
 
 /* Module names the guest needs; kmod_order adds what they depend on and leaves out
  * what the kernel has built in (ext4, in Debian's cloud kernel). */
-#define VM_GUEST_MODULES "virtio_mmio", "virtio_blk", "virtio_console", "virtio_rng", "virtio_balloon", "ext4", "overlay", "erofs", \
-	"qemu_fw_cfg"
+#define VM_GUEST_MODULES "virtio_mmio", "virtio_blk", "virtio_console", "virtio_rng", "virtio_balloon", "ext4", "overlay", "erofs"
 
 struct vm_kernel {
 	char package[128];  /* linux-image-6.1.0-57-cloud-amd64 */
@@ -95,15 +94,23 @@ int vm_guest_template_image(const char *cache_dir, const char *rootfs, char *out
  * (tsc_early_khz: under TCG the guest's TSC runs at the host's, and the
  * kernel's own calibration against the PIT, done in a few milliseconds of
  * emulated time, fails now and then on a busy host and leaves the boot
- * stalled with no clock source), and the agent's SP_VM_INIT_ARG after "--".
+ * stalled with no clock source; measured once per host boot, in cache_dir), pages zeroed
+ * when freed rather than when allocated (init_on_free=1 init_on_alloc=0: the same work,
+ * but the guest's free memory reads as zero to QEMU, so a memory image leaves it out and
+ * a restored guest does not hold it), and the agent's SP_VM_INIT_ARG after "--".
  * Returns 0 or -ENOSPC.
  */
-int vm_guest_cmdline(char *out, size_t n);
+int vm_guest_cmdline(const char *cache_dir, char *out, size_t n);
 
 /* The host's TSC frequency in kHz, measured against CLOCK_MONOTONIC_RAW over
  * VM_TSC_MEASURE_MS (blocks that long), or 0 when the TSC is not invariant
  * (then the guest calibrates for itself). */
 #define VM_TSC_MEASURE_MS 20
 unsigned vm_guest_tsc_khz(void);
+
+/* The same, measured once per boot of the host and kept in the cache (tsc/<boot id>): the
+ * command line is part of what a booted image is keyed by, and two measurements differ in
+ * their last digits. */
+unsigned vm_guest_tsc_khz_cached(const char *cache_dir);
 
 #endif

@@ -5,15 +5,23 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include "daemon/base/clock.h"
+#include "lib/frame.h"
+#include "proto/agent.h"
 
 void vm_path(char *out, size_t n, const struct sandbox *sb, const char *leaf)
 {
@@ -176,4 +184,97 @@ void vm_last_line_of(const char *p, char *out, size_t n)
 		tail[--r] = '\0';
 	char *nl = strrchr(tail, '\n');
 	snprintf(out, n, "%s", nl ? nl + 1 : tail);
+}
+
+/* ---- the agent's first words ---- */
+
+int vm_unix_socket(const char *path, struct sockaddr_un *sa, struct err *e)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return err_set(e, 500, "internal", ENAMETOOLONG, "socket path too long: %s", path);
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return err_set(e, 500, "internal", errno, "socket: %s", strerror(errno));
+	return fd;
+}
+
+/* Reads what arrives on fd into buf (at *have of cap) until the deadline. 0, or -errno. */
+static int read_more(int fd, uint8_t *buf, size_t cap, size_t *have, int64_t deadline)
+{
+	int64_t left = deadline - mono_ms();
+	if (left <= 0 || *have == cap)
+		return -ETIMEDOUT;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n = poll(&p, 1, (int)left);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (n == 0)
+		return -ETIMEDOUT;
+	ssize_t r = read(fd, buf + *have, cap - *have);
+	if (r < 0)
+		return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+	if (r == 0)
+		return -ECONNRESET;
+	*have += (size_t)r;
+	return 0;
+}
+
+int vm_agent_hello(const char *sock, int timeout_ms, struct err *e)
+{
+	int64_t deadline = mono_ms() + timeout_ms;
+	struct sockaddr_un sa;
+	int fd = vm_unix_socket(sock, &sa, e);
+	if (fd < 0)
+		return fd;
+	uint64_t nonce;
+	uint8_t open_frame[SP_HDR_SIZE + sizeof(struct sp_open)], want[sizeof(open_frame)];
+	int rc = getrandom(&nonce, sizeof(nonce), 0) == (ssize_t)sizeof(nonce) ? 0 : -EIO;
+	frame_put_header(open_frame, SP_H_OPEN, 0, sizeof(struct sp_open));
+	frame_put_u64(open_frame + SP_HDR_SIZE, nonce);
+	frame_put_header(want, SP_A_OPEN, 0, sizeof(struct sp_open));
+	frame_put_u64(want + SP_HDR_SIZE, nonce);
+	if (rc == 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		rc = -errno;
+	if (rc == 0 && write(fd, open_frame, sizeof(open_frame)) != (ssize_t)sizeof(open_frame))
+		rc = -EIO;
+	/* what the agent says before A_OPEN with our nonce is dropped, then its hello follows */
+	uint8_t buf[4096];
+	size_t have = 0;
+	bool opened = false;
+	while (rc == 0) {
+		if (!opened) {
+			uint8_t *m = memmem(buf, have, want, sizeof(want));
+			if (m) {
+				size_t skip = (size_t)(m - buf) + sizeof(want);
+				memmove(buf, buf + skip, have - skip);
+				have -= skip;
+				opened = true;
+				continue;
+			}
+			if (have >= sizeof(want)) { /* the tail may be the start of it */
+				memmove(buf, buf + have - (sizeof(want) - 1), sizeof(want) - 1);
+				have = sizeof(want) - 1;
+			}
+		} else {
+			struct frame f;
+			long used = frame_parse(buf, have, &f);
+			if (used < 0) {
+				rc = -EPROTO;
+				break;
+			}
+			if (used > 0) {
+				rc = f.type == SP_A_HELLO && f.len >= sizeof(struct sp_hello) ? 1 : -EPROTO;
+				break;
+			}
+		}
+		rc = read_more(fd, buf, sizeof(buf), &have, deadline);
+	}
+	close(fd);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "the guest's agent did not say hello on %s: %s", sock,
+			       rc == -EPROTO ? "its first frame is not A_HELLO" : strerror(-rc));
+	return 0;
 }

@@ -6,6 +6,7 @@
 #define SPACE_DAEMON_VM_PROC_H
 
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "daemon/base/err.h"
 #include "daemon/daemon.h"
@@ -31,6 +32,13 @@ int vm_kill_qemu(struct sandbox *sb, pid_t child, struct err *e);
 /* Puts pid into sb's cgroups: memory for guest RAM plus overhead_mb, CPU time, tasks. */
 int vm_confine(struct sandbox *sb, int overhead_mb, pid_t pid, struct err *e);
 void vm_remove_cgroups(const char *id);
+
+/* A Unix stream socket (close-on-exec) and *sa naming path. fd or -errno with e filled. */
+int vm_unix_socket(const char *path, struct sockaddr_un *sa, struct err *e);
+
+/* Connects to a guest agent's port at sock (QEMU listening), opens a connection (H_OPEN)
+ * and waits up to timeout_ms for the agent's hello; then hangs up. 0 or -errno with e filled. */
+int vm_agent_hello(const char *sock, int timeout_ms, struct err *e);
 
 /* The last line of a log file, into out ("" if none). */
 void vm_last_line_of(const char *p, char *out, size_t n);

@@ -13,7 +13,8 @@
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_state daemon/core/test_isolation daemon/driver/test_oci \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
-              agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport
+              agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport \
+              agent/test_fwcfg
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -58,6 +59,9 @@ UNIT_LIBS_test_kmod  :=
 
 UNIT_test_vport      := agent/vport.c
 UNIT_LIBS_test_vport :=
+
+UNIT_test_fwcfg      := agent/fwcfg.c
+UNIT_LIBS_test_fwcfg :=
 
 UNIT_test_user       := agent/user.c
 UNIT_LIBS_test_user  :=

@@ -14,9 +14,11 @@ Run: make vm-test (after make vm-guest), or /usr/bin/python3 -m pytest -q tests/
 
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
+import threading
 import time
 
 import pytest
@@ -335,6 +337,105 @@ def test_a_restarted_spaced_adopts_its_running_vms():
         assert sh(d.api, sbid, "kill -0 $(cat /work/pid) && echo same").strip() == "same"
     finally:
         d.cleanup()
+
+
+# --------------------------------------------------------------------------
+# a template's booted image
+
+
+def boot_json(daemon, sbid):
+    with open(os.path.join(daemon.sandbox_dir(sbid), "vm", "boot.json")) as f:
+        return json.load(f)
+
+
+def builders():
+    """Live QEMU processes making a booted image (named boot<key>, never a sandbox's hex id)."""
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if args[0].endswith(b"qemu-system-x86_64") and any(
+                a == b"-name" and b.startswith(b"boot") for a, b in zip(args, args[1:])):
+            found.append(int(p))
+    return found
+
+
+def test_sandboxes_of_the_usual_size_start_from_one_booted_image_each_its_own(api, spaced):
+    a = api.create(isolation="microvm", env={"WHO": "first"})
+    b = api.create(isolation="microvm", env={"WHO": "second", "EXTRA": "x" * 3000})
+    try:
+        ja, jb = boot_json(spaced, a), boot_json(spaced, b)
+        assert ja["booted"] and ja["booted"] == jb["booted"]  # one image, built once, for both
+        assert os.path.getsize(os.path.join(ja["booted"], "memory")) > 1 << 20
+        draw = "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'"
+        script = (f"hostname; cat /etc/hostname; echo $WHO; echo ${{#EXTRA}}; mount | grep -c ' / .*overlay'; "
+                  f"test -d /work && echo work; python3 -c 'print(6*7)'; {draw}")
+        out_a, out_b = sh(api, a, script).split(), sh(api, b, script).split()
+        assert out_a[:7] == [a, a, "first", "0", "1", "work", "42"], out_a
+        assert out_b[:7] == [b, b, "second", "3000", "1", "work", "42"], out_b
+        assert out_a[7] != out_b[7]  # the random stream is each one's own from the start
+        assert a in sh(api, a, "cat /etc/hosts") and b not in sh(api, a, "cat /etc/hosts")
+        # their disks are their own: a file of one is not in the other
+        sh(api, a, "echo mine > /work/f")
+        assert sh(api, b, "cat /work/f 2>/dev/null || echo absent").strip() == "absent"
+        # and such a sandbox lives the whole life of any: suspend, resume, with its file
+        api.ok("POST", f"/v1/sandboxes/{a}/suspend")
+        api.ok("POST", f"/v1/sandboxes/{a}/resume")
+        assert sh(api, a, "cat /work/f; hostname").split() == ["mine", a]
+    finally:
+        api.delete(a)
+        api.delete(b)
+
+
+def test_other_sizes_boot_and_the_booted_image_is_left_unchanged(api, spaced):
+    usual = api.create(isolation="microvm")
+    image = os.path.join(boot_json(spaced, usual)["booted"], "memory")
+    before = os.stat(image)
+    other = api.create(isolation="microvm", memory_mb=256)
+    try:
+        assert boot_json(spaced, other)["booted"] == ""
+        assert "--wait-root" not in boot_json(spaced, other)["cmdline"]
+        assert sh(api, other, "hostname").strip() == other
+        sh(api, usual, "dd if=/dev/urandom of=/work/big bs=1M count=8 2>/dev/null; sync")
+        after = os.stat(image)
+        assert (after.st_mtime_ns, after.st_size) == (before.st_mtime_ns, before.st_size)
+    finally:
+        api.delete(usual)
+        api.delete(other)
+
+
+def test_a_spaced_killed_while_making_a_booted_image_leaves_no_vm_behind():
+    d = make_daemon()
+    moved = None
+    try:
+        d.start()
+        probe = d.api.create(isolation="microvm")
+        image = boot_json(d, probe)["booted"]
+        d.api.delete(probe)
+        moved = image + ".kept-by-test"
+        os.rename(image, moved)  # the next create must make the image again
+        def create():  # answered by no one: spaced dies while making the image
+            try:
+                d.api.json("POST", "/v1/sandboxes", {"isolation": "microvm"})
+            except OSError:
+                pass
+        t = threading.Thread(target=create, daemon=True)
+        t.start()
+        wait_until(lambda: builders() != [], 60, "the booted image's QEMU to start", interval=0.05)
+        d.kill(signal.SIGKILL)
+        wait_until(lambda: builders() == [], 30, "the builder to die with spaced", interval=0.05)
+        assert not os.path.exists(image)  # nothing half made was published
+        d.start()
+        sbid = d.api.create(isolation="microvm")  # a new builder clears what was left and builds
+        assert boot_json(d, sbid)["booted"] == image and os.path.exists(os.path.join(image, "memory"))
+        assert sh(d.api, sbid, "hostname").strip() == sbid
+    finally:
+        d.cleanup()
+        if moved and os.path.exists(moved):
+            shutil.rmtree(moved)
 
 
 # --------------------------------------------------------------------------
