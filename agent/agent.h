@@ -29,9 +29,9 @@
 
 struct agent {
 	bool pid1;            /* running as the sandbox's init */
-	/* set while a VM's init waits for its root (SP_VM_WAIT_ROOT_ARG): vminit_settle, called
-	 * by the H_IDENTITY that makes it a sandbox */
-	int (*settle_root)(void);
+	/* a VM's init: where H_IDENTITY takes the restored sandbox's environment from
+	 * (vminit_env: the running QEMU's, not the one of the machine its image was written on) */
+	int (*vm_env)(void);
 	int sigfd;            /* signalfd for SIGCHLD */
 	uint64_t boot_id;     /* random, chosen once per agent start */
 	struct conn conn;

@@ -53,11 +53,9 @@ static int on_identity(struct agent *a, const struct frame *f)
 		return -EPROTO;
 	const struct sp_identity *id = (const void *)f->payload;
 	int rc = identity_name_ok(name) ? 0 : -EINVAL;
-	if (rc == 0 && a->settle_root) {
-		/* restored from a template's booted image: the sandbox's own root and settings */
-		if ((rc = a->settle_root()) == 0 && (rc = files_mkdir_p("/work", 0755)) == 0)
-			a->settle_root = NULL;
-	}
+	/* a VM restored from another's image: this sandbox's settings (none: a guest without) */
+	if (rc == 0 && a->vm_env && (rc = a->vm_env()) == -ENOENT)
+		rc = 0;
 	if (rc == 0)
 		rc = identity_take(name);
 	if (rc == 0)

@@ -207,8 +207,8 @@ int main(int argc, char **argv)
 
 	a.pid1 = getpid() == 1;
 	bool vm = a.pid1 && has_arg(argc, argv, SP_VM_INIT_ARG);
-	if (vm && has_arg(argc, argv, SP_VM_WAIT_ROOT_ARG))
-		a.settle_root = vminit_settle;
+	if (vm)
+		a.vm_env = vminit_env;
 	const struct conn_transport *transport = &conn_unix;
 	const char *where = getenv("SPACE_AGENT_SOCK");
 	if (!where || !*where)
@@ -216,16 +216,15 @@ int main(int argc, char **argv)
 	if (vm) {
 		transport = &vport_transport;
 		where = SP_AGENT_PORT;
-		vminit_boot(a.settle_root != NULL); /* logs what failed; the agent serves what it can */
+		vminit_boot(); /* logs what failed; the agent serves what it can */
 	}
 
 	if ((err = setup_std_fds()) < 0) {
 		agent_log("standard fds: %s", strerror(-err));
 		return 1;
 	}
-	if (a.pid1)
+	if (a.pid1) {
 		umask(022);
-	if (a.pid1 && !a.settle_root) {
 		if ((err = files_mkdir_p("/work", 0755)) < 0)
 			agent_log("mkdir /work: %s", strerror(-err));
 		/* the runtime named the kernel after the sandbox; the files follow. A VM's kernel

@@ -277,7 +277,7 @@ int vminit_env(void)
 	return 0;
 }
 
-int vminit_boot(bool wait_root)
+int vminit_boot(void)
 {
 	int first = mount_all(), rc;
 	if ((rc = console_fds()) < 0) {
@@ -292,21 +292,9 @@ int vminit_boot(bool wait_root)
 	}
 	if ((rc = vminit_loopback()) < 0)
 		agent_log("bringing up lo: %s", strerror(-rc));
-	if (wait_root)
-		return first; /* the root and the environment come with the sandbox (vminit_settle) */
 	if ((rc = vminit_root()) < 0 && rc != -ENOENT && !first)
 		first = rc;
 	if ((rc = vminit_env()) < 0 && rc != -ENOENT) /* none: a guest booted without a sandbox's settings */
 		agent_log("the sandbox's environment (%s): %s", SP_VM_ENV_NAME, strerror(-rc));
 	return first;
-}
-
-int vminit_settle(void)
-{
-	int rc = vminit_root();
-	if (rc < 0)
-		return rc;
-	if ((rc = vminit_env()) < 0 && rc != -ENOENT)
-		return rc;
-	return 0;
 }

@@ -27,26 +27,16 @@
  * needs 3): the agent then serves what it can, and says what went wrong on
  * the console.
  *
- * Booted with SP_VM_WAIT_ROOT_ARG as well, for a template's booted image (the host
- * checkpoints such a guest once and restores every new sandbox of that template from it),
- * the agent stops before 4 and serves from the initramfs: the root and the environment are
- * the sandbox's, which the image cannot hold. They come when the restored guest is told its
- * identity (H_IDENTITY, vminit_settle).
+ * A guest restored from another one's image (a fork, a template's booted image) takes its
+ * environment again when the host tells it its identity (H_IDENTITY).
  */
 #ifndef SPACE_AGENT_VMINIT_H
 #define SPACE_AGENT_VMINIT_H
 
 #define VMINIT_ORDER_MAX 4096u /* bytes of the module order file */
 
-#include <stdbool.h>
-
-/* Steps 1-5 above (with wait_root, 1-3 and the loopback). Returns 0, or the first step's
- * -errno (after running the others). */
-int vminit_boot(bool wait_root);
-
-/* What a guest booted with wait_root does once restored as a sandbox: step 4 and the
- * environment. 0 or -errno (the root is not switched: the sandbox cannot be used). */
-int vminit_settle(void);
+/* Steps 1-5 above. Returns 0, or the first step's -errno (after running the others). */
+int vminit_boot(void);
 
 /* Step 4 alone. Returns 0 when the overlay is the root, -ENOENT when the VM has no
  * template disk (nothing done), or another -errno (the initramfs is still the root). */

@@ -56,10 +56,6 @@
 #define SP_VM_INIT_ARG "--vm"
 /* ... and SP_VM_NAME_ARG<name> after it: the sandbox's name, for its host name and /etc files */
 #define SP_VM_NAME_ARG "--name="
-/* ... or SP_VM_WAIT_ROOT_ARG instead of a name: a guest booted once for a template's booted
- * image, which waits for its root file system, environment and name until the host sends
- * H_IDENTITY to the sandbox restored from that image */
-#define SP_VM_WAIT_ROOT_ARG "--wait-root"
 /* The agent's environment in a microVM (what runsc gives it under gVisor): "K=V" strings, each
  * ended by a NUL, in QEMU's fw_cfg file of this name (read through the device's ports). */
 #define SP_VM_ENV_NAME "opt/space/env"
@@ -99,9 +95,8 @@ enum sp_msg {
 	SP_H_IDENTITY = 20,   /* chan=tag, struct sp_identity + name: the sandbox was restored from
 	                         another one's image (a fork, a template's booted image): take this
 	                         host name (and /etc files), a new machine id, mix the seed into
-	                         the kernel's random pool and reseed it; a guest that waits for its
-	                         root (SP_VM_WAIT_ROOT_ARG) mounts it and takes its environment
-	                         first -> A_OK | A_ERROR */
+	                         the kernel's random pool and reseed it; in a VM, take the
+	                         environment again from QEMU's fw_cfg -> A_OK | A_ERROR */
 
 	/* agent -> host */
 	SP_A_HELLO = 64,      /* chan=0, struct sp_hello; first frame on every connection */

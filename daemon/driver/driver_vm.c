@@ -63,7 +63,7 @@
 #define VM_OVERHEAD_MB (VM_TB_MB + 160) /* QEMU beside guest RAM: its code, TCG's regions, buffers */
 #define VM_MIGRATE_POLL_MS 20
 #define VM_MIGRATE_MS_PER_MIB 200 /* a bound on a migration: far above the ~4 ms/MiB measured */
-#define VM_BOOTED_RECIPE 1        /* changes when what goes into a booted image does */
+#define VM_BOOTED_RECIPE 2        /* changes when what goes into a booted image does */
 #define VM_BOOTED_KEY 32          /* hex characters of its key in its name: the sockets of its
                                      build live under it, and a socket's path is short */
 
@@ -299,6 +299,17 @@ static int bind_sockets(struct driver *drv, struct sandbox *sb, struct err *e)
 
 static int booted_image(struct driver *drv, const struct sandbox *sb, struct boot *b, struct err *e);
 
+/* The disk at img as a copy of from (a snapshot's or a booted image's disk.img). */
+static int copy_disk(const char *from, const char *img, struct err *e)
+{
+	char *cp[] = { "cp", "--reflink=auto", "--sparse=always", (char *)from, (char *)img, NULL };
+	if (access(from, F_OK) < 0)
+		return err_set(e, 400, "invalid_argument", ENOENT, "%s: no disk image to copy", from);
+	if (spawn_run(cp, -1, -1) != 0)
+		return err_set(e, 507, "no_space", ENOSPC, "cannot copy %s for the new sandbox", from);
+	return 0;
+}
+
 static int vm_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
 		     struct err *e)
 {
@@ -312,47 +323,43 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
 			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dirs[i], strerror(errno));
-	int rc;
-	if (seed) {
-		/* a snapshot of a VM holds its disk, as it was when its memory was written */
-		char from[720];
-		snprintf(from, sizeof(from), "%s/disk.img", seed);
-		char *cp[] = { "cp", "--reflink=auto", "--sparse=always", from, img, NULL };
-		if (access(from, F_OK) < 0)
-			return err_set(e, 400, "invalid_argument", ENOENT, "the snapshot is not a microVM's: it has no disk image");
-		if (spawn_run(cp, -1, -1) != 0)
-			return err_set(e, 507, "no_space", ENOSPC, "cannot copy the snapshot's disk for the new sandbox");
-	} else if ((rc = disk_create(blanks, img, sb->disk_mb, e)) < 0) {
-		return rc;
-	}
-
 	struct boot b;
 	bool built = false;
 	uint64_t build_ms = 0;
-	if ((rc = vm_guest_template_image(drv->d->cache_dir, template_rootfs, b.image, sizeof(b.image), &built,
-					  &build_ms, e)) < 0)
+	int rc = vm_guest_template_image(drv->d->cache_dir, template_rootfs, b.image, sizeof(b.image), &built,
+					 &build_ms, e);
+	if (rc < 0)
 		return rc;
 	if (built)
 		log_info("template image %s built in %llu ms", b.image, (unsigned long long)build_ms);
 	snprintf(b.kernel, sizeof(b.kernel), "%s", drv->vmlinuz);
 	snprintf(b.initramfs, sizeof(b.initramfs), "%s", drv->initramfs);
 	b.booted[0] = '\0';
-	struct err warm = { 0 };
+	/* the guest's name comes to its init as an argument after the command line's "--" */
+	if (snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_NAME_ARG "%s", drv->cmdline, sb->id) >=
+	    (int)sizeof(b.cmdline))
+		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
 	/* booted images are made for the sizes most sandboxes have, so that the cache holds one a
 	 * template rather than one for every size ever asked for; other sizes boot */
 	bool usual = sb->memory_mb == DEFAULT_MEMORY_MB && sb->cpus == DEFAULT_CPUS && sb->disk_mb == DISK_DEFAULT_MB;
-	if (!seed && usual && booted_image(drv, sb, &b, &warm) == 0) {
-		/* it starts from its template's booted image, which waits for its root and name */
-		snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_WAIT_ROOT_ARG, drv->cmdline);
+	struct err warm = { 0 };
+	char from[720];
+	if (seed) {
+		/* a snapshot of a VM holds its disk, as it was when its memory was written */
+		snprintf(from, sizeof(from), "%s/disk.img", seed);
+		rc = copy_disk(from, img, e);
+	} else if (usual && booted_image(drv, sb, &b, &warm) == 0) {
+		/* its template's booted guest, with a copy of the disk it had when its memory was
+		 * written; it takes its name from the host (H_IDENTITY), as a fork does */
+		snprintf(from, sizeof(from), "%s/disk.img", b.booted);
+		snprintf(b.cmdline, sizeof(b.cmdline), "%s", drv->cmdline);
+		rc = copy_disk(from, img, e);
 	} else {
-		if (!seed && usual)
+		if (usual)
 			log_warn("sandbox %s boots: no booted image of its template (%s)", sb->id, warm.msg);
-		/* the guest's name comes to its init as an argument after the command line's "--" */
-		if (snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_NAME_ARG "%s", drv->cmdline, sb->id) >=
-		    (int)sizeof(b.cmdline))
-			return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
+		rc = disk_create(blanks, img, sb->disk_mb, e);
 	}
-	if ((rc = bind_sockets(drv, sb, e)) < 0 || (rc = vm_write_env(sb, e)) < 0)
+	if (rc < 0 || (rc = bind_sockets(drv, sb, e)) < 0 || (rc = vm_write_env(sb, e)) < 0)
 		return rc;
 	return vm_write_boot(sb, &b, e);
 }
@@ -712,9 +719,10 @@ struct booted_build {
 };
 
 /*
- * Boots a guest that waits for its root (SP_VM_WAIT_ROOT_ARG) in a folder of its own at tmp,
- * as a sandbox of the same sizes would boot, and once its agent said hello writes its memory
- * to tmp/memory the way a suspend does; QEMU ends, its disk and sockets are removed.
+ * Boots a guest in a folder of its own at tmp as a sandbox of the same sizes would boot, but
+ * nameless and with no settings of a sandbox's, and once its agent said hello writes its
+ * memory to tmp/memory the way a suspend does; QEMU ends. What the entry keeps is a
+ * snapshot of that guest: tmp/memory and tmp/disk.img, the disk as the memory knows it.
  */
 static int build_booted(const char *tmp, void *ctx, struct err *e)
 {
@@ -727,20 +735,24 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
 	w->memory_mb = bb->like->memory_mb;
 	w->cpus = bb->like->cpus;
 	w->disk_mb = bb->like->disk_mb;
-	char upper[700], disk[720], blanks[600], agent[720];
+	char upper[700], disk[720], kept[720], blanks[600], agent[720];
 	vm_path(upper, sizeof(upper), w, "upper");
 	snprintf(disk, sizeof(disk), "%s/disk.img", upper);
+	vm_path(kept, sizeof(kept), w, "disk.img");
 	snprintf(blanks, sizeof(blanks), "%s/disks", bb->drv->d->state_dir);
 	vm_path(agent, sizeof(agent), w, "vm/agent.sock");
 	int rc = mkdir(tmp, 0700) < 0 || mkdir(upper, 0700) < 0
 			 ? err_set(e, 500, "internal", errno, "mkdir %s: %s", upper, strerror(errno)) : 0;
 	if (rc == 0 && (rc = disk_create(blanks, disk, w->disk_mb, e)) == 0 && (rc = bind_sockets(bb->drv, w, e)) == 0 &&
-	    (rc = vm_write_env(w, e)) == 0 && (rc = vm_write_boot(w, bb->boot, e)) == 0 && (rc = boot_vm(bb->drv, w, true, e)) == 0)
+	    (rc = vm_write_env(w, e)) == 0 && (rc = vm_write_boot(w, bb->boot, e)) == 0 &&
+	    (rc = boot_vm(bb->drv, w, true, e)) == 0)
 		rc = vm_agent_hello(agent, driver_vm.hello_timeout_ms, e);
 	if (rc == 0)
-		rc = vm_checkpoint(bb->drv, w, tmp, 0, e);
+		rc = vm_checkpoint(bb->drv, w, tmp, 0, e); /* the disk synced with the memory */
 	struct err ignored = { 0 };
 	vm_stop(bb->drv, w, &ignored);
+	if (rc == 0 && rename(disk, kept) < 0)
+		rc = err_set(e, 500, "internal", errno, "rename %s: %s", disk, strerror(errno));
 	static const char *const gone[] = { "upper/disk.img", "upper", "vm/agent.sock", "vm/qmp.sock", "vm/qemu.pid",
 					    "vm/env" };
 	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
@@ -761,8 +773,8 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
  */
 static int booted_image(struct driver *drv, const struct sandbox *sb, struct boot *b, struct err *e)
 {
-	struct boot wait = *b;
-	snprintf(wait.cmdline, sizeof(wait.cmdline), "%s " SP_VM_WAIT_ROOT_ARG, drv->cmdline);
+	struct boot wait = *b; /* a nameless guest: the name comes with each sandbox */
+	snprintf(wait.cmdline, sizeof(wait.cmdline), "%s", drv->cmdline);
 	char recipe[4096], key[65], parent[600];
 	int len = snprintf(recipe, sizeof(recipe), "recipe=%d %s\n%s\n%s\n%s\n%s\nram=%d cpus=%d disk=%d",
 			   VM_BOOTED_RECIPE, drv->runtime, wait.kernel, wait.initramfs, wait.image, wait.cmdline,

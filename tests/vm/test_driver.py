@@ -370,6 +370,7 @@ def test_sandboxes_of_the_usual_size_start_from_one_booted_image_each_its_own(ap
         ja, jb = boot_json(spaced, a), boot_json(spaced, b)
         assert ja["booted"] and ja["booted"] == jb["booted"]  # one image, built once, for both
         assert os.path.getsize(os.path.join(ja["booted"], "memory")) > 1 << 20
+        assert os.path.exists(os.path.join(ja["booted"], "disk.img"))  # the disk its memory knows
         draw = "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'"
         script = (f"hostname; cat /etc/hostname; echo $WHO; echo ${{#EXTRA}}; mount | grep -c ' / .*overlay'; "
                   f"test -d /work && echo work; python3 -c 'print(6*7)'; {draw}")
@@ -397,7 +398,8 @@ def test_other_sizes_boot_and_the_booted_image_is_left_unchanged(api, spaced):
     other = api.create(isolation="microvm", memory_mb=256)
     try:
         assert boot_json(spaced, other)["booted"] == ""
-        assert "--wait-root" not in boot_json(spaced, other)["cmdline"]
+        assert f"--name={other}" in boot_json(spaced, other)["cmdline"]  # named as it boots
+        assert "--name=" not in boot_json(spaced, usual)["cmdline"]  # named by the host once restored
         assert sh(api, other, "hostname").strip() == other
         sh(api, usual, "dd if=/dev/urandom of=/work/big bs=1M count=8 2>/dev/null; sync")
         after = os.stat(image)
