@@ -212,9 +212,14 @@ def test_suspend_with_an_impostor_holding_the_socket(attack, spaced):
     if reason:
         note += f" ({reason})"
     if state == "suspended":
-        wait_usable(attack.api, attack.id)
-        status, data = attack.api.get_file(attack.id, "/work/before.txt")
-        assert status == 200 and data == b"before\n"
+        # the impostor was restored with the rest and goes on replacing the agent's connection:
+        # a request may meet it (503) as wait_usable's own do, so ask until the agent answers
+        got = {}
+        def read_back():
+            got["status"], got["data"] = attack.api.get_file(attack.id, "/work/before.txt")
+            return got["status"] != 503
+        wait_until(read_back, 90, "the resumed sandbox's agent to answer a read", interval=0.2)
+        assert got["status"] == 200 and got["data"] == b"before\n", got
         note += "; resumed with its files"
     else:
         # refused or failed: never stuck in between, and the files are where they were
