@@ -218,7 +218,9 @@ static void conn_drop(struct agent *a, const char *why, bool host_gone)
 	c->fd = -1;
 	c->in_len = 0;
 	c->awaiting_open = false;
-	c->retry_at = agent_now_ms() + SP_AGENT_RETRY_MS;
+	/* a port that lost its host signals the host's return once reach has armed it: the first
+	 * attempt comes at once, the period is only a fallback */
+	c->retry_at = agent_now_ms() + (host_gone && c->t->host_opens ? 0 : SP_AGENT_RETRY_MS);
 	end_connection(a);
 }
 
@@ -346,6 +348,12 @@ void conn_tick(struct agent *a, uint64_t now)
 	} else {
 		c->retry_at = now + SP_AGENT_RETRY_MS;
 	}
+}
+
+void conn_host_back(struct agent *a)
+{
+	if (a->conn.fd < 0)
+		a->conn.retry_at = 0;
 }
 
 uint64_t conn_deadline(const struct agent *a)

@@ -94,6 +94,10 @@ int conn_init(struct agent *a, const struct conn_transport *t, const char *where
 /* Connects when disconnected and the retry time has come. */
 void conn_tick(struct agent *a, uint64_t now);
 
+/* The transport signalled that a host may have come back (SIGIO from the serial port):
+ * the next attempt is now instead of at the retry period's end. */
+void conn_host_back(struct agent *a);
+
 /* Monotonic ms when conn_tick wants to run next, or UINT64_MAX. */
 uint64_t conn_deadline(const struct agent *a);
 

@@ -93,8 +93,8 @@ static int setup_std_fds(void)
  * init whatever it does not ignore, SIGSEGV and real-time signals included).
  * SIGKILL and SIGSTOP cannot be: spaced notices a dead or stopped agent. A
  * fault of the agent's own still ends it: the kernel forces those. SIGPIPE is
- * ignored in every mode: writes report EPIPE instead. SIGCHLD is blocked and
- * read from a signalfd. Commands get every signal back to default (spawn.c).
+ * ignored in every mode: writes report EPIPE instead. SIGCHLD and SIGIO are
+ * blocked and read from a signalfd. Commands get every signal back to default (spawn.c).
  */
 static int setup_signals(struct agent *a)
 {
@@ -110,6 +110,7 @@ static int setup_signals(struct agent *a)
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGIO); /* the serial port: a host came back (vport.c) */
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		return -errno;
 	a->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -119,8 +120,11 @@ static int setup_signals(struct agent *a)
 static void on_signal(struct agent *a, void *obj, int fd, short revents)
 {
 	struct signalfd_siginfo si[16];
-	while (read(fd, si, sizeof(si)) > 0)
-		;
+	ssize_t r;
+	while ((r = read(fd, si, sizeof(si))) > 0)
+		for (size_t i = 0; i < (size_t)r / sizeof(si[0]); i++)
+			if (si[i].ssi_signo == SIGIO)
+				conn_host_back(a);
 	proc_reap(a);
 }
 
@@ -217,6 +221,8 @@ int main(int argc, char **argv)
 		transport = &vport_transport;
 		where = SP_AGENT_PORT;
 		vminit_boot(); /* logs what failed; the agent serves what it can */
+		if (!vm_name_arg(argc, argv))
+			vminit_warm(); /* a guest without a name becomes a template's booted image */
 	}
 
 	if ((err = setup_std_fds()) < 0) {

@@ -53,4 +53,10 @@ int vminit_loopback(void);
  * 0, -ENOENT when QEMU has no such file, or -errno. */
 int vminit_env(void);
 
+/* Runs `/bin/sh -c /bin/true` once and waits for it, so that the loader, the C library and
+ * the shell are in the guest's page cache: a guest booted to become a template's booted
+ * image keeps them in its memory, and no sandbox restored from it reads them from its disk
+ * for its first command. Before the agent blocks SIGCHLD. */
+void vminit_warm(void);
+
 #endif

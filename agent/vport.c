@@ -4,7 +4,10 @@
  * The port's descriptor is conn.dev_fd. It stays open across connections
  * when the host hung up (nothing of the old connection is left to read), and
  * is closed when the agent ends a connection, so that what the host sent and
- * the agent did not read is discarded with it.
+ * the agent did not read is discarded with it. While no host is connected,
+ * the port signals the host's return (SIGIO, read from the agent's signalfd),
+ * so a restored or resumed VM answers its host at once rather than at the
+ * next retry.
  */
 #include "vport.h"
 
@@ -48,6 +51,14 @@ int vport_find(const char *sysfs, const char *name, char *dev, size_t n)
 	return rc;
 }
 
+/* The port sends the agent SIGIO (F_SETOWN) when the host's connection comes or goes, and
+ * when data arrives: on only while no host is there, so a connection's traffic costs no
+ * signals. Where it fails, the retry period still finds the host. */
+static void signal_host(int fd, bool on)
+{
+	(void)fcntl(fd, F_SETFL, O_NONBLOCK | (on ? O_ASYNC : 0));
+}
+
 static int vport_reach(struct conn *c)
 {
 	if (c->dev_fd < 0) {
@@ -59,19 +70,25 @@ static int vport_reach(struct conn *c)
 		if (fd < 0)
 			return -errno;
 		c->dev_fd = fd;
+		(void)fcntl(fd, F_SETOWN, getpid());
 	}
+	/* armed before the look, so a host arriving after it is signalled */
+	signal_host(c->dev_fd, true);
 	struct pollfd p = { .fd = c->dev_fd, .events = POLLIN };
 	if (poll(&p, 1, 0) < 0)
 		return -errno;
 	if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
 		return -ENOTCONN; /* no host on the other end of QEMU's socket */
+	signal_host(c->dev_fd, false);
 	return c->dev_fd;
 }
 
 static void vport_end(struct conn *c, bool host_gone)
 {
-	if (host_gone)
+	if (host_gone) {
+		signal_host(c->dev_fd, true);
 		return;
+	}
 	close(c->dev_fd);
 	c->dev_fd = -1;
 }

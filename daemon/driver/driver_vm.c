@@ -202,7 +202,7 @@ static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 		free(drv);
 		return rc;
 	}
-	if (vm_guest_cmdline(d->cache_dir, drv->cmdline, sizeof(drv->cmdline)) < 0) {
+	if (vm_guest_cmdline(d->cache_dir, strcmp(drv->accel, "tcg") == 0, drv->cmdline, sizeof(drv->cmdline)) < 0) {
 		free(drv);
 		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
 	}

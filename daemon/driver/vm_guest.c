@@ -633,13 +633,13 @@ unsigned vm_guest_tsc_khz_cached(const char *cache_dir)
 	return n > 0 ? (unsigned)strtoul(text, NULL, 10) : vm_guest_tsc_khz();
 }
 
-int vm_guest_cmdline(const char *cache_dir, char *out, size_t n)
+int vm_guest_cmdline(const char *cache_dir, bool tcg, char *out, size_t n)
 {
 	char tsc[40] = "";
 	unsigned khz = vm_guest_tsc_khz_cached(cache_dir);
 	if (khz)
 		snprintf(tsc, sizeof(tsc), " tsc_early_khz=%u", khz);
-	int len = snprintf(out, n, "console=ttyS0 quiet panic=-1 reboot=t init_on_alloc=0 init_on_free=1%s -- %s", tsc,
-			   SP_VM_INIT_ARG);
+	int len = snprintf(out, n, "console=ttyS0 quiet panic=-1 reboot=t init_on_alloc=0 init_on_free=1%s%s -- %s",
+			   tcg ? " norandmaps" : "", tsc, SP_VM_INIT_ARG);
 	return len >= 0 && (size_t)len < n ? 0 : -ENOSPC;
 }

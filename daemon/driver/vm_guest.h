@@ -97,10 +97,14 @@ int vm_guest_template_image(const char *cache_dir, const char *rootfs, char *out
  * stalled with no clock source; measured once per host boot, in cache_dir), pages zeroed
  * when freed rather than when allocated (init_on_free=1 init_on_alloc=0: the same work,
  * but the guest's free memory reads as zero to QEMU, so a memory image leaves it out and
- * a restored guest does not hold it), and the agent's SP_VM_INIT_ARG after "--".
+ * a restored guest does not hold it), under TCG user space without address randomization
+ * (norandmaps: QEMU 7.2's translator finds a block it translated before by its virtual
+ * address too, so with every process's libraries at new addresses each fork + exec had its
+ * code translated afresh, 28 ms instead of 6; root inside can turn it back on in
+ * /proc/sys/kernel/randomize_va_space), and the agent's SP_VM_INIT_ARG after "--".
  * Returns 0 or -ENOSPC.
  */
-int vm_guest_cmdline(const char *cache_dir, char *out, size_t n);
+int vm_guest_cmdline(const char *cache_dir, bool tcg, char *out, size_t n);
 
 /* The host's TSC frequency in kHz, measured against CLOCK_MONOTONIC_RAW over
  * VM_TSC_MEASURE_MS (blocks that long), or 0 when the TSC is not invariant

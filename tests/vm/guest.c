@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 					  "build_ms", (json_int_t)ms);
 	}
 	char cmdline[256];
-	if (vm_guest_cmdline(cache, cmdline, sizeof(cmdline)) < 0)
+	if (vm_guest_cmdline(cache, true, cmdline, sizeof(cmdline)) < 0) /* the tests run QEMU's TCG */
 		return 1;
 	json_t *mods = json_array();
 	for (unsigned i = 0; i < ir.order.n; i++)
