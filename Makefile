@@ -6,8 +6,9 @@
 #   make up         deps, build, default template, start spaced in the background
 #   make down       stop the spaced that `make up` started
 #   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests,
-#                   the quick compatibility subset (compat-quick),
-#                   the escape and abuse suite, and every fuzz target for 60 s (what CI runs)
+#                   the microVM driver's tests, the quick compatibility subset (compat-quick),
+#                   the escape and abuse suite, the end-to-end, SDK and escape suites again
+#                   with every sandbox a microVM, and every fuzz target for 60 s (what CI runs)
 #   make quick      the edit-test loop: unit tests, the layer check, agent protocol tests and a
 #                   smoke of the end-to-end suite (a few minutes)
 #   make layers     fails if spaced's modules call each other in a circle (scripts/layers.py)
@@ -213,6 +214,9 @@ test: deps all
 	$(MAKE) vm-test
 	$(MAKE) compat-quick
 	$(MAKE) security
+	$(MAKE) e2e-vm
+	$(MAKE) sdk-vm
+	$(MAKE) security-vm
 	$(MAKE) fuzz
 
 asan:
