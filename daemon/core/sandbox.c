@@ -278,7 +278,18 @@ static void nudge_job(struct job *j)
 	struct sandbox *sb = j->sb;
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	struct err e = { 0 };
-	if (dv->ops->wake(dv->drv, sb, &e) < 0)
+	int rc = dv->ops->wake(dv->drv, sb, &e);
+	if (rc == -ENOSPC) {
+		/* whole, and waiting for room on the host's disk: not hung. Asked again after a
+		 * fresh ping's deadline (or sooner, by the probe), and continued once there is room */
+		log_warn("sandbox %s: %s", sb->id, e.msg);
+		daemon_lock(d);
+		sb->peer.ping_ms = 0;
+		sb->peer.nudging = false;
+		daemon_unlock(d);
+		return;
+	}
+	if (rc < 0)
 		log_warn("sandbox %s: continuing its agent: %s", sb->id, e.msg);
 	daemon_lock(d);
 	/* answered, gone, or in another state: whoever changed that took charge */
@@ -320,10 +331,13 @@ static void probe_job(struct job *j)
 	int rc = dv->ops->pid1_state ? dv->ops->pid1_state(dv->drv, sb, &st) : -ENOTSUP;
 	if (rc == 0 && (st == 'T' || st == 't')) {
 		/* stopped from inside, perhaps by whatever now answers on its socket: continue it; it
-		 * finds its connection gone and takes the channel back */
+		 * finds its connection gone and takes the channel back. A VM that a write of its
+		 * disk stopped is continued once the host has room (until then the nudge says so). */
 		struct err e = { 0 };
-		log_warn("sandbox %s: its PID 1 was stopped; continuing it", sb->id);
-		if (dv->ops->wake(dv->drv, sb, &e) < 0)
+		int w = dv->ops->wake(dv->drv, sb, &e);
+		if (w == 0)
+			log_warn("sandbox %s: its PID 1 (a VM: the guest) was stopped; continued it", sb->id);
+		else if (w != -ENOSPC)
 			log_warn("sandbox %s: continuing its PID 1: %s", sb->id, e.msg);
 	}
 	daemon_lock(d);

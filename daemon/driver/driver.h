@@ -89,7 +89,9 @@ struct driver_ops {
 	 * its own name: the host name inside, /etc/hostname and /etc/hosts. NULL: its agent does
 	 * (H_IDENTITY, once it said hello), as a microVM's may. */
 	int (*rename)(struct driver *drv, struct sandbox *sb, struct err *e);
-	/* Continues the sandbox's PID 1 (the agent) if something inside stopped it. */
+	/* Continues the sandbox's PID 1 (the agent) if something inside stopped it. -ENOSPC (*e
+	 * 507 no_space): it waits for room on the host's disk and cannot be continued yet; the
+	 * sandbox is whole, and is not taken for hung. */
 	int (*wake)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* The state of the sandbox's PID 1 as the kernel underneath sees it (the letter of
 	 * /proc/1/status: 'T' or 't' when stopped), read from the host side, not through the

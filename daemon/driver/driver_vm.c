@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -62,6 +63,9 @@
 #define VM_TB_MB 32               /* TCG's translation buffer; QEMU's default is 1 GiB on x86 */
 #define VM_OVERHEAD_MB (VM_TB_MB + 160) /* QEMU beside guest RAM: its code, TCG's regions, buffers */
 #define VM_MIGRATE_POLL_MS 5 /* a query-status costs QEMU ~0.1 ms; a restore ends ~12 ms sooner than at 20 */
+/* Free bytes (for an unprivileged writer) beside a disk image before a VM that a refused write
+ * stopped is continued: QEMU retries the refused request at once, which can take a few MiB. */
+#define VM_DISK_ROOM_MB 16
 #define VM_MIGRATE_MS_PER_MIB 200 /* a bound on a migration: far above the ~4 ms/MiB measured */
 #define VM_BOOTED_RECIPE 2        /* changes when what goes into a booted image does */
 #define VM_BOOTED_KEY 32          /* hex characters of its key in its name: the sockets of its
@@ -795,20 +799,56 @@ static int booted_image(struct driver *drv, const struct sandbox *sb, struct boo
 	return 0;
 }
 
+/* Whether the file system under sb's disk image grants QEMU, an unprivileged writer,
+ * VM_DISK_ROOM_MB. */
+static bool disk_has_room(const struct sandbox *sb)
+{
+	char dir[700];
+	vm_path(dir, sizeof(dir), sb, "upper");
+	struct statvfs fs;
+	return statvfs(dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize >= ((uint64_t)VM_DISK_ROOM_MB << 20);
+}
+
 static int vm_wake(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	(void)drv;
 	/* a guest's PID 1 is stopped only by its own kernel's rules (SIGSTOP cannot reach init);
-	 * a VM that is paused is what QEMU can continue */
+	 * a VM that is paused is what QEMU can continue. One that a write of its disk stopped
+	 * (werror=enospc: the host's file system refused QEMU a block) is continued once there
+	 * is room again, and QEMU writes what was refused; until then it waits, whole. */
 	char st[32] = "";
 	struct qmp q;
 	int rc = monitor(sb, &q, e);
 	if (rc == 0)
 		rc = run_state(&q, st, sizeof(st), e);
-	if (rc == 0 && strcmp(st, "paused") == 0)
+	bool full = rc == 0 && strcmp(st, "io-error") == 0 && !disk_has_room(sb);
+	if (full)
+		rc = err_set(e, 507, "no_space", ENOSPC, "sandbox %s waits for room on the host's disk: its VM stopped on "
+			     "a write the file system refused", sb->id);
+	else if (rc == 0 && (strcmp(st, "paused") == 0 || strcmp(st, "io-error") == 0))
 		rc = qmp_call(&q, "cont", NULL, -1, NULL, e);
 	if (q.fd >= 0)
 		qmp_close(&q);
+	return rc;
+}
+
+static int vm_pid1_state(struct driver *drv, struct sandbox *sb, char *state)
+{
+	(void)drv;
+	/* the whole guest as QEMU runs it: stopped ('T') when a write of its disk stopped it (the
+	 * liveness check then continues it once there is room); a VM paused behind spaced's back
+	 * is the unresponsive agent's business (vm_wake), so a pause of spaced's own never meets
+	 * a look from here */
+	char st[32] = "";
+	struct err e = { 0 };
+	struct qmp q;
+	int rc = monitor(sb, &q, &e);
+	if (rc == 0)
+		rc = run_state(&q, st, sizeof(st), &e);
+	if (q.fd >= 0)
+		qmp_close(&q);
+	if (rc == 0)
+		*state = strcmp(st, "io-error") == 0 ? 'T' : 'R';
 	return rc;
 }
 
@@ -991,6 +1031,7 @@ const struct driver_ops driver_vm = {
 	.checkpoint = vm_checkpoint,
 	.restore = vm_restore,
 	.wake = vm_wake,
+	.pid1_state = vm_pid1_state,
 	.layer = vm_layer,
 	.stop = vm_stop,
 	.destroy = vm_destroy,
