@@ -208,12 +208,32 @@ static void end_connection(struct agent *a)
 	xfer_abandon_all(a);
 }
 
+static int write_within(struct conn *c, unsigned ms);
+
+/* On a transport without connections of its own (the serial port) the host cannot see the
+ * agent end one: the agent writes out what it queued, so that the host is not left inside a
+ * frame, then an A_OPEN with nonce 0, which the host takes for the end (it opens again with
+ * H_OPEN). A host that does not read in time finds the connection dead by its own checks. */
+static void say_ended(struct conn *c)
+{
+	if (write_within(c, AGENT_END_FLUSH_MS) < 0)
+		return;
+	struct outframe *o = frame_new(SP_A_OPEN, 0, sizeof(struct sp_open));
+	if (!o)
+		return;
+	memset(o->bytes + SP_HDR_SIZE, 0, sizeof(struct sp_open));
+	queue_push(c, o, false);
+	write_within(c, AGENT_END_FLUSH_MS); /* what is left of it goes with the connection */
+}
+
 static void conn_drop(struct agent *a, const char *why, bool host_gone)
 {
 	struct conn *c = &a->conn;
 	if (c->fd < 0)
 		return;
 	agent_log("disconnected (%s); retrying every %u ms", why, SP_AGENT_RETRY_MS);
+	if (!host_gone && c->t->host_opens && !c->awaiting_open)
+		say_ended(c);
 	c->t->end(c, host_gone);
 	c->fd = -1;
 	c->in_len = 0;
@@ -406,25 +426,34 @@ void conn_flush(struct agent *a)
 		conn_drop(a, strerror(-err), false);
 }
 
+/* Writes the queue out, waiting at most ms for the host to read. 0 once it is empty,
+ * -ETIMEDOUT, or the write's -errno. */
+static int write_within(struct conn *c, unsigned ms)
+{
+	uint64_t end = agent_now_ms() + ms;
+	for (;;) {
+		int err = conn_write(c);
+		if (err != -EAGAIN)
+			return err;
+		uint64_t now = agent_now_ms();
+		if (now >= end)
+			return -ETIMEDOUT;
+		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+		poll(&p, 1, (int)(end - now));
+	}
+}
+
 void conn_detach(struct agent *a)
 {
 	struct conn *c = &a->conn;
-	uint64_t end = agent_now_ms() + AGENT_DETACH_FLUSH_MS;
-	while (c->fd >= 0 && c->head && !c->awaiting_open) {
-		int err = conn_write(c);
-		if (err == 0)
-			break;
-		if (err != -EAGAIN) {
+	if (c->fd >= 0 && !c->awaiting_open) {
+		int err = write_within(c, AGENT_DETACH_FLUSH_MS);
+		if (err == -ETIMEDOUT) {
+			agent_log("detach: host did not read the queue in time");
+		} else if (err < 0) {
 			conn_drop(a, strerror(-err), false);
 			return;
 		}
-		uint64_t now = agent_now_ms();
-		if (now >= end) {
-			agent_log("detach: host did not read the queue in time");
-			break;
-		}
-		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
-		poll(&p, 1, (int)(end - now));
 	}
 	conn_drop(a, "detached by the host", false);
 	c->fast_retries = AGENT_FAST_RETRIES;

@@ -35,6 +35,9 @@ struct proc;
 
 /* How long H_DETACH may take to write out the queue before closing anyway. */
 #define AGENT_DETACH_FLUSH_MS 10000u
+/* How long the agent, ending a connection on the serial port itself, waits for the host to
+ * read what it queued and the end's A_OPEN (say_ended in conn.c). */
+#define AGENT_END_FLUSH_MS 1000u
 /* After a detach the sandbox is about to be checkpointed, and the agent's next attempts happen
  * right after its restore: those retry quickly, so a resumed sandbox is reachable sooner. Time
  * frozen in the image does not use them up. */

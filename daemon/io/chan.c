@@ -375,6 +375,12 @@ static void receive(struct chan *c)
 		if (used == 0)
 			break;
 		char why[CHAN_MAX_WHY] = "a malformed frame header";
+		if (used > 0 && f.type == SP_A_OPEN && c->dial[0]) {
+			/* on a dialled port, the agent's end of the connection: it opens again (the
+			 * next chan_redial) with a new nonce */
+			chan_drop(c, "the agent ended the connection");
+			return;
+		}
 		if (used < 0 || chan_dispatch(c, &f, why) < 0) {
 			chan_drop(c, why);
 			return;

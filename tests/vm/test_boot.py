@@ -233,6 +233,31 @@ def test_output_waits_for_a_host(vm):
     assert code == 0 and out in (b"S\n", b"R\n"), (out, err)
 
 
+def test_the_agent_ending_a_connection_says_so(vm):
+    """A frame that fails the agent's checks (reserved bits set in its header) ends the
+    connection on the agent's side. The port cannot hang up, so the agent writes out what it
+    queued and then A_OPEN with nonce 0; the host opens again and finds the same guest serving,
+    the exit of a process it started before the end given on one connection or the other."""
+    host, hello, _ = vm.connect()
+    pid = host.exec(["/init", "--pid1-state"], cwd="/")
+    host.sock.sendall(proto.HDR.pack(0, proto.P["H_PING"], 0, 1, 0))  # rsvd must be 0
+    seen = []
+    while True:
+        t, chan, p = host.next(timeout=proto.TIMEOUT)
+        if t == "A_OPEN":
+            break
+        seen.append((t, chan))
+    assert (chan, p) == (0, bytes(8)), (chan, p)
+    host.sock.close()
+    vm.host = None
+    host2, hello2, _ = vm.connect(timeout=proto.TIMEOUT)
+    assert hello2["boot_id"] == hello["boot_id"]
+    if ("A_EXIT", pid) not in seen:  # the process had not exited when the connection ended
+        assert host2.collect(pid)[2] == 0
+    out, _err, code = run(host2, ["/init", "--pid1-state"])
+    assert code == 0 and out in (b"S\n", b"R\n")
+
+
 def test_idle_memory(vm):
     host, _, seconds = vm.connect()
     host.ping()

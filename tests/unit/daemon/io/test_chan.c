@@ -4,7 +4,8 @@
  * when its type is in the table, its payload holds the fixed part, and the
  * connection is in a phase the message is allowed in; everything else, and a
  * handler's refusal, drops the connection with the reason. The write queue is
- * capped, and queued credit returns for one channel merge.
+ * capped, and queued credit returns for one channel merge. An A_OPEN on a port spaced
+ * dials is the agent's end of the connection.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -169,6 +170,28 @@ static void test_credit_merges(void **state)
 	assert_int_equal(chan_queued(&c), before + 2 * (SP_HDR_SIZE + 4));
 }
 
+/* On a port spaced dials (a microVM's), A_OPEN after the opening is the agent's end of the
+ * connection; on the gVisor socket the agent never sends one. */
+static void test_agents_end_on_a_dialled_port(void **state)
+{
+	uint8_t nonce[8] = { 0 };
+	c.phase = CHAN_READY;
+	snprintf(c.dial, sizeof(c.dial), "/nonexistent/agent.sock");
+	feed(SP_A_OPEN, 0, nonce, sizeof(nonce));
+	assert_int_equal(drops, 1);
+	assert_true(c.fd < 0);
+	assert_string_equal(last_why, "the agent ended the connection");
+}
+
+static void test_open_on_a_socket_drops_as_unknown(void **state)
+{
+	uint8_t nonce[8] = { 0 };
+	c.phase = CHAN_READY;
+	feed(SP_A_OPEN, 0, nonce, sizeof(nonce));
+	assert_int_equal(drops, 1);
+	assert_non_null(strstr(last_why, "not one the agent sends"));
+}
+
 static void test_queue_cap_breaks_connection(void **state)
 {
 	c.phase = CHAN_READY;
@@ -200,6 +223,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_send_needs_ready, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_credit_merges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queue_cap_breaks_connection, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agents_end_on_a_dialled_port, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_on_a_socket_drops_as_unknown, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
