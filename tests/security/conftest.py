@@ -93,6 +93,10 @@ def gvisor_only(why):
     return pytest.mark.skipif(MICROVM, reason=f"gVisor only: {why}")
 
 
+def microvm_only(why):
+    return pytest.mark.skipif(not MICROVM, reason=f"microVM only: {why}")
+
+
 class Daemon(spacetest.Daemon):
     """The session's spaced: its own state dir under /tmp, and IO_TIMEOUT for every read."""
 

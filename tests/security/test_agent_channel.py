@@ -13,7 +13,7 @@ import os
 import textwrap
 
 from conftest import wait_until, wait_usable
-from conftest import gvisor_only, AGENT_SOCKET
+from conftest import gvisor_only, microvm_only, AGENT_SOCKET
 
 # Python prelude inside the sandbox: frames of proto/agent.h.
 FRAMES = textwrap.dedent("""
@@ -228,3 +228,105 @@ def test_suspend_with_an_impostor_holding_the_socket(attack, spaced):
         assert open(layer, "rb").read() == b"before\n"
         note += "; its files intact"
     attack.note(note)
+
+
+# Root inside a microVM takes the agent's virtio-serial port with its own kernel: it unbinds
+# the driver from the device and binds it again (the agent's descriptor dies with the old port),
+# opens the new port before the agent's next try, and speaks on it. What it saw goes to the
+# console, which QEMU writes to the host (vm/console.log): the sandbox's agent is no longer
+# there to carry it.
+PORT_THIEF = FRAMES + textwrap.dedent("""
+    import glob, json, select
+    D = "/sys/bus/virtio/drivers/virtio_console"
+    def port():
+        for p in glob.glob("/sys/class/virtio-ports/*"):
+            try:
+                if open(p + "/name").read().strip() == "space.agent":
+                    return p
+            except OSError:
+                pass
+    dev = os.path.basename(os.path.realpath(port() + "/device"))
+    with open(D + "/unbind", "w") as f:
+        f.write(dev)
+    with open(D + "/bind", "w") as f:
+        f.write(dev)
+    fd, seen, deadline = None, {"opens": 0, "garbage": 0}, time.time() + 30
+    while fd is None and time.time() < deadline:
+        p = port()
+        try:
+            fd = os.open("/dev/" + os.path.basename(p), os.O_RDWR) if p else None
+        except OSError as e:
+            seen["open_error"] = e.strerror
+        if fd is None:
+            time.sleep(0.001)
+    seen["port"] = fd is not None
+    if fd is not None:
+        for i in range(16):  # 1 MiB of noise
+            try:
+                seen["garbage"] += os.write(fd, os.urandom(65536))
+            except OSError as e:
+                seen["write_error"] = e.strerror
+                break
+        buf, end = b"", time.time() + 40
+        while time.time() < end:  # then answer each H_OPEN as the agent would, and lie
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if not r:
+                continue
+            try:
+                buf += os.read(fd, 65536)
+            except OSError:
+                continue
+            while True:
+                i = buf.find(struct.pack("<IBBHI", 8, 19, 0, 0, 0))
+                if i < 0 or len(buf) < i + 20:
+                    buf = buf[-19:]
+                    break
+                nonce, buf = buf[i + 12:i + 20], buf[i + 20:]
+                seen["opens"] += 1
+                lies = frame(78, 0, nonce) + hello() + b"".join(frame(69, 300000 + k, bytes(16)) for k in range(500))
+                try:
+                    os.write(fd, lies)
+                except OSError:
+                    pass
+    with open("/dev/console", "w") as c:
+        c.write("PORT_THIEF " + json.dumps(seen) + "\\n")
+""")
+
+
+@microvm_only("root inside a gVisor sandbox has no kernel of its own to rebind a driver in; its impostor "
+              "connects to the agent's socket (the attempts above)")
+def test_guest_root_takes_the_agents_port_with_its_own_kernel(attack, spaced):
+    """Root in a microVM unbinds virtio_console from the port's device and binds it again, opens
+    the agent's port before the agent does, writes 1 MiB of random bytes to spaced, then answers
+    every H_OPEN with the right A_OPEN, a hello and 500 made-up exits (for 40 s).
+
+    Expected: spaced drops each connection that breaks the protocol and lives on; a thief
+    that speaks the protocol is the sandbox's agent as far as spaced can tell (it is root of
+    that sandbox), and gets no more of spaced than one: at most 128 exited process records
+    (SANDBOX_MAX_EXITED). The sandbox is deleted like any other and its QEMU goes with it.
+    """
+    import json
+    import os
+    from conftest import wait_until
+    attack.api.ok("POST", f"/v1/sandboxes/{attack.id}/processes", {"cmd": ["python3", "-c", PORT_THIEF]},
+                  expect=(201,))
+    console = os.path.join(attack.spaced.sandbox_dir(attack.id), "vm", "console.log")
+    def thief_said():
+        with open(console, errors="replace") as f:
+            lines = [ln for ln in f if ln.startswith("PORT_THIEF ")]
+        return json.loads(lines[-1][len("PORT_THIEF "):]) if lines else None
+    seen = wait_until(thief_said, 120, "the thief to say what it saw on the console")
+    state, reason = attack.state()
+    forged = []
+    if seen["port"]:
+        assert seen["garbage"] > 0, seen
+        if state == "running":
+            forged = [p for p in attack.api.ok("GET", f"/v1/sandboxes/{attack.id}/processes")["processes"]
+                      if p["pid"] >= 300000]
+        assert len(forged) <= 128, len(forged)
+    qemu = int(open(os.path.join(attack.spaced.sandbox_dir(attack.id), "vm", "qemu.pid")).read())
+    attack.note(f"thief {seen}; sandbox {state}" + (f" ({reason})" if reason else "")
+                + f"; {len(forged)} made-up exits kept")
+    attack.api.delete(attack.id)
+    wait_until(lambda: not os.path.exists(f"/proc/{qemu}"), 60, "the attacked sandbox's QEMU to go")
+    attack.note("deleted, its QEMU gone")
