@@ -15,6 +15,7 @@
  *                      sandbox (-name), it is how a restarted spaced finds its VMs again
  *   vm/console.log     the guest's serial console: the reason for a panic
  *   vm/qemu.log        QEMU's own messages
+ *   vm/held            present while spaced itself keeps the VM stopped (set_held)
  *   checkpoint/memory  a suspended VM's memory and device state (QEMU's migration stream)
  *
  * The listening sockets are bound by spaced before QEMU exists (create, prepare) and
@@ -440,6 +441,30 @@ static int failed_start(struct sandbox *sb, pid_t pid, int rc, struct err *e)
 	return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "QEMU failed to start: %s (%s)", why, ours);
 }
 
+/* vm/held exists while spaced itself keeps the VM stopped (a pause, a checkpoint being
+ * written): the liveness check, which continues a VM stopped underneath, leaves it be. Set
+ * before the stop, cleared after the cont, so the check sees it whenever the VM is stopped
+ * on purpose; a new QEMU starts without it. */
+static void set_held(const struct sandbox *sb, bool held)
+{
+	char p[720];
+	vm_path(p, sizeof(p), sb, "vm/held");
+	if (!held) {
+		unlink(p);
+		return;
+	}
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
+static bool is_held(const struct sandbox *sb)
+{
+	char p[720];
+	vm_path(p, sizeof(p), sb, "vm/held");
+	return access(p, F_OK) == 0;
+}
+
 /*
  * Starts sb's QEMU, paused, from boot.json; with image_fd >= 0 it loads that migration
  * stream (-incoming) instead of booting; transient: see jail.h. Returns once QEMU's monitor answers, in *q, with
@@ -460,6 +485,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 	pid_t running = vm_qemu_pid(sb);
 	if (running)
 		return err_set(e, 500, "internal", EBUSY, "sandbox %s's QEMU (pid %d) still runs", sb->id, (int)running);
+	set_held(sb, false);
 	struct pending *p = take_pending(drv, sb->id);
 	if (!p && (rc = bind_sockets(drv, sb, e)) == 0)
 		p = take_pending(drv, sb->id);
@@ -578,13 +604,20 @@ static int vm_start(struct driver *drv, struct sandbox *sb, struct err *e)
 static int vm_pause(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	(void)drv;
-	return command(sb, "stop", NULL, e);
+	set_held(sb, true);
+	int rc = command(sb, "stop", NULL, e);
+	if (rc < 0)
+		set_held(sb, false);
+	return rc;
 }
 
 static int vm_resume(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	(void)drv;
-	return command(sb, "cont", NULL, e);
+	int rc = command(sb, "cont", NULL, e);
+	if (rc == 0)
+		set_held(sb, false);
+	return rc;
 }
 
 /* The VM's run state as QEMU names it ("running", "paused", "inmigrate", ...), into out. */
@@ -654,8 +687,11 @@ static int vm_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 	int rc = monitor(sb, &q, e);
 	if (rc == 0)
 		rc = run_state(&q, was, sizeof(was), e);
-	if (rc == 0 && strcmp(was, "running") == 0)
+	bool stopped = rc == 0 && strcmp(was, "running") == 0;
+	if (stopped) {
+		set_held(sb, true);
 		rc = qmp_call(&q, "stop", NULL, -1, NULL, e);
+	}
 	if (rc == 0)
 		rc = qmp_call(&q, "getfd", json_pack("{s:s}", "fdname", "image"), fd, NULL, e);
 	if (rc == 0)
@@ -680,6 +716,8 @@ static int vm_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 		qmp_close(&q);
 	if (rc == 0 && !leave_running)
 		rc = vm_kill_qemu(sb, 0, e);
+	if (stopped)
+		set_held(sb, false); /* running again, or its QEMU gone */
 	return rc;
 }
 
@@ -822,7 +860,9 @@ static int vm_wake(struct driver *drv, struct sandbox *sb, struct err *e)
 	if (rc == 0)
 		rc = run_state(&q, st, sizeof(st), e);
 	bool full = rc == 0 && strcmp(st, "io-error") == 0 && !disk_has_room(sb);
-	if (full)
+	if (rc == 0 && is_held(sb))
+		; /* stopped by spaced itself (a pause, a checkpoint): not ours to continue */
+	else if (full)
 		rc = err_set(e, 507, "no_space", ENOSPC, "sandbox %s waits for room on the host's disk: its VM stopped on "
 			     "a write the file system refused", sb->id);
 	else if (rc == 0 && (strcmp(st, "paused") == 0 || strcmp(st, "io-error") == 0))
@@ -848,7 +888,7 @@ static int vm_pid1_state(struct driver *drv, struct sandbox *sb, char *state)
 	if (q.fd >= 0)
 		qmp_close(&q);
 	if (rc == 0)
-		*state = strcmp(st, "io-error") == 0 ? 'T' : 'R';
+		*state = strcmp(st, "io-error") == 0 && !is_held(sb) ? 'T' : 'R';
 	return rc;
 }
 
