@@ -93,6 +93,19 @@ static int load_one(const char *dir, const char *name)
 	return rc;
 }
 
+/* Removes the files of dir (one level; the initramfs's, which live in RAM). */
+static void remove_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_type == DT_REG)
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+}
+
 int vminit_load_modules(const char *dir, const char *order)
 {
 	char list[VMINIT_ORDER_MAX + 1];
@@ -303,6 +316,7 @@ int vminit_boot(void)
 			first = rc;
 		return first; /* no disks without their drivers */
 	}
+	remove_files(SP_VM_MODULE_DIR); /* in the kernel now; as files, 1 MB of the guest's RAM */
 	if ((rc = vminit_loopback()) < 0)
 		agent_log("bringing up lo: %s", strerror(-rc));
 	if ((rc = vminit_root()) < 0 && rc != -ENOENT && !first)

@@ -13,7 +13,8 @@
  *      initramfs's dev/console; this covers a kernel that could not);
  *   3. loads the kernel modules listed in SP_VM_MODULE_ORDER, one name a
  *      line, from SP_VM_MODULE_DIR/<name>.ko with finit_module, in that
- *      order (the host computed it from the modules' own depends=);
+ *      order (the host computed it from the modules' own depends=), then
+ *      removes those files (the initramfs is RAM the guest would keep);
  *   4. when the VM has the template's disk (virtio-blk, serial
  *      SP_VM_TEMPLATE_SERIAL) and its own (SP_VM_DISK_SERIAL): mounts the
  *      template read-only (erofs) at /.space/lower, the disk (ext4) at
