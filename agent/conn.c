@@ -238,9 +238,11 @@ static void conn_drop(struct agent *a, const char *why, bool host_gone)
 	c->fd = -1;
 	c->in_len = 0;
 	c->awaiting_open = false;
-	/* a port that lost its host signals the host's return once reach has armed it: the first
-	 * attempt comes at once, the period is only a fallback */
-	c->retry_at = agent_now_ms() + (host_gone && c->t->host_opens ? 0 : SP_AGENT_RETRY_MS);
+	/* the port: once the host left, reach arms its signal of the host's return, so the first
+	 * attempt comes at once and the period is only a fallback; after an end of the agent's own
+	 * the port is open again at once, since what a host sends while it is closed waits in
+	 * QEMU unread until something else wakes QEMU's reader */
+	c->retry_at = agent_now_ms() + (c->t->host_opens ? 0 : SP_AGENT_RETRY_MS);
 	end_connection(a);
 }
 

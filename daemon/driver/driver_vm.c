@@ -501,6 +501,16 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 		snprintf(accel, sizeof(accel), "%s", drv->accel);
 	vm_path(qlog, sizeof(qlog), sb, "vm/qemu.log");
 	struct jail j = { .uid = jail_uid_for(sb->id), .kvm = strcmp(drv->accel, "kvm") == 0, .transient = transient };
+	/* a restore's guest has its kernel in its memory image: QEMU, which would hold the -kernel
+	 * and -initrd files in its memory for as long as it runs, gets the kernel's stub and no
+	 * initrd (vm_guest.h) */
+	char stub[sizeof(b.kernel)];
+	if (image_fd >= 0 && (rc = vm_guest_kernel_stub(drv->d->cache_dir, b.kernel, stub, sizeof(stub), e)) < 0) {
+		close_pending(p);
+		return rc;
+	}
+	if (image_fd >= 0)
+		memcpy(b.kernel, stub, sizeof(stub));
 	int files[VM_NFILES];
 	if ((rc = open_files(sb, &b, j.uid, files, e)) < 0) {
 		close_pending(p);
@@ -511,7 +521,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 	char *argv[80] = {
 		QEMU, "-name", sb->id, "-M", "microvm,pit=on,pic=on,rtc=on", "-cpu", "max", "-smp", smp, "-m", mem,
 		"-accel", accel, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-S",
-		"-kernel", "/proc/self/fd/" FD_KERNEL, "-initrd", "/proc/self/fd/" FD_INITRAMFS, "-append", b.cmdline,
+		"-kernel", "/proc/self/fd/" FD_KERNEL, "-append", b.cmdline,
 		"-add-fd", "fd=" FD_TEMPLATE ",set=1", "-add-fd", "fd=" FD_DISK ",set=2",
 		"-add-fd", "fd=" FD_DISK_RO ",set=2", "-add-fd", "fd=" FD_CONSOLE ",set=3",
 		"-serial", "file:/dev/fdset/3",
@@ -535,6 +545,10 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 	int nkeep = 2;
 	for (int i = 0; i < VM_NFILES; i++)
 		keep[nkeep++] = files[i];
+	if (image_fd < 0) {
+		argv[argc++] = "-initrd";
+		argv[argc++] = "/proc/self/fd/" FD_INITRAMFS;
+	}
 	if (image_fd >= 0) {
 		argv[argc++] = "-incoming";
 		argv[argc++] = "fd:" FD_INCOMING;

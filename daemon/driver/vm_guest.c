@@ -633,6 +633,52 @@ unsigned vm_guest_tsc_khz_cached(const char *cache_dir)
 	return n > 0 ? (unsigned)strtoul(text, NULL, 10) : vm_guest_tsc_khz();
 }
 
+static int stub_build(const char *tmp, void *ctx, struct err *e)
+{
+	const char *vmlinuz = ctx;
+	uint8_t *buf = malloc(64u * 1024 + VM_STUB_PAYLOAD);
+	int in = open(vmlinuz, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
+	ssize_t got = buf && in >= 0 ? pread(in, buf, 64u * 1024 + VM_STUB_PAYLOAD, 0) : -1;
+	if (got < 0x220) {
+		rc = err_set(e, 500, "internal", got < 0 ? errno : ENOEXEC, "reading %s: %s", vmlinuz,
+			     got < 0 ? strerror(errno) : "too short for a kernel");
+	} else if (memcmp(buf + 0x202, "HdrS", 4) != 0) {
+		rc = err_set(e, 500, "internal", ENOEXEC, "%s is not a bzImage (no HdrS header)", vmlinuz);
+	} else {
+		/* setup_sects at 0x1f1, 0 meaning 4 (the boot protocol), then the boot sector */
+		size_t setup = ((size_t)(buf[0x1f1] ? buf[0x1f1] : 4) + 1) * 512, len = setup + VM_STUB_PAYLOAD;
+		if ((size_t)got < len)
+			rc = err_set(e, 500, "internal", ENOEXEC, "%s ends inside its setup", vmlinuz);
+		else if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0 ||
+			 write(out, buf, len) != (ssize_t)len || fsync(out) < 0)
+			rc = err_set(e, 500, "internal", errno, "writing %s: %s", tmp, strerror(errno));
+	}
+	if (out >= 0)
+		close(out);
+	if (in >= 0)
+		close(in);
+	free(buf);
+	return rc;
+}
+
+int vm_guest_kernel_stub(const char *cache_dir, const char *vmlinuz, char *out, size_t n, struct err *e)
+{
+	struct stat st;
+	if (stat(vmlinuz, &st) < 0)
+		return err_set(e, 500, "internal", errno, "%s: %s", vmlinuz, strerror(errno));
+	char id[PATH_MAX + 64], key[65], parent[PATH_MAX];
+	int len = snprintf(id, sizeof(id), "%s\n%lld\n%lld.%09ld", vmlinuz, (long long)st.st_size,
+			   (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	if (len < 0 || (size_t)len >= sizeof(id) || hash_sha256_hex(id, (size_t)len, key) < 0)
+		return err_set(e, 500, "internal", ENAMETOOLONG, "no key for %s", vmlinuz);
+	key[32] = '\0';
+	snprintf(parent, sizeof(parent), "%s/kernel-stubs", cache_dir);
+	int rc = cache_get(parent, key, stub_build, (void *)vmlinuz, e);
+	if (rc < 0)
+		return rc;
+	return snprintf(out, n, "%s/%s", parent, key) < (int)n ? 0 : err_set(e, 500, "internal", ENAMETOOLONG, "path");
+}
+
 int vm_guest_cmdline(const char *cache_dir, bool tcg, char *out, size_t n)
 {
 	char tsc[40] = "";

@@ -86,6 +86,18 @@ int vm_guest_template_image(const char *cache_dir, const char *rootfs, char *out
 			    uint64_t *build_ms, struct err *e);
 
 /*
+ * What a restore hands QEMU for -kernel: the first VM_STUB_PAYLOAD bytes of vmlinuz's
+ * protected-mode part behind its real-mode setup, whose header QEMU's loader reads. QEMU
+ * keeps the whole -kernel file (and the -initrd) in its memory for fw_cfg as long as it runs
+ * (14 MiB of Debian's kernel in every VM), though a restored guest, whose kernel is in its
+ * memory image, never reads them. Built once per kernel file into
+ * <cache_dir>/kernel-stubs/<key> (the key hashes vmlinuz's path, size and mtime); the path
+ * goes into out. Returns 0 or -errno with e filled (-ENOEXEC: not a bzImage).
+ */
+#define VM_STUB_PAYLOAD 4096
+int vm_guest_kernel_stub(const char *cache_dir, const char *vmlinuz, char *out, size_t n, struct err *e);
+
+/*
  * The kernel command line of a guest: its console on the first serial port
  * (quiet: the kernel's messages cost boot time under TCG), a panic that
  * ends the VM at once (with QEMU's -no-reboot; reboot=t: by a triple fault, since the

@@ -305,10 +305,16 @@ bool chan_redial(struct chan *c)
 	if (!take_conn(c, fd))
 		return false;
 	c->opening = true;
+	c->open_ms = mono_ms();
 	uint8_t p[sizeof(struct sp_open)];
 	frame_put_u64(p, c->nonce);
 	queue(c, SP_H_OPEN, 0, p, sizeof(p), NULL, 0);
 	return c->fd >= 0;
+}
+
+bool chan_open_overdue(const struct chan *c, int64_t now, int ms)
+{
+	return c->fd >= 0 && c->opening && now - c->open_ms >= ms;
 }
 
 /* While the connection is opening, drops what came before the peer's A_OPEN with this

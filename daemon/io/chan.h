@@ -86,6 +86,7 @@ struct chan {
 	char why[CHAN_MAX_WHY];     /* why the last connection was dropped ("" when the peer closed) */
 	char dial[108];             /* chan_dial: the peer's socket, connected to again after a drop */
 	bool opening;               /* H_OPEN sent; what comes before the peer's A_OPEN is dropped */
+	int64_t open_ms;            /* ... since this monotonic time */
 	uint64_t nonce;             /* ... the nonce that A_OPEN must carry */
 	const struct chan_proto *proto;
 	void *ctx;
@@ -104,6 +105,8 @@ int chan_listen(struct chan *c, struct loop *l, const char *path);
 int chan_dial(struct chan *c, struct loop *l, const char *path);
 /* For a channel that dials: connects again if it has no connection. Returns whether it has one. */
 bool chan_redial(struct chan *c);
+/* Whether c's H_OPEN has gone unanswered for ms or more at now. */
+bool chan_open_overdue(const struct chan *c, int64_t now, int ms);
 /* Stops listening and removes the socket file `path`: nothing can connect any more. A channel
  * that dials forgets its peer's socket instead (path is the peer's and stays). */
 void chan_unlisten(struct chan *c, const char *path);

@@ -192,6 +192,18 @@ static void test_open_on_a_socket_drops_as_unknown(void **state)
 	assert_non_null(strstr(last_why, "not one the agent sends"));
 }
 
+/* An H_OPEN the port left unanswered is overdue after the given time, and only while the
+ * connection is still opening. */
+static void test_open_overdue(void **state)
+{
+	c.opening = true;
+	c.open_ms = 1000;
+	assert_false(chan_open_overdue(&c, 5999, 5000));
+	assert_true(chan_open_overdue(&c, 6000, 5000));
+	c.opening = false;
+	assert_false(chan_open_overdue(&c, 60000, 5000));
+}
+
 static void test_queue_cap_breaks_connection(void **state)
 {
 	c.phase = CHAN_READY;
@@ -224,6 +236,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_credit_merges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queue_cap_breaks_connection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agents_end_on_a_dialled_port, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_overdue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_on_a_socket_drops_as_unknown, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
