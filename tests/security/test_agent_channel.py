@@ -9,6 +9,7 @@ untrusted input: it must survive any bytes, and the real agent must get its
 channel back (it retries every 200 ms) or the sandbox fail safely.
 """
 
+import http.client
 import os
 import textwrap
 
@@ -213,10 +214,14 @@ def test_suspend_with_an_impostor_holding_the_socket(attack, spaced):
         note += f" ({reason})"
     if state == "suspended":
         # the impostor was restored with the rest and goes on replacing the agent's connection:
-        # a request may meet it (503) as wait_usable's own do, so ask until the agent answers
+        # a request may meet it as wait_usable's own do (a 503, or a download cut short when
+        # the connection it came on was replaced), so ask until the agent answers it whole
         got = {}
         def read_back():
-            got["status"], got["data"] = attack.api.get_file(attack.id, "/work/before.txt")
+            try:
+                got["status"], got["data"] = attack.api.get_file(attack.id, "/work/before.txt")
+            except (OSError, http.client.HTTPException):
+                return False
             return got["status"] != 503
         wait_until(read_back, 90, "the resumed sandbox's agent to answer a read", interval=0.2)
         assert got["status"] == 200 and got["data"] == b"before\n", got
