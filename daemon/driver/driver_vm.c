@@ -646,6 +646,18 @@ static int run_state(struct qmp *q, char *out, size_t n, struct err *e)
 	return rc;
 }
 
+/* The run state, asked in a monitor session of its own. */
+static int status_of(struct sandbox *sb, char *out, size_t n, struct err *e)
+{
+	struct qmp q;
+	int rc = monitor(sb, &q, e);
+	if (rc == 0) {
+		rc = run_state(&q, out, n, e);
+		qmp_close(&q);
+	}
+	return rc;
+}
+
 /* Waits for the migration QEMU is doing (out: query-migrate's status; in: the run state
  * leaving "inmigrate") to end, within a bound that grows with the guest's memory. */
 static int wait_migration(struct sandbox *sb, struct qmp *q, bool incoming, struct err *e)
@@ -895,12 +907,7 @@ static int vm_pid1_state(struct driver *drv, struct sandbox *sb, char *state)
 	 * a look from here */
 	char st[32] = "";
 	struct err e = { 0 };
-	struct qmp q;
-	int rc = monitor(sb, &q, &e);
-	if (rc == 0)
-		rc = run_state(&q, st, sizeof(st), &e);
-	if (q.fd >= 0)
-		qmp_close(&q);
+	int rc = status_of(sb, st, sizeof(st), &e);
 	if (rc == 0)
 		*state = strcmp(st, "io-error") == 0 && !is_held(sb) ? 'T' : 'R';
 	return rc;
@@ -934,13 +941,8 @@ static enum driver_state vm_state(struct driver *drv, struct sandbox *sb)
 	if (!vm_qemu_pid(sb))
 		return DRV_ABSENT;
 	char st[32] = "";
-	struct qmp q;
 	struct err e = { 0 };
-	if (monitor(sb, &q, &e) < 0)
-		return DRV_STOPPED;
-	int rc = run_state(&q, st, sizeof(st), &e);
-	qmp_close(&q);
-	if (rc < 0)
+	if (status_of(sb, st, sizeof(st), &e) < 0)
 		return DRV_STOPPED;
 	if (strcmp(st, "running") == 0)
 		return DRV_RUNNING;
