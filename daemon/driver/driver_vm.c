@@ -15,7 +15,7 @@
  *                      sandbox (-name), it is how a restarted spaced finds its VMs again
  *   vm/console.log     the guest's serial console: the reason for a panic
  *   vm/qemu.log        QEMU's own messages
- *   vm/held            present while spaced itself keeps the VM stopped (set_held)
+ *   vm/held            present while spaced itself keeps the VM stopped (vm_set_held)
  *   checkpoint/memory  a suspended VM's memory and device state (QEMU's migration stream)
  *
  * The listening sockets are bound by spaced before QEMU exists (create, prepare) and
@@ -43,7 +43,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -64,9 +63,6 @@
 #define VM_TB_MB 32               /* TCG's translation buffer; QEMU's default is 1 GiB on x86 */
 #define VM_OVERHEAD_MB (VM_TB_MB + 160) /* QEMU beside guest RAM: its code, TCG's regions, buffers */
 #define VM_MIGRATE_POLL_MS 5 /* a query-status costs QEMU ~0.1 ms; a restore ends ~12 ms sooner than at 20 */
-/* Free bytes (for an unprivileged writer) beside a disk image before a VM that a refused write
- * stopped is continued: QEMU retries the refused request at once, which can take a few MiB. */
-#define VM_DISK_ROOM_MB 16
 #define VM_MIGRATE_MS_PER_MIB 200 /* a bound on a migration: far above the ~4 ms/MiB measured */
 #define VM_BOOTED_RECIPE 2        /* changes when what goes into a booted image does */
 #define VM_BOOTED_KEY 32          /* hex characters of its key in its name: the sockets of its
@@ -108,73 +104,7 @@ struct driver {
 };
 
 
-/* ---- the accelerator ---- */
-
-/* Whether the CPU has hardware virtualisation (vmx, svm) among its flags. A PVM-backed
- * /dev/kvm, as on these machines, has neither: KVM there emulates and is slower than TCG. */
-static bool cpu_virtualises(void)
-{
-	FILE *f = fopen("/proc/cpuinfo", "re");
-	if (!f)
-		return false;
-	char line[4096];
-	bool yes = false;
-	while (!yes && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "flags", 5) != 0)
-			continue;
-		for (char *w = strtok(strchr(line, ':') ? strchr(line, ':') + 1 : line, " \t\n"); w && !yes;
-		     w = strtok(NULL, " \t\n"))
-			yes = strcmp(w, "vmx") == 0 || strcmp(w, "svm") == 0;
-		break;
-	}
-	fclose(f);
-	return yes;
-}
-
-static bool kvm_opens(void)
-{
-	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
-
-/* "kvm" or "tcg" for want ("auto", "kvm", "tcg"); -EINVAL for anything else, -ENODEV for kvm
- * on a host where it does not open. */
-static int pick_accel(const char *want, char out[8])
-{
-	if (!want || strcmp(want, "auto") == 0) {
-		snprintf(out, 8, "%s", cpu_virtualises() && kvm_opens() ? "kvm" : "tcg");
-		return 0;
-	}
-	if (strcmp(want, "tcg") != 0 && strcmp(want, "kvm") != 0)
-		return -EINVAL;
-	if (strcmp(want, "kvm") == 0 && !kvm_opens())
-		return -ENODEV;
-	snprintf(out, 8, "%s", want);
-	return 0;
-}
-
 /* ---- init ---- */
-
-/* The first executable name in $PATH, resolved, into out; "" if there is none. */
-static void find_in_path(const char *name, char *out, size_t n)
-{
-	out[0] = '\0';
-	const char *env = getenv("PATH");
-	char dirs[2048];
-	snprintf(dirs, sizeof(dirs), "%s", env && env[0] ? env : "/usr/local/bin:/usr/bin:/bin");
-	char *save = NULL;
-	for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		char cand[1200], real[PATH_MAX];
-		snprintf(cand, sizeof(cand), "%s/%s", dir, name);
-		if (access(cand, X_OK) == 0 && realpath(cand, real)) {
-			snprintf(out, n, "%s", real);
-			return;
-		}
-	}
-}
 
 static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 {
@@ -188,8 +118,8 @@ static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 		return err_set(e, 500, "internal", ENOMEM, "out of memory");
 	drv->d = d;
 	pthread_mutex_init(&drv->lock, NULL);
-	find_in_path(QEMU, drv->qemu, sizeof(drv->qemu));
-	int rc = pick_accel(d->vm_accel, drv->accel);
+	vm_find_in_path(QEMU, drv->qemu, sizeof(drv->qemu));
+	int rc = vm_pick_accel(d->vm_accel, drv->accel);
 	if (rc < 0) {
 		free(drv);
 		return err_set(e, 400, "invalid_argument", -rc, rc == -EINVAL ? "--accel takes auto, kvm or tcg, not %s"
@@ -441,30 +371,6 @@ static int failed_start(struct sandbox *sb, pid_t pid, int rc, struct err *e)
 	return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "QEMU failed to start: %s (%s)", why, ours);
 }
 
-/* vm/held exists while spaced itself keeps the VM stopped (a pause, a checkpoint being
- * written): the liveness check, which continues a VM stopped underneath, leaves it be. Set
- * before the stop, cleared after the cont, so the check sees it whenever the VM is stopped
- * on purpose; a new QEMU starts without it. */
-static void set_held(const struct sandbox *sb, bool held)
-{
-	char p[720];
-	vm_path(p, sizeof(p), sb, "vm/held");
-	if (!held) {
-		unlink(p);
-		return;
-	}
-	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd >= 0)
-		close(fd);
-}
-
-static bool is_held(const struct sandbox *sb)
-{
-	char p[720];
-	vm_path(p, sizeof(p), sb, "vm/held");
-	return access(p, F_OK) == 0;
-}
-
 /*
  * Starts sb's QEMU, paused, from boot.json; with image_fd >= 0 it loads that migration
  * stream (-incoming) instead of booting; transient: see jail.h. Returns once QEMU's monitor answers, in *q, with
@@ -485,7 +391,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 	pid_t running = vm_qemu_pid(sb);
 	if (running)
 		return err_set(e, 500, "internal", EBUSY, "sandbox %s's QEMU (pid %d) still runs", sb->id, (int)running);
-	set_held(sb, false);
+	vm_set_held(sb, false);
 	struct pending *p = take_pending(drv, sb->id);
 	if (!p && (rc = bind_sockets(drv, sb, e)) == 0)
 		p = take_pending(drv, sb->id);
@@ -618,10 +524,10 @@ static int vm_start(struct driver *drv, struct sandbox *sb, struct err *e)
 static int vm_pause(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	(void)drv;
-	set_held(sb, true);
+	vm_set_held(sb, true);
 	int rc = command(sb, "stop", NULL, e);
 	if (rc < 0)
-		set_held(sb, false);
+		vm_set_held(sb, false);
 	return rc;
 }
 
@@ -630,7 +536,7 @@ static int vm_resume(struct driver *drv, struct sandbox *sb, struct err *e)
 	(void)drv;
 	int rc = command(sb, "cont", NULL, e);
 	if (rc == 0)
-		set_held(sb, false);
+		vm_set_held(sb, false);
 	return rc;
 }
 
@@ -715,7 +621,7 @@ static int vm_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 		rc = run_state(&q, was, sizeof(was), e);
 	bool stopped = rc == 0 && strcmp(was, "running") == 0;
 	if (stopped) {
-		set_held(sb, true);
+		vm_set_held(sb, true);
 		rc = qmp_call(&q, "stop", NULL, -1, NULL, e);
 	}
 	if (rc == 0)
@@ -743,7 +649,7 @@ static int vm_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 	if (rc == 0 && !leave_running)
 		rc = vm_kill_qemu(sb, 0, e);
 	if (stopped)
-		set_held(sb, false); /* running again, or its QEMU gone */
+		vm_set_held(sb, false); /* running again, or its QEMU gone */
 	return rc;
 }
 
@@ -863,16 +769,6 @@ static int booted_image(struct driver *drv, const struct sandbox *sb, struct boo
 	return 0;
 }
 
-/* Whether the file system under sb's disk image grants QEMU, an unprivileged writer,
- * VM_DISK_ROOM_MB. */
-static bool disk_has_room(const struct sandbox *sb)
-{
-	char dir[700];
-	vm_path(dir, sizeof(dir), sb, "upper");
-	struct statvfs fs;
-	return statvfs(dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize >= ((uint64_t)VM_DISK_ROOM_MB << 20);
-}
-
 static int vm_wake(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	(void)drv;
@@ -885,8 +781,8 @@ static int vm_wake(struct driver *drv, struct sandbox *sb, struct err *e)
 	int rc = monitor(sb, &q, e);
 	if (rc == 0)
 		rc = run_state(&q, st, sizeof(st), e);
-	bool full = rc == 0 && strcmp(st, "io-error") == 0 && !disk_has_room(sb);
-	if (rc == 0 && is_held(sb))
+	bool full = rc == 0 && strcmp(st, "io-error") == 0 && !vm_disk_has_room(sb);
+	if (rc == 0 && vm_is_held(sb))
 		; /* stopped by spaced itself (a pause, a checkpoint): not ours to continue */
 	else if (full)
 		rc = err_set(e, 507, "no_space", ENOSPC, "sandbox %s waits for room on the host's disk: its VM stopped on "
@@ -909,7 +805,7 @@ static int vm_pid1_state(struct driver *drv, struct sandbox *sb, char *state)
 	struct err e = { 0 };
 	int rc = status_of(sb, st, sizeof(st), &e);
 	if (rc == 0)
-		*state = strcmp(st, "io-error") == 0 && !is_held(sb) ? 'T' : 'R';
+		*state = strcmp(st, "io-error") == 0 && !vm_is_held(sb) ? 'T' : 'R';
 	return rc;
 }
 
@@ -952,16 +848,6 @@ static enum driver_state vm_state(struct driver *drv, struct sandbox *sb)
 	return DRV_STOPPED; /* shutdown, guest-panicked, internal-error, ... */
 }
 
-/* The number after key in a /proc file of `Key: value` lines, or 0. */
-static unsigned long long proc_field(const char *p, const char *key)
-{
-	char buf[4096];
-	if (!vm_read_small(p, buf, sizeof(buf)))
-		return 0;
-	char *at = strstr(buf, key);
-	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
-}
-
 static int vm_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out)
 {
 	(void)drv;
@@ -972,7 +858,7 @@ static int vm_stats(struct driver *drv, struct sandbox *sb, struct driver_stats 
 	memset(out, 0, sizeof(*out));
 	/* what the VM costs the host: QEMU's proportional share of its pages */
 	snprintf(p, sizeof(p), "/proc/%d/smaps_rollup", (int)pid);
-	out->memory_bytes = proc_field(p, "Pss:") * 1024;
+	out->memory_bytes = vm_proc_field(p, "Pss:") * 1024;
 	return 0;
 }
 

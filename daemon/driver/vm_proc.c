@@ -14,7 +14,9 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -277,4 +279,112 @@ int vm_agent_hello(const char *sock, int timeout_ms, struct err *e)
 		return err_set(e, 500, "internal", -rc, "the guest's agent did not say hello on %s: %s", sock,
 			       rc == -EPROTO ? "its first frame is not A_HELLO" : strerror(-rc));
 	return 0;
+}
+
+/* Whether the CPU has hardware virtualisation (vmx, svm) among its flags. A PVM-backed
+ * /dev/kvm, as on these machines, has neither: KVM there emulates and is slower than TCG. */
+static bool cpu_virtualises(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	if (!f)
+		return false;
+	char line[4096];
+	bool yes = false;
+	while (!yes && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		for (char *w = strtok(strchr(line, ':') ? strchr(line, ':') + 1 : line, " \t\n"); w && !yes;
+		     w = strtok(NULL, " \t\n"))
+			yes = strcmp(w, "vmx") == 0 || strcmp(w, "svm") == 0;
+		break;
+	}
+	fclose(f);
+	return yes;
+}
+
+static bool kvm_opens(void)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* "kvm" or "tcg" for want ("auto", "kvm", "tcg"); -EINVAL for anything else, -ENODEV for kvm
+ * on a host where it does not open. */
+int vm_pick_accel(const char *want, char out[8])
+{
+	if (!want || strcmp(want, "auto") == 0) {
+		snprintf(out, 8, "%s", cpu_virtualises() && kvm_opens() ? "kvm" : "tcg");
+		return 0;
+	}
+	if (strcmp(want, "tcg") != 0 && strcmp(want, "kvm") != 0)
+		return -EINVAL;
+	if (strcmp(want, "kvm") == 0 && !kvm_opens())
+		return -ENODEV;
+	snprintf(out, 8, "%s", want);
+	return 0;
+}
+
+/* The first executable name in $PATH, resolved, into out; "" if there is none. */
+void vm_find_in_path(const char *name, char *out, size_t n)
+{
+	out[0] = '\0';
+	const char *env = getenv("PATH");
+	char dirs[2048];
+	snprintf(dirs, sizeof(dirs), "%s", env && env[0] ? env : "/usr/local/bin:/usr/bin:/bin");
+	char *save = NULL;
+	for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		char cand[1200], real[PATH_MAX];
+		snprintf(cand, sizeof(cand), "%s/%s", dir, name);
+		if (access(cand, X_OK) == 0 && realpath(cand, real)) {
+			snprintf(out, n, "%s", real);
+			return;
+		}
+	}
+}
+
+/* vm/held exists while spaced itself keeps the VM stopped (a pause, a checkpoint being
+ * written): the liveness check, which continues a VM stopped underneath, leaves it be. Set
+ * before the stop, cleared after the cont, so the check sees it whenever the VM is stopped
+ * on purpose; a new QEMU starts without it. */
+void vm_set_held(const struct sandbox *sb, bool held)
+{
+	char p[720];
+	vm_path(p, sizeof(p), sb, "vm/held");
+	if (!held) {
+		unlink(p);
+		return;
+	}
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
+bool vm_is_held(const struct sandbox *sb)
+{
+	char p[720];
+	vm_path(p, sizeof(p), sb, "vm/held");
+	return access(p, F_OK) == 0;
+}
+
+/* Whether the file system under sb's disk image grants QEMU, an unprivileged writer,
+ * VM_DISK_ROOM_MB. */
+bool vm_disk_has_room(const struct sandbox *sb)
+{
+	char dir[700];
+	vm_path(dir, sizeof(dir), sb, "upper");
+	struct statvfs fs;
+	return statvfs(dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize >= ((uint64_t)VM_DISK_ROOM_MB << 20);
+}
+
+/* The number after key in a /proc file of `Key: value` lines, or 0. */
+unsigned long long vm_proc_field(const char *p, const char *key)
+{
+	char buf[4096];
+	if (!vm_read_small(p, buf, sizeof(buf)))
+		return 0;
+	char *at = strstr(buf, key);
+	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
 }

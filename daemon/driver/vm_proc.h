@@ -1,10 +1,12 @@
 /*
- * daemon/driver/vm_proc.h - a microVM's QEMU as a host process, for driver_vm.c: found again
- * by its pid file and command line, confined in its cgroups, killed, and its last words read.
+ * daemon/driver/vm_proc.h - a microVM's QEMU as a host process, for driver_vm.c: found in
+ * $PATH with its accelerator picked, found again by its pid file and command line, confined
+ * in its cgroups, killed, and its last words read.
  */
 #ifndef SPACE_DAEMON_VM_PROC_H
 #define SPACE_DAEMON_VM_PROC_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 #include <sys/un.h>
 
@@ -42,5 +44,25 @@ int vm_agent_hello(const char *sock, int timeout_ms, struct err *e);
 
 /* The last line of a log file, into out ("" if none). */
 void vm_last_line_of(const char *p, char *out, size_t n);
+
+/* "kvm" or "tcg" for want ("auto", "kvm", "tcg"); -EINVAL for anything else, -ENODEV for kvm
+ * on a host where it does not open. */
+int vm_pick_accel(const char *want, char out[8]);
+
+/* The first executable name in $PATH, resolved, into out; "" if there is none. */
+void vm_find_in_path(const char *name, char *out, size_t n);
+
+/* vm/held: present while spaced itself keeps the VM stopped (a pause, a checkpoint). */
+void vm_set_held(const struct sandbox *sb, bool held);
+bool vm_is_held(const struct sandbox *sb);
+
+/* Free bytes (for an unprivileged writer) beside a disk image before a VM that a refused write
+ * stopped is continued: QEMU retries the refused request at once, which can take a few MiB. */
+#define VM_DISK_ROOM_MB 16
+/* Whether the file system under sb's disk image grants QEMU VM_DISK_ROOM_MB. */
+bool vm_disk_has_room(const struct sandbox *sb);
+
+/* The number after key in a /proc file of `Key: value` lines, or 0. */
+unsigned long long vm_proc_field(const char *p, const char *key);
 
 #endif
