@@ -75,6 +75,9 @@ LATENCY_RATIO = float(os.environ.get("SPACE_SECURITY_LATENCY_RATIO", "3"))
 BASELINE_SAMPLES = 21
 MIN_SAMPLES = 5            # neighbour execs sampled per attack, at least
 CONTROL_SAMPLES = 5        # neighbour execs just before each attack: the machine's load of the moment
+# The sampler's pause between two execs: back to back, a microVM neighbour under TCG kept one
+# of this machine's two cores busy and slowed the attack it watched by as much
+SAMPLE_GAP = 0.05
 
 # Under SPACE_TEST_ISOLATION=microvm (make security-vm) every sandbox is a microVM. Root inside
 # one owns a kernel of its own: mounts, raw sockets, device nodes, sethostname, ioperm act on
@@ -240,7 +243,8 @@ class Neighbour:
 
 
 class Sampler(threading.Thread):
-    """Runs execs in the neighbour in a loop until stopped; keeps their latencies."""
+    """Runs execs in the neighbour in a loop until stopped, SAMPLE_GAP apart; keeps their
+    latencies."""
 
     def __init__(self, neighbour):
         super().__init__(daemon=True)
@@ -256,6 +260,7 @@ class Sampler(threading.Thread):
                 self.failures += 1
             else:
                 self.samples.append(ms)
+            self._halt.wait(SAMPLE_GAP)
 
     def stop(self):
         # A quick attack leaves too few samples for a median: take a few more.
@@ -384,8 +389,26 @@ class Attack:
         exec's own), the client waits for the answer that long and a minute more."""
         if timeout is None:
             return self.api.exec(self.id, cmd, **kw)
-        return self.api.ok("POST", f"/v1/sandboxes/{self.id}/exec", {"cmd": cmd, "timeout": timeout, **kw},
-                           expect=(200,), timeout=timeout + 60)
+        try:
+            return self.api.ok("POST", f"/v1/sandboxes/{self.id}/exec", {"cmd": cmd, "timeout": timeout, **kw},
+                               expect=(200,), timeout=timeout + 60)
+        except TimeoutError:
+            pytest.fail(f"no answer to an exec with a {timeout} s timeout in {timeout + 60} s\n" + self.diagnosis())
+
+    def diagnosis(self):
+        """What spaced and the sandbox say of themselves: for a failure's message."""
+        lines = []
+        try:
+            lines.append(f"sandbox state: {self.state()}")
+        except (OSError, http.client.HTTPException, AssertionError) as e:
+            lines.append(f"sandbox state unknown: {e}")
+        console = os.path.join(self.spaced.state_dir, "sandboxes", self.id, "vm", "console.log")
+        if os.path.exists(console):
+            with open(console, "rb") as f:
+                lines.append("guest console (end):\n" + f.read()[-3000:].decode(errors="replace"))
+        lines.append(f"host disk free: {shutil.disk_usage(self.spaced.state_dir).free >> 20} MiB")
+        lines.append("spaced log (end):\n" + self.spaced.log_tail(40))
+        return "\n".join(lines)
 
     def sh(self, script, timeout=None, **kw):
         """Runs a shell script as root in the attacking sandbox."""
