@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 	a.pid1 = getpid() == 1;
 	bool vm = a.pid1 && has_arg(argc, argv, SP_VM_INIT_ARG);
 	if (vm)
-		a.vm_env = vminit_env;
+		a.vm_env = vminit_settings;
 	const struct conn_transport *transport = &conn_unix;
 	const char *where = getenv("SPACE_AGENT_SOCK");
 	if (!where || !*where)

@@ -218,6 +218,7 @@ static void child_reset_signals(void)
 #define STACK_SOFT (8ull << 20)
 
 static cpu_set_t cpus_mask;
+static int cgroup_procs = -1; /* spawn_set_cgroup */
 static int cpus_limited = -1;
 static struct rlimit lim_nproc, lim_nofile;
 static const struct {
@@ -251,6 +252,13 @@ static void child_limits(void)
 	setrlimit(RLIMIT_NOFILE, &nofile);
 }
 
+void spawn_set_cgroup(int procs_fd)
+{
+	if (cgroup_procs >= 0)
+		close(cgroup_procs);
+	cgroup_procs = procs_fd;
+}
+
 static void cpus_init(void)
 {
 	if (cpus_limited >= 0)
@@ -278,6 +286,8 @@ static void child_run(const struct spawn_req *r, const int in[2], const int out[
 		      const int err[2], int report, char **shargv)
 {
 	child_reset_signals();
+	if (cgroup_procs >= 0 && write(cgroup_procs, "0", 1) != 1)
+		child_fail(report, STAGE_SETUP, errno);
 	if (cpus_limited == 1)
 		sched_setaffinity(0, sizeof(cpus_mask), &cpus_mask);
 	child_limits();

@@ -50,4 +50,8 @@ int spawn_env(char *const *base, const char *const *over, size_t nover, const ch
 	      char ***envp, char **strings);
 void spawn_env_free(char **envp, char *strings);
 
+/* Every command started after this call joins the cgroup whose cgroup.procs fd is open for
+ * writing (O_CLOEXEC; kept by spawn.c), before its program runs. */
+void spawn_set_cgroup(int procs_fd);
+
 #endif

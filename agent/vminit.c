@@ -21,6 +21,8 @@
 
 #include "agent.h"
 #include "fwcfg.h"
+#include "oom.h"
+#include "spawn.h"
 
 struct vm_mount {
 	const char *source, *target, *type;
@@ -303,6 +305,60 @@ void vminit_warm(void)
 			;
 }
 
+/* Writes text to dir/name; 0 or -errno. */
+static int write_text(const char *dir, const char *name, const char *text)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, text, strlen(text));
+	int rc = n == (ssize_t)strlen(text) ? 0 : n < 0 ? -errno : -EIO;
+	close(fd);
+	return rc;
+}
+
+int vminit_cgroup(void)
+{
+	if (mkdir(VMINIT_CGROUP_ROOT, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	/* mounted once: a restored guest sets the limits again for its own settings */
+	if (access(VMINIT_CGROUP_ROOT "/cgroup.procs", F_OK) < 0 &&
+	    mount("cgroup2", VMINIT_CGROUP_ROOT, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return -errno;
+	int rc = write_text(VMINIT_CGROUP_ROOT, "cgroup.subtree_control", "+cpu +memory +pids");
+	if (rc < 0)
+		return rc;
+	if (mkdir(VMINIT_CGROUP, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	char num[32];
+	unsigned long long total = oom_mem_total(), reserve = (unsigned long long)VMINIT_RESERVE_MIB << 20;
+	if (total > 2 * reserve) {
+		snprintf(num, sizeof(num), "%llu", total - reserve);
+		if ((rc = write_text(VMINIT_CGROUP, "memory.max", num)) < 0)
+			return rc;
+	}
+	const char *nproc = getenv("SPACE_NPROC");
+	if (nproc && atoll(nproc) > 0 && (rc = write_text(VMINIT_CGROUP, "pids.max", nproc)) < 0)
+		return rc;
+	int fd = open(VMINIT_CGROUP "/cgroup.procs", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	spawn_set_cgroup(fd);
+	return 0;
+}
+
+int vminit_settings(void)
+{
+	int rc = vminit_env();
+	if (rc < 0)
+		return rc;
+	if ((rc = vminit_cgroup()) < 0)
+		agent_log("the commands' cgroup (%s): %s", VMINIT_CGROUP, strerror(-rc));
+	return 0;
+}
+
 int vminit_boot(void)
 {
 	int first = mount_all(), rc;
@@ -323,5 +379,7 @@ int vminit_boot(void)
 		first = rc;
 	if ((rc = vminit_env()) < 0 && rc != -ENOENT) /* none: a guest booted without a sandbox's settings */
 		agent_log("the sandbox's environment (%s): %s", SP_VM_ENV_NAME, strerror(-rc));
+	if ((rc = vminit_cgroup()) < 0)
+		agent_log("the commands' cgroup (%s): %s", VMINIT_CGROUP, strerror(-rc));
 	return first;
 }

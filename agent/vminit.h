@@ -23,7 +23,14 @@
  *      root (MS_MOVE onto /, chroot), as switch_root does. Without those
  *      disks the initramfs stays the root.
  *   5. brings up the loopback interface and takes its environment from QEMU's
- *      fw_cfg file SP_VM_ENV_NAME.
+ *      fw_cfg file SP_VM_ENV_NAME;
+ *   6. puts the commands it will start in a cgroup of their own (VMINIT_CGROUP)
+ *      whose memory is the guest's less VMINIT_RESERVE_MIB and whose processes
+ *      are at most SPACE_NPROC: a fork bomb or a process eating memory meets
+ *      that group's limits and its OOM killer, and the agent, outside it,
+ *      keeps the memory and half the CPU it needs to answer. Root is exempt
+ *      from RLIMIT_NPROC, so in a VM (commands run as root) the pids limit is
+ *      what stops a fork bomb.
  * A step that fails is logged and the next one still runs (but for 4, which
  * needs 3): the agent then serves what it can, and says what went wrong on
  * the console.
@@ -36,7 +43,12 @@
 
 #define VMINIT_ORDER_MAX 4096u /* bytes of the module order file */
 
-/* Steps 1-5 above. Returns 0, or the first step's -errno (after running the others). */
+#define VMINIT_CGROUP_ROOT "/sys/fs/cgroup"
+#define VMINIT_CGROUP VMINIT_CGROUP_ROOT "/space"
+#define VMINIT_RESERVE_MIB 32u /* the guest's memory kept out of the commands' reach: the kernel's
+                                  own and the agent's */
+
+/* Steps 1-6 above. Returns 0, or the first step's -errno (after running the others). */
 int vminit_boot(void);
 
 /* Step 4 alone. Returns 0 when the overlay is the root, -ENOENT when the VM has no
@@ -47,12 +59,21 @@ int vminit_root(void);
  * loaded (EEXIST) is fine. Returns the number loaded, or the first -errno. */
 int vminit_load_modules(const char *dir, const char *order);
 
+/* Step 6 alone: mounts cgroup2, makes VMINIT_CGROUP with its limits and has spawn.c start
+ * every command in it (spawn_set_cgroup). 0 or -errno (commands then start beside the agent). */
+int vminit_cgroup(void);
+
 /* Brings the loopback interface up. 0 or -errno. */
 int vminit_loopback(void);
 
 /* Sets the agent's environment from QEMU's fw_cfg file SP_VM_ENV_NAME (agent/fwcfg.h).
  * 0, -ENOENT when QEMU has no such file, or -errno. */
 int vminit_env(void);
+
+/* A guest restored from another one's image (H_IDENTITY): the environment again
+ * (vminit_env), then the commands' cgroup's limits from it. 0, -ENOENT or -errno as
+ * vminit_env. */
+int vminit_settings(void);
 
 /* Runs `/bin/sh -c /bin/true` once and waits for it, so that the loader, the C library and
  * the shell are in the guest's page cache: a guest booted to become a template's booted

@@ -258,6 +258,24 @@ def test_a_process_over_the_memory_limit_is_killed_by_the_guest_kernel_alone(api
     assert sh(api, vm, "kill -0 $(cat /work/survivor) && echo alive").strip() == "alive"
 
 
+def test_commands_meet_their_own_limits_and_the_agent_keeps_answering(api, vm):
+    """Commands run as root, whom RLIMIT_NPROC does not stop: they live in a cgroup of their
+    own inside the guest, at most SPACE_NPROC processes and the guest's memory less a reserve."""
+    limits = sh(api, vm, "cat /proc/self/cgroup /sys/fs/cgroup/space/pids.max /sys/fs/cgroup/space/memory.max; "
+                         "grep MemTotal /proc/meminfo").split()
+    assert limits[0] == "0::/space" and limits[1] == "1024", limits
+    assert int(limits[2]) < int(limits[4]) * 1024, limits  # memory.max below MemTotal
+    # processes past the limit cannot start, and execs beside them still run (each is started
+    # outside the group and joins it, which the limit does not refuse)
+    storm = ("import os, time\nn = 0\nwhile True:\n    try:\n        pid = os.fork()\n"
+             "    except BlockingIOError:\n        break\n    if pid == 0:\n        os.closerange(0, 3)\n"
+             "        time.sleep(600)\n        os._exit(0)\n    n += 1\nprint(n)")
+    forked = int(sh(api, vm, f"python3 -c '{storm}'", timeout=300))
+    assert 1000 < forked < 1024, forked  # with the shell and python itself: 1024 in all
+    here, held = sh(api, vm, "read n < /sys/fs/cgroup/space/pids.current; echo here $n").split()
+    assert here == "here" and int(held) > forked, (here, held, forked)
+
+
 # --------------------------------------------------------------------------
 # the channel: back-pressure, and across a suspend
 
