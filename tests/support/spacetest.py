@@ -246,14 +246,14 @@ def result_bytes(res, name="stdout"):
 
 def collect(stream):
     """Reads a whole exec/output stream: (stdout bytes, stderr bytes, events)."""
-    out, err, events = b"", b"", []
+    out, err, events = bytearray(), bytearray(), []  # bytes += bytes copies it all each time
     for ev in stream:
         events.append(ev)
         if ev["type"] == "stdout":
             out += event_bytes(ev)
         elif ev["type"] == "stderr":
             err += event_bytes(ev)
-    return out, err, events
+    return bytes(out), bytes(err), events
 
 
 def q(path):
