@@ -14,6 +14,7 @@
 #include "agent.h"
 #include "files.h"
 #include "identity.h"
+#include "ports.h"
 
 static int on_ping(struct agent *a, const struct frame *f)
 {
@@ -93,6 +94,7 @@ static const struct handler handlers[] = {
 	[SP_H_ABORT] = { xfer_abort, 0 },
 	[SP_H_OPEN] = { on_open, sizeof(struct sp_open) },
 	[SP_H_IDENTITY] = { on_identity, sizeof(struct sp_identity) + 1 },
+	[SP_H_PORTS] = { ports_list, 0 },
 };
 
 int dispatch_frame(struct agent *a, const struct frame *f)

@@ -6,6 +6,7 @@
  * a bad value the same way, and the SPACE_VERBOSE note of a transparent resume.
  */
 #include "cli.h"
+#include "table.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -131,6 +132,66 @@ int cli_print_json(json_t *v)
 	puts(text);
 	free(text);
 	return 0;
+}
+
+int cli_print_list(json_t *list, bool as_json, size_t ncols, const char *const *header, cli_row_fn *fn)
+{
+	struct table t = { 0 };
+	const char *row[16];
+	char buf[2048];
+	size_t i;
+	json_t *item;
+	int status = 0;
+
+	if (as_json)
+		return cli_print_json(list ? list : json_array());
+	if (ncols > sizeof(row) / sizeof(row[0]) || table_init(&t, ncols, header))
+		return cli_error("out of memory");
+	json_array_foreach(list, i, item) {
+		fn(item, row, buf, sizeof(buf));
+		if (table_add(&t, row)) {
+			status = cli_error("out of memory");
+			break;
+		}
+	}
+	if (!status)
+		table_print(&t, stdout);
+	table_free(&t);
+	return status;
+}
+
+int cli_sandbox_listing(struct cli *cli, int argc, char **argv, const char *suffix, const char *key, size_t ncols,
+			const char *const *header, cli_row_fn *fn)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct client_err err = { 0 };
+	json_t *reply = NULL;
+	int c, as_json = 0, status;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'j')
+			as_json = 1;
+		else if (c == 'h')
+			return cli_help(cli);
+		else
+			return cli_bad_option(cli);
+	}
+	if (argc - optind != 1)
+		return cli_usage_error(cli, "wants exactly one sandbox ID");
+	char *path = cli_sandbox_path(argv[optind], suffix);
+	if (!path)
+		return cli_error("out of memory");
+	if (client_request(&cli->client, "GET", path, NULL, &reply, &err))
+		status = cli_report(cli, &err);
+	else
+		status = cli_print_list(json_object_get(reply, key), as_json, ncols, header, fn);
+	json_decref(reply);
+	free(path);
+	return status;
 }
 
 char *cli_sandbox_path(const char *id, const char *suffix)

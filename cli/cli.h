@@ -11,6 +11,7 @@
 #define SPACE_CLI_CLI_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "client.h"
 
@@ -61,6 +62,19 @@ int cli_parse_seconds(const char *s, json_t **out);
 
 /* Prints v as indented JSON and a newline on stdout. Returns 0 or CLI_EXIT_FAIL. */
 int cli_print_json(json_t *v);
+
+/* Fills row (one cell a column) for one item of a listing; a cell may point into buf (n bytes),
+ * which the next call reuses. */
+typedef void cli_row_fn(json_t *item, const char **row, char *buf, size_t n);
+
+/* A listing's JSON array as JSON (as_json), or as a table under header's ncols columns, a row
+ * an item (cli/table.h). Returns the command's exit status. */
+int cli_print_list(json_t *list, bool as_json, size_t ncols, const char *const *header, cli_row_fn *fn);
+
+/* A command `space NAME [--json] ID` that lists a sandbox's <key> from GET
+ * /v1/sandboxes/ID<suffix> with cli_print_list. Returns the command's exit status. */
+int cli_sandbox_listing(struct cli *cli, int argc, char **argv, const char *suffix, const char *key, size_t ncols,
+			const char *const *header, cli_row_fn *fn);
 
 /* Builds "/v1/sandboxes/<escaped id><suffix>" (malloc'd; NULL without memory). */
 char *cli_sandbox_path(const char *id, const char *suffix);
@@ -127,11 +141,12 @@ int cmd_suspend(struct cli *cli, int argc, char **argv);
 int cmd_sync(struct cli *cli, int argc, char **argv);
 int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_fork(struct cli *cli, int argc, char **argv);
+int cmd_ports(struct cli *cli, int argc, char **argv);
 
 extern const char cmd_create_usage[], cmd_ls_usage[], cmd_inspect_usage[], cmd_rm_usage[],
 	cmd_template_usage[], cmd_status_usage[], cmd_version_usage[], cmd_exec_usage[],
 	cmd_run_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[], cmd_pause_usage[],
 	cmd_resume_usage[], cmd_suspend_usage[], cmd_sync_usage[], cmd_snapshot_usage[],
-	cmd_fork_usage[];
+	cmd_fork_usage[], cmd_ports_usage[];
 
 #endif

@@ -21,7 +21,6 @@
 #include "sigfwd.h"
 #include "stdinfwd.h"
 #include "stream.h"
-#include "table.h"
 
 const char cmd_exec_usage[] =
 	"Usage: space exec [OPTIONS] ID [--] CMD [ARGS...]\n"
@@ -374,71 +373,26 @@ static const char *process_cmd(json_t *p, char *buf, size_t size)
 	return buf;
 }
 
+static void ps_row(json_t *p, const char **row, char *buf, size_t n)
+{
+	json_t *pv = json_object_get(p, "pid"), *ev = json_object_get(p, "exit_code");
+	char *pid = buf, *code = buf + 32, *cmd = buf + 64;
+	snprintf(pid, 32, "%lld", (long long)json_integer_value(pv));
+	if (json_is_integer(ev))
+		snprintf(code, 32, "%lld", (long long)json_integer_value(ev));
+	else
+		snprintf(code, 32, "-");
+	row[0] = pid;
+	row[1] = json_string_value(json_object_get(p, "state"));
+	row[2] = code;
+	row[3] = json_string_value(json_object_get(p, "started_at"));
+	row[4] = process_cmd(p, cmd, n - 64);
+}
+
 int cmd_ps(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	static const char *const header[] = { "PID", "STATE", "EXIT", "STARTED", "CMD" };
-	struct client_err err = { 0 };
-	struct table t = { 0 };
-	json_t *reply = NULL;
-	char *path = NULL;
-	int c, as_json = 0, status = 0;
-
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 'j')
-			as_json = 1;
-		else if (c == 'h')
-			return cli_help(cli);
-		else
-			return cli_bad_option(cli);
-	}
-	if (argc - optind != 1)
-		return cli_usage_error(cli, "wants exactly one sandbox ID");
-	path = cli_sandbox_path(argv[optind], "/processes");
-	if (!path)
-		return cli_error("out of memory");
-	if (client_request(&cli->client, "GET", path, NULL, &reply, &err)) {
-		status = cli_report(cli, &err);
-		goto out;
-	}
-	json_t *procs = json_object_get(reply, "processes");
-	if (as_json) {
-		status = cli_print_json(procs ? procs : json_array());
-		goto out;
-	}
-	if (table_init(&t, 5, header)) {
-		status = cli_error("out of memory");
-		goto out;
-	}
-	size_t i;
-	json_t *p;
-	json_array_foreach(procs, i, p) {
-		char pid[32], code[32], cmd[1024];
-		json_t *pv = json_object_get(p, "pid"), *ev = json_object_get(p, "exit_code");
-		snprintf(pid, sizeof(pid), "%lld", (long long)json_integer_value(pv));
-		if (json_is_integer(ev))
-			snprintf(code, sizeof(code), "%lld", (long long)json_integer_value(ev));
-		else
-			snprintf(code, sizeof(code), "-");
-		const char *row[] = {
-			pid, json_string_value(json_object_get(p, "state")), code,
-			json_string_value(json_object_get(p, "started_at")), process_cmd(p, cmd, sizeof(cmd)),
-		};
-		if (table_add(&t, row)) {
-			status = cli_error("out of memory");
-			goto out;
-		}
-	}
-	table_print(&t, stdout);
-out:
-	table_free(&t);
-	json_decref(reply);
-	free(path);
-	return status;
+	return cli_sandbox_listing(cli, argc, argv, "/processes", "processes", 5, header, ps_row);
 }
 
 int cmd_attach(struct cli *cli, int argc, char **argv)

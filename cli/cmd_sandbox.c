@@ -440,11 +440,18 @@ int cmd_rm(struct cli *cli, int argc, char **argv)
 	return cli_remove(cli, argc, argv, "sandbox", sandbox_path);
 }
 
+static void template_row(json_t *tp, const char **row, char *buf, size_t n)
+{
+	snprintf(buf, n, "%.12s", json_string_value(json_object_get(tp, "key")) ?: "-");
+	row[0] = json_string_value(json_object_get(tp, "name"));
+	row[1] = buf;
+	row[2] = json_string_value(json_object_get(tp, "created_at"));
+}
+
 int cmd_template(struct cli *cli, int argc, char **argv)
 {
 	static const char *const header[] = { "NAME", "KEY", "CREATED" };
 	struct client_err err = { 0 };
-	struct table t = { 0 };
 	json_t *reply = NULL;
 	char name[64];
 	int as_json, status;
@@ -462,32 +469,7 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 		return cli_usage_error(cli, "unexpected argument '%s'", argv[optind + 1]);
 	if (client_request(&cli->client, "GET", "/v1/templates", NULL, &reply, &err))
 		return cli_report(cli, &err);
-	json_t *list = json_object_get(reply, "templates");
-	if (as_json) {
-		status = cli_print_json(list ? list : json_array());
-		goto out;
-	}
-	if (table_init(&t, 3, header)) {
-		status = cli_error("out of memory");
-		goto out;
-	}
-	size_t i;
-	json_t *tp;
-	json_array_foreach(list, i, tp) {
-		char key[16];
-		snprintf(key, sizeof(key), "%.12s", json_string_value(json_object_get(tp, "key")) ?: "-");
-		const char *row[] = {
-			json_string_value(json_object_get(tp, "name")), key,
-			json_string_value(json_object_get(tp, "created_at")),
-		};
-		if (table_add(&t, row)) {
-			status = cli_error("out of memory");
-			goto out;
-		}
-	}
-	table_print(&t, stdout);
-out:
-	table_free(&t);
+	status = cli_print_list(json_object_get(reply, "templates"), as_json, 3, header, template_row);
 	json_decref(reply);
 	return status;
 }

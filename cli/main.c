@@ -41,6 +41,7 @@ static const struct command commands[] = {
 	{ "sync", cmd_sync, "Make what sandboxes wrote durable on disk", cmd_sync_usage, CLI_EXIT_USAGE },
 	{ "rm", cmd_rm, "Remove sandboxes", cmd_rm_usage, CLI_EXIT_USAGE },
 	{ "ps", cmd_ps, "List the processes of a sandbox", cmd_ps_usage, CLI_EXIT_USAGE },
+	{ "ports", cmd_ports, "List the TCP ports listening in a sandbox", cmd_ports_usage, CLI_EXIT_USAGE },
 	{ "attach", cmd_attach, "Stream the output of a running process", cmd_attach_usage, CLI_EXIT_DAEMON },
 	{ "template", cmd_template, "List templates (template ls)", cmd_template_usage, CLI_EXIT_USAGE },
 	{ "status", cmd_status, "Show where spaced is and what it runs", cmd_status_usage, CLI_EXIT_USAGE },

@@ -97,6 +97,8 @@ enum sp_msg {
 	                         host name (and /etc files), a new machine id, mix the seed into
 	                         the kernel's random pool and reseed it; in a VM, take the
 	                         environment again from QEMU's fw_cfg -> A_OK | A_ERROR */
+	SP_H_PORTS = 21,      /* chan=tag, no payload: the TCP ports listening inside -> A_PORT*
+	                         (at most SP_PORTS_MAX, no two alike) then A_END | A_ERROR */
 
 	/* agent -> host */
 	SP_A_HELLO = 64,      /* chan=0, struct sp_hello; first frame on every connection */
@@ -117,6 +119,7 @@ enum sp_msg {
 	                         memory reached its limit and the agent killed its largest process */
 	SP_A_OPEN = 78,       /* chan=0, struct sp_open: the answer to H_OPEN; what the agent sent
 	                         before it belongs to an earlier connection */
+	SP_A_PORT = 79,       /* chan=tag, struct sp_port: one listening socket */
 };
 
 /* SP_H_EXEC flags */
@@ -194,6 +197,17 @@ struct sp_proc {
 	int32_t signo;
 	uint64_t started_ms; /* wall clock, ms since the epoch */
 	/* then: cmdline \0 */
+} __attribute__((packed));
+
+#define SP_PORTS_MAX 1024u  /* listening sockets in one answer to H_PORTS */
+#define SP_FAMILY_IPV4 4u
+#define SP_FAMILY_IPV6 6u
+
+struct sp_port {
+	uint16_t port;
+	uint8_t family;    /* SP_FAMILY_* */
+	uint8_t rsvd;
+	uint8_t addr[16];  /* the address it is bound to, in network order (IPv4: the first 4) */
 } __attribute__((packed));
 
 #define SP_FWRITE_APPEND 0x1u

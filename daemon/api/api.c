@@ -13,6 +13,8 @@
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
 #include "daemon/core/peer.h"
+#include "daemon/io/chan.h"
+#include "lib/buf.h"
 
 static bool type_ok(json_t *v, enum field_type t)
 {
@@ -145,4 +147,27 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 	if (!sandbox_usable(sb, &op->err))
 		return NULL;
 	return sb;
+}
+
+int api_request(struct op *op, struct sandbox *sb, enum op_kind kind, uint8_t type, const void *fixed, size_t nfixed,
+		const char *s1, const char *s2)
+{
+	struct buf b = { 0 };
+	buf_put(&b, fixed, nfixed);
+	if (s1)
+		buf_put(&b, s1, strlen(s1) + 1);
+	if (s2)
+		buf_put(&b, s2, strlen(s2) + 1);
+	op->kind = kind;
+	if (!op->what)
+		op->what = strdup(s1 ? s1 : "request");
+	op_link(op, sb);
+	int rc = chan_send(&sb->chan, type, op->tag, buf_head(&b), buf_avail(&b), NULL, 0);
+	buf_free(&b);
+	if (rc < 0) {
+		op_unlink(op);
+		err_set(&op->err, 503, "unavailable", -rc, "sandbox %s: cannot reach its agent", sb->id);
+		return API_DONE;
+	}
+	return API_PENDING;
 }

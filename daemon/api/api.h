@@ -61,6 +61,15 @@ int api_check_path(struct op *op, const char *path, size_t len, const char *what
  */
 struct sandbox *api_sandbox(struct op *op, bool need_agent);
 
+/*
+ * Links op (of kind) to sb and sends the agent one request frame of type on op's tag: fixed
+ * (nfixed bytes), then s1 and s2, each NUL-ended, either NULL for none; op->what, unless set
+ * already, is s1 (errors name it). API_PENDING, or API_DONE
+ * with op->err set (503) when the agent cannot be reached. [L]
+ */
+int api_request(struct op *op, struct sandbox *sb, enum op_kind kind, uint8_t type, const void *fixed, size_t nfixed,
+		const char *s1, const char *s2);
+
 int api_health(struct op *op);
 int api_version(struct op *op);
 int api_templates(struct op *op);
@@ -95,5 +104,6 @@ int api_file_list(struct op *op);
 int api_file_mkdir(struct op *op);
 int api_file_remove(struct op *op);
 int api_file_rename(struct op *op);
+int api_port_list(struct op *op);
 
 #endif

@@ -20,28 +20,6 @@ static const char *query_path(struct op *op)
 	return json_string_value(v);
 }
 
-/* Links op to sb and sends one request frame: fixed part + path(s). */
-static int request(struct op *op, struct sandbox *sb, enum op_kind kind, uint8_t type, const void *fixed,
-		   size_t nfixed, const char *s1, const char *s2)
-{
-	struct buf b = { 0 };
-	buf_put(&b, fixed, nfixed);
-	buf_put(&b, s1, strlen(s1) + 1);
-	if (s2)
-		buf_put(&b, s2, strlen(s2) + 1);
-	op->kind = kind;
-	op->what = strdup(s1);
-	op_link(op, sb);
-	int rc = chan_send(&sb->chan, type, op->tag, buf_head(&b), buf_avail(&b), NULL, 0);
-	buf_free(&b);
-	if (rc < 0) {
-		op_unlink(op);
-		err_set(&op->err, 503, "unavailable", -rc, "sandbox %s: cannot reach its agent", sb->id);
-		return API_DONE;
-	}
-	return API_PENDING;
-}
-
 static struct sandbox *target(struct op *op, const char **path)
 {
 	struct sandbox *sb = api_sandbox(op, true);
@@ -55,7 +33,7 @@ int api_file_read(struct op *op)
 {
 	const char *path;
 	struct sandbox *sb = target(op, &path);
-	return sb ? request(op, sb, OP_READ, SP_H_FREAD, NULL, 0, path, NULL) : API_DONE;
+	return sb ? api_request(op, sb, OP_READ, SP_H_FREAD, NULL, 0, path, NULL) : API_DONE;
 }
 
 int api_file_write(struct op *op)
@@ -76,7 +54,7 @@ int api_file_write(struct op *op)
 		w.mode = (uint32_t)m;
 	}
 	op->credit = SP_WINDOW;
-	if (request(op, sb, OP_WRITE, SP_H_FWRITE, &w, sizeof(w), path, NULL) != API_PENDING)
+	if (api_request(op, sb, OP_WRITE, SP_H_FWRITE, &w, sizeof(w), path, NULL) != API_PENDING)
 		return API_DONE;
 	op->json = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)0);
 	return API_DONE; /* the body follows through api_file_write_upload */
@@ -112,7 +90,7 @@ int api_file_stat(struct op *op)
 {
 	const char *path;
 	struct sandbox *sb = target(op, &path);
-	return sb ? request(op, sb, OP_CALL, SP_H_STAT, NULL, 0, path, NULL) : API_DONE;
+	return sb ? api_request(op, sb, OP_CALL, SP_H_STAT, NULL, 0, path, NULL) : API_DONE;
 }
 
 int api_file_list(struct op *op)
@@ -133,7 +111,7 @@ int api_file_list(struct op *op)
 		op->after = strdup(json_string_value(after));
 	}
 	op->json = json_array();
-	return request(op, sb, OP_CALL, SP_H_LIST, NULL, 0, path, NULL);
+	return api_request(op, sb, OP_CALL, SP_H_LIST, NULL, 0, path, NULL);
 }
 
 int api_file_remove(struct op *op)
@@ -143,7 +121,7 @@ int api_file_remove(struct op *op)
 	if (!sb)
 		return API_DONE;
 	op->status = 204;
-	return request(op, sb, OP_CALL, SP_H_REMOVE, NULL, 0, path, NULL);
+	return api_request(op, sb, OP_CALL, SP_H_REMOVE, NULL, 0, path, NULL);
 }
 
 /* Reads a path member of a JSON body, checked. */
@@ -167,7 +145,7 @@ int api_file_mkdir(struct op *op)
 	if (sb) {
 		struct sp_mode m = { .mode = 0755 };
 		op->status = 201;
-		rc = request(op, sb, OP_CALL, SP_H_MKDIR, &m, sizeof(m), path, NULL);
+		rc = api_request(op, sb, OP_CALL, SP_H_MKDIR, &m, sizeof(m), path, NULL);
 	}
 	json_decref(body);
 	return rc;
@@ -185,7 +163,7 @@ int api_file_rename(struct op *op)
 	struct sandbox *sb = to ? api_sandbox(op, true) : NULL;
 	if (sb) {
 		op->status = 204;
-		rc = request(op, sb, OP_CALL, SP_H_RENAME, NULL, 0, from, to);
+		rc = api_request(op, sb, OP_CALL, SP_H_RENAME, NULL, 0, from, to);
 	}
 	json_decref(body);
 	return rc;

@@ -53,6 +53,10 @@ int err_from_errno(struct err *e, int errno_val, const char *fmt, ...)
 		status = 500;
 		code = "internal";
 		break;
+	case ENOSYS:
+		status = 501;
+		code = "not_implemented";
+		break;
 	default:
 		break;
 	}

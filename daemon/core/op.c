@@ -5,6 +5,7 @@
  */
 #include "daemon/core/op.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <microhttpd.h>
@@ -603,9 +604,29 @@ static int list_entry(struct op *op, const struct frame *f, char *why)
 	return 0;
 }
 
+/* One listening socket of a sandbox (H_PORTS): checked, then added to op->json's "ports". */
+static int port_entry(struct op *op, const struct frame *f, char *why)
+{
+	json_t *ports = json_is_object(op->json) ? json_object_get(op->json, "ports") : NULL;
+	struct sp_port p;
+	memcpy(&p, f->payload, sizeof(p));
+	char addr[INET6_ADDRSTRLEN];
+	if (!json_is_array(ports) || json_array_size(ports) >= SP_PORTS_MAX ||
+	    (p.family != SP_FAMILY_IPV4 && p.family != SP_FAMILY_IPV6) ||
+	    !inet_ntop(p.family == SP_FAMILY_IPV4 ? AF_INET : AF_INET6, p.addr, addr, sizeof(addr))) {
+		snprintf(why, CHAN_MAX_WHY, "a port that was not asked for, of no family, or past %u", SP_PORTS_MAX);
+		return -EPROTO;
+	}
+	json_array_append_new(ports, json_pack("{s:i, s:s, s:s}", "port", (int)p.port, "address", addr,
+					       "protocol", "tcp"));
+	return 0;
+}
+
 static int on_call(struct op *op, const struct frame *f, char *why)
 {
 	bool listing = json_is_array(op->json);
+	if (f->type == SP_A_PORT)
+		return port_entry(op, f, why);
 	if (f->type == SP_A_STAT && listing)
 		return list_entry(op, f, why);
 	if (f->type == SP_A_STAT) {

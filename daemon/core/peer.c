@@ -347,6 +347,7 @@ static const struct chan_msg msgs[] = {
 	{ SP_A_DATA, 0, ANY, on_reply },
 	{ SP_A_END, 0, ANY, on_reply },
 	{ SP_A_OOM, sizeof(struct sp_oom), ANY, on_oom },
+	{ SP_A_PORT, sizeof(struct sp_port), ANY, on_reply },
 };
 
 const struct chan_proto peer_proto = {

@@ -229,3 +229,12 @@ def test_a_silent_daemon_is_a_timeout_error(spaced):
         assert isinstance(e.value, builtins.TimeoutError)
     finally:
         mute.close()
+
+
+def test_ports_lists_what_listens_inside(sandbox, wait_until):
+    assert sandbox.ports() == []
+    h = sandbox.commands.run("python3 -m http.server 8000 --bind 127.0.0.1", background=True)
+    wait_until(lambda: sandbox.ports() == [{"port": 8000, "address": "127.0.0.1", "protocol": "tcp"}], 60,
+               "the server's port")
+    h.kill()
+    wait_until(lambda: sandbox.ports() == [], 60, "the port to close")

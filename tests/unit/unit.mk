@@ -14,7 +14,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_state daemon/core/test_isolation daemon/driver/test_oci \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
               agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport \
-              agent/test_fwcfg
+              agent/test_fwcfg agent/test_ports
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -66,14 +66,17 @@ UNIT_LIBS_test_fwcfg :=
 UNIT_test_user       := agent/user.c
 UNIT_LIBS_test_user  :=
 
+UNIT_test_ports      := agent/ports.c
+UNIT_LIBS_test_ports :=
+
 UNIT_test_identity      := agent/identity.c
 UNIT_LIBS_test_identity :=
 
-# test_api tests the route table (routes.c), which names every handler (api_sandbox.c,
+# test_api tests the route table (routes.c), which names every handler (api_sandbox.c, api_ports.c,
 # api_exec.c, api_files.c); the handlers reach into the lifecycle, the snapshots, the agent
 # channel, the store and the template cache, which bring most of the daemon. Only the HTTP
 # front end (http.c), the drivers and main.c stay out.
-UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c \
+UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
                  daemon/api/api_sandbox.c \
                  daemon/core/op.c daemon/core/lifecycle.c daemon/core/sandbox.c \
                  daemon/core/snapshot.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \

@@ -301,6 +301,11 @@ class Sandbox:
         """Flushes the sandbox's files to durable storage; returns once they are there."""
         return self._transition("sync")
 
+    def ports(self):
+        """The TCP ports processes in the sandbox listen on, on any address: a list of
+        ``{"port": 8000, "address": "0.0.0.0", "protocol": "tcp"}``."""
+        return self._transport.json("GET", self._path("/ports"), not_found=errors.SandboxNotFound)["ports"]
+
     def snapshot(self, name=None):
         """Takes a named, read-only snapshot (memory and files); the sandbox runs on.
 
