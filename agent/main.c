@@ -13,6 +13,7 @@
  * wakes it. Nothing below main() exits; the loop runs forever.
  */
 #include "agent.h"
+#include "connect.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,6 +209,8 @@ int main(int argc, char **argv)
 		return probe_pid1_state();
 	if (argc == 3 && strcmp(argv[1], "--identity") == 0)
 		return identity_main(argv[2]);
+	if (argc == 3 && strcmp(argv[1], CONNECT_ARG) == 0)
+		return connect_main(argv[2]);
 
 	a.pid1 = getpid() == 1;
 	bool vm = a.pid1 && has_arg(argc, argv, SP_VM_INIT_ARG);

@@ -178,6 +178,8 @@ static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
 		goto out;
 	}
 	struct spawn_req req = {
+		/* the agent's own program: its file under gVisor, the initramfs's init in a VM */
+		.path = x->flags & SP_EXEC_AGENT ? "/proc/self/exe" : NULL,
 		.argv = (char *const *)x->argv,
 		.argc = x->argc,
 		.envp = envp,

@@ -141,7 +141,7 @@ static void try_exec(const char *path, const struct spawn_req *r, char **shargv)
 /* Returns (with errno set) only if no candidate could be executed. */
 static void child_exec(const struct spawn_req *r, char **shargv)
 {
-	const char *file = r->argv[0];
+	const char *file = r->path ? r->path : r->argv[0];
 	if (!*file) {
 		errno = ENOENT;
 		return;

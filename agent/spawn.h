@@ -17,6 +17,7 @@
 #include "user.h"
 
 struct spawn_req {
+	const char *path;         /* the program to run; NULL: argv[0], searched in PATH */
 	char *const *argv;        /* argc entries and a NULL */
 	size_t argc;
 	char *const *envp;        /* complete environment, NULL-terminated */

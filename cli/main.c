@@ -42,6 +42,8 @@ static const struct command commands[] = {
 	{ "rm", cmd_rm, "Remove sandboxes", cmd_rm_usage, CLI_EXIT_USAGE },
 	{ "ps", cmd_ps, "List the processes of a sandbox", cmd_ps_usage, CLI_EXIT_USAGE },
 	{ "ports", cmd_ports, "List the TCP ports listening in a sandbox", cmd_ports_usage, CLI_EXIT_USAGE },
+	{ "port-forward", cmd_port_forward, "Carry local TCP connections to a port in a sandbox", cmd_port_forward_usage,
+	  CLI_EXIT_USAGE },
 	{ "attach", cmd_attach, "Stream the output of a running process", cmd_attach_usage, CLI_EXIT_DAEMON },
 	{ "template", cmd_template, "List templates (template ls)", cmd_template_usage, CLI_EXIT_USAGE },
 	{ "status", cmd_status, "Show where spaced is and what it runs", cmd_status_usage, CLI_EXIT_USAGE },
@@ -66,8 +68,8 @@ static void print_overview(FILE *out)
 	      "\n"
 	      "Commands:\n", out);
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fputs("  help       Show this help, or a command's: space help COMMAND\n"
+		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	fputs("  help         Show this help, or a command's: space help COMMAND\n"
 	      "\n"
 	      "Environment:\n"
 	      "  SPACE_HOST   where spaced listens: " CLIENT_DEFAULT_HOST " (default),\n"

@@ -124,6 +124,9 @@ enum sp_msg {
 
 /* SP_H_EXEC flags */
 #define SP_EXEC_STDIN 0x1u   /* keep stdin open as a pipe (else /dev/null) */
+#define SP_EXEC_AGENT 0x2u   /* argv is for the agent's own program (/proc/self/exe), not a
+                                command to look up: `space-agent --connect PORT` relays its
+                                stdin and stdout to a TCP connection made inside the sandbox */
 
 struct sp_exec {
 	uint32_t flags;

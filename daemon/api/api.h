@@ -70,6 +70,13 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent);
 int api_request(struct op *op, struct sandbox *sb, enum op_kind kind, uint8_t type, const void *fixed, size_t nfixed,
 		const char *s1, const char *s2);
 
+/*
+ * Starts, as a background process of sb with its stdin open, the agent's own program with
+ * argv (a JSON array of strings, argv[0] its name; SP_EXEC_AGENT), answering as a process
+ * start does (201 {"pid": N}). API_PENDING, or API_DONE with op->err set. [L]
+ */
+int api_agent_process(struct op *op, struct sandbox *sb, json_t *argv);
+
 int api_health(struct op *op);
 int api_version(struct op *op);
 int api_templates(struct op *op);
@@ -105,5 +112,6 @@ int api_file_mkdir(struct op *op);
 int api_file_remove(struct op *op);
 int api_file_rename(struct op *op);
 int api_port_list(struct op *op);
+int api_port_connect(struct op *op);
 
 #endif

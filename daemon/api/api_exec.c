@@ -45,8 +45,8 @@ static char *join_cmd(json_t *cmd)
 	return (char *)b.data;
 }
 
-/* Builds and sends H_EXEC for op from its validated body. */
-static int send_exec(struct op *op, struct sandbox *sb, json_t *body)
+/* Builds and sends H_EXEC for op from its validated body, with flags (SP_EXEC_*) added. */
+static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t flags)
 {
 	json_t *cmd = json_object_get(body, "cmd");
 	json_t *env = json_object_get(body, "env");
@@ -63,7 +63,7 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body)
 		return err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds",
 			       EXEC_MAX_TIMEOUT_S);
 
-	struct sp_exec x = { 0 };
+	struct sp_exec x = { .flags = flags };
 	struct buf strs = { 0 };
 	if (user && *user && strcmp(user, "root") != 0) {
 		x.uid = x.gid = 0xffffffffu;
@@ -160,7 +160,18 @@ static int start(struct op *op, bool background)
 	op->background = background;
 	op->stream = json_is_true(json_object_get(body, "stream"));
 	if (rc == 0)
-		rc = send_exec(op, sb, body);
+		rc = send_exec(op, sb, body, 0);
+	json_decref(body);
+	return rc == 0 ? API_PENDING : API_DONE;
+}
+
+int api_agent_process(struct op *op, struct sandbox *sb, json_t *argv)
+{
+	json_t *body = json_pack("{s:O, s:b}", "cmd", argv, "stdin_open", 1);
+	op->background = true;
+	op->stream = false;
+	int rc = body ? send_exec(op, sb, body, SP_EXEC_AGENT | SP_EXEC_STDIN)
+		      : err_set(&op->err, 500, "internal", ENOMEM, "out of memory");
 	json_decref(body);
 	return rc == 0 ? API_PENDING : API_DONE;
 }
