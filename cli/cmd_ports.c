@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sigfwd.h"
 #include "stdinfwd.h"
 #include "stream.h"
 
@@ -66,6 +67,7 @@ static int forward_one(struct cli *cli, const char *id, long remote, int conn)
 	int code = 0, r;
 
 	signal(SIGPIPE, SIG_IGN); /* a client gone is a write error, then the end */
+	sigfwd_install();         /* Ctrl-C ends the connection inside, then this process */
 	if (dup2(conn, 0) < 0 || dup2(conn, 1) < 0)
 		return cli_error("dup2: %s", strerror(errno));
 	close(conn);
