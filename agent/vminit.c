@@ -21,7 +21,6 @@
 
 #include "agent.h"
 #include "fwcfg.h"
-#include "oom.h"
 #include "spawn.h"
 
 struct vm_mount {
@@ -327,18 +326,11 @@ int vminit_cgroup(void)
 	if (access(VMINIT_CGROUP_ROOT "/cgroup.procs", F_OK) < 0 &&
 	    mount("cgroup2", VMINIT_CGROUP_ROOT, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return -errno;
-	int rc = write_text(VMINIT_CGROUP_ROOT, "cgroup.subtree_control", "+cpu +memory +pids");
+	int rc = write_text(VMINIT_CGROUP_ROOT, "cgroup.subtree_control", "+cpu +pids");
 	if (rc < 0)
 		return rc;
 	if (mkdir(VMINIT_CGROUP, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	char num[32];
-	unsigned long long total = oom_mem_total(), reserve = (unsigned long long)VMINIT_RESERVE_MIB << 20;
-	if (total > 2 * reserve) {
-		snprintf(num, sizeof(num), "%llu", total - reserve);
-		if ((rc = write_text(VMINIT_CGROUP, "memory.max", num)) < 0)
-			return rc;
-	}
 	const char *nproc = getenv("SPACE_NPROC");
 	if (nproc && atoll(nproc) > 0 && (rc = write_text(VMINIT_CGROUP, "pids.max", nproc)) < 0)
 		return rc;

@@ -25,12 +25,13 @@
  *   5. brings up the loopback interface and takes its environment from QEMU's
  *      fw_cfg file SP_VM_ENV_NAME;
  *   6. puts the commands it will start in a cgroup of their own (VMINIT_CGROUP)
- *      whose memory is the guest's less VMINIT_RESERVE_MIB and whose processes
- *      are at most SPACE_NPROC: a fork bomb or a process eating memory meets
- *      that group's limits and its OOM killer, and the agent, outside it,
- *      keeps the memory and half the CPU it needs to answer. Root is exempt
- *      from RLIMIT_NPROC, so in a VM (commands run as root) the pids limit is
- *      what stops a fork bomb.
+ *      whose processes are at most SPACE_NPROC: a fork bomb meets that limit,
+ *      and the agent, outside the group, keeps half the CPU however many
+ *      processes it holds. Root is exempt from RLIMIT_NPROC, so in a VM
+ *      (commands run as root) the pids limit is what stops a fork bomb. Memory
+ *      stays the guest's: a memory limit on the group made a process growing
+ *      past it reclaim the group's own program pages over and over instead of
+ *      meeting the OOM killer (an exec with a 120 s timeout went unanswered).
  * A step that fails is logged and the next one still runs (but for 4, which
  * needs 3): the agent then serves what it can, and says what went wrong on
  * the console.
@@ -45,8 +46,6 @@
 
 #define VMINIT_CGROUP_ROOT "/sys/fs/cgroup"
 #define VMINIT_CGROUP VMINIT_CGROUP_ROOT "/space"
-#define VMINIT_RESERVE_MIB 32u /* the guest's memory kept out of the commands' reach: the kernel's
-                                  own and the agent's */
 
 /* Steps 1-6 above. Returns 0, or the first step's -errno (after running the others). */
 int vminit_boot(void);

@@ -22,7 +22,10 @@
 #include "daemon/base/err.h"
 
 #define QMP_MAX_LINE (256 * 1024) /* the longest answer we read (query-migrate, query-status: ~1 KiB) */
-#define QMP_TIMEOUT_MS 15000      /* for each answer: QEMU answers in milliseconds unless stuck */
+/* For each answer: QEMU answers in milliseconds on an idle host, but twenty QEMUs restoring at
+ * once on two cores under TCG left some monitors silent for over 15 s; a stuck QEMU is found a
+ * minute later instead. */
+#define QMP_TIMEOUT_MS 60000
 
 struct qmp {
 	int fd;
