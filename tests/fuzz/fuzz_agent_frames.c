@@ -151,7 +151,13 @@ static void check_answers(void)
 		if (used == 0)
 			break; /* the agent dropped the connection in the middle of a frame */
 		assert(used > 0);
-		assert((f.type >= SP_A_HELLO && f.type <= SP_A_END) || f.type == SP_A_OPEN); /* H_OPEN: A_OPEN, A_HELLO */
+		/* H_OPEN: A_OPEN, A_HELLO; H_PORTS: A_PORT, each of a family, then A_END */
+		assert((f.type >= SP_A_HELLO && f.type <= SP_A_END) || f.type == SP_A_OPEN || f.type == SP_A_PORT);
+		if (f.type == SP_A_PORT) {
+			assert(f.len == sizeof(struct sp_port));
+			const struct sp_port *p = (const void *)f.payload;
+			assert(p->family == SP_FAMILY_IPV4 || p->family == SP_FAMILY_IPV6);
+		}
 		if (debug)
 			fprintf(stderr, "answer type %u chan %#x len %u\n", f.type, f.chan, f.len);
 		if (f.type == SP_A_ERROR) {
