@@ -117,16 +117,11 @@ bool oom_kernel_killed(struct agent *a)
 	return grew;
 }
 
-uint64_t oom_mem_total(void)
-{
-	return proc_value("/proc/meminfo", "MemTotal") * 1024;
-}
-
 uint64_t oom_sandbox_memory(void)
 {
 	const char *v = getenv("SPACE_MEMORY_MB");
 	unsigned long long mb = v ? strtoull(v, NULL, 10) : 0;
-	return mb ? (uint64_t)mb << 20 : oom_mem_total();
+	return mb ? (uint64_t)mb << 20 : proc_value("/proc/meminfo", "MemTotal") * 1024;
 }
 
 /* The state letter, parent and session of pid from /proc/<pid>/stat; false when it is gone. */

@@ -75,9 +75,6 @@ uint64_t oom_deadline(const struct agent *a);
  * the last look (a microVM's kernel has one; gVisor's does not, and its count stays 0). */
 bool oom_kernel_killed(struct agent *a);
 
-/* The kernel's MemTotal, bytes; 0 when unknown. */
-uint64_t oom_mem_total(void);
-
 /* The sandbox's memory, bytes (SPACE_MEMORY_MB, else the kernel's MemTotal): the limit a kernel
  * OOM kill is reported at. */
 uint64_t oom_sandbox_memory(void);
