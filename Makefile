@@ -45,16 +45,17 @@ AGENT_OBJ   := $(AGENT_SRC:%.c=$(BUILD)/agent-static/%.o) $(LIB_SRC:%.c=$(BUILD)
 # The unit tests and what each one links: UNIT_TESTS, UNIT_SRC, UNIT_BIN.
 include tests/unit/unit.mk
 
-DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lpthread
+DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 
 # the microvm isolation: QEMU, and mkfs.erofs for the templates' block images
 VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
-                e2fsprogs util-linux clang libclang-rt-14-dev openssl $(VM_APT_PACKAGES)
+                e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev \
+                $(VM_APT_PACKAGES)
 
-.PHONY: all deps compat-deps up down test quick layers unit agent-test e2e e2e-vm e2e-smoke sdk-test sdk-vm security security-vm \
+.PHONY: all deps compat-deps up down test quick layers unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm security security-vm \
 	compat compat-quick asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
@@ -141,6 +142,14 @@ e2e: all
 e2e-vm: all vm-guest
 	SPACE_TEST_ISOLATION=microvm /usr/bin/python3 -m pytest -q tests/e2e
 
+# Sandboxes' networks against a made-up internet in namespaces the suite makes (tests/net), on
+# each kind of sandbox.
+net-test: all
+	/usr/bin/python3 -m pytest -q tests/net
+
+net-test-vm: all vm-guest
+	SPACE_TEST_ISOLATION=microvm /usr/bin/python3 -m pytest -q tests/net
+
 # A few end-to-end files that touch every layer (create, exec, files, lifecycle) for `make quick`.
 E2E_SMOKE := tests/e2e/test_daemon.py tests/e2e/test_files.py tests/e2e/test_lifecycle.py
 e2e-smoke: all
@@ -213,11 +222,13 @@ test: deps all
 	$(MAKE) layers
 	$(MAKE) agent-test
 	$(MAKE) e2e
+	$(MAKE) net-test
 	$(MAKE) sdk-test
 	$(MAKE) vm-test
 	$(MAKE) compat-quick
 	$(MAKE) security
 	$(MAKE) e2e-vm
+	$(MAKE) net-test-vm
 	$(MAKE) sdk-vm
 	$(MAKE) security-vm
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)

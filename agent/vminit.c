@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <net/route.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -268,6 +270,57 @@ int vminit_loopback(void)
 	return rc;
 }
 
+/* An IPv4 address in a struct sockaddr. */
+static void inet_sa(struct sockaddr *sa, const char *addr)
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)sa;
+	memset(in, 0, sizeof(*in));
+	in->sin_family = AF_INET;
+	inet_pton(AF_INET, addr, &in->sin_addr);
+}
+
+int vminit_network(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "eth0");
+	int rc = ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 ? (errno == ENODEV ? -ENODEV : -errno) : 0;
+	short flags = ifr.ifr_flags;
+	if (rc == 0) {
+		int v6 = open("/proc/sys/net/ipv6/conf/eth0/disable_ipv6", O_WRONLY | O_CLOEXEC);
+		if (v6 >= 0) {
+			ssize_t w = write(v6, "1", 1);
+			(void)w;
+			close(v6);
+		}
+		inet_sa(&ifr.ifr_addr, SP_NET_ADDR);
+		rc = ioctl(fd, SIOCSIFADDR, &ifr) < 0 ? -errno : 0;
+	}
+	if (rc == 0) {
+		inet_sa(&ifr.ifr_netmask, SP_NET_NETMASK);
+		rc = ioctl(fd, SIOCSIFNETMASK, &ifr) < 0 ? -errno : 0;
+	}
+	if (rc == 0) {
+		ifr.ifr_flags = flags | IFF_UP | IFF_RUNNING;
+		rc = ioctl(fd, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
+	}
+	if (rc == 0) {
+		struct rtentry rt;
+		memset(&rt, 0, sizeof(rt));
+		inet_sa(&rt.rt_dst, "0.0.0.0");
+		inet_sa(&rt.rt_genmask, "0.0.0.0");
+		inet_sa(&rt.rt_gateway, SP_NET_GATEWAY);
+		rt.rt_flags = RTF_UP | RTF_GATEWAY;
+		rt.rt_dev = "eth0";
+		rc = ioctl(fd, SIOCADDRT, &rt) < 0 && errno != EEXIST ? -errno : 0;
+	}
+	close(fd);
+	return rc;
+}
+
 #define VM_ENV_MAX (256 * 1024) /* the host writes the sandbox's env, bounded by its API */
 
 int vminit_env(void)
@@ -367,6 +420,8 @@ int vminit_boot(void)
 	remove_files(SP_VM_MODULE_DIR); /* in the kernel now; as files, 1 MB of the guest's RAM */
 	if ((rc = vminit_loopback()) < 0)
 		agent_log("bringing up lo: %s", strerror(-rc));
+	if ((rc = vminit_network()) < 0 && rc != -ENODEV)
+		agent_log("bringing up eth0: %s", strerror(-rc));
 	if ((rc = vminit_root()) < 0 && rc != -ENOENT && !first)
 		first = rc;
 	if ((rc = vminit_env()) < 0 && rc != -ENOENT) /* none: a guest booted without a sandbox's settings */

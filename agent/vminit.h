@@ -65,6 +65,10 @@ int vminit_cgroup(void);
 /* Brings the loopback interface up. 0 or -errno. */
 int vminit_loopback(void);
 
+/* Configures eth0, when the VM has one (a sandbox with a network): SP_NET_ADDR/30, up, the
+ * default route through SP_NET_GATEWAY, no IPv6. 0, or -errno (-ENODEV: no eth0). */
+int vminit_network(void);
+
 /* Sets the agent's environment from QEMU's fw_cfg file SP_VM_ENV_NAME (agent/fwcfg.h).
  * 0, -ENOENT when QEMU has no such file, or -errno. */
 int vminit_env(void);

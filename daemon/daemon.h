@@ -122,6 +122,10 @@ struct sandbox {
 	uint64_t seq;               /* [L] the number of its newest record (store_record) */
 	json_t *env;                /* object of strings */
 	json_t *metadata;           /* object of strings */
+	json_t *network;            /* [L] its egress policy (net/policy.h); NULL: made before sandboxes
+	                               had a network, it has none */
+	int net_slot;               /* its slot of the host's transit range (net/net.h), with network */
+	char net_transit[20];       /* that range, as it was when the sandbox was made */
 	int64_t created_ms;
 	char dir[512];              /* <state>/sandboxes/<id> */
 
@@ -176,6 +180,11 @@ struct daemon {
 	int max_snapshots;          /* per tenant (TENANT_MAX_SNAPSHOTS unless configured) */
 	uint64_t max_snapshot_bytes;/* per tenant (TENANT_MAX_SNAPSHOT_BYTES unless configured) */
 	uint64_t reserve_bytes;     /* free space a snapshot or fork must leave on the state dir */
+	int default_egress;         /* --default-egress: enum net_egress of creates that name none */
+	char net_permits[64][20];   /* --egress-permit CIDRs sandboxes may reach despite NET_BLOCKED */
+	int net_npermits;
+	char net_transit[20];       /* --net-transit: the range of the sandboxes' slots (net/net.h) */
+	char net_tag[8];            /* this spaced's mark on its interfaces and table (net_init) */
 
 	struct store *store;
 	/* Every kind this spaced knows, set up once at start before any thread runs and only read

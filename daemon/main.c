@@ -36,6 +36,8 @@
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
 #include "daemon/core/sweep.h"
+#include "daemon/net/net.h"
+#include "daemon/net/policy.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
 
@@ -75,7 +77,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]\n"
 		   "              [--isolation gvisor|microvm] [--accel auto|kvm|tcg] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
 		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
-		   "              [--template NAME=PKG[,PKG...]]...\n"
+		   "              [--template NAME=PKG[,PKG...]]... [--default-egress none|open|allow]\n"
+		   "              [--egress-permit CIDR]... [--net-transit CIDR]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
@@ -176,6 +179,8 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 		{ "tenant-snapshots", required_argument, NULL, 'n' },
 		{ "tenant-snapshot-mb", required_argument, NULL, 'b' }, { "reserve-mb", required_argument, NULL, 'r' },
 		{ "template", required_argument, NULL, 't' }, { "accel", required_argument, NULL, 'A' },
+		{ "default-egress", required_argument, NULL, 'E' }, { "egress-permit", required_argument, NULL, 'P' },
+		{ "net-transit", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
@@ -185,6 +190,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 	d->auto_resume = true;
 	d->max_snapshots = TENANT_MAX_SNAPSHOTS;
 	d->max_snapshot_bytes = TENANT_MAX_SNAPSHOT_BYTES;
+	d->default_egress = NET_EGRESS_OPEN;
 	char exe[400];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
@@ -213,6 +219,31 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 		case 't':
 			if (add_template(nt, optarg) < 0)
 				return -EINVAL;
+			break;
+		case 'E': {
+			enum net_egress m;
+			if (net_egress_parse(optarg, &m) < 0) {
+				fprintf(stderr, "spaced: --default-egress is none, open or allow, not %s\n", optarg);
+				return -EINVAL;
+			}
+			d->default_egress = (int)m;
+			break;
+		}
+		case 'P':
+			if (d->net_npermits >= NET_PERMITS_MAX ||
+			    net_cidr_normal(optarg, d->net_permits[d->net_npermits], sizeof(d->net_permits[0])) < 0) {
+				fprintf(stderr, "spaced: --egress-permit takes an IPv4 CIDR block (at most %d of them), not %s\n",
+					NET_PERMITS_MAX, optarg);
+				return -EINVAL;
+			}
+			d->net_npermits++;
+			break;
+		case 'T':
+			if (net_transit_parse(optarg, d->net_transit, sizeof(d->net_transit)) < 0) {
+				fprintf(stderr, "spaced: --net-transit takes an IPv4 range /%d to /%d, not %s\n",
+					NET_TRANSIT_MIN_PREFIX, NET_TRANSIT_MAX_PREFIX, optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -EINVAL;
@@ -345,6 +376,13 @@ int main(int argc, char **argv)
 		return rc == -EINVAL ? 2 : 1;
 	}
 
+	/* 3b. the host's side of sandboxes' networks (table inet space made afresh: adoption
+	 * puts each sandbox's rules back) */
+	if (net_init(d, &e) < 0) {
+		fprintf(stderr, "spaced: %s\n", e.msg);
+		return 1;
+	}
+
 	/* 4. the templates: the default one and those --template names (each built once per
 	 * machine and package list, then cached) */
 	static const struct template_spec deflt = { .name = TEMPLATE_DEFAULT };
@@ -376,8 +414,12 @@ int main(int argc, char **argv)
 
 	snapshot_cleanup(d);
 
-	/* 6b. release what no record owns: unfinished destroys, containers, mounts, loops, folders */
+	/* 6b. release what no record owns: unfinished destroys, containers, mounts, loops, folders,
+	 * interfaces */
 	sweep_run(d);
+	daemon_lock(d);
+	net_sweep(d);
+	daemon_unlock(d);
 
 	/* 7. the API */
 	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);

@@ -202,6 +202,13 @@ struct sp_proc {
 	/* then: cmdline \0 */
 } __attribute__((packed));
 
+/* A sandbox's network as the sandbox sees it, the same in every one (docs/network.md): its
+ * interface's address (/30) and the gateway, the edge of its own network namespace. A
+ * microVM's agent sets them on eth0; gVisor takes them from its namespace. */
+#define SP_NET_ADDR "169.254.0.21"
+#define SP_NET_GATEWAY "169.254.0.22"
+#define SP_NET_NETMASK "255.255.255.252"
+
 #define SP_PORTS_MAX 1024u  /* listening sockets in one answer to H_PORTS */
 #define SP_FAMILY_IPV4 4u
 #define SP_FAMILY_IPV6 6u

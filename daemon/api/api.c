@@ -37,6 +37,8 @@ static bool type_ok(json_t *v, enum field_type t)
 	}
 	case F_INT_OR_STRING:
 		return json_is_integer(v) || json_is_string(v);
+	case F_OBJECT_OR_FALSE:
+		return json_is_object(v) || json_is_false(v);
 	case F_ARGV_OR_STRING: {
 		size_t i;
 		json_t *x;
@@ -55,7 +57,7 @@ static const char *type_name(enum field_type t)
 {
 	static const char *names[] = { "a string", "an integer", "a number", "a boolean",
 				       "an object of strings", "a non-empty array of strings or a string",
-				       "an integer or a string" };
+				       "an integer or a string", "an object or false" };
 	return names[t];
 }
 

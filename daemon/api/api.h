@@ -36,7 +36,7 @@ struct route {
 const struct route *api_match(struct op *op, const char *method, const char *url);
 
 /* Field types for api_check. */
-enum field_type { F_STRING, F_INT, F_NUMBER, F_BOOL, F_STRMAP, F_ARGV_OR_STRING, F_INT_OR_STRING };
+enum field_type { F_STRING, F_INT, F_NUMBER, F_BOOL, F_STRMAP, F_ARGV_OR_STRING, F_INT_OR_STRING, F_OBJECT_OR_FALSE };
 
 struct field {
 	const char *name;

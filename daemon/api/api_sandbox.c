@@ -9,6 +9,7 @@
 #include "daemon/api/api.h"
 #include "daemon/driver/disk.h"
 #include "daemon/driver/driver.h"
+#include "daemon/net/policy.h"
 #include "daemon/core/isolation.h"
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/quota.h"
@@ -91,11 +92,12 @@ int api_sandbox_create(struct op *op)
 		{ "env", F_STRMAP },
 		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { "snapshot", F_STRING },
 		{ "lifetime", F_NUMBER }, { "timeout_action", F_STRING }, { "keepalive_processes", F_BOOL },
-		{ "isolation", F_STRING }, { NULL, 0 },
+		{ "isolation", F_STRING }, { "network", F_OBJECT_OR_FALSE }, { NULL, 0 },
 	};
 	json_t *b;
 	if (api_body(op, fields, &b) < 0)
 		return API_DONE;
+	json_t *network = NULL;
 	struct sb_config cfg = { .cpus = DEFAULT_CPUS, .memory_mb = DEFAULT_MEMORY_MB, .disk_mb = DISK_DEFAULT_MB,
 				 .timeout_s = DEFAULT_TIMEOUT_S };
 	const char *tpl = json_string_value(json_object_get(b, "template"));
@@ -174,6 +176,17 @@ int api_sandbox_create(struct op *op)
 			cfg.snapshot = snapdir;
 		}
 	}
+	if (rc == 0 && json_is_false(json_object_get(b, "network"))) {
+		cfg.no_network = true;
+	} else if (rc == 0 && json_object_get(b, "network")) {
+		network = net_policy_parse(json_object_get(b, "network"), NULL, op->d->default_egress, &op->err);
+		rc = network ? 0 : -EINVAL;
+	} else if (rc == 0 && snap && json_is_object(json_object_get(snap, "network"))) {
+		network = json_incref(json_object_get(snap, "network")); /* its source's policy */
+	} else if (rc == 0 && snap) {
+		cfg.no_network = true; /* its source had none: the image has no interface to use */
+	}
+	cfg.network = network;
 	if (rc == 0) {
 		const struct driver_slot *k =
 			create_isolation(op, json_string_value(json_object_get(b, "isolation")), snap, snapid);
@@ -188,6 +201,7 @@ int api_sandbox_create(struct op *op)
 		rc = sandbox_create(op->d, &cfg, op, &op->err);
 	json_decref(snap);
 	json_decref(empty);
+	json_decref(network);
 	json_decref(b);
 	op->kind = OP_JOB;
 	return rc == 0 ? API_PENDING : API_DONE;

@@ -5,10 +5,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -149,6 +154,77 @@ static int spawn_full(const char *dir, char *const argv[], const int *keep, int 
 		*started = pid;
 		return 0;
 	}
+	return wait_status(pid);
+}
+
+/* The file argv0 names, searched in PATH as execvp would, into out; -ENOENT if none. */
+static int resolve(const char *argv0, char *out, size_t n)
+{
+	if (strchr(argv0, '/')) {
+		snprintf(out, n, "%s", argv0);
+		return 0;
+	}
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+	for (const char *p = path; *p;) {
+		size_t len = strcspn(p, ":");
+		if (len > 0 && (size_t)snprintf(out, n, "%.*s/%s", (int)len, p, argv0) < n && access(out, X_OK) == 0)
+			return 0;
+		p += len + (p[len] == ':');
+	}
+	return -ENOENT;
+}
+
+/* The child of spawn_run_netns: system calls only (spaced has threads). The folder is hidden
+ * from inside nsfd (each network namespace has its own /proc/sys/net), then the child goes
+ * home: runsc binds its sandbox's control socket, an abstract one, in the namespace it runs
+ * in, and every later runsc command looks for it in spaced's. */
+static void netns_child(const char *exe, char *const argv[], int nsfd, bool hide, int home, int devnull, int out_fd,
+			int err_fd)
+{
+	if (hide && (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0))
+		_exit(126);
+	if (setns(nsfd, CLONE_NEWNET) < 0)
+		_exit(126);
+	if (hide && mount("none", "/proc/sys/net/core", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "size=4k,mode=0555") < 0)
+		_exit(126);
+	if (hide && setns(home, CLONE_NEWNET) < 0)
+		_exit(126);
+	if (dup2(devnull, 0) < 0 || dup2(out_fd >= 0 ? out_fd : devnull, 1) < 0 ||
+	    dup2(err_fd >= 0 ? err_fd : devnull, 2) < 0)
+		_exit(126);
+	execve(exe, argv, environ);
+	_exit(127);
+}
+
+int spawn_run_netns(char *const argv[], int nsfd, bool hide_net_core, int out_fd, int err_fd)
+{
+	char exe[PATH_MAX];
+	int rc = resolve(argv[0], exe, sizeof(exe));
+	if (rc < 0)
+		return rc;
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0)
+		return -errno;
+	int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (home < 0) {
+		close(devnull);
+		return -errno;
+	}
+	pthread_mutex_lock(&waiting_lock);
+	pid_t pid = fork();
+	if (pid == 0)
+		netns_child(exe, argv, nsfd, hide_net_core, home, devnull, out_fd, err_fd);
+	int ferr = errno;
+	if (pid > 0)
+		track(pid, 0);
+	pthread_mutex_unlock(&waiting_lock);
+	close(devnull);
+	close(home);
+	if (pid < 0)
+		return -ferr;
 	return wait_status(pid);
 }
 

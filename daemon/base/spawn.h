@@ -8,6 +8,7 @@
 #ifndef SPACE_DAEMON_SPAWN_H
 #define SPACE_DAEMON_SPAWN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -35,6 +36,17 @@ int spawn_run_keep(char *const argv[], const int *keep, int nkeep, int out_fd, i
  * spaced runs, the reaper reaps it when it exits.
  */
 pid_t spawn_start_keep(char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd);
+
+/*
+ * spawn_run for a program that sets up the network namespace nsfd (a descriptor of a network
+ * namespace, or of a file bound to one). With hide_net_core, the program gets a mount namespace
+ * of its own in which /proc/sys/net/core, as seen from inside nsfd, is an empty read-only
+ * folder: runsc 20221219 takes that folder's rmem_default for the sign of the host's namespace
+ * and refuses to set up a sandbox's network, and kernels since 5.x show it in every namespace
+ * (docs/network.md). The program itself runs in the caller's network namespace; without
+ * hide_net_core, in nsfd.
+ */
+int spawn_run_netns(char *const argv[], int nsfd, bool hide_net_core, int out_fd, int err_fd);
 
 /*
  * Runs argv and captures up to n-1 bytes of its stdout into out (NUL-terminated).

@@ -19,6 +19,7 @@
  * is the state committed as suspended. Reconciliation trusts only a marked
  * image under its final name. Each step is a named crash point (crash.h).
  */
+#include "daemon/net/net.h"
 #include "daemon/core/lifecycle.h"
 
 #include <dirent.h>
@@ -231,6 +232,50 @@ static int check_room(struct daemon *d, struct sandbox *sb, struct err *e)
 	return 0;
 }
 
+/*
+ * Lets sb's network connections end before a checkpoint that cannot keep them (the driver's
+ * keeps_connections): new ones are held off at its edge, then its edge's connection tracking is
+ * read every LIFECYCLE_NET_POLL_MS for up to LIFECYCLE_NET_DRAIN_MS (net_open_flows). One still
+ * open then refuses the suspend (409) and the sandbox keeps running, connections and all; on
+ * success the hold stays until the sandbox runs again (net_ensure lifts it).
+ */
+static int drain_network(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	if (!sb->network || dv->ops->keeps_connections)
+		return 0;
+	int rc = net_hold(d, sb, true, e);
+	if (rc < 0)
+		return rc;
+	int64_t until = now_ms() + LIFECYCLE_NET_DRAIN_MS;
+	char first[200] = "";
+	daemon_lock(d);
+	while ((rc = net_open_flows(sb, first, sizeof(first))) > 0 && now_ms() < until) {
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += LIFECYCLE_NET_POLL_MS * 1000000L;
+		if (t.tv_nsec >= 1000000000L) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000L;
+		}
+		while (daemon_wait(d, &t) != ETIMEDOUT)
+			; /* the lock is let go meanwhile; nothing else is waited for */
+	}
+	daemon_unlock(d);
+	if (rc == 0)
+		return 0;
+	struct err ignored = { 0 };
+	net_hold(d, sb, false, &ignored);
+	if (rc > 0)
+		return err_set(e, 409, "conflict", EBUSY,
+			       "sandbox %s cannot be suspended while %d TCP connection%s open over its network (%s): "
+			       "gVisor cannot keep them in a memory image, and %d s did not see them close; it keeps "
+			       "running",
+			       sb->id, rc, rc == 1 ? " is" : "s are", first, LIFECYCLE_NET_DRAIN_MS / 1000);
+	return err_set(e, 500, "internal", -rc, "sandbox %s: cannot read its connections: %s; it keeps running",
+		       sb->id, strerror(-rc));
+}
+
 /* Detaches the agent and waits for its connection to end. [L] */
 int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e)
 {
@@ -341,6 +386,12 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 	/* A paused sandbox cannot detach its agent: let it run for the moment that takes. */
 	if (from == SB_PAUSED && dv->ops->resume(dv->drv, sb, e) < 0)
 		return SB_PAUSED;
+	if ((rc = drain_network(d, sb, e)) < 0) {
+		struct err ignored = { 0 };
+		if (from == SB_PAUSED && dv->ops->pause(dv->drv, sb, &ignored) == 0)
+			return SB_PAUSED;
+		return SB_RUNNING;
+	}
 	daemon_lock(d);
 	rc = lifecycle_detach(d, sb, e);
 	if (rc < 0)
@@ -353,6 +404,9 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 	if (rc < 0 && dv->ops->state(dv->drv, sb) == DRV_RUNNING) {
 		/* the checkpoint did not stop it (it failed before, or could not even start):
 		 * nothing is lost, the agent comes back */
+		struct err unheld = { 0 };
+		if (sb->network)
+			net_hold(d, sb, false, &unheld);
 		daemon_lock(d);
 		struct err ignored = { 0 };
 		lifecycle_reattach(d, sb, &ignored);

@@ -29,6 +29,10 @@ int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 #define LIFECYCLE_IMAGE_MARK "complete"
 /* Room asked of the host beyond the sandbox's memory before a suspend. */
 #define LIFECYCLE_IMAGE_SLACK (64ull << 20)
+/* How long a suspend of a sandbox whose runtime cannot keep network connections (gVisor) waits
+ * for those open to end: past the 60 s a closed connection waits in time-wait. */
+#define LIFECYCLE_NET_DRAIN_MS 65000
+#define LIFECYCLE_NET_POLL_MS 250
 
 /* Asks sb's agent to detach and waits until its connection is closed. [L] */
 int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e);

@@ -21,6 +21,8 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "daemon/net/net.h"
+#include "daemon/net/policy.h"
 #include "daemon/driver/disk.h"
 #include "daemon/driver/driver.h"
 #include "daemon/core/isolation.h"
@@ -99,6 +101,23 @@ static json_t *time_or_null(int64_t ms)
 	return json_string(when);
 }
 
+/* Its policy, its addresses and what it has sent and received; null for a sandbox made before
+ * sandboxes had a network. */
+static json_t *network_json(const struct sandbox *sb)
+{
+	if (!sb->network)
+		return json_null();
+	char reach[16];
+	uint64_t out = 0, in = 0;
+	net_host_reach(sb, reach, sizeof(reach));
+	net_bytes(sb, &out, &in);
+	json_t *o = json_deep_copy(sb->network);
+	json_object_update_missing_new(o, json_pack("{s:s, s:s, s:s, s:I, s:I}", "address", NET_SANDBOX_ADDR,
+						    "gateway", NET_GATEWAY_ADDR, "host_address", reach,
+						    "bytes_out", (json_int_t)out, "bytes_in", (json_int_t)in));
+	return o;
+}
+
 json_t *sandbox_json(const struct sandbox *sb)
 {
 	char created[32];
@@ -118,6 +137,7 @@ json_t *sandbox_json(const struct sandbox *sb)
 		json_object_set_new(o, "timeout_left_ms", json_integer(sb->remaining_ms));
 	if (sb->state == SB_FAILED)
 		json_object_set_new(o, "reason", json_string(sb->reason));
+	json_object_set_new(o, "network", network_json(sb));
 	return o;
 }
 
@@ -133,6 +153,7 @@ void sandbox_free(struct sandbox *sb)
 	proc_free_all(sb);
 	json_decref(sb->env);
 	json_decref(sb->metadata);
+	json_decref(sb->network);
 	free(sb);
 }
 
@@ -601,6 +622,17 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sandbox_touch(sb);
 	sb->env = json_deep_copy(cfg->env);
 	sb->metadata = json_deep_copy(cfg->metadata);
+	sb->net_slot = -1;
+	if (!cfg->no_network)
+		sb->network = cfg->network ? json_deep_copy(cfg->network)
+					   : json_pack("{s:s, s:[], s:[]}", "egress", net_egress_name(d->default_egress),
+						       "allow", "deny");
+	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->net_transit);
+	if (sb->network && (sb->net_slot = net_slot_pick(d)) < 0) {
+		sandbox_free(sb);
+		err_set(e, 503, "unavailable", ENOSPC, "no network slot is free (%d sandboxes have one)", NET_SLOTS);
+		return NULL;
+	}
 	sb->created_ms = now_ms();
 	sb->state = SB_CREATING;
 	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
@@ -780,6 +812,9 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 		}
 	}
 	registry_add(d, sb);
+	struct err ne = { 0 };
+	if (sb->network && net_apply(d, sb, &ne) < 0) /* net_init made the host's table afresh */
+		log_warn("sandbox %s: cannot put its network policy back: %s", sb->id, ne.msg);
 	if (sb->state == SB_RUNNING || sb->state == SB_PAUSED) {
 		sandbox_touch(sb); /* the idle timeout starts again with the new spaced */
 		int rc = peer_listen(d, sb);

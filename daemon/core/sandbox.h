@@ -25,6 +25,8 @@ struct sb_config {
 	json_t *metadata;  /* borrowed */
 	const char *snapshot; /* start from this snapshot directory instead of booting */
 	const char *tenant;   /* owner; NULL or "" for the administrator */
+	const json_t *network; /* its egress policy in normal form (net/policy.h); NULL: the default */
+	bool no_network;       /* no network at all: no interface, only loopback inside */
 };
 
 /*

@@ -190,7 +190,8 @@ static void fork_job(struct job *j)
 		struct sb_config cfg = { .cpus = src->cpus, .memory_mb = src->memory_mb, .disk_mb = src->disk_mb, .timeout_s = src->timeout_s,
 					 .lifetime_s = src->lifetime_s, .timeout_kill = src->timeout_kill,
 					 .keepalive = src->keepalive, .env = src->env, .metadata = src->metadata,
-					 .tenant = src->tenant, .isolation = src->isolation }; /* its image is of that kind */
+					 .tenant = src->tenant, .isolation = src->isolation, /* its image is of that kind */
+					 .network = src->network, .no_network = !src->network }; /* and its policy */
 		snprintf(cfg.template, sizeof(cfg.template), "%s", src->template);
 		struct sandbox *sb = sandbox_new(d, &cfg, rootfs, sizeof(rootfs), &e);
 		daemon_unlock(d);

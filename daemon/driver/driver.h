@@ -14,6 +14,7 @@
 #ifndef SPACE_DAEMON_DRIVER_H
 #define SPACE_DAEMON_DRIVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,6 +62,10 @@ struct driver_ops {
 	/* How long a start or restore may take to its agent's hello, ms; 0: AGENT_HELLO_TIMEOUT_MS.
 	 * A guest kernel's boot under TCG, many at once on two cores, takes longer than runsc. */
 	int hello_timeout_ms;
+	/* Whether a checkpoint keeps the TCP connections open over the sandbox's network (a
+	 * microVM's kernel does); false: it refuses while one is open, and the sandbox does not
+	 * survive the refusal (runsc 20221219), so the lifecycle lets them end first. */
+	bool keeps_connections;
 	/* Checks the host can run this driver; allocates *out. */
 	int (*init)(struct daemon *d, struct driver **out, struct err *e);
 	void (*fini)(struct driver *drv);

@@ -12,7 +12,9 @@
  * work/ directly in their dir; rootfs.opts records which.
  *
  * Flags: the ptrace platform (the only one that works without VT-x here),
- * no network, and --host-uds=open so the agent can connect to its socket.
+ * --host-uds=open so the agent can connect to its socket, and the network: gVisor's own
+ * stack on the interface of the sandbox's inner namespace (--network=sandbox, net/net.h),
+ * or none for a sandbox made before sandboxes had one.
  */
 #include "daemon/driver/driver.h"
 
@@ -31,6 +33,7 @@
 #include <unistd.h>
 
 #include "daemon/driver/disk.h"
+#include "daemon/net/net.h"
 #include "daemon/driver/host.h"
 #include "daemon/driver/oci.h"
 #include "daemon/base/clock.h"
@@ -72,18 +75,30 @@ static void last_line(int fd, char *out, size_t n)
 	snprintf(out, n, "%s", nl ? nl + 1 : tail);
 }
 
-/* Runs runsc with the common flags and `args`, logging into the sandbox's runsc.log. */
-static int runsc(struct driver *drv, struct sandbox *sb, char *const args[], struct err *e)
+/* Runs runsc with the common flags and `args`, logging into the sandbox's runsc.log. With
+ * net_setup (run, restore: the commands that build the sandbox's network stack), it runs in
+ * the sandbox's inner network namespace (spawn_run_netns says why it hides a folder). */
+static int runsc_net(struct driver *drv, struct sandbox *sb, char *const args[], bool net_setup, struct err *e)
 {
 	char *argv[32] = { RUNSC_ARGS(drv) };
 	int argc = 6;
+	if (sb->network)
+		argv[4] = "--network=sandbox";
 	for (int i = 0; args[i] && argc < 31; i++)
 		argv[argc++] = args[i];
 	argv[argc] = NULL;
 	char logpath[700];
 	path(logpath, sizeof(logpath), sb, "runsc.log");
 	int log = open(logpath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	int rc = spawn_run(argv, log, log);
+	int rc, nsfd = -1;
+	if (net_setup && sb->network && (nsfd = net_inner_open(sb)) < 0)
+		rc = nsfd;
+	else if (nsfd >= 0)
+		rc = spawn_run_netns(argv, nsfd, true, log, log);
+	else
+		rc = spawn_run(argv, log, log);
+	if (nsfd >= 0)
+		close(nsfd);
 	char why[256] = "";
 	if (rc != 0 && log >= 0)
 		last_line(log, why, sizeof(why));
@@ -93,6 +108,11 @@ static int runsc(struct driver *drv, struct sandbox *sb, char *const args[], str
 		return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "runsc %s failed (status %d): %s", args[0], rc,
 			       why[0] ? why : "no message");
 	return 0;
+}
+
+static int runsc(struct driver *drv, struct sandbox *sb, char *const args[], struct err *e)
+{
+	return runsc_net(drv, sb, args, false, e);
 }
 
 static void settle_orphans(struct driver *drv);
@@ -364,6 +384,11 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 		.shim = drv->d->shim_path[0] ? drv->d->shim_path : NULL,
 		.cpus = sb->cpus, .memory_mb = sb->memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
 	};
+	char netns[700];
+	if (sb->network) {
+		net_inner_path(sb, netns, sizeof(netns));
+		p.netns = netns;
+	}
 	json_t *spec = oci_spec(&p);
 	char *text = spec ? json_dumps(spec, JSON_INDENT(1)) : NULL;
 	json_decref(spec);
@@ -409,7 +434,9 @@ static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
 	char bundle[700];
 	path(bundle, sizeof(bundle), sb, "bundle");
 	char *args[] = { "run", "--detach", "--bundle", bundle, sb->id, NULL };
-	int rc = runsc(drv, sb, args, e);
+	int rc = sb->network ? net_ensure(drv->d, sb, true, e) : 0;
+	if (rc == 0)
+		rc = runsc_net(drv, sb, args, true, e);
 	if (rc == 0)
 		raise_backstop(sb);
 	return rc;
@@ -494,7 +521,9 @@ static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
 	path(bundle, sizeof(bundle), sb, "bundle");
 	char *args[] = { "restore", "--detach", "--bundle", bundle, opt, sb->id, NULL };
-	rc = runsc(drv, sb, args, e);
+	if (sb->network && (rc = net_ensure(drv->d, sb, true, e)) < 0)
+		return rc;
+	rc = runsc_net(drv, sb, args, true, e);
 	if (rc == 0)
 		raise_backstop(sb);
 	return rc;
@@ -537,6 +566,8 @@ static int gv_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
 	/* the disk last: the overlay above it is gone (a lazy unmount may still hold it a moment) */
 	if ((rc = disk_umount(layer)) < 0 && umount2(layer, MNT_DETACH) < 0 && errno != EINVAL)
 		return err_set(e, 500, "internal", -rc, "unmounting %s: %s", layer, strerror(-rc));
+	if ((rc = net_remove(drv->d, sb, e)) < 0)
+		return rc;
 	char *rm[] = { "rm", "-rf", "--one-file-system", sb->dir, NULL };
 	if (spawn_run(rm, -1, -1) != 0)
 		return err_set(e, 500, "internal", EIO, "cannot remove %s", sb->dir);

@@ -58,13 +58,14 @@
 #include "daemon/driver/vm_boot.h"
 #include "daemon/driver/vm_proc.h"
 #include "daemon/driver/vm_guest.h"
+#include "daemon/net/net.h"
 #include "daemon/store/cache.h"
 
 #define VM_TB_MB 32               /* TCG's translation buffer; QEMU's default is 1 GiB on x86 */
 #define VM_OVERHEAD_MB (VM_TB_MB + 160) /* QEMU beside guest RAM: its code, TCG's regions, buffers */
 #define VM_MIGRATE_POLL_MS 5 /* a query-status costs QEMU ~0.1 ms; a restore ends ~12 ms sooner than at 20 */
 #define VM_MIGRATE_MS_PER_MIB 200 /* a bound on a migration: far above the ~4 ms/MiB measured */
-#define VM_BOOTED_RECIPE 2        /* changes when what goes into a booted image does */
+#define VM_BOOTED_RECIPE 3        /* changes when what goes into a booted image does */
 #define VM_BOOTED_KEY 32          /* hex characters of its key in its name: the sockets of its
                                      build live under it, and a socket's path is short */
 
@@ -270,6 +271,7 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	snprintf(b.kernel, sizeof(b.kernel), "%s", drv->vmlinuz);
 	snprintf(b.initramfs, sizeof(b.initramfs), "%s", drv->initramfs);
 	b.booted[0] = '\0';
+	b.net = sb->network != NULL;
 	/* the guest's name comes to its init as an argument after the command line's "--" */
 	if (snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_NAME_ARG "%s", drv->cmdline, sb->id) >=
 	    (int)sizeof(b.cmdline))
@@ -417,8 +419,17 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 	}
 	if (image_fd >= 0)
 		memcpy(b.kernel, stub, sizeof(stub));
+	/* the tap behind its network device, in its edge namespace (made now if need be; a booted
+	 * image's build made its own) */
+	int tap = -1;
+	if (b.net && ((!transient && (rc = net_ensure(drv->d, sb, false, e)) < 0) || (rc = tap = net_tap_open(sb, e)) < 0)) {
+		close_pending(p);
+		return rc;
+	}
 	int files[VM_NFILES];
 	if ((rc = open_files(sb, &b, j.uid, files, e)) < 0) {
+		if (tap >= 0)
+			close(tap);
 		close_pending(p);
 		return rc;
 	}
@@ -447,7 +458,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 	while (argv[argc])
 		argc++;
 
-	int keep[VM_NFILES + 3] = { p->agent_fd, p->qmp_fd };
+	int keep[VM_NFILES + 4] = { p->agent_fd, p->qmp_fd };
 	int nkeep = 2;
 	for (int i = 0; i < VM_NFILES; i++)
 		keep[nkeep++] = files[i];
@@ -460,6 +471,15 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 		argv[argc++] = "fd:" FD_INCOMING;
 		keep[nkeep++] = image_fd;
 	}
+	char netdev[64];
+	if (tap >= 0) {
+		snprintf(netdev, sizeof(netdev), "tap,id=net0,fd=%d,vhost=off", 3 + nkeep);
+		keep[nkeep++] = tap;
+		argv[argc++] = "-netdev";
+		argv[argc++] = netdev;
+		argv[argc++] = "-device";
+		argv[argc++] = "virtio-net-device,netdev=net0,mac=" NET_GUEST_MAC;
+	}
 	argv[argc] = NULL;
 	int log = open(qlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	const char *step = "";
@@ -468,6 +488,8 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 		close(log);
 	for (int i = 0; i < VM_NFILES; i++)
 		close(files[i]);
+	if (tap >= 0)
+		close(tap);
 	close_pending(p); /* QEMU has its own copies; a monitor session waits in the backlog */
 	if (pid < 0)
 		return err_set(e, 500, "internal", (int)-pid, "cannot run %s (%s): %s", QEMU, step, strerror((int)-pid));
@@ -715,8 +737,16 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
 	vm_path(kept, sizeof(kept), w, "disk.img");
 	snprintf(blanks, sizeof(blanks), "%s/disks", bb->drv->d->state_dir);
 	vm_path(agent, sizeof(agent), w, "vm/agent.sock");
+	/* a build cut short leaves its namespace mounted, which the cache's removal of the folder
+	 * stops at */
+	struct err left = { 0 };
+	net_scratch(tmp, false, &left);
+	rmdir(tmp);
 	int rc = mkdir(tmp, 0700) < 0 || mkdir(upper, 0700) < 0
 			 ? err_set(e, 500, "internal", errno, "mkdir %s: %s", upper, strerror(errno)) : 0;
+	/* a guest with a network device is built beside a tap of its own that leads nowhere */
+	if (rc == 0 && bb->boot->net)
+		rc = net_scratch(tmp, true, e);
 	if (rc == 0 && (rc = disk_create(blanks, disk, w->disk_mb, e)) == 0 && (rc = bind_sockets(bb->drv, w, e)) == 0 &&
 	    (rc = vm_write_env(w, e)) == 0 && (rc = vm_write_boot(w, bb->boot, e)) == 0 &&
 	    (rc = boot_vm(bb->drv, w, true, e)) == 0)
@@ -725,6 +755,8 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
 		rc = vm_checkpoint(bb->drv, w, tmp, 0, e); /* the disk synced with the memory */
 	struct err ignored = { 0 };
 	vm_stop(bb->drv, w, &ignored);
+	if (bb->boot->net)
+		net_scratch(tmp, false, &ignored);
 	if (rc == 0 && rename(disk, kept) < 0)
 		rc = err_set(e, 500, "internal", errno, "rename %s: %s", disk, strerror(errno));
 	static const char *const gone[] = { "upper/disk.img", "upper", "vm/agent.sock", "vm/qmp.sock", "vm/qemu.pid",
@@ -750,9 +782,9 @@ static int booted_image(struct driver *drv, const struct sandbox *sb, struct boo
 	struct boot wait = *b; /* a nameless guest: the name comes with each sandbox */
 	snprintf(wait.cmdline, sizeof(wait.cmdline), "%s", drv->cmdline);
 	char recipe[4096], key[65], parent[600];
-	int len = snprintf(recipe, sizeof(recipe), "recipe=%d %s\n%s\n%s\n%s\n%s\nram=%d cpus=%d disk=%d",
+	int len = snprintf(recipe, sizeof(recipe), "recipe=%d %s\n%s\n%s\n%s\n%s\nram=%d cpus=%d disk=%d net=%d",
 			   VM_BOOTED_RECIPE, drv->runtime, wait.kernel, wait.initramfs, wait.image, wait.cmdline,
-			   sb->memory_mb, sb->cpus, sb->disk_mb);
+			   sb->memory_mb, sb->cpus, sb->disk_mb, (int)wait.net);
 	int rc = len > 0 && (size_t)len < sizeof(recipe) ? hash_sha256_hex(recipe, (size_t)len, key) : -ENOSPC;
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot compute the booted image's key");
@@ -823,7 +855,7 @@ static int vm_stop(struct driver *drv, struct sandbox *sb, struct err *e)
 static int vm_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	int rc = vm_stop(drv, sb, e);
-	if (rc < 0)
+	if (rc < 0 || (rc = net_remove(drv->d, sb, e)) < 0)
 		return rc;
 	char *rm[] = { "rm", "-rf", "--one-file-system", sb->dir, NULL };
 	if (spawn_run(rm, -1, -1) != 0)
@@ -962,6 +994,7 @@ static const char *vm_runtime(struct driver *drv)
 const struct driver_ops driver_vm = {
 	.name = "microvm",
 	.agent_dial = "vm/agent.sock",
+	.keeps_connections = true,
 	.hello_timeout_ms = 180000, /* twenty guests booting at once under TCG on two cores: ~60 s */
 	.init = vm_init,
 	.fini = vm_fini,

@@ -87,6 +87,8 @@ json_t *oci_spec(const struct oci_params *p)
 
 	json_t *ns = json_pack("[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}]", "type", "pid", "type", "network", "type", "ipc",
 			       "type", "uts", "type", "mount");
+	if (p->netns)
+		json_object_set_new(json_array_get(ns, 1), "path", json_string(p->netns));
 	json_t *resources = json_pack("{s:{s:I}, s:{s:I, s:I}, s:{s:I}}", "memory", "limit",
 				      (json_int_t)p->memory_mb * 1024 * 1024, "cpu", "quota", (json_int_t)p->cpus * 100000,
 				      "period", (json_int_t)100000, "pids", "limit", (json_int_t)p->pids);

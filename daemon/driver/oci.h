@@ -25,6 +25,7 @@ struct oci_params {
 	int memory_mb;
 	int pids;                /* host cgroup backstop */
 	int nproc;               /* per-process RLIMIT_NPROC inside, below pids */
+	const char *netns;       /* the network namespace to join (a path), or NULL for a new one */
 };
 
 #define OCI_NOFILE 524288    /* open files per process inside a sandbox (hard; soft 1024), as Debian */

@@ -16,8 +16,8 @@ int vm_write_boot(struct sandbox *sb, const struct boot *b, struct err *e)
 {
 	char p[720];
 	vm_path(p, sizeof(p), sb, "vm/boot.json");
-	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "kernel", b->kernel, "initramfs", b->initramfs, "image", b->image,
-			      "cmdline", b->cmdline, "booted", b->booted);
+	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "kernel", b->kernel, "initramfs", b->initramfs, "image",
+			      b->image, "cmdline", b->cmdline, "booted", b->booted, "net", b->net);
 	int rc = j && json_dump_file(j, p, JSON_INDENT(1)) == 0 ? 0 : -EIO;
 	json_decref(j);
 	int fd = rc == 0 ? open(p, O_RDONLY | O_CLOEXEC) : -1;
@@ -48,6 +48,7 @@ int vm_read_boot(struct sandbox *sb, struct boot *b, struct err *e)
 		snprintf(b->cmdline, sizeof(b->cmdline), "%s", c);
 		const char *w = json_string_value(json_object_get(j, "booted")); /* none before booted images */
 		snprintf(b->booted, sizeof(b->booted), "%s", w ? w : "");
+		b->net = json_is_true(json_object_get(j, "net")); /* none before sandboxes had networks */
 	}
 	json_decref(j);
 	return rc;

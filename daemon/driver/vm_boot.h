@@ -6,12 +6,15 @@
 #ifndef SPACE_DAEMON_VM_BOOT_H
 #define SPACE_DAEMON_VM_BOOT_H
 
+#include <stdbool.h>
+
 #include "daemon/base/err.h"
 #include "daemon/daemon.h"
 
 struct boot {
 	char kernel[800], initramfs[800], image[800], cmdline[1024];
 	char booted[800]; /* the template's booted image the VM starts from ("": it boots) */
+	bool net;         /* it has a network device (a tap in its edge namespace, net/net.h) */
 };
 
 /* vm/boot.json, written whole and synced / read back. 0 or -errno with e filled. */

@@ -34,7 +34,7 @@
 
 /* Module names the guest needs; kmod_order adds what they depend on and leaves out
  * what the kernel has built in (ext4, in Debian's cloud kernel). */
-#define VM_GUEST_MODULES "virtio_mmio", "virtio_blk", "virtio_console", "virtio_rng", "virtio_balloon", "ext4", "overlay", "erofs"
+#define VM_GUEST_MODULES "virtio_mmio", "virtio_blk", "virtio_console", "virtio_rng", "virtio_balloon", "virtio_net", "ext4", "overlay", "erofs"
 
 struct vm_kernel {
 	char package[128];  /* linux-image-6.1.0-57-cloud-amd64 */

@@ -95,6 +95,9 @@ int store_open(const char *path, struct store **out)
 		/* every sandbox and snapshot made before there was a choice ran under gVisor */
 		"ALTER TABLE sandboxes ADD COLUMN isolation TEXT NOT NULL DEFAULT 'gvisor'",
 		"ALTER TABLE snapshots ADD COLUMN isolation TEXT NOT NULL DEFAULT 'gvisor'",
+		/* NULL: made before sandboxes had a network */
+		"ALTER TABLE sandboxes ADD COLUMN network TEXT",
+		"ALTER TABLE snapshots ADD COLUMN network TEXT",
 	};
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
 		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
@@ -143,22 +146,45 @@ static int exec_args(struct store *st, const char *sql, const char *types, ...)
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
 }
 
+/* sb's policy with its slot, as stored; NULL for none (or no memory) */
+static char *network_text(const struct sandbox *sb)
+{
+	if (!sb->network)
+		return NULL;
+	json_t *o = json_deep_copy(sb->network);
+	json_object_set_new(o, "slot", json_integer(sb->net_slot));
+	json_object_set_new(o, "transit", json_string(sb->net_transit));
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}
+
 int store_put_sandbox(struct store *st, const struct sandbox *sb)
 {
 	char *env = json_dumps(sb->env, JSON_COMPACT);
 	char *meta = json_dumps(sb->metadata, JSON_COMPACT);
+	char *net = network_text(sb);
 	int rc = -ENOMEM;
-	if (env && meta)
+	if (env && meta && (net || !sb->network))
 		rc = exec_args(st,
 			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
 			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms,"
-			       " tenant, disk_mb, seq, isolation) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiidssidiiisiis", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       " tenant, disk_mb, seq, isolation, network) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiiisiiss", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
 			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
 			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
-			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq, sb->isolation);
+			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq, sb->isolation, net);
 	free(env);
 	free(meta);
+	free(net);
+	return rc;
+}
+
+int store_put_network(struct store *st, const struct sandbox *sb)
+{
+	char *net = network_text(sb);
+	int rc = net ? exec_args(st, "UPDATE sandboxes SET network = ? WHERE id = ?", "ss", net, sb->id) : -ENOMEM;
+	free(net);
 	return rc;
 }
 
@@ -212,8 +238,8 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	struct sandbox *head = NULL, **tail = &head;
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
-			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb, seq, isolation"
-			       " FROM sandboxes"
+			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb, seq, isolation,"
+			       " network FROM sandboxes"
 			       " ORDER BY created_ms",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
@@ -242,6 +268,18 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		sb->seq = (uint64_t)sqlite3_column_int64(stmt, 16);
 		const unsigned char *iso = sqlite3_column_text(stmt, 17);
 		snprintf(sb->isolation, sizeof(sb->isolation), "%s", iso ? (const char *)iso : "gvisor");
+		const unsigned char *net = sqlite3_column_text(stmt, 18);
+		json_t *n = net ? json_loads((const char *)net, 0, NULL) : NULL;
+		sb->net_slot = -1;
+		if (json_is_object(n) && json_is_integer(json_object_get(n, "slot"))) {
+			sb->net_slot = (int)json_integer_value(json_object_get(n, "slot"));
+			const char *tr = json_string_value(json_object_get(n, "transit"));
+			snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", tr ? tr : "");
+			json_object_del(n, "slot");
+			json_object_del(n, "transit");
+			sb->network = json_incref(n);
+		}
+		json_decref(n);
 		*tail = sb;
 		tail = &sb->next;
 	}
@@ -328,15 +366,17 @@ int store_put_snapshot(struct store *st, const char *id, const struct sandbox *s
 {
 	char *env = json_dumps(sb->env, JSON_COMPACT);
 	char *meta = json_dumps(sb->metadata, JSON_COMPACT);
+	char *net = sb->network ? json_dumps(sb->network, JSON_COMPACT) : NULL; /* the policy, no slot */
 	int rc = -ENOMEM;
-	if (env && meta)
+	if (env && meta && (net || !sb->network))
 		rc = exec_args(st,
 			       "INSERT INTO snapshots(id, sandbox_id, name, template, cpus, memory_mb, env, metadata,"
-			       " created_ms, tenant, disk_mb, bytes, isolation) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiissisiis", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
-			       meta, wall_ms(), sb->tenant, (int64_t)sb->disk_mb, (int64_t)bytes, sb->isolation);
+			       " created_ms, tenant, disk_mb, bytes, isolation, network) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiissisiiss", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
+			       meta, wall_ms(), sb->tenant, (int64_t)sb->disk_mb, (int64_t)bytes, sb->isolation, net);
 	free(env);
 	free(meta);
+	free(net);
 	return rc;
 }
 
@@ -353,7 +393,9 @@ static json_t *snapshot_row(sqlite3_stmt *stmt)
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	const unsigned char *name = sqlite3_column_text(stmt, 2);
-	return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:o, s:o, s:s, s:s, s:I, s:s}", "id",
+	const unsigned char *net = sqlite3_column_text(stmt, 13);
+	json_t *network = net ? json_loads((const char *)net, 0, NULL) : NULL;
+	json_t *row = json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:o, s:o, s:s, s:s, s:I, s:s}", "id",
 			 sqlite3_column_text(stmt, 0), "sandbox_id", sqlite3_column_text(stmt, 1), "name",
 			 name ? json_string((const char *)name) : json_null(), "template", sqlite3_column_text(stmt, 3),
 			 "cpus", sqlite3_column_int(stmt, 4), "memory_mb", sqlite3_column_int(stmt, 5),
@@ -361,10 +403,15 @@ static json_t *snapshot_row(sqlite3_stmt *stmt)
 			 load_object(sqlite3_column_text(stmt, 6)), "metadata", load_object(sqlite3_column_text(stmt, 7)),
 			 "created_at", when, "tenant", sqlite3_column_text(stmt, 9), "bytes",
 			 (json_int_t)sqlite3_column_int64(stmt, 11), "isolation", sqlite3_column_text(stmt, 12));
+	json_object_set_new(row, "network", json_is_object(network) ? network : json_null());
+	if (!json_is_object(network))
+		json_decref(network);
+	return row;
 }
 
 #define SNAPSHOT_COLUMNS \
-	"id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms, tenant, disk_mb, bytes, isolation"
+	"id, sandbox_id, name, template, cpus, memory_mb, env, metadata, created_ms, tenant, disk_mb, bytes, isolation, " \
+	"network"
 
 json_t *store_get_snapshot(struct store *st, const char *id)
 {

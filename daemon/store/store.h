@@ -43,6 +43,9 @@ int store_save(struct store *st, const struct sb_record *r);
 /* store_record and store_save together, with d->lock held: for a write that decides the
  * request's answer before anything else may happen to the sandbox. [L] */
 int store_save_now(struct store *st, struct sandbox *sb);
+/* Records sb's network policy (after a change of it). */
+int store_put_network(struct store *st, const struct sandbox *sb);
+
 int store_delete_sandbox(struct store *st, const char *id);
 /* Loads every recorded sandbox as a newly allocated list (oldest first) in *out. */
 int store_load_sandboxes(struct store *st, struct sandbox **out);

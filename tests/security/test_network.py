@@ -72,11 +72,13 @@ def host_addresses():
 
 
 @gvisor_only(OWN_KERNEL)
+@pytest.mark.sandbox(network=False)
 def test_raw_and_packet_sockets(attack):
-    """Raw IPv4 and IPv6 sockets (ICMP, IPPROTO_RAW) and AF_PACKET sockets (raw and datagram).
+    """Raw IPv4 and IPv6 sockets (ICMP, IPPROTO_RAW) and AF_PACKET sockets (raw and datagram),
+    from a sandbox made with no network.
 
     Expected: all refused (no NET_RAW); the sandbox's only interface is its own
-    loopback and the host's routes are unchanged.
+    loopback and the host's routes are unchanged. (With a network: tests/net/test_escape.py.)
     """
     host_routes = open("/proc/net/route").read()
     code = textwrap.dedent("""
@@ -102,9 +104,12 @@ def test_raw_and_packet_sockets(attack):
     attack.note(" ".join(res["stdout"].split()))
 
 
+@pytest.mark.sandbox(network=False)
 def test_reach_the_host_network(attack):
     """TCP and UDP to listeners on the host's loopback and every host address, to a public DNS
-    server, to the cloud metadata address, and to IPv6 loopback.
+    server, to the cloud metadata address, and to IPv6 loopback, from a sandbox made with no
+    network (a networked sandbox's attempts run in tests/net/test_escape.py, inside namespaces
+    that lead nowhere).
 
     Expected: nothing leaves the sandbox: connects fail (no route, or refused
     by the sandbox's own loopback) and the host listeners see no peer.

@@ -268,6 +268,8 @@ def q(path):
 class Daemon:
     """One build/spaced with its own state directory and socket (and a TCP listener with listen)."""
 
+    count = 0
+
     def __init__(self, state_dir=None, listen=None, agent=AGENT, cwd=ROOT, spaced=SPACED, prefix="space-test-",
                  io_timeout=IO_TIMEOUT, args=(), env=None):
         self.state_dir = state_dir or tempfile.mkdtemp(prefix=prefix)
@@ -282,9 +284,18 @@ class Daemon:
         self.log_path = os.path.join(self.state_dir, "spaced.log")
         self.proc = None
         self.api = Api(self.socket, io_timeout=io_timeout)
+        Daemon.count += 1
+        self.transit = f"10.214.{(os.getpid() * 7 + Daemon.count) % 256}.0/24"
 
     def argv(self):
         a = [self.spaced, "--state-dir", self.state_dir, "--socket", self.socket, "--agent", self.agent]
+        # Traffic in tests stays on this machine (tests/README.md): sandboxes of a test's spaced
+        # reach nothing beyond themselves unless the test says otherwise (tests/net make their
+        # own namespaces for that), and each spaced has a transit range of its own.
+        if "--default-egress" not in self.args:
+            a += ["--default-egress", "none"]
+        if "--net-transit" not in self.args:
+            a += ["--net-transit", self.transit]
         if self.listen:
             a += ["--listen", self.listen]
         if ISOLATION and not {"--isolation", "--driver"} & set(self.args):

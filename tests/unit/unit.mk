@@ -14,7 +14,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_state daemon/core/test_isolation daemon/driver/test_oci \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
               agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport \
-              agent/test_fwcfg agent/test_ports
+              agent/test_fwcfg agent/test_ports daemon/net/test_policy
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -84,12 +84,15 @@ UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daem
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
                  daemon/base/hash.c \
-                 daemon/store/store.c daemon/store/template.c \
+                 daemon/store/store.c daemon/store/template.c daemon/net/net.c daemon/net/policy.c \
                  lib/buf.c lib/codec.c lib/frame.c
-UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lpthread
+UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lpthread
 
 UNIT_SRC := $(UNIT_TESTS:%=tests/unit/%.c)
 UNIT_BIN := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 
 # Each test binary gets UNIT_SECONDS to finish; a hung test fails the run.
 UNIT_SECONDS ?= 60
+
+UNIT_test_policy      := daemon/net/policy.c daemon/base/err.c
+UNIT_LIBS_test_policy := -ljansson

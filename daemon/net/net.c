@@ -1,0 +1,665 @@
+/*
+ * daemon/net/net.c - sandboxes' namespaces, links and rules (see net.h).
+ *
+ * A job thread does the work inside a sandbox's namespace by moving itself there (setns of
+ * the network namespace is per thread) and back: a program it starts there (ip, nft) is born
+ * in it. A thread that cannot move back aborts spaced, since anything it did next would act
+ * inside a sandbox's network; sandboxes outlive spaced, and a restarted spaced adopts them.
+ */
+#include "daemon/net/net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <linux/if_tun.h>
+#include <nftables/libnftables.h>
+
+#include "daemon/base/log.h"
+#include "daemon/base/spawn.h"
+#include "daemon/net/policy.h"
+
+#define NSFS_MAGIC_NUMBER 0x6e736673
+#define CHAIN_FMT "sb%d"
+#define SCRIPT_MAX 16384
+
+/* A transit range's first address (host order) and prefix length. */
+static uint32_t range_of(const char *cidr, int *prefix)
+{
+	char base[20];
+	snprintf(base, sizeof(base), "%s", cidr);
+	char *slash = strchr(base, '/');
+	*prefix = slash ? atoi(slash + 1) : 32;
+	if (slash)
+		*slash = '\0';
+	struct in_addr a = { 0 };
+	inet_pton(AF_INET, base, &a);
+	return ntohl(a.s_addr);
+}
+
+static int slots_of(const struct daemon *d)
+{
+	int prefix;
+	range_of(d->net_transit, &prefix);
+	int n = 1 << (32 - prefix - 2);
+	return n < NET_SLOTS ? n : NET_SLOTS;
+}
+
+/* The address of sb's /30 with the last part `part` (1: host's end, 2: edge's). */
+static void slot_addr(const struct sandbox *sb, int part, char *out, size_t n)
+{
+	int prefix;
+	struct in_addr a = { .s_addr = htonl(range_of(sb->net_transit, &prefix) + (uint32_t)sb->net_slot * 4 +
+					     (uint32_t)part) };
+	inet_ntop(AF_INET, &a, out, (socklen_t)n);
+}
+
+/* sb's interface in spaced's namespace: "sp" + the tag + the slot. */
+static void host_if(const struct sandbox *sb, char *out, size_t n)
+{
+	snprintf(out, n, "sp%s%d", sb->d->net_tag, sb->net_slot);
+}
+
+int net_transit_parse(const char *in, char *out, size_t n)
+{
+	const char *slash = strchr(in, '/');
+	int prefix = slash ? atoi(slash + 1) : 0;
+	if (!slash || prefix < NET_TRANSIT_MIN_PREFIX || prefix > NET_TRANSIT_MAX_PREFIX)
+		return -EINVAL;
+	return net_cidr_normal(in, out, n);
+}
+
+static void ns_path(const struct sandbox *sb, const char *leaf, char *out, size_t n)
+{
+	snprintf(out, n, "%s/net/%s", sb->dir, leaf);
+}
+
+void net_inner_path(const struct sandbox *sb, char *out, size_t n)
+{
+	ns_path(sb, "inner", out, n);
+}
+
+void net_host_reach(const struct sandbox *sb, char *out, size_t n)
+{
+	slot_addr(sb, 2, out, n);
+}
+
+/* Moves the calling thread into the namespace at nsfd; *home is the way back. */
+static int enter(int nsfd, int *home)
+{
+	*home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (*home < 0)
+		return -errno;
+	if (setns(nsfd, CLONE_NEWNET) < 0) {
+		int rc = -errno;
+		close(*home);
+		return rc;
+	}
+	return 0;
+}
+
+static void leave(int home)
+{
+	if (setns(home, CLONE_NEWNET) < 0) {
+		log_error("cannot return a thread to spaced's network namespace: %s; stopping", strerror(errno));
+		abort();
+	}
+	close(home);
+}
+
+static bool is_ns(const char *path)
+{
+	struct statfs st;
+	return statfs(path, &st) == 0 && (unsigned long)st.f_type == NSFS_MAGIC_NUMBER;
+}
+
+/* A new, empty network namespace bound at path (kept however many processes use it). */
+static int make_ns(const char *path)
+{
+	if (is_ns(path))
+		return 0;
+	int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (home < 0)
+		return -errno;
+	int rc = 0;
+	if (unshare(CLONE_NEWNET) < 0) {
+		close(home);
+		return -errno;
+	}
+	if (mount("/proc/thread-self/ns/net", path, NULL, MS_BIND, NULL) < 0)
+		rc = -errno;
+	leave(home);
+	return rc;
+}
+
+static void drop_ns(const char *path)
+{
+	if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		log_warn("cannot unmount network namespace %s: %s", path, strerror(errno));
+	unlink(path);
+}
+
+/* The first line of what the memfd fd holds, into out. */
+static void first_line(int fd, char *out, size_t n)
+{
+	ssize_t r = pread(fd, out, n - 1, 0);
+	out[r > 0 ? r : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/* Runs `ip -batch` on script in the namespace at path (NULL: spaced's). With quiet, a failure is
+ * not filled into e (undoing what may not be there). */
+static int ip_batch(const char *path, const char *script, bool quiet, struct err *e)
+{
+	int in = memfd_create("space-net-script", MFD_CLOEXEC), out = memfd_create("space-net-out", MFD_CLOEXEC);
+	int nsfd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	int rc = 0, home = -1;
+	size_t len = strlen(script);
+	if (in < 0 || out < 0 || (path && nsfd < 0))
+		rc = -errno;
+	else if (write(in, script, len) != (ssize_t)len)
+		rc = -EIO;
+	else if (nsfd >= 0)
+		rc = enter(nsfd, &home);
+	if (rc == 0) {
+		char *argv[] = { "ip", "-batch", "/dev/fd/3", NULL };
+		rc = spawn_run_keep(argv, &in, 1, out, out);
+		if (home >= 0)
+			leave(home);
+	}
+	if (rc != 0 && !quiet) {
+		char why[256] = "";
+		if (out >= 0)
+			first_line(out, why, sizeof(why));
+		err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "ip failed setting up a sandbox's network%s%s: %s",
+			path ? " in " : "", path ? path : "", why[0] ? why : rc < 0 ? strerror(-rc) : "no message");
+	}
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	if (nsfd >= 0)
+		close(nsfd);
+	return rc == 0 ? 0 : rc < 0 ? rc : -EIO;
+}
+
+/* Runs an nft script (one transaction: all of it or nothing) in the namespace at path (NULL:
+ * spaced's), through libnftables in this thread, whose netlink socket is made in that
+ * namespace. With quiet, a failure is not filled into e. */
+static int nft(const char *path, const char *script, bool quiet, struct err *e)
+{
+	int nsfd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1, home = -1, rc = 0;
+	if (path && nsfd < 0)
+		rc = -errno;
+	else if (nsfd >= 0)
+		rc = enter(nsfd, &home);
+	if (rc < 0) {
+		if (nsfd >= 0)
+			close(nsfd);
+		return quiet ? rc : err_set(e, 500, "internal", -rc, "cannot enter %s: %s", path, strerror(-rc));
+	}
+	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (!ctx) {
+		rc = -ENOMEM;
+	} else {
+		nft_ctx_buffer_output(ctx);
+		nft_ctx_buffer_error(ctx);
+		if (nft_run_cmd_from_buffer(ctx, script) != 0) {
+			rc = -EIO;
+			if (!quiet) {
+				const char *why = nft_ctx_get_error_buffer(ctx);
+				char first[256];
+				snprintf(first, sizeof(first), "%s", why && *why ? why : "no message");
+				first[strcspn(first, "\n")] = '\0';
+				err_set(e, 500, "internal", EIO, "nftables refused a sandbox's rules%s%s: %s", path ? " in " : "",
+					path ? path : "", first);
+			}
+		}
+		nft_ctx_free(ctx);
+	}
+	if (home >= 0)
+		leave(home);
+	if (nsfd >= 0)
+		close(nsfd);
+	return rc;
+}
+
+/* Writes value into the sysctl file rel (under /proc/sys/) of the namespace at path. */
+static int sysctls(const char *path, const char *const *rel, const char *value)
+{
+	int nsfd = open(path, O_RDONLY | O_CLOEXEC), home, rc;
+	if (nsfd < 0)
+		return -errno;
+	if ((rc = enter(nsfd, &home)) < 0) {
+		close(nsfd);
+		return rc;
+	}
+	for (; *rel && rc == 0; rel++) {
+		char p[256];
+		snprintf(p, sizeof(p), "/proc/sys/%s", *rel);
+		int fd = open(p, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, value, strlen(value)) != (ssize_t)strlen(value))
+			rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
+	leave(home);
+	close(nsfd);
+	return rc;
+}
+
+static const char *const NO_IPV6[] = { "net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6",
+				       NULL };
+static const char *const FORWARD[] = { "net/ipv4/ip_forward", NULL };
+static const char *const TIME_WAIT[] = { "net/netfilter/nf_conntrack_tcp_timeout_time_wait", NULL };
+
+int net_init(struct daemon *d, struct err *e)
+{
+	uint32_t h = 2166136261u; /* FNV-1a of the state dir: the tag */
+	for (const unsigned char *p = (const unsigned char *)d->state_dir; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	snprintf(d->net_tag, sizeof(d->net_tag), "%04x", (unsigned)(h & 0xffff));
+	if (!d->net_transit[0])
+		snprintf(d->net_transit, sizeof(d->net_transit), "%s", NET_TRANSIT_DEFAULT);
+	int fd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "1", 1) != 1) {
+		int rc = errno;
+		if (fd >= 0)
+			close(fd);
+		return err_set(e, 500, "internal", rc, "cannot turn IPv4 forwarding on: %s", strerror(rc));
+	}
+	close(fd);
+	char permits[NET_PERMITS_MAX * 20 + 64] = "";
+	size_t used = 0;
+	for (int i = 0; i < d->net_npermits; i++)
+		used += (size_t)snprintf(permits + used, sizeof(permits) - used, "%s%s", i ? ", " : "elements = { ",
+					 d->net_permits[i]);
+	if (d->net_npermits)
+		snprintf(permits + used, sizeof(permits) - used, " };");
+	char script[4096];
+	/* sandboxes are told apart by the interface their traffic comes in on: sp<tag><slot> maps
+	 * to the chain of that sandbox's policy; one with no chain reaches nothing */
+	const char *t = d->net_tag;
+	snprintf(script, sizeof(script),
+		 "table inet space_%s\n"
+		 "delete table inet space_%s\n"
+		 "table inet space_%s {\n"
+		 "  set blocked { type ipv4_addr; flags interval; elements = { " NET_BLOCKED " }; }\n"
+		 "  set permitted { type ipv4_addr; flags interval; %s }\n"
+		 "  map sandboxes { type ifname : verdict; }\n"
+		 "  chain input { type filter hook input priority filter - 10; policy accept;\n"
+		 "    iifname \"sp%s*\" ct state established,related accept\n"
+		 "    iifname \"sp%s*\" meta l4proto tcp reject with tcp reset\n"
+		 "    iifname \"sp%s*\" reject with icmp type admin-prohibited; }\n"
+		 "  chain forward { type filter hook forward priority filter - 10; policy accept;\n"
+		 "    oifname \"sp%s*\" ct state established,related accept\n"
+		 "    oifname \"sp%s*\" drop\n"
+		 "    iifname vmap @sandboxes\n"
+		 "    iifname \"sp%s*\" drop; }\n"
+		 "  chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
+		 "    iifname \"sp%s*\" oifname != \"sp%s*\" masquerade; }\n"
+		 "}\n",
+		 t, t, t, permits, t, t, t, t, t, t, t, t);
+	return nft(NULL, script, false, e);
+}
+
+int net_slot_pick(struct daemon *d)
+{
+	static unsigned char used[NET_SLOTS / 8]; /* [L] */
+	memset(used, 0, sizeof(used));
+	int slots = slots_of(d);
+	/* every sandbox's slot, whatever range it was made in: the slot names its interface */
+	for (struct sandbox *s = d->sandboxes; s; s = s->next)
+		if (s->network && s->net_slot >= 0 && s->net_slot < NET_SLOTS)
+			used[s->net_slot / 8] |= (unsigned char)(1u << (s->net_slot % 8));
+	for (int i = 0; i < slots; i++)
+		if (!(used[i / 8] & (1u << (i % 8))))
+			return i;
+	return -ENOSPC;
+}
+
+/* Whether the interface name exists in spaced's namespace. */
+static bool host_link(const struct sandbox *sb)
+{
+	char name[IF_NAMESIZE];
+	host_if(sb, name, sizeof(name));
+	return if_nametoindex(name) != 0;
+}
+
+/* The edge: its half of the slot, the way to the sandbox (a veth to inner, or a tap), and its
+ * address translation. Only the sandbox's own address passes, only between gw0 and up0. */
+static int build_edge(const struct sandbox *sb, const char *edge, bool inner, struct err *e)
+{
+	char host[16], reach[16], in[600], script[2048];
+	slot_addr(sb, 1, host, sizeof(host));
+	slot_addr(sb, 2, reach, sizeof(reach));
+	net_inner_path(sb, in, sizeof(in));
+	char way[700];
+	if (inner)
+		snprintf(way, sizeof(way), "link add gw0 type veth peer name eth0 netns %s\n", in);
+	else
+		snprintf(way, sizeof(way), "tuntap add dev gw0 mode tap vnet_hdr\n");
+	snprintf(script, sizeof(script),
+		 "link set lo up\nlink set up0 up\naddr add %s/%d dev up0\nroute add default via %s dev up0\n%s"
+		 "addr add " NET_GATEWAY_ADDR "/%d dev gw0\nlink set gw0 up\n",
+		 reach, NET_PREFIX, host, way, NET_PREFIX);
+	int rc = ip_batch(edge, script, false, e);
+	if (rc < 0)
+		return rc;
+	snprintf(script, sizeof(script),
+		 "table ip space {\n"
+		 "  chain prerouting { type nat hook prerouting priority dstnat; policy accept;\n"
+		 "    iifname \"up0\" ip daddr %s dnat to " NET_SANDBOX_ADDR "; }\n"
+		 "  chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
+		 "    oifname \"up0\" ip saddr " NET_SANDBOX_ADDR " snat to %s; }\n"
+		 "  chain forward { type filter hook forward priority filter; policy drop;\n"
+		 "    ct state established,related accept\n"
+		 "    iifname \"gw0\" oifname \"up0\" ip saddr " NET_SANDBOX_ADDR " accept\n"
+		 "    iifname \"up0\" oifname \"gw0\" ip daddr " NET_SANDBOX_ADDR " ct status dnat accept; }\n"
+		 "  chain input { type filter hook input priority filter; policy drop;\n"
+		 "    iif \"lo\" accept\n"
+		 "    ct state established,related accept; }\n"
+		 "}\n",
+		 reach, reach);
+	int rc2 = nft(edge, script, false, e);
+	/* gVisor's time-wait lasts 60 s; the tracking's, 120 s by default, is brought just past it */
+	if (rc2 == 0 && (rc2 = sysctls(edge, TIME_WAIT, "61")) < 0)
+		rc2 = err_set(e, 500, "internal", -rc2, "cannot set the edge's time-wait: %s", strerror(-rc2));
+	return rc2;
+}
+
+/* The inner namespace as runsc is to find it: runsc takes the interface's address away from
+ * the host's view when it starts, so a restore needs it put back. */
+static int refresh_inner(const char *in, struct err *e)
+{
+	return ip_batch(in,
+		    "link set lo up\nlink set eth0 up\naddr replace " NET_SANDBOX_ADDR "/30 dev eth0\n"
+		    "route replace default via " NET_GATEWAY_ADDR " dev eth0\n",
+		    false, e);
+}
+
+int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
+{
+	char dir[600], edge[600], in[600];
+	snprintf(dir, sizeof(dir), "%s/net", sb->dir);
+	ns_path(sb, "edge", edge, sizeof(edge));
+	net_inner_path(sb, in, sizeof(in));
+	if (!sb->network || sb->net_slot < 0 || sb->net_slot >= NET_SLOTS || !sb->net_transit[0])
+		return err_set(e, 500, "internal", EINVAL, "sandbox %s has no network slot", sb->id);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return err_set(e, 500, "internal", errno, "cannot create %s: %s", dir, strerror(errno));
+	int rc = 0;
+	bool fresh = !(is_ns(edge) && host_link(sb) && (!inner || is_ns(in)));
+	if (fresh) {
+		struct err ignored = { 0 };
+		if (is_ns(edge) || is_ns(in) || host_link(sb)) /* half made: made again whole */
+			net_remove(d, sb, &ignored);
+		char name[IF_NAMESIZE], host[16], script[1024];
+		host_if(sb, name, sizeof(name));
+		slot_addr(sb, 1, host, sizeof(host));
+		if ((rc = make_ns(edge)) < 0 || (inner && (rc = make_ns(in)) < 0))
+			return err_set(e, 500, "internal", -rc, "cannot make a network namespace for %s: %s", sb->id,
+				       strerror(-rc));
+		if ((rc = sysctls(edge, FORWARD, "1")) < 0 || (rc = sysctls(edge, NO_IPV6, "1")) < 0 ||
+		    (inner && (rc = sysctls(in, NO_IPV6, "1")) < 0))
+			return err_set(e, 500, "internal", -rc, "cannot set up %s's network namespaces: %s", sb->id,
+				       strerror(-rc));
+		snprintf(script, sizeof(script),
+			 "link add %s type veth peer name up0 netns %s\naddr add %s/%d dev %s\nlink set %s up\n", name,
+			 edge, host, NET_PREFIX, name, name);
+		if ((rc = ip_batch(NULL, script, false, e)) < 0 || (rc = build_edge(sb, edge, inner, e)) < 0)
+			return rc;
+	}
+	if (inner && (rc = refresh_inner(in, e)) < 0)
+		return rc;
+	struct err ignored = { 0 };
+	if (!fresh)
+		net_hold(d, sb, false, &ignored); /* a suspend's, now over */
+	return net_apply(d, sb, e);
+}
+
+int net_hold(struct daemon *d, struct sandbox *sb, bool on, struct err *e)
+{
+	(void)d;
+	char edge[600];
+	ns_path(sb, "edge", edge, sizeof(edge));
+	if (!on)
+		return nft(edge, "flush chain ip space hold\ndelete chain ip space hold\n", true, e);
+	return nft(edge,
+		    "add chain ip space hold { type filter hook forward priority filter - 5; policy accept; }\n"
+		    "flush chain ip space hold\n"
+		    "add rule ip space hold iifname \"up0\" ct state new drop\n"
+		    "add rule ip space hold iifname \"gw0\" ct state new meta l4proto tcp reject with tcp reset\n"
+		    "add rule ip space hold iifname \"gw0\" ct state new drop\n",
+		    false, e);
+}
+
+int net_apply(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	char *script = malloc(SCRIPT_MAX), chain[16];
+	if (!script)
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	snprintf(chain, sizeof(chain), CHAIN_FMT, sb->net_slot);
+	char table[32], name[IF_NAMESIZE];
+	snprintf(table, sizeof(table), "space_%s", d->net_tag);
+	host_if(sb, name, sizeof(name));
+	int n = net_policy_rules(sb->network, table, chain, script, SCRIPT_MAX - 128);
+	int rc = n < 0 ? err_set(e, 500, "internal", -n, "the policy of %s is too long to render", sb->id) : 0;
+	if (rc == 0) {
+		snprintf(script + n, SCRIPT_MAX - (size_t)n, "add element inet %s sandboxes { \"%s\" : jump %s }\n", table,
+			 name, chain);
+		rc = nft(NULL, script, false, e);
+	}
+	free(script);
+	return rc;
+}
+
+int net_remove(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	if (!sb->network || sb->net_slot < 0)
+		return 0;
+	char script[256], edge[600], in[600], name[IF_NAMESIZE];
+	host_if(sb, name, sizeof(name));
+	/* the map's element first: no packet finds a jump to a chain that is going */
+	snprintf(script, sizeof(script), "delete element inet space_%s sandboxes { \"%s\" }\n", d->net_tag, name);
+	nft(NULL, script, true, e);
+	snprintf(script, sizeof(script), "delete chain inet space_%s " CHAIN_FMT "\n", d->net_tag, sb->net_slot);
+	nft(NULL, script, true, e);
+	if (host_link(sb)) {
+		snprintf(script, sizeof(script), "link del %s\n", name);
+		int rc = ip_batch(NULL, script, false, e);
+		if (rc < 0)
+			return rc;
+	}
+	ns_path(sb, "edge", edge, sizeof(edge));
+	net_inner_path(sb, in, sizeof(in));
+	drop_ns(edge);
+	drop_ns(in);
+	return 0;
+}
+
+/* A field "key=value" of line, its value into out. */
+static bool field(const char *line, const char *key, char *out, size_t n)
+{
+	size_t klen = strlen(key);
+	for (const char *p = strstr(line, key); p; p = strstr(p + 1, key))
+		if ((p == line || p[-1] == ' ') && p[klen] == '=') {
+			snprintf(out, n, "%.*s", (int)strcspn(p + klen + 1, " \n"), p + klen + 1);
+			return true;
+		}
+	return false;
+}
+
+bool net_flow_open(const char *line)
+{
+	/* "ipv4     2 tcp      6 117 TIME_WAIT src=... [ASSURED] mark=1 zone=0 use=2" */
+	char family[8], proto[8], state[24];
+	int pnum;
+	long timeout;
+	if (sscanf(line, "%7s %*d %7s %d %ld %23s", family, proto, &pnum, &timeout, state) != 5 ||
+	    strcmp(proto, "tcp") != 0)
+		return false;
+	/* CLOSE: ended by a reset, no socket is left on either side. Every other state may hold
+	 * one inside, time-wait included: which side waits there cannot be told from here when
+	 * both closed at once (measured: the side whose FIN passed first was not the one left) */
+	return strcmp(state, "CLOSE") != 0;
+}
+
+int net_open_flows(const struct sandbox *sb, char *first, size_t n)
+{
+	char edge[600], line[512];
+	ns_path(sb, "edge", edge, sizeof(edge));
+	int nsfd = open(edge, O_RDONLY | O_CLOEXEC), home, rc;
+	if (nsfd < 0)
+		return -errno;
+	if ((rc = enter(nsfd, &home)) < 0) {
+		close(nsfd);
+		return rc;
+	}
+	FILE *f = fopen("/proc/thread-self/net/nf_conntrack", "re");
+	leave(home);
+	close(nsfd);
+	if (!f)
+		return errno == ENOENT ? 0 : -errno; /* no tracking yet: nothing was ever connected */
+	int count = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!net_flow_open(line))
+			continue;
+		if (count++ == 0) {
+			char state[24] = "", dst[48] = "", dport[8] = "", src[48] = "";
+			sscanf(line, "%*s %*d %*s %*d %*d %23s", state);
+			field(line, "src", src, sizeof(src));
+			field(line, "dst", dst, sizeof(dst));
+			field(line, "dport", dport, sizeof(dport));
+			for (char *c = state; *c; c++)
+				*c = (char)(*c == '_' ? '-' : *c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+			snprintf(first, n, "%s to %s port %s (%s)", src, dst, dport, state);
+		}
+	}
+	fclose(f);
+	return count;
+}
+
+void net_sweep(struct daemon *d)
+{
+	struct if_nameindex *all = if_nameindex();
+	char prefix[16];
+	snprintf(prefix, sizeof(prefix), "sp%s", d->net_tag);
+	for (struct if_nameindex *i = all; i && i->if_index; i++) {
+		const char *rest = i->if_name + strlen(prefix);
+		if (strncmp(i->if_name, prefix, strlen(prefix)) != 0 || !*rest || strspn(rest, "0123456789") != strlen(rest))
+			continue;
+		int slot = atoi(rest);
+		bool held = false;
+		for (struct sandbox *s = d->sandboxes; s && !held; s = s->next)
+			held = s->network && s->net_slot == slot;
+		if (held)
+			continue;
+		char script[64];
+		struct err e = { 0 };
+		snprintf(script, sizeof(script), "link del %s\n", i->if_name);
+		if (ip_batch(NULL, script, false, &e) == 0)
+			log_info("removed %s, the network of no sandbox", i->if_name);
+		else
+			log_warn("cannot remove %s: %s", i->if_name, e.msg);
+	}
+	if (all)
+		if_freenameindex(all);
+}
+
+int net_scratch(const char *dir, bool make, struct err *e)
+{
+	char net[600], edge[620];
+	snprintf(net, sizeof(net), "%s/net", dir);
+	snprintf(edge, sizeof(edge), "%s/edge", net);
+	if (!make) {
+		drop_ns(edge);
+		rmdir(net);
+		return 0;
+	}
+	int rc = mkdir(net, 0700) < 0 && errno != EEXIST ? -errno : make_ns(edge);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot make a network namespace at %s: %s", edge, strerror(-rc));
+	return ip_batch(edge, "tuntap add dev gw0 mode tap vnet_hdr\nlink set gw0 up\n", false, e);
+}
+
+int net_inner_open(const struct sandbox *sb)
+{
+	char in[600];
+	net_inner_path(sb, in, sizeof(in));
+	int fd = open(in, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int net_tap_open(const struct sandbox *sb, struct err *e)
+{
+	char edge[600];
+	ns_path(sb, "edge", edge, sizeof(edge));
+	int nsfd = open(edge, O_RDONLY | O_CLOEXEC), home = -1, rc;
+	if (nsfd < 0)
+		return err_set(e, 500, "internal", errno, "sandbox %s has no network namespace: %s", sb->id,
+			       strerror(errno));
+	if ((rc = enter(nsfd, &home)) < 0) {
+		close(nsfd);
+		return err_set(e, 500, "internal", -rc, "cannot enter %s: %s", edge, strerror(-rc));
+	}
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "gw0");
+	if (fd < 0 || ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		fd = rc;
+	}
+	leave(home);
+	close(nsfd);
+	if (fd < 0)
+		return err_set(e, 500, "internal", -fd, "cannot open %s's tap: %s", sb->id, strerror(-fd));
+	return fd;
+}
+
+int net_bytes(const struct sandbox *sb, uint64_t *out, uint64_t *in)
+{
+	char name[IF_NAMESIZE + 2], line[512];
+	host_if(sb, name, sizeof(name) - 1);
+	strcat(name, ":");
+	FILE *f = fopen("/proc/thread-self/net/dev", "re");
+	if (!f)
+		return -errno;
+	int rc = -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strspn(line, " ");
+		if (strncmp(p, name, strlen(name)) != 0)
+			continue;
+		/* receive: bytes packets errs drop fifo frame compressed multicast; transmit: bytes ...
+		 * what the host side receives is what the sandbox sends */
+		uint64_t rx, tx, skip;
+		if (sscanf(p + strlen(name), "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+			   " %" SCNu64 " %" SCNu64 " %" SCNu64, &rx, &skip, &skip, &skip, &skip, &skip, &skip, &skip,
+			   &tx) == 9) {
+			*out = rx;
+			*in = tx;
+			rc = 0;
+		}
+		break;
+	}
+	fclose(f);
+	return rc;
+}

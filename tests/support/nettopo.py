@@ -1,0 +1,116 @@
+"""A made-up internet for network tests, in network namespaces the test creates.
+
+Traffic in tests stays on this machine (tests/README.md): a test of sandboxes' networks runs
+its spaced inside the namespace `host` made here, whose only way out is a veth to a second
+namespace, `inet`, standing in for the internet. Nothing in either has a route to anything
+else, so whatever a sandbox sends ends in these two namespaces.
+
+    host (spaced runs here)   uplink 198.51.100.2/24, default route via 198.51.100.1
+                              a listener on 0.0.0.0:HOST_PORT (the host's own services)
+    inet                      wan 198.51.100.1/24 and, on its loopback, one address of each
+                              kind below, each with an HTTP server on port 80 answering
+                              "hello from <address>"
+
+    PUBLIC       TEST-NET addresses a sandbox with egress may reach
+    UNREACHABLE  stand-ins for what no sandbox may reach in any mode: the metadata address,
+                 private (RFC 1918) and shared (CGNAT) ranges
+    PERMITTED    a private address the suite's spaced permits (--egress-permit)
+
+Topology(prefix) makes it; close() removes both namespaces, which takes every interface and
+process bound to them along.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+PUBLIC = ["192.0.2.10", "192.0.2.11", "203.0.113.7"]
+UNREACHABLE = ["169.254.169.254", "10.9.9.9", "172.16.0.5", "192.168.1.5", "100.64.0.5"]
+PERMITTED = "10.0.0.5"
+PERMIT_RANGE = "10.0.0.0/29"
+UPLINK_HOST = "198.51.100.2"
+UPLINK_INET = "198.51.100.1"
+HOST_PORT = 8081
+
+SERVER = textwrap.dedent("""
+    import http.server, socketserver, sys, threading
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+        def do_GET(self):
+            body = ("hello from %s" % self.server.server_address[0]).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *a):
+            pass
+    class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+    servers = [S((a, int(p)), H) for a, p in (x.split(":") for x in sys.argv[1:])]
+    for s in servers[1:]:
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    print("ready", flush=True)
+    servers[0].serve_forever()
+""")
+
+
+def ip(*args, ns=None):
+    argv = ["ip"] + (["-n", ns] if ns else []) + list(args)
+    subprocess.run(argv, check=True, capture_output=True)
+
+
+class Topology:
+    def __init__(self, prefix):
+        self.host = f"{prefix}-host"
+        self.inet = f"{prefix}-inet"
+        self.procs = []
+        for ns in (self.host, self.inet):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            ip("netns", "add", ns)
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def host_path(self):
+        return f"/run/netns/{self.host}"
+
+    def _build(self):
+        ip("link", "add", "uplink", "type", "veth", "peer", "name", "wan", "netns", self.inet, ns=self.host)
+        ip("addr", "add", f"{UPLINK_HOST}/24", "dev", "uplink", ns=self.host)
+        ip("addr", "add", f"{UPLINK_INET}/24", "dev", "wan", ns=self.inet)
+        for ns, dev in ((self.host, "uplink"), (self.inet, "wan")):
+            ip("link", "set", "dev", dev, "up", ns=ns)
+            ip("link", "set", "dev", "lo", "up", ns=ns)
+        ip("route", "add", "default", "via", UPLINK_INET, ns=self.host)
+        for a in PUBLIC + UNREACHABLE + [PERMITTED]:
+            ip("addr", "add", f"{a}/32", "dev", "lo", ns=self.inet)
+        self.serve(self.inet, [f"{a}:80" for a in PUBLIC + UNREACHABLE + [PERMITTED]])
+        self.serve(self.host, [f"0.0.0.0:{HOST_PORT}"])
+
+    def serve(self, ns, binds):
+        p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", SERVER] + binds,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        line = p.stdout.readline()
+        if line.strip() != b"ready":
+            raise RuntimeError(f"test server in {ns} did not start: {line!r}")
+        self.procs.append(p)
+
+    def run(self, argv, **kw):
+        """Runs argv inside the host namespace (where spaced and its proxy are)."""
+        return subprocess.run(["nsenter", f"--net={self.host_path}"] + list(argv), **kw)
+
+    def close(self):
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        for ns in (self.host, self.inet):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
