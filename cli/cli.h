@@ -110,8 +110,16 @@ void cli_note_resumed(const char *path);
 	{ "timeout-action", required_argument, NULL, 'A' },       \
 	{ "keepalive-processes", no_argument, NULL, 'K' },        \
 	{ "from-snapshot", required_argument, NULL, 'S' },        \
-	{ "isolation", required_argument, NULL, 'I' }
+	{ "isolation", required_argument, NULL, 'I' },            \
+	{ "egress", required_argument, NULL, CLI_OPT_EGRESS },    \
+	{ "allow", required_argument, NULL, CLI_OPT_ALLOW },      \
+	{ "deny", required_argument, NULL, CLI_OPT_DENY },        \
+	{ "no-network", no_argument, NULL, CLI_OPT_NO_NETWORK }
 #define CMD_CREATE_OPTCHARS "e:l:"
+/* options with no letter: values past every character */
+enum { CLI_OPT_EGRESS = 0x1000, CLI_OPT_ALLOW, CLI_OPT_DENY, CLI_OPT_NO_NETWORK, CLI_OPT_NO_ALLOW, CLI_OPT_NO_DENY };
+/* --egress, --allow, --deny into body's "network" object (made when missing). 0 or an exit status. */
+int cli_network_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
 int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
 /*
  * After the last option: whether they make sense together (--from-snapshot
@@ -142,12 +150,13 @@ int cmd_sync(struct cli *cli, int argc, char **argv);
 int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_fork(struct cli *cli, int argc, char **argv);
 int cmd_ports(struct cli *cli, int argc, char **argv);
+int cmd_network(struct cli *cli, int argc, char **argv);
 int cmd_port_forward(struct cli *cli, int argc, char **argv);
 
 extern const char cmd_create_usage[], cmd_ls_usage[], cmd_inspect_usage[], cmd_rm_usage[],
 	cmd_template_usage[], cmd_status_usage[], cmd_version_usage[], cmd_exec_usage[],
 	cmd_run_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[], cmd_pause_usage[],
 	cmd_resume_usage[], cmd_suspend_usage[], cmd_sync_usage[], cmd_snapshot_usage[],
-	cmd_fork_usage[], cmd_ports_usage[], cmd_port_forward_usage[];
+	cmd_fork_usage[], cmd_ports_usage[], cmd_port_forward_usage[], cmd_network_usage[];
 
 #endif

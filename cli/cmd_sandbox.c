@@ -52,6 +52,14 @@ const char cmd_create_usage[] =
 	"                       timeout\n"
 	"  -e, --env K=V        environment for every process in it (repeatable)\n"
 	"  -l, --label K=V      label, for `space ls --label` (repeatable)\n"
+	"      --egress none|open|allow\n"
+	"                       what it may reach beyond itself (default: spaced's):\n"
+	"                       nothing, the public internet, or only what --allow lists\n"
+	"      --allow CIDR     an address or range it may reach, with --egress allow\n"
+	"                       (repeatable)\n"
+	"      --deny CIDR      an address or range it may not reach (repeatable)\n"
+	"      --no-network     no network interface at all (ports only through\n"
+	"                       `space port-forward`)\n"
 	"      --json           print the whole sandbox object\n"
 	"  -h, --help           show this help\n";
 
@@ -186,6 +194,12 @@ int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body
 		return add_kv(cli, body, "env", "env", arg);
 	case 'l':
 		return add_kv(cli, body, "metadata", "label", arg);
+	case CLI_OPT_NO_NETWORK:
+		return json_object_set_new(body, "network", json_false()) ? cli_error("out of memory") : 0;
+	case CLI_OPT_EGRESS:
+	case CLI_OPT_ALLOW:
+	case CLI_OPT_DENY:
+		return cli_network_opt(cli, opt, arg, body);
 	default:
 		return cli_bad_option(cli);
 	}
@@ -198,6 +212,10 @@ int cmd_create_check(const struct cli *cli, json_t *body)
 		{ "disk_mb", "--disk" },
 	};
 
+	json_t *net = json_object_get(body, "network");
+	if (json_is_false(net) && json_object_size(json_object_get(body, "network_options")))
+		return cli_usage_error(cli, "--no-network cannot go with --egress, --allow or --deny");
+	json_object_del(body, "network_options");
 	if (!json_object_get(body, "snapshot"))
 		return 0;
 	for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)

@@ -126,6 +126,7 @@ struct sandbox {
 	                               had a network, it has none */
 	int net_slot;               /* its slot of the host's transit range (net/net.h), with network */
 	char net_transit[20];       /* that range, as it was when the sandbox was made */
+	bool net_changing;          /* [L] a change of its policy is under way */
 	int64_t created_ms;
 	char dir[512];              /* <state>/sandboxes/<id> */
 

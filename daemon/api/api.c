@@ -39,6 +39,14 @@ static bool type_ok(json_t *v, enum field_type t)
 		return json_is_integer(v) || json_is_string(v);
 	case F_OBJECT_OR_FALSE:
 		return json_is_object(v) || json_is_false(v);
+	case F_STRLIST: {
+		size_t i;
+		json_t *x;
+		if (!json_is_array(v))
+			return false;
+		json_array_foreach(v, i, x) if (!json_is_string(x)) return false;
+		return true;
+	}
 	case F_ARGV_OR_STRING: {
 		size_t i;
 		json_t *x;
@@ -57,7 +65,8 @@ static const char *type_name(enum field_type t)
 {
 	static const char *names[] = { "a string", "an integer", "a number", "a boolean",
 				       "an object of strings", "a non-empty array of strings or a string",
-				       "an integer or a string", "an object or false" };
+				       "an integer or a string", "an object or false",
+				       "an array of strings" };
 	return names[t];
 }
 

@@ -36,7 +36,8 @@ struct route {
 const struct route *api_match(struct op *op, const char *method, const char *url);
 
 /* Field types for api_check. */
-enum field_type { F_STRING, F_INT, F_NUMBER, F_BOOL, F_STRMAP, F_ARGV_OR_STRING, F_INT_OR_STRING, F_OBJECT_OR_FALSE };
+enum field_type { F_STRING, F_INT, F_NUMBER, F_BOOL, F_STRMAP, F_ARGV_OR_STRING, F_INT_OR_STRING, F_OBJECT_OR_FALSE,
+		  F_STRLIST };
 
 struct field {
 	const char *name;
@@ -88,6 +89,7 @@ int api_sandbox_pause(struct op *op);
 int api_sandbox_resume(struct op *op);
 int api_sandbox_suspend(struct op *op);
 int api_sandbox_sync(struct op *op);
+int api_sandbox_network(struct op *op);
 int api_sandbox_snapshot(struct op *op);
 int api_sandbox_fork(struct op *op);
 int api_snapshot_list(struct op *op);

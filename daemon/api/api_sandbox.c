@@ -314,6 +314,29 @@ int api_sandbox_suspend(struct op *op)
 	return transition(op, ACT_SUSPEND);
 }
 
+int api_sandbox_network(struct op *op)
+{
+	static const struct field fields[] = {
+		{ "egress", F_STRING }, { "allow", F_STRLIST }, { "deny", F_STRLIST }, { NULL, 0 },
+	};
+	json_t *b;
+	if (api_body(op, fields, &b) < 0)
+		return API_DONE;
+	struct sandbox *sb = api_sandbox(op, false);
+	json_t *policy = NULL;
+	if (sb && !sb->network)
+		err_set(&op->err, 409, "conflict", EINVAL, "sandbox %s was made without a network", sb->id);
+	else if (sb)
+		policy = net_policy_parse(b, sb->network, op->d->default_egress, &op->err);
+	json_decref(b);
+	if (!policy)
+		return API_DONE;
+	op->kind = OP_JOB;
+	int rc = sandbox_set_network(op->d, sb, policy, op, &op->err);
+	json_decref(policy);
+	return rc == 0 ? API_PENDING : API_DONE;
+}
+
 int api_sandbox_sync(struct op *op)
 {
 	struct sandbox *sb = api_sandbox(op, false);

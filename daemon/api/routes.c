@@ -26,6 +26,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/sandboxes/:id/resume", api_sandbox_resume, NULL },
 	{ "POST", "/v1/sandboxes/:id/suspend", api_sandbox_suspend, NULL },
 	{ "POST", "/v1/sandboxes/:id/sync", api_sandbox_sync, NULL },
+	{ "PATCH", "/v1/sandboxes/:id/network", api_sandbox_network, NULL },
 	{ "POST", "/v1/sandboxes/:id/snapshot", api_sandbox_snapshot, NULL },
 	{ "POST", "/v1/sandboxes/:id/fork", api_sandbox_fork, NULL },
 	{ "GET", "/v1/snapshots", api_snapshot_list, NULL },

@@ -8,6 +8,8 @@
 #ifndef SPACE_DAEMON_JOB_H
 #define SPACE_DAEMON_JOB_H
 
+#include <jansson.h>
+
 #include "daemon/daemon.h"
 #include "daemon/base/err.h"
 #include "daemon/store/store.h"
@@ -23,6 +25,7 @@ struct job {
 	int count;
 	char text[600];         /* a path or name the job needs */
 	char text2[600];
+	json_t *json;           /* what the job needs that is JSON: the job owns (and frees) it */
 	struct sb_record first; /* the transition's own state, taken with the lock held when the job
 				 * was started and written as it begins (seq 0: none) */
 };

@@ -119,6 +119,11 @@ void sandbox_retire(struct daemon *d, struct sandbox *sb);
 void sandbox_reap(struct daemon *d);
 void sandbox_free(struct sandbox *sb);
 
+/* Gives sb (one with a network) the egress policy `policy` (normal form, net/policy.h) on a
+ * job: the rules first, for new connections at once, then the record; op is answered 200
+ * with the sandbox. A sandbox being made, deleted or failed is refused (409). [L] */
+int sandbox_set_network(struct daemon *d, struct sandbox *sb, const json_t *policy, struct op *op, struct err *e);
+
 /* Whether sb may take requests for its agent; fills *e (409/503) if not. [L] */
 bool sandbox_usable(const struct sandbox *sb, struct err *e);
 

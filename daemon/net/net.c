@@ -452,6 +452,11 @@ int net_hold(struct daemon *d, struct sandbox *sb, bool on, struct err *e)
 
 int net_apply(struct daemon *d, struct sandbox *sb, struct err *e)
 {
+	return net_apply_policy(d, sb, sb->network, e);
+}
+
+int net_apply_policy(struct daemon *d, const struct sandbox *sb, const json_t *policy, struct err *e)
+{
 	char *script = malloc(SCRIPT_MAX), chain[16];
 	if (!script)
 		return err_set(e, 500, "internal", ENOMEM, "out of memory");
@@ -459,7 +464,7 @@ int net_apply(struct daemon *d, struct sandbox *sb, struct err *e)
 	char table[32], name[IF_NAMESIZE];
 	snprintf(table, sizeof(table), "space_%s", d->net_tag);
 	host_if(sb, name, sizeof(name));
-	int n = net_policy_rules(sb->network, table, chain, script, SCRIPT_MAX - 128);
+	int n = net_policy_rules(policy, table, chain, script, SCRIPT_MAX - 128);
 	int rc = n < 0 ? err_set(e, 500, "internal", -n, "the policy of %s is too long to render", sb->id) : 0;
 	if (rc == 0) {
 		snprintf(script + n, SCRIPT_MAX - (size_t)n, "add element inet %s sandboxes { \"%s\" : jump %s }\n", table,

@@ -65,6 +65,9 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e);
 /* Applies sb->network (its policy) to new connections at once. */
 int net_apply(struct daemon *d, struct sandbox *sb, struct err *e);
 
+/* Applies policy (normal form) to sb's new connections at once; sb->network is not read. */
+int net_apply_policy(struct daemon *d, const struct sandbox *sb, const json_t *policy, struct err *e);
+
 /*
  * With on, holds new connections off at sb's edge: none comes in, and one the sandbox starts
  * is refused at once (a reset), while those open go on; without, lets them through again. So

@@ -234,3 +234,88 @@ def test_a_restarted_spaced_puts_every_sandboxs_rules_back(api, spaced, make_san
     assert reached(r_open, WEB) and stopped(r_none, WEB), (r_open, r_none)
     for t in FORBIDDEN:
         assert stopped(r_open, t), (t, r_open)
+
+
+def test_a_policy_change_applies_to_new_connections_at_once_and_is_kept(api, spaced, make_sandbox, probe):
+    sbid = make_sandbox(network={"egress": "none"})
+    assert stopped(probe(sbid, [WEB]), WEB)
+    net = api.ok("PATCH", f"/v1/sandboxes/{sbid}/network", {"egress": "allow", "allow": [nettopo.PUBLIC[0]]})["network"]
+    assert net["egress"] == "allow" and net["allow"] == [nettopo.PUBLIC[0]], net
+    r = probe(sbid, [WEB, WEB2])
+    assert reached(r, WEB) and stopped(r, WEB2), r
+    # a deny added alone keeps the mode and the allow list
+    net = api.ok("PATCH", f"/v1/sandboxes/{sbid}/network", {"deny": ["192.0.2.10"]})["network"]
+    assert net["egress"] == "allow" and net["allow"] == [nettopo.PUBLIC[0]] and net["deny"] == ["192.0.2.10"]
+    assert stopped(probe(sbid, [WEB]), WEB)
+    # kept across a restart of spaced
+    spaced.kill(signal.SIGKILL)
+    spaced.start()
+    assert network_of(api, sbid)["deny"] == ["192.0.2.10"]
+    assert stopped(probe(sbid, [WEB]), WEB)
+    api.ok("PATCH", f"/v1/sandboxes/{sbid}/network", {"egress": "open", "deny": []})
+    assert reached(probe(sbid, [WEB2]), WEB2)
+
+
+def test_a_bad_change_is_refused_and_changes_nothing(api, make_sandbox, probe):
+    sbid = make_sandbox(network={"egress": "allow", "allow": [nettopo.PUBLIC[0]]})
+    for body, why in (({"egress": "some"}, "network.egress"), ({"allow": ["x"]}, "network.allow[0]"),
+                      ({"allow": "192.0.2.1"}, "\"allow\" must be an array of strings"),
+                      ({"egress": "open", "allow": ["192.0.2.1"]}, "needs egress \"allow\"")):
+        status, reply = api.json("PATCH", f"/v1/sandboxes/{sbid}/network", body)
+        assert status == 400 and why in reply["error"]["message"], (body, status, reply)
+    assert network_of(api, sbid)["allow"] == [nettopo.PUBLIC[0]]
+    assert reached(probe(sbid, [WEB]), WEB)
+    none = make_sandbox(network=False)
+    status, reply = api.json("PATCH", f"/v1/sandboxes/{none}/network", {"egress": "open"})
+    assert status == 409 and "without a network" in reply["error"]["message"], reply
+    status, reply = api.json("PATCH", "/v1/sandboxes/000000000000/network", {"egress": "open"})
+    assert status == 404, reply
+
+
+def test_the_cli_sets_and_shows_a_policy(api, spaced, probe):
+    import subprocess
+    from spacetest import SPACE
+    env = {"SPACE_HOST": f"unix://{spaced.socket}", "PATH": "/usr/bin:/bin"}
+
+    def space(*args):
+        return subprocess.run([SPACE, *args], capture_output=True, text=True, env=env, timeout=300)
+
+    r = space("create", "--egress", "allow", "--allow", nettopo.PUBLIC[0], "--deny", "203.0.113.0/24")
+    assert r.returncode == 0, r.stderr
+    sbid = r.stdout.strip()
+    try:
+        out = space("network", sbid)
+        assert out.returncode == 0, out.stderr
+        lines = dict(line.split(None, 1) for line in out.stdout.splitlines() if line.strip())
+        assert lines["egress"] == "allow" and lines["allow"] == nettopo.PUBLIC[0] and lines["deny"] == "203.0.113.0/24"
+        assert reached(probe(sbid, [WEB]), WEB)
+        out = space("network", "--egress", "none", "--no-deny", sbid)
+        assert out.returncode == 0 and "egress     none" in out.stdout, out
+        assert stopped(probe(sbid, [WEB]), WEB)
+        bad = space("network", "--egress", "sideways", sbid)
+        assert bad.returncode != 0 and "network.egress" in bad.stderr, bad
+    finally:
+        api.delete(sbid)
+    r = space("create", "--no-network", "--egress", "open")
+    assert r.returncode == 2 and "--no-network cannot go with" in r.stderr, r
+
+
+def test_the_sdk_sets_and_reads_a_policy(spaced, probe):
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "sdk", "python"))
+    from space import Sandbox
+    sb = Sandbox.create(network={"egress": "none"}, host=f"unix://{spaced.socket}")
+    try:
+        assert sb.network()["egress"] == "none"
+        net = sb.set_network(egress="allow", allow=[nettopo.PUBLIC[0]])
+        assert net["egress"] == "allow" and net["allow"] == [nettopo.PUBLIC[0]]
+        assert reached(probe_from(spaced.api, sb.id, [WEB]), WEB)
+    finally:
+        sb.kill()
+    bare = Sandbox.create(network=False, host=f"unix://{spaced.socket}")
+    try:
+        assert bare.network() is None
+    finally:
+        bare.kill()

@@ -49,6 +49,8 @@ class SandboxInfo:
         timeout_at, expires_at: datetime (UTC) when the idle timeout or the
             lifetime runs out, or None.
         reason: why a failed sandbox failed, else None.
+        network: its network (dict: "egress", "allow", "deny", "address", "gateway",
+            "host_address", "bytes_out", "bytes_in"), or None for one made with no network.
         raw: the whole JSON object.
     """
 
@@ -71,6 +73,7 @@ class SandboxInfo:
         self.isolation = d.get("isolation")
         self.driver = d.get("driver")
         self.reason = d.get("reason")
+        self.network = d.get("network")
 
     def __repr__(self):
         return "SandboxInfo(id=%r, state=%r, metadata=%r)" % (self.id, self.state, self.metadata)
@@ -160,7 +163,7 @@ class Sandbox:
     @classmethod
     def create(cls, template=None, timeout=None, env=None, metadata=None, cpus=None, memory_mb=None,
                disk_mb=None, lifetime=None, timeout_action=None, keepalive_processes=None, snapshot=None,
-               isolation=None, host=None, token=None, request_timeout=None, ca=None):
+               isolation=None, network=None, host=None, token=None, request_timeout=None, ca=None):
         """Creates a sandbox and returns it once its first command can run.
 
         Args:
@@ -181,6 +184,9 @@ class Sandbox:
                 "microvm" (a microVM with its own kernel); default: the daemon's.
                 A kind the daemon's host cannot run now raises IsolationUnavailableError;
                 one other than a snapshot's, InvalidArgumentError.
+            network: its egress policy, a dict {"egress": "none" | "open" | "allow",
+                "allow": [CIDR, ...], "deny": [CIDR, ...]} (default: the daemon's mode,
+                empty lists), or False for no network interface at all.
             host, token: the daemon to use; default $SPACE_HOST and $SPACE_TOKEN.
             request_timeout: seconds any request may wait for the daemon (default 60).
             ca: for an https host, the CA bundle (PEM file) that signed the daemon's
@@ -191,7 +197,8 @@ class Sandbox:
         for key, val in (("template", template), ("timeout", timeout), ("cpus", cpus), ("memory_mb", memory_mb),
                          ("disk_mb", disk_mb),
                          ("lifetime", lifetime), ("timeout_action", timeout_action),
-                         ("keepalive_processes", keepalive_processes), ("isolation", isolation)):
+                         ("keepalive_processes", keepalive_processes), ("isolation", isolation),
+                         ("network", network)):
             if val is not None:
                 body[key] = val
         if env:
@@ -305,6 +312,20 @@ class Sandbox:
         """The TCP ports processes in the sandbox listen on, on any address: a list of
         ``{"port": 8000, "address": "0.0.0.0", "protocol": "tcp"}``."""
         return self._transport.json("GET", self._path("/ports"), not_found=errors.SandboxNotFound)["ports"]
+
+    def network(self):
+        """The sandbox's network: its policy, addresses and byte counts (a dict, see
+        ``SandboxInfo.network``), or None for a sandbox made with no network."""
+        return self._transport.json("GET", self._path(), not_found=errors.SandboxNotFound).get("network")
+
+    def set_network(self, egress=None, allow=None, deny=None):
+        """Changes the egress policy; new connections follow it at once, open ones go on.
+
+        What is left None stays as it is (a change of egress away from "allow" drops the
+        allow list). Returns the new network (as ``network()``)."""
+        body = {k: v for k, v in (("egress", egress), ("allow", allow), ("deny", deny)) if v is not None}
+        return self._transport.json("PATCH", self._path("/network"), body=body,
+                                    not_found=errors.SandboxNotFound)["network"]
 
     def snapshot(self, name=None):
         """Takes a named, read-only snapshot (memory and files); the sandbox runs on.
