@@ -35,6 +35,7 @@
 #define TENANT_MAX_SNAPSHOTS 64
 #define TENANT_MAX_SNAPSHOT_BYTES (64ull << 30)
 #define SANDBOX_ID_LEN 12                /* hex characters */
+#define SANDBOX_TOKEN_LEN 32             /* hex characters of a sandbox's access token */
 #define SANDBOX_MAX_EXITED 128           /* exited processes remembered per sandbox */
 #define SANDBOX_MAX_PROCS_TRACKED 512    /* process records per sandbox (running + remembered) */
 #define SANDBOX_MAX_PENDING (64u * 2u * 256u * 1024u) /* unread output held for one sandbox */
@@ -127,6 +128,8 @@ struct sandbox {
 	int net_slot;               /* its slot of the host's transit range (net/net.h), with network */
 	char net_transit[20];       /* that range, as it was when the sandbox was made */
 	bool net_changing;          /* [L] a change of its policy is under way */
+	char access_token[SANDBOX_TOKEN_LEN + 1]; /* what opens its ports through the proxy */
+	bool public_ports;          /* its ports open to anyone who reaches the proxy */
 	int64_t created_ms;
 	char dir[512];              /* <state>/sandboxes/<id> */
 
@@ -159,6 +162,8 @@ struct tenant_load {
 	int requests;
 	uint64_t captured;          /* bytes its captures hold (TENANT_MAX_CAPTURE) */
 };
+
+struct proxy;
 
 struct daemon {
 	pthread_mutex_t lock;
@@ -202,6 +207,9 @@ struct daemon {
 	bool stopping;
 
 	void *mhd_unix, *mhd_tcp;   /* struct MHD_Daemon * */
+	char proxy_listen[128];     /* --proxy-listen HOST:PORT, "" for no port proxy */
+	char proxy_domain[128];     /* --proxy-domain (default "localhost") */
+	struct proxy *proxy;        /* the port proxy, when it runs (net/proxy.h) */
 };
 
 #endif

@@ -37,6 +37,7 @@
 #include "daemon/core/snapshot.h"
 #include "daemon/core/sweep.h"
 #include "daemon/net/net.h"
+#include "daemon/net/proxy.h"
 #include "daemon/net/policy.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
@@ -79,6 +80,7 @@ static void usage(FILE *f)
 		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
 		   "              [--template NAME=PKG[,PKG...]]... [--default-egress none|open|allow]\n"
 		   "              [--egress-permit CIDR]... [--net-transit CIDR]\n"
+		   "              [--proxy-listen HOST:PORT [--proxy-domain DOMAIN]]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
@@ -181,6 +183,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 		{ "template", required_argument, NULL, 't' }, { "accel", required_argument, NULL, 'A' },
 		{ "default-egress", required_argument, NULL, 'E' }, { "egress-permit", required_argument, NULL, 'P' },
 		{ "net-transit", required_argument, NULL, 'T' },
+		{ "proxy-listen", required_argument, NULL, 'x' }, { "proxy-domain", required_argument, NULL, 'y' },
 		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
@@ -191,6 +194,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 	d->max_snapshots = TENANT_MAX_SNAPSHOTS;
 	d->max_snapshot_bytes = TENANT_MAX_SNAPSHOT_BYTES;
 	d->default_egress = NET_EGRESS_OPEN;
+	snprintf(d->proxy_domain, sizeof(d->proxy_domain), "localhost");
 	char exe[400];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
@@ -237,6 +241,14 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 				return -EINVAL;
 			}
 			d->net_npermits++;
+			break;
+		case 'x': snprintf(d->proxy_listen, sizeof(d->proxy_listen), "%s", optarg); break;
+		case 'y':
+			if (!*optarg || strlen(optarg) >= sizeof(d->proxy_domain) || strchr(optarg, ':') || strchr(optarg, '/')) {
+				fprintf(stderr, "spaced: --proxy-domain wants a DNS name, not %s\n", optarg);
+				return -EINVAL;
+			}
+			snprintf(d->proxy_domain, sizeof(d->proxy_domain), "%s", optarg);
 			break;
 		case 'T':
 			if (net_transit_parse(optarg, d->net_transit, sizeof(d->net_transit)) < 0) {
@@ -424,7 +436,7 @@ int main(int argc, char **argv)
 	/* 7. the API */
 	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);
 	mkdir_p(dirname(rundir), 0755); /* the group space reaches the socket through it */
-	if (http_start(d) < 0)
+	if (http_start(d) < 0 || proxy_start(d) < 0)
 		return 1;
 	log_info("spaced %s listening on %s%s%s%s (isolation %s by default, %s)", SPACE_VERSION, d->socket_path,
 		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->tls_cert ? " (TLS)" : "", d->isolation->kind,
@@ -434,6 +446,7 @@ int main(int argc, char **argv)
 	int sig;
 	sigwait(&sigs, &sig);
 	log_info("stopping on signal %d; sandboxes keep running", sig);
+	proxy_stop(d);
 	http_stop(d);
 	daemon_lock_report(d);
 	return 0;

@@ -138,6 +138,8 @@ json_t *sandbox_json(const struct sandbox *sb)
 	if (sb->state == SB_FAILED)
 		json_object_set_new(o, "reason", json_string(sb->reason));
 	json_object_set_new(o, "network", network_json(sb));
+	json_object_set_new(o, "public_ports", json_boolean(sb->public_ports));
+	json_object_set_new(o, "access_token", json_string(sb->access_token));
 	return o;
 }
 
@@ -408,6 +410,17 @@ void sandbox_reap(struct daemon *d)
 	}
 }
 
+/* n/2 random bytes as n hex characters and a NUL. */
+static int random_hex(char *out, size_t n)
+{
+	uint8_t r[SANDBOX_TOKEN_LEN / 2];
+	if (n / 2 > sizeof(r) || getrandom(r, n / 2, 0) != (ssize_t)(n / 2))
+		return -EIO;
+	for (size_t i = 0; i < n / 2; i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
 static int new_id(char out[SANDBOX_ID_LEN + 1])
 {
 	uint8_t r[SANDBOX_ID_LEN / 2];
@@ -628,6 +641,12 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 					   : json_pack("{s:s, s:[], s:[]}", "egress", net_egress_name(d->default_egress),
 						       "allow", "deny");
 	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->net_transit);
+	sb->public_ports = cfg->public_ports;
+	if (random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0) {
+		sandbox_free(sb);
+		err_set(e, 500, "internal", EIO, "no randomness for an access token");
+		return NULL;
+	}
 	if (sb->network && (sb->net_slot = net_slot_pick(d)) < 0) {
 		sandbox_free(sb);
 		err_set(e, 503, "unavailable", ENOSPC, "no network slot is free (%d sandboxes have one)", NET_SLOTS);

@@ -27,6 +27,7 @@ struct sb_config {
 	const char *tenant;   /* owner; NULL or "" for the administrator */
 	const json_t *network; /* its egress policy in normal form (net/policy.h); NULL: the default */
 	bool no_network;       /* no network at all: no interface, only loopback inside */
+	bool public_ports;     /* its ports through the proxy need no access token */
 };
 
 /*

@@ -191,7 +191,8 @@ static void fork_job(struct job *j)
 					 .lifetime_s = src->lifetime_s, .timeout_kill = src->timeout_kill,
 					 .keepalive = src->keepalive, .env = src->env, .metadata = src->metadata,
 					 .tenant = src->tenant, .isolation = src->isolation, /* its image is of that kind */
-					 .network = src->network, .no_network = !src->network }; /* and its policy */
+					 .network = src->network, .no_network = !src->network, /* and its policy */
+					 .public_ports = src->public_ports };
 		snprintf(cfg.template, sizeof(cfg.template), "%s", src->template);
 		struct sandbox *sb = sandbox_new(d, &cfg, rootfs, sizeof(rootfs), &e);
 		daemon_unlock(d);

@@ -98,6 +98,8 @@ int store_open(const char *path, struct store **out)
 		/* NULL: made before sandboxes had a network */
 		"ALTER TABLE sandboxes ADD COLUMN network TEXT",
 		"ALTER TABLE snapshots ADD COLUMN network TEXT",
+		"ALTER TABLE sandboxes ADD COLUMN access_token TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE sandboxes ADD COLUMN public_ports INTEGER NOT NULL DEFAULT 0",
 	};
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
 		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
@@ -169,11 +171,13 @@ int store_put_sandbox(struct store *st, const struct sandbox *sb)
 		rc = exec_args(st,
 			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
 			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms,"
-			       " tenant, disk_mb, seq, isolation, network) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiidssidiiisiiss", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       " tenant, disk_mb, seq, isolation, network, access_token, public_ports)"
+			       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiiisiisssi", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
 			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
 			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
-			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq, sb->isolation, net);
+			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq, sb->isolation, net,
+			       sb->access_token, (int64_t)sb->public_ports);
 	free(env);
 	free(meta);
 	free(net);
@@ -239,7 +243,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
 			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb, seq, isolation,"
-			       " network FROM sandboxes"
+			       " network, access_token, public_ports FROM sandboxes"
 			       " ORDER BY created_ms",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
@@ -280,6 +284,9 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 			sb->network = json_incref(n);
 		}
 		json_decref(n);
+		const unsigned char *tok = sqlite3_column_text(stmt, 19);
+		snprintf(sb->access_token, sizeof(sb->access_token), "%s", tok ? (const char *)tok : "");
+		sb->public_ports = sqlite3_column_int(stmt, 20) != 0;
 		*tail = sb;
 		tail = &sb->next;
 	}

@@ -31,6 +31,7 @@ import spacetest  # noqa: E402
 from spacetest import SPACE, SPACED, AGENT, wait_until  # noqa: E402,F401
 
 MICROVM = spacetest.ISOLATION == "microvm"
+PROXY_PORT = 18080  # inside the suite's own namespace: no other program's port
 
 
 class NetDaemon(spacetest.Daemon):
@@ -56,7 +57,8 @@ def spaced(topo):
     for binary in (SPACED, SPACE, AGENT):
         if not os.access(binary, os.X_OK):
             pytest.exit(f"{binary} is missing: run `make` first", returncode=2)
-    d = NetDaemon(topo, args=["--default-egress", "open", "--egress-permit", nettopo.PERMIT_RANGE])
+    d = NetDaemon(topo, args=["--default-egress", "open", "--egress-permit", nettopo.PERMIT_RANGE,
+                              "--proxy-listen", f"127.0.0.1:{PROXY_PORT}"])
     try:
         d.start()
         yield d

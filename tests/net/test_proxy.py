@@ -1,0 +1,267 @@
+"""The port proxy: http://<port>-<id>.localhost:<proxy port>/ from spaced's namespace.
+
+Clients run beside spaced (Topology.run), the way a browser on spaced's host would reach it;
+servers run inside sandboxes. Each test can fail: a wrong route, a token not checked, a
+stream cut or buffered whole, a WebSocket frame lost would each break an assertion.
+"""
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import PROXY_PORT
+from spacetest import wait_until
+
+# A client beside spaced: one connection, the requests given, each answer's status, headers
+# and body; the connection is reset at the end (no time-wait inside the sandbox).
+CLIENT = textwrap.dedent(r"""
+    import json, socket, struct, sys, time
+    host, reqs = sys.argv[1], json.loads(sys.argv[2])
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+    out, buf = [], b""
+    def read_response():
+        global buf
+        while b"\r\n\r\n" not in buf:
+            b = s.recv(65536)
+            if not b:
+                return None
+            buf += b
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        lines = head.decode().split("\r\n")
+        status = int(lines[0].split()[1])
+        hdrs = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:]}
+        chunks = []
+        if "content-length" in hdrs:
+            n = int(hdrs["content-length"])
+            while len(buf) < n:
+                b = s.recv(65536)
+                if not b:
+                    break
+                buf += b
+            body, buf = buf[:n], buf[n:]
+        else:  # until the end, noting when each piece came
+            t0 = time.monotonic()
+            while True:
+                chunks.append((time.monotonic() - t0, len(buf)))
+                b = s.recv(65536)
+                if not b:
+                    break
+                buf += b
+            body, buf = buf, b""
+        return {"status": status, "headers": hdrs, "body": body.decode(errors="replace"), "chunks": chunks}
+    for r in reqs:
+        head = "%s %s HTTP/1.1\r\nHost: %s\r\n" % (r.get("method", "GET"), r["path"], host)
+        for k, v in r.get("headers", {}).items():
+            head += "%s: %s\r\n" % (k, v)
+        s.sendall((head + "\r\n").encode())
+        out.append(read_response())
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    print(json.dumps(out))
+""").replace("PORT", str(PROXY_PORT))
+
+# An HTTP/1.1 server inside: keep-alive, /id (the sandbox's id), /stream (ten lines, a tenth
+# of a second apart, no length: the end of the connection ends it), /echo-headers.
+SERVER = textwrap.dedent(r"""
+    import http.server, json, os, socketserver, sys, time
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        def do_GET(self):
+            if self.path == "/stream":
+                self.send_response(200)
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for i in range(10):
+                    self.wfile.write(b"line %d\n" % i)
+                    self.wfile.flush()
+                    time.sleep(0.1)
+                self.close_connection = True
+                return
+            if self.path == "/echo-headers":
+                body = json.dumps(dict(self.headers)).encode()
+            else:
+                body = open("/srv/id", "rb").read().strip() + b" " + self.path.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *a):
+            pass
+    class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+    S((sys.argv[1], int(sys.argv[2])), H).serve_forever()
+""")
+
+# A WebSocket echo server inside (RFC 6455, text frames), stdlib only.
+WS_SERVER = textwrap.dedent(r"""
+    import base64, hashlib, socket, struct, sys, threading
+    GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+    def serve(c):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += c.recv(4096)
+        key = [l.split(":", 1)[1].strip() for l in data.decode().split("\r\n") if l.lower().startswith("sec-websocket-key")][0]
+        acc = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
+        c.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Accept: %s\r\n\r\n" % acc).encode())
+        while True:
+            h = c.recv(2)
+            if len(h) < 2:
+                return
+            n = h[1] & 0x7f
+            if n == 126:
+                n = struct.unpack(">H", c.recv(2))[0]
+            mask = c.recv(4)
+            payload = b""
+            while len(payload) < n:
+                payload += c.recv(n - len(payload))
+            payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+            if h[0] & 0x0f == 8:
+                c.close()
+                return
+            reply = b"echo:" + payload
+            c.sendall(bytes([0x81, len(reply)]) + reply)
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", int(sys.argv[1])))
+    s.listen(16)
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+""")
+
+WS_CLIENT = textwrap.dedent(r"""
+    import base64, os, socket, struct, sys
+    host, token, messages = sys.argv[1], sys.argv[2], sys.argv[3:]
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall(("GET /ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nX-Space-Token: %s\r\n\r\n"
+               % (host, key, token)).encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(4096)
+    print(data.split(b"\r\n")[0].decode())
+    for m in messages:
+        p = m.encode(); mask = os.urandom(4)
+        s.sendall(bytes([0x81, 0x80 | len(p)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(p)))
+        h = s.recv(2)
+        body = b""
+        while len(body) < h[1]:
+            body += s.recv(h[1] - len(body))
+        print(body.decode())
+    s.sendall(bytes([0x88, 0x80]) + os.urandom(4))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+""").replace("PORT", str(PROXY_PORT))
+
+
+def host_of(sbid, port=8000):
+    return f"{port}-{sbid}.localhost:{PROXY_PORT}"
+
+
+def client(topo, host, reqs):
+    r = topo.run(["/usr/bin/python3", "-c", CLIENT, host, json.dumps(reqs)], capture_output=True, text=True,
+                 timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def start_server(api, sbid, bind="0.0.0.0", port=8000):
+    api.put_file(sbid, "/srv/server.py", SERVER.encode())
+    api.exec(sbid, f"echo {sbid} > /srv/id && (nohup python3 /srv/server.py {bind} {port} >/dev/null 2>&1 &)")
+
+
+@pytest.fixture
+def served(api, make_sandbox, topo):
+    sbid = make_sandbox()
+    start_server(api, sbid)
+    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+
+    def up():
+        out = client(topo, host_of(sbid), [{"path": "/id", "headers": {"X-Space-Token": token}}])
+        return out[0] and out[0]["status"] == 200
+    wait_until(up, 60, "the server inside to answer through the proxy")
+    return sbid, token
+
+
+def test_http_through_the_proxy_with_keep_alive(served, topo):
+    sbid, token = served
+    out = client(topo, host_of(sbid), [{"path": f"/id?n={i}", "headers": {"X-Space-Token": token}} for i in range(5)])
+    assert [o["status"] for o in out] == [200] * 5
+    assert [o["body"] for o in out] == [f"{sbid} /id?n={i}" for i in range(5)]  # five on one connection
+
+
+def test_the_token_is_checked_and_not_passed_in(served, topo, api, make_sandbox):
+    sbid, token = served
+    other = make_sandbox()
+    other_token = api.ok("GET", f"/v1/sandboxes/{other}")["access_token"]
+    assert other_token != token
+    none = client(topo, host_of(sbid), [{"path": "/id"}])[0]
+    wrong = client(topo, host_of(sbid), [{"path": "/id", "headers": {"X-Space-Token": other_token}}])[0]
+    ghost = client(topo, host_of("0123456789ab"), [{"path": "/id", "headers": {"X-Space-Token": token}}])[0]
+    ghost_none = client(topo, host_of("0123456789ab"), [{"path": "/id"}])[0]
+    assert none["status"] == 401 and wrong["status"] == 403, (none, wrong)
+    # a sandbox that does not exist is answered exactly as one whose token is wrong
+    assert (ghost["status"], ghost["body"]) == (wrong["status"], wrong["body"])
+    assert (ghost_none["status"], ghost_none["body"]) == (none["status"], none["body"])
+    seen = json.loads(client(topo, host_of(sbid), [{"path": "/echo-headers", "headers": {
+        "X-Space-Token": token, "Cookie": "a=1; space_token=zzz; b=2"}}])[0]["body"])
+    assert "X-Space-Token" not in seen and seen.get("Cookie") == "a=1; b=2", seen
+
+
+def test_a_browser_token_in_the_query_becomes_a_cookie(served, topo):
+    sbid, token = served
+    first = client(topo, host_of(sbid), [{"path": f"/page?x=1&space_token={token}"}])[0]
+    assert first["status"] == 302 and first["headers"]["location"] == "/page?x=1", first
+    cookie = first["headers"]["set-cookie"]
+    assert cookie.startswith(f"space_token={token};") and "HttpOnly" in cookie, cookie
+    then = client(topo, host_of(sbid), [{"path": "/page?x=1", "headers": {"Cookie": f"space_token={token}"}}])[0]
+    assert then["status"] == 200 and then["body"] == f"{sbid} /page?x=1", then
+
+
+def test_a_long_response_streams_as_it_is_written(served, topo):
+    sbid, token = served
+    out = client(topo, host_of(sbid), [{"path": "/stream", "headers": {"X-Space-Token": token}}])[0]
+    assert out["status"] == 200 and out["body"] == "".join(f"line {i}\n" for i in range(10)), out
+    # the pieces came over a second, not all at the end
+    arrivals = [t for t, n in out["chunks"] if n > 0]
+    assert len(arrivals) >= 5, out["chunks"]
+
+
+def test_a_websocket_echoes_through_the_proxy(api, make_sandbox, topo):
+    sbid = make_sandbox()
+    api.put_file(sbid, "/srv/ws.py", WS_SERVER.encode())
+    api.exec(sbid, "(nohup python3 /srv/ws.py 8765 >/dev/null 2>&1 &)")
+    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+
+    def talk():
+        r = topo.run(["/usr/bin/python3", "-c", WS_CLIENT, host_of(sbid, 8765), token, "one", "two", "three"],
+                     capture_output=True, text=True, timeout=60)
+        return r.stdout.splitlines() if r.returncode == 0 else None
+    lines = wait_until(talk, 60, "the WebSocket server inside")
+    assert lines == ["HTTP/1.1 101 Switching Protocols", "echo:one", "echo:two", "echo:three"], lines
+
+
+def test_public_ports_need_no_token(api, make_sandbox, topo):
+    sbid = make_sandbox(public_ports=True)
+    assert api.ok("GET", f"/v1/sandboxes/{sbid}")["public_ports"] is True
+    start_server(api, sbid)
+    out = wait_until(lambda: (lambda o: o if o["status"] == 200 else None)(
+        client(topo, host_of(sbid), [{"path": "/id"}])[0]), 60, "the public server")
+    assert out["body"] == f"{sbid} /id"
+
+
+def test_the_proxy_says_what_is_wrong(served, topo, api, make_sandbox):
+    sbid, token = served
+    nothing = client(topo, host_of(sbid, 8999), [{"path": "/", "headers": {"X-Space-Token": token}}])[0]
+    assert nothing["status"] == 502 and "nothing answers on port 8999" in nothing["body"], nothing
+    stray = client(topo, f"example.com:{PROXY_PORT}", [{"path": "/"}])[0]
+    assert stray["status"] == 404 and "port proxy" in stray["body"], stray
+    api.ok("POST", f"/v1/sandboxes/{sbid}/pause")
+    try:
+        paused = client(topo, host_of(sbid), [{"path": "/", "headers": {"X-Space-Token": token}}])[0]
+        assert paused["status"] == 503 and "paused" in paused["body"], paused
+    finally:
+        api.ok("POST", f"/v1/sandboxes/{sbid}/resume")
