@@ -7,6 +7,8 @@
  */
 #include "connect.h"
 
+#include "proto/agent.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +77,74 @@ static int dial(unsigned port)
 		close(s);
 	}
 	return first;
+}
+
+/* Both directions between a and b until each has ended, one of them in a child. */
+static int join(int a, int b)
+{
+	pid_t child = fork();
+	if (child < 0)
+		return -errno;
+	if (child == 0) {
+		int rc = copy(a, b, true);
+		shutdown(b, SHUT_WR);
+		_exit(rc < 0 ? 1 : 0);
+	}
+	int rc = copy(b, a, true);
+	shutdown(a, SHUT_WR);
+	while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+		;
+	return rc;
+}
+
+/* One relay connection: the port, the answer, then the bytes both ways. */
+static int relay_one(int c)
+{
+	struct timeval tv = { .tv_sec = RELAY_HELLO_TIMEOUT_S };
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	unsigned char p[2];
+	size_t got = 0;
+	while (got < 2) {
+		ssize_t r = recv(c, p + got, 2 - got, 0);
+		if (r <= 0)
+			return 1;
+		got += (size_t)r;
+	}
+	tv.tv_sec = 0;
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	unsigned port = (unsigned)p[0] << 8 | p[1];
+	int s = port ? dial(port) : -EINVAL;
+	unsigned char status = (unsigned char)(s < 0 ? (-s > 255 ? EIO : -s) : 0);
+	if (write_all(c, (const char *)&status, 1, true) < 0 || s < 0)
+		return 1;
+	return join(c, s) < 0;
+}
+
+int relay_main(void)
+{
+	signal(SIGCHLD, SIG_IGN); /* each connection's process goes by itself */
+	struct sockaddr_in at = { .sin_family = AF_INET, .sin_port = htons(SP_RELAY_PORT) };
+	inet_pton(AF_INET, SP_NET_ADDR, &at.sin_addr);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	if (l < 0)
+		return 1;
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&at, sizeof(at)) < 0 || listen(l, 64) < 0)
+		return 0; /* no network: nothing to relay */
+	for (;;) {
+		int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
+				continue;
+			return 1;
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(l);
+			_exit(relay_one(c));
+		}
+		close(c);
+	}
 }
 
 int connect_main(const char *port_s)

@@ -21,4 +21,11 @@
 /* The whole program: returns its exit status. */
 int connect_main(const char *port);
 
+#define RELAY_ARG "--relay"
+#define RELAY_HELLO_TIMEOUT_S 10 /* for a relay connection's port to arrive */
+
+/* `space-agent --relay`: the relay of SP_RELAY_PORT (proto/agent.h), a process a connection.
+ * Returns at once (0) when the sandbox has no network address to listen on. */
+int relay_main(void);
+
 #endif

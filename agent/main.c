@@ -200,6 +200,20 @@ static const char *vm_name_arg(int argc, char **argv)
 	return NULL;
 }
 
+/* The relay of loopback-only ports (connect.h), a process of its own from the agent's program:
+ * it carries no state of the agent's. */
+static void start_relay(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "space-agent", RELAY_ARG, NULL };
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	if (pid < 0)
+		agent_log("the loopback relay: fork: %s", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	struct agent a = { .sigfd = -1 };
@@ -211,6 +225,8 @@ int main(int argc, char **argv)
 		return identity_main(argv[2]);
 	if (argc == 3 && strcmp(argv[1], CONNECT_ARG) == 0)
 		return connect_main(argv[2]);
+	if (argc == 2 && strcmp(argv[1], RELAY_ARG) == 0)
+		return relay_main();
 
 	a.pid1 = getpid() == 1;
 	bool vm = a.pid1 && has_arg(argc, argv, SP_VM_INIT_ARG);
@@ -260,6 +276,8 @@ int main(int argc, char **argv)
 		agent_log("out of memory");
 		return 1;
 	}
+	if (a.pid1)
+		start_relay();
 	proc_init(&a);
 	oom_init(&a);
 	xfer_init(&a);

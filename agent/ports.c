@@ -10,7 +10,9 @@
  */
 #include "ports.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -119,6 +121,14 @@ static bool seen(const struct sp_port *list, unsigned n, const struct sp_port *p
 	return false;
 }
 
+/* Whether p is the agent's own relay (connect.h), which is not a port of the sandbox's. */
+static bool relay(const struct sp_port *p)
+{
+	struct in_addr a;
+	inet_pton(AF_INET, SP_NET_ADDR, &a);
+	return p->family == SP_FAMILY_IPV4 && p->port == SP_RELAY_PORT && !memcmp(p->addr, &a, 4);
+}
+
 /* Adds the listening sockets of one table to list; -errno when it cannot be opened. */
 static int read_table(const char *path, unsigned family, struct sp_port *list, unsigned *n)
 {
@@ -135,7 +145,7 @@ static int read_table(const char *path, unsigned family, struct sp_port *list, u
 			continue;
 		}
 		struct sp_port p;
-		if (ports_parse_line(line, len, family, &p) == 1 && !seen(list, *n, &p))
+		if (ports_parse_line(line, len, family, &p) == 1 && !seen(list, *n, &p) && !relay(&p))
 			list[(*n)++] = p;
 	}
 	fclose(f);

@@ -208,6 +208,11 @@ struct sp_proc {
 #define SP_NET_ADDR "169.254.0.21"
 #define SP_NET_GATEWAY "169.254.0.22"
 #define SP_NET_NETMASK "255.255.255.252"
+/* The agent's relay listens on SP_NET_ADDR:SP_RELAY_PORT (`space-agent --relay`): a connection
+ * sends the port (2 bytes, network order), gets one byte back (0, or the errno of connecting to
+ * it on loopback, 127.0.0.1 then ::1) and then is that connection. The port proxy reaches
+ * servers bound to loopback only through it; only spaced's namespace reaches the address. */
+#define SP_RELAY_PORT 1
 
 #define SP_PORTS_MAX 1024u  /* listening sockets in one answer to H_PORTS */
 #define SP_FAMILY_IPV4 4u

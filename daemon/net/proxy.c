@@ -31,8 +31,9 @@
 #include "daemon/core/op.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/net/net.h"
+#include "proto/agent.h"
 
-enum pstate { P_HEAD, P_CONNECT, P_PIPE };
+enum pstate { P_HEAD, P_CONNECT, P_RELAY, P_PIPE };
 
 struct pconn;
 
@@ -58,6 +59,8 @@ struct pconn {
 	struct flow c2u, u2c;
 	int64_t deadline; /* HEAD: by when the head must be in */
 	int port;         /* the sandbox's port it goes to */
+	bool relayed;     /* through the agent's relay (a server bound to loopback only) */
+	char reach[16];   /* the sandbox's address */
 };
 
 struct proxy {
@@ -380,10 +383,11 @@ static void on_head(struct proxy *px, struct pconn *c, size_t end)
 	start_connect(px, c, &t);
 }
 
-static void start_connect(struct proxy *px, struct pconn *c, const struct target *t)
+/* Connects to port of the sandbox's address: the server's, or the agent's relay. */
+static void dial(struct proxy *px, struct pconn *c, int port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)t->port) };
-	inet_pton(AF_INET, t->reach, &sa.sin_addr);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	inet_pton(AF_INET, c->reach, &sa.sin_addr);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		answer(px, c, 503, "Service Unavailable", NULL, "no socket for the connection\n");
@@ -398,9 +402,15 @@ static void start_connect(struct proxy *px, struct pconn *c, const struct target
 		return;
 	}
 	c->state = P_CONNECT;
-	c->port = t->port;
 	watch(px, &c->client, 0); /* nothing more is read from it until the sandbox answers */
 	watch(px, &c->up, EPOLLOUT);
+}
+
+static void start_connect(struct proxy *px, struct pconn *c, const struct target *t)
+{
+	c->port = t->port;
+	snprintf(c->reach, sizeof(c->reach), "%s", t->reach);
+	dial(px, c, t->port);
 }
 
 /* Interest of both ends from the flows' state; ends the connection when both flows are done. */
@@ -487,12 +497,44 @@ static void on_event(struct proxy *px, struct end *e, uint32_t ev)
 		int err = 0;
 		socklen_t len = sizeof(err);
 		getsockopt(c->up.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		if (err == ECONNREFUSED && !c->relayed) {
+			/* nothing on the sandbox's address: a server on its loopback, through the relay */
+			c->relayed = true;
+			watch(px, &c->up, 0);
+			close(c->up.fd);
+			c->up.fd = -1;
+			dial(px, c, SP_RELAY_PORT);
+			return;
+		}
+		if (!err && c->relayed) {
+			unsigned char port[2] = { (unsigned char)(c->port >> 8), (unsigned char)c->port };
+			if (send(c->up.fd, port, 2, MSG_NOSIGNAL | MSG_DONTWAIT) != 2)
+				err = EIO;
+			else {
+				c->state = P_RELAY;
+				watch(px, &c->up, EPOLLIN);
+				return;
+			}
+		}
 		if (err) {
 			char msg[256];
+			snprintf(msg, sizeof(msg), "nothing answers on port %d in the sandbox (%s)\n", c->port,
+				 strerror(err));
+			answer(px, c, 502, "Bad Gateway", NULL, msg);
+			return;
+		}
+		c->state = P_PIPE;
+		ev = EPOLLOUT;
+	} else if (c->state == P_RELAY) {
+		unsigned char status = EIO;
+		ssize_t r = recv(c->up.fd, &status, 1, MSG_DONTWAIT);
+		if (r < 0 && errno == EAGAIN)
+			return;
+		if (r != 1 || status != 0) {
+			char msg[256];
 			snprintf(msg, sizeof(msg),
-				 "nothing answers on port %d in the sandbox (%s): a server there must listen on 0.0.0.0 "
-				 "(or ::), not only on 127.0.0.1\n",
-				 c->port, strerror(err));
+				 "nothing answers on port %d in the sandbox (%s): is a server listening there?\n", c->port,
+				 strerror(r == 1 ? status : ECONNREFUSED));
 			answer(px, c, 502, "Bad Gateway", NULL, msg);
 			return;
 		}

@@ -54,8 +54,13 @@ CLIENT = textwrap.dedent(r"""
         head = "%s %s HTTP/1.1\r\nHost: %s\r\n" % (r.get("method", "GET"), r["path"], host)
         for k, v in r.get("headers", {}).items():
             head += "%s: %s\r\n" % (k, v)
-        s.sendall((head + "\r\n").encode())
-        out.append(read_response())
+        try:
+            s.sendall((head + "\r\n").encode())
+            out.append(read_response())
+        except OSError:
+            out.append(None)  # the proxy ended the connection (after an error answer)
+        if out[-1] is None or out[-1]["headers"].get("connection") == "close":
+            break
     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     s.close()
     print(json.dumps(out))
@@ -248,7 +253,7 @@ def test_public_ports_need_no_token(api, make_sandbox, topo):
     sbid = make_sandbox(public_ports=True)
     assert api.ok("GET", f"/v1/sandboxes/{sbid}")["public_ports"] is True
     start_server(api, sbid)
-    out = wait_until(lambda: (lambda o: o if o["status"] == 200 else None)(
+    out = wait_until(lambda: (lambda o: o if o and o["status"] == 200 else None)(
         client(topo, host_of(sbid), [{"path": "/id"}])[0]), 60, "the public server")
     assert out["body"] == f"{sbid} /id"
 
@@ -265,3 +270,18 @@ def test_the_proxy_says_what_is_wrong(served, topo, api, make_sandbox):
         assert paused["status"] == 503 and "paused" in paused["body"], paused
     finally:
         api.ok("POST", f"/v1/sandboxes/{sbid}/resume")
+
+
+def test_a_server_on_loopback_only_is_reached_through_the_agents_relay(api, make_sandbox, topo):
+    sbid = make_sandbox()
+    start_server(api, sbid, bind="127.0.0.1", port=8000)
+    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+    out = wait_until(lambda: (lambda o: o if o and o["status"] == 200 else None)(
+        client(topo, host_of(sbid), [{"path": "/x0", "headers": {"X-Space-Token": token}}])[0]),
+        60, "the loopback server through the proxy")
+    assert out["body"] == f"{sbid} /x0"
+    out = client(topo, host_of(sbid), [{"path": f"/x{i}", "headers": {"X-Space-Token": token}} for i in range(3)])
+    assert [o["body"] for o in out] == [f"{sbid} /x{i}" for i in range(3)], out  # keep-alive, relayed
+    # the relay is the agent's, not a port of the sandbox's
+    ports = api.ok("GET", f"/v1/sandboxes/{sbid}/ports")["ports"]
+    assert [(p["port"], p["address"]) for p in ports] == [(8000, "127.0.0.1")], ports
