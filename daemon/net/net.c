@@ -309,13 +309,14 @@ int net_init(struct daemon *d, struct err *e)
 		 "    iifname \"sp%s*\" reject with icmp type admin-prohibited; }\n"
 		 "  chain forward { type filter hook forward priority filter - 10; policy accept;\n"
 		 "    oifname \"sp%s*\" ct state established,related accept\n"
-		 "    oifname \"sp%s*\" drop\n"
+		 "    oifname \"sp%s*\" meta l4proto tcp reject with tcp reset\n"
+		 "    oifname \"sp%s*\" reject with icmp type admin-prohibited\n"
 		 "    iifname vmap @sandboxes\n"
 		 "    iifname \"sp%s*\" drop; }\n"
 		 "  chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
 		 "    iifname \"sp%s*\" oifname != \"sp%s*\" masquerade; }\n"
 		 "}\n",
-		 t, t, t, permits, t, t, t, t, t, t, t, t);
+		 t, t, t, permits, t, t, t, t, t, t, t, t, t);
 	return nft(NULL, script, false, e);
 }
 
@@ -370,13 +371,16 @@ static int build_edge(const struct sandbox *sb, const char *edge, bool inner, st
 		 "    oifname \"up0\" ip saddr " NET_SANDBOX_ADDR " snat to %s; }\n"
 		 "  chain forward { type filter hook forward priority filter; policy drop;\n"
 		 "    ct state established,related accept\n"
+		 "    iifname \"gw0\" ct state new ct count over %d reject with icmp type admin-prohibited\n"
 		 "    iifname \"gw0\" oifname \"up0\" ip saddr " NET_SANDBOX_ADDR " accept\n"
 		 "    iifname \"up0\" oifname \"gw0\" ip daddr " NET_SANDBOX_ADDR " ct status dnat accept; }\n"
 		 "  chain input { type filter hook input priority filter; policy drop;\n"
 		 "    iif \"lo\" accept\n"
-		 "    ct state established,related accept; }\n"
+		 "    ct state established,related accept\n"
+		 "    meta l4proto tcp reject with tcp reset\n"
+		 "    reject with icmp type admin-prohibited; }\n"
 		 "}\n",
-		 reach, reach);
+		 reach, reach, NET_FLOWS_MAX);
 	int rc2 = nft(edge, script, false, e);
 	/* gVisor's time-wait lasts 60 s; the tracking's, 120 s by default, is brought just past it */
 	if (rc2 == 0 && (rc2 = sysctls(edge, TIME_WAIT, "61")) < 0)

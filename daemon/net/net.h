@@ -41,6 +41,8 @@
 #define NET_PREFIX 30
 #define NET_GUEST_MAC "02:00:a9:fe:00:15" /* a microVM's interface (the same in every one) */
 #define NET_PERMITS_MAX 64              /* spaced --egress-permit ranges */
+#define NET_FLOWS_MAX 4096              /* connections a sandbox may hold open at once (tracked at
+                                           its edge: the host's tracking table is shared by all) */
 
 /* The host side, once at start (before any sandbox is adopted): checks for ip and nft, turns
  * forwarding on in spaced's namespace and makes table `inet space_<tag>` afresh, with the

@@ -101,6 +101,25 @@ class Topology:
             raise RuntimeError(f"test server in {ns} did not start: {line!r}")
         self.procs.append(p)
 
+    def udp_sink(self, address, port, path):
+        """Records the source of every UDP datagram to address:port (in inet) into path, a line
+        each: what a sandbox's packets look like once they leave spaced's host."""
+        script = textwrap.dedent("""
+            import socket, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind((sys.argv[1], int(sys.argv[2])))
+            print("ready", flush=True)
+            while True:
+                data, src = s.recvfrom(2048)
+                with open(sys.argv[3], "a") as f:
+                    f.write("%s %s\\n" % (src[0], data.decode(errors="replace")))
+        """)
+        p = subprocess.Popen(["ip", "netns", "exec", self.inet, sys.executable, "-c", script, address, str(port), path],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        if p.stdout.readline().strip() != b"ready":
+            raise RuntimeError("udp sink did not start")
+        self.procs.append(p)
+
     def run(self, argv, **kw):
         """Runs argv inside the host namespace (where spaced and its proxy are)."""
         return subprocess.run(["nsenter", f"--net={self.host_path}"] + list(argv), **kw)
