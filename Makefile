@@ -243,6 +243,7 @@ asan:
 
 bench: all
 	/usr/bin/python3 bench/run.py
+	/usr/bin/python3 bench/net.py
 
 clean:
 	rm -rf build build-asan

@@ -15,8 +15,12 @@
 #include "agent.h"
 #include "connect.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +38,7 @@
 #include "identity.h"
 #include "probe.h"
 #include "vminit.h"
+#include "proto/agent.h"
 #include "vport.h"
 
 uint64_t agent_now_ms(void)
@@ -200,10 +205,24 @@ static const char *vm_name_arg(int argc, char **argv)
 	return NULL;
 }
 
-/* The relay of loopback-only ports (connect.h), a process of its own from the agent's program:
- * it carries no state of the agent's. */
-static void start_relay(void)
+/* Whether the sandbox has its network address (it was made with a network). */
+static bool has_network(void)
 {
+	struct sockaddr_in at = { .sin_family = AF_INET };
+	inet_pton(AF_INET, SP_NET_ADDR, &at.sin_addr);
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool yes = s >= 0 && bind(s, (struct sockaddr *)&at, sizeof(at)) == 0;
+	if (s >= 0)
+		close(s);
+	return yes;
+}
+
+/* The relay of loopback-only ports (connect.h), a process of its own from the agent's program:
+ * it carries no state of the agent's. Whether the sandbox has a network (and so the relay). */
+static bool start_relay(void)
+{
+	if (!has_network())
+		return false;
 	pid_t pid = fork();
 	if (pid == 0) {
 		char *argv[] = { "space-agent", RELAY_ARG, NULL };
@@ -212,6 +231,25 @@ static void start_relay(void)
 	}
 	if (pid < 0)
 		agent_log("the loopback relay: fork: %s", strerror(errno));
+	return true;
+}
+
+/* The sandbox's resolver is its gateway (spaced's, docs/network.md): a template's own
+ * resolv.conf names the host it was built on, which a sandbox cannot reach. */
+static int write_resolv_conf(void)
+{
+	static const char text[] = "# spaced's resolver, through this sandbox's gateway (space: docs/network.md)\n"
+				   "nameserver " SP_NET_GATEWAY "\n";
+	int fd = open("/etc/resolv.conf.space", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	int rc = write(fd, text, sizeof(text) - 1) == (ssize_t)(sizeof(text) - 1) ? 0 : -EIO;
+	close(fd);
+	if (rc == 0 && rename("/etc/resolv.conf.space", "/etc/resolv.conf") < 0)
+		rc = -errno;
+	if (rc < 0)
+		unlink("/etc/resolv.conf.space");
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -276,8 +314,8 @@ int main(int argc, char **argv)
 		agent_log("out of memory");
 		return 1;
 	}
-	if (a.pid1)
-		start_relay();
+	if (a.pid1 && start_relay() && (err = write_resolv_conf()) < 0)
+		agent_log("/etc/resolv.conf: %s", strerror(-err));
 	proc_init(&a);
 	oom_init(&a);
 	xfer_init(&a);

@@ -164,6 +164,7 @@ struct tenant_load {
 };
 
 struct proxy;
+struct dns;
 
 struct daemon {
 	pthread_mutex_t lock;
@@ -210,6 +211,9 @@ struct daemon {
 	char proxy_listen[128];     /* --proxy-listen HOST:PORT, "" for no port proxy */
 	char proxy_domain[128];     /* --proxy-domain (default "localhost") */
 	struct proxy *proxy;        /* the port proxy, when it runs (net/proxy.h) */
+	char dns_upstream[64];      /* --dns-upstream ADDR[:PORT], "" for /etc/resolv.conf's */
+	int dns_port;               /* --dns-port: the sandboxes' resolver's, in spaced's namespace */
+	struct dns *dns;            /* that resolver (net/dns.h) */
 };
 
 #endif

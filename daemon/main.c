@@ -38,6 +38,7 @@
 #include "daemon/core/sweep.h"
 #include "daemon/net/net.h"
 #include "daemon/net/proxy.h"
+#include "daemon/net/dns.h"
 #include "daemon/net/policy.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
@@ -81,6 +82,7 @@ static void usage(FILE *f)
 		   "              [--template NAME=PKG[,PKG...]]... [--default-egress none|open|allow]\n"
 		   "              [--egress-permit CIDR]... [--net-transit CIDR]\n"
 		   "              [--proxy-listen HOST:PORT [--proxy-domain DOMAIN]]\n"
+		   "              [--dns-upstream ADDR[:PORT]] [--dns-port PORT]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
@@ -184,6 +186,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 		{ "default-egress", required_argument, NULL, 'E' }, { "egress-permit", required_argument, NULL, 'P' },
 		{ "net-transit", required_argument, NULL, 'T' },
 		{ "proxy-listen", required_argument, NULL, 'x' }, { "proxy-domain", required_argument, NULL, 'y' },
+		{ "dns-upstream", required_argument, NULL, 'U' }, { "dns-port", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
@@ -195,6 +198,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 	d->max_snapshot_bytes = TENANT_MAX_SNAPSHOT_BYTES;
 	d->default_egress = NET_EGRESS_OPEN;
 	snprintf(d->proxy_domain, sizeof(d->proxy_domain), "localhost");
+	d->dns_port = NET_DNS_PORT;
 	char exe[400];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
@@ -241,6 +245,14 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 				return -EINVAL;
 			}
 			d->net_npermits++;
+			break;
+		case 'U': snprintf(d->dns_upstream, sizeof(d->dns_upstream), "%s", optarg); break;
+		case 'N':
+			d->dns_port = atoi(optarg);
+			if (d->dns_port < 1 || d->dns_port > 65535) {
+				fprintf(stderr, "spaced: --dns-port wants a port (1-65535), not %s\n", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'x': snprintf(d->proxy_listen, sizeof(d->proxy_listen), "%s", optarg); break;
 		case 'y':
@@ -438,6 +450,8 @@ int main(int argc, char **argv)
 	mkdir_p(dirname(rundir), 0755); /* the group space reaches the socket through it */
 	if (http_start(d) < 0 || proxy_start(d) < 0)
 		return 1;
+	if (dns_start(d) < 0)
+		log_warn("sandboxes have no resolver of spaced's: their DNS questions go unanswered");
 	log_info("spaced %s listening on %s%s%s%s (isolation %s by default, %s)", SPACE_VERSION, d->socket_path,
 		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->tls_cert ? " (TLS)" : "", d->isolation->kind,
 		 d->isolation->ops->runtime(d->isolation->drv));
@@ -447,6 +461,7 @@ int main(int argc, char **argv)
 	sigwait(&sigs, &sig);
 	log_info("stopping on signal %d; sandboxes keep running", sig);
 	proxy_stop(d);
+	dns_stop(d);
 	http_stop(d);
 	daemon_lock_report(d);
 	return 0;

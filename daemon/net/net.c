@@ -28,6 +28,7 @@
 #include <nftables/libnftables.h>
 
 #include "daemon/base/log.h"
+#include "daemon/core/op.h"
 #include "daemon/base/spawn.h"
 #include "daemon/net/policy.h"
 
@@ -305,6 +306,7 @@ int net_init(struct daemon *d, struct err *e)
 		 "  map sandboxes { type ifname : verdict; }\n"
 		 "  chain input { type filter hook input priority filter - 10; policy accept;\n"
 		 "    iifname \"sp%s*\" ct state established,related accept\n"
+		 "    iifname \"sp%s*\" udp dport %d accept\n"
 		 "    iifname \"sp%s*\" meta l4proto tcp reject with tcp reset\n"
 		 "    iifname \"sp%s*\" reject with icmp type admin-prohibited; }\n"
 		 "  chain forward { type filter hook forward priority filter - 10; policy accept;\n"
@@ -316,7 +318,7 @@ int net_init(struct daemon *d, struct err *e)
 		 "  chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
 		 "    iifname \"sp%s*\" oifname != \"sp%s*\" masquerade; }\n"
 		 "}\n",
-		 t, t, t, permits, t, t, t, t, t, t, t, t, t);
+		 t, t, t, permits, t, t, d->dns_port, t, t, t, t, t, t, t, t);
 	return nft(NULL, script, false, e);
 }
 
@@ -366,6 +368,8 @@ static int build_edge(const struct sandbox *sb, const char *edge, bool inner, st
 	snprintf(script, sizeof(script),
 		 "table ip space {\n"
 		 "  chain prerouting { type nat hook prerouting priority dstnat; policy accept;\n"
+		 /* every DNS question over UDP, to whatever server, goes to spaced's resolver */
+		 "    iifname \"gw0\" udp dport 53 dnat to %s:%d\n"
 		 "    iifname \"up0\" ip daddr %s dnat to " NET_SANDBOX_ADDR "; }\n"
 		 "  chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
 		 "    oifname \"up0\" ip saddr " NET_SANDBOX_ADDR " snat to %s; }\n"
@@ -380,7 +384,7 @@ static int build_edge(const struct sandbox *sb, const char *edge, bool inner, st
 		 "    meta l4proto tcp reject with tcp reset\n"
 		 "    reject with icmp type admin-prohibited; }\n"
 		 "}\n",
-		 reach, reach, NET_FLOWS_MAX);
+		 host, sb->d->dns_port, reach, reach, NET_FLOWS_MAX);
 	int rc2 = nft(edge, script, false, e);
 	/* gVisor's time-wait lasts 60 s; the tracking's, 120 s by default, is brought just past it */
 	if (rc2 == 0 && (rc2 = sysctls(edge, TIME_WAIT, "61")) < 0)
@@ -563,6 +567,28 @@ int net_open_flows(const struct sandbox *sb, char *first, size_t n)
 	}
 	fclose(f);
 	return count;
+}
+
+int net_pin(struct daemon *d, const char *id, uint32_t addr, uint32_t seconds, struct err *e)
+{
+	int slot = -1;
+	daemon_lock(d);
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		if (!strcmp(sb->id, id) && sb->network)
+			slot = sb->net_slot;
+	daemon_unlock(d);
+	if (slot < 0)
+		return err_set(e, 404, "not_found", ENOENT, "no sandbox %s with a network", id);
+	char a[16], script[256];
+	struct in_addr in = { .s_addr = addr };
+	inet_ntop(AF_INET, &in, a, sizeof(a));
+	/* an element already there gets the new timeout: the newest answer's TTL counts */
+	snprintf(script, sizeof(script),
+		 "delete element inet space_%s " CHAIN_FMT "_pins { %s }\n", d->net_tag, slot, a);
+	nft(NULL, script, true, e);
+	snprintf(script, sizeof(script), "add element inet space_%s " CHAIN_FMT "_pins { %s timeout %us }\n",
+		 d->net_tag, slot, a, seconds);
+	return nft(NULL, script, false, e);
 }
 
 void net_sweep(struct daemon *d)

@@ -96,6 +96,11 @@ void net_sweep(struct daemon *d);
  * (a booted image's guest is built beside it, net_tap_open opens it); without, removes it. */
 int net_scratch(const char *dir, bool make, struct err *e);
 
+/* Makes addr (network order) reachable for sandbox id's policy for `seconds` (its pins: what
+ * its resolver answered for a name it may reach). 0, or -errno with e (404: no such sandbox).
+ * [takes d->lock] */
+int net_pin(struct daemon *d, const char *id, uint32_t addr, uint32_t seconds, struct err *e);
+
 /* Removes all of sb's network; what is already gone is fine. */
 int net_remove(struct daemon *d, struct sandbox *sb, struct err *e);
 

@@ -28,6 +28,77 @@ int net_egress_parse(const char *s, enum net_egress *out)
 	return -EINVAL;
 }
 
+bool net_is_name(const char *entry)
+{
+	return entry && strchr(entry, '/') == NULL && strspn(entry, "0123456789.") != strlen(entry);
+}
+
+int net_name_normal(const char *in, char *out, size_t n)
+{
+	const char *p = in;
+	size_t used = 0, len = strlen(in);
+	if (len > NET_NAME_MAX || len + 1 > n)
+		return -EINVAL;
+	if (!strncmp(p, "*.", 2)) {
+		out[used++] = '*';
+		out[used++] = '.';
+		p += 2;
+	}
+	if (!*p)
+		return -EINVAL;
+	bool any_alpha = false;
+	while (*p) {
+		size_t l = strcspn(p, ".");
+		if (l == 0 || l > 63 || p[0] == '-' || p[l - 1] == '-')
+			return -EINVAL;
+		for (size_t i = 0; i < l; i++) {
+			char c = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] - 'A' + 'a' : p[i]);
+			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+				return -EINVAL;
+			any_alpha |= !(c >= '0' && c <= '9');
+			out[used++] = c;
+		}
+		p += l;
+		if (*p == '.') {
+			if (!p[1])
+				break; /* a final dot: the same name */
+			out[used++] = '.';
+			p++;
+		}
+	}
+	out[used] = '\0';
+	return any_alpha ? 0 : -EINVAL; /* all digits and dots: an address, not a name */
+}
+
+/* Whether name (lower case, no final dot) is entry, or under it for "*.suffix". */
+static bool name_matches(const char *entry, const char *name)
+{
+	if (strncmp(entry, "*.", 2) != 0)
+		return strcmp(entry, name) == 0;
+	size_t el = strlen(entry + 1), nl = strlen(name); /* ".suffix" */
+	return nl > el && strcmp(name + nl - el, entry + 1) == 0;
+}
+
+static bool listed(const json_t *arr, const char *name)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v)
+		if (net_is_name(json_string_value(v)) && name_matches(json_string_value(v), name))
+			return true;
+	return false;
+}
+
+enum net_name_verdict net_policy_name(const json_t *policy, const char *name)
+{
+	enum net_egress m = net_policy_egress(policy);
+	if (m == NET_EGRESS_NONE || listed(json_object_get(policy, "deny"), name))
+		return NET_NAME_REFUSE;
+	if (m == NET_EGRESS_OPEN)
+		return NET_NAME_RESOLVE;
+	return listed(json_object_get(policy, "allow"), name) ? NET_NAME_PIN : NET_NAME_REFUSE;
+}
+
 int net_cidr_normal(const char *in, char *out, size_t n)
 {
 	char addr[INET_ADDRSTRLEN + 1];
@@ -74,12 +145,14 @@ static json_t *list(const json_t *in, const json_t *base, const char *key, int *
 	size_t i;
 	json_t *v;
 	json_array_foreach(src, i, v) {
-		char norm[32];
+		char norm[NET_NAME_MAX + 1];
 		const char *s = json_string_value(v);
-		if (!s || net_cidr_normal(s, norm, sizeof(norm)) < 0) {
+		if (!s || (net_cidr_normal(s, norm, sizeof(norm)) < 0 && net_name_normal(s, norm, sizeof(norm)) < 0)) {
 			json_decref(out);
 			err_set(e, 400, "invalid_argument", EINVAL,
-				"network.%s[%zu] is not an IPv4 address or CIDR block (like 192.0.2.0/24)", key, i);
+				"network.%s[%zu] is not an IPv4 address, a CIDR block (like 192.0.2.0/24) or a host name "
+				"(like example.com or *.example.com)",
+				key, i);
 			return NULL;
 		}
 		bool dup = false;
@@ -149,13 +222,25 @@ enum net_egress net_policy_egress(const json_t *policy)
 	return m;
 }
 
-/* Appends `{ a, b, ... }` of the strings of arr to out at *used. */
+/* How many entries of arr are addresses or blocks (not names). */
+static size_t cidrs_in(const json_t *arr)
+{
+	size_t i, k = 0;
+	json_t *v;
+	json_array_foreach(arr, i, v)
+		k += !net_is_name(json_string_value(v));
+	return k;
+}
+
+/* Appends `{ a, b, ... }` of the addresses and blocks of arr to out at *used. */
 static void set_of(const json_t *arr, char *out, size_t n, size_t *used)
 {
 	size_t i;
 	json_t *v;
 	const char *sep = "{ ";
 	json_array_foreach(arr, i, v) {
+		if (net_is_name(json_string_value(v)))
+			continue;
 		*used += (size_t)snprintf(out + *used, *used < n ? n - *used : 0, "%s%s", sep, json_string_value(v));
 		sep = ", ";
 	}
@@ -177,7 +262,9 @@ int net_policy_rules(const json_t *policy, const char *table, const char *chain,
 	ADD("add rule inet %s %s ip daddr != @permitted ip daddr @blocked %s", table, chain, refuse);
 	ADD("add rule inet %s %s ip daddr != @permitted ip daddr @blocked %s", table, chain, refuse_rest);
 	const json_t *deny = json_object_get(policy, "deny"), *allow = json_object_get(policy, "allow");
-	if (json_array_size(deny) > 0) {
+	/* what the resolver answered for an allowed name, for as long as the answer lives */
+	ADD("add set inet %s %s_pins { type ipv4_addr; flags timeout; }\n", table, chain);
+	if (cidrs_in(deny) > 0) {
 		for (int pass = 0; pass < 2; pass++) {
 			ADD("add rule inet %s %s ip daddr ", table, chain);
 			set_of(deny, out, n, &used);
@@ -187,10 +274,13 @@ int net_policy_rules(const json_t *policy, const char *table, const char *chain,
 	enum net_egress m = net_policy_egress(policy);
 	if (m == NET_EGRESS_OPEN) {
 		ADD("add rule inet %s %s accept\n", table, chain);
-	} else if (m == NET_EGRESS_ALLOW && json_array_size(allow) > 0) {
-		ADD("add rule inet %s %s ip daddr ", table, chain);
-		set_of(allow, out, n, &used);
-		ADD(" accept\n");
+	} else if (m == NET_EGRESS_ALLOW) {
+		if (cidrs_in(allow) > 0) {
+			ADD("add rule inet %s %s ip daddr ", table, chain);
+			set_of(allow, out, n, &used);
+			ADD(" accept\n");
+		}
+		ADD("add rule inet %s %s ip daddr @%s_pins accept\n", table, chain, chain);
 	}
 	ADD("add rule inet %s %s %s", table, chain, refuse);
 	ADD("add rule inet %s %s %s", table, chain, refuse_rest);

@@ -10,13 +10,17 @@
  * NET_BLOCKED (the host, other sandboxes, loopback, link-local and the metadata address,
  * private and shared ranges, multicast) stay unreachable unless the operator permits a range
  * (spaced --egress-permit), and an allow entry inside them does not open them. Entries are
- * IPv4 addresses or CIDR blocks; sandboxes have no IPv6 route. Nothing here touches the host:
- * net.c renders the policy with net_policy_rules and applies it.
+ * IPv4 addresses or CIDR blocks, or host names ("example.com", "*.example.com" for every name
+ * under it), enforced through spaced's resolver (dns.h): a name refused is answered REFUSED,
+ * and the addresses the resolver answers for a name allowed are pinned, reachable for as long
+ * as the answer lives. Sandboxes have no IPv6 route. Nothing here touches the host: net.c
+ * renders the policy with net_policy_rules and applies it.
  */
 #ifndef SPACE_DAEMON_NET_POLICY_H
 #define SPACE_DAEMON_NET_POLICY_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "daemon/base/err.h"
@@ -24,6 +28,7 @@
 enum net_egress { NET_EGRESS_NONE, NET_EGRESS_OPEN, NET_EGRESS_ALLOW };
 
 #define NET_RULES_MAX 64 /* entries in allow and deny together */
+#define NET_NAME_MAX 253 /* characters of a host name entry */
 
 /* What stays unreachable in every mode: nftables interval syntax, comma separated. */
 #define NET_BLOCKED                                                                                         \
@@ -51,6 +56,21 @@ enum net_egress net_policy_egress(const json_t *policy);
  * makes there. Returns the length, or -ENOSPC.
  */
 int net_policy_rules(const json_t *policy, const char *table, const char *chain, char *out, size_t n);
+
+/* A host name entry ("Example.COM." or "*.example.com") into normal form (lower case, no
+ * final dot); 0, or -EINVAL for what is not one (an address is not a name). */
+int net_name_normal(const char *in, char *out, size_t n);
+
+/* Whether an entry in normal form is a host name (else an address or block). */
+bool net_is_name(const char *entry);
+
+/* What spaced's resolver does with a question for name (lower case) under policy. */
+enum net_name_verdict {
+	NET_NAME_REFUSE,  /* answered REFUSED: egress none, a name denied, or not allowed */
+	NET_NAME_RESOLVE, /* asked upstream and answered as is (egress open) */
+	NET_NAME_PIN,     /* asked upstream; the addresses of the answer become reachable (allow) */
+};
+enum net_name_verdict net_policy_name(const json_t *policy, const char *name);
 
 /* A CIDR (a.b.c.d or a.b.c.d/len) into normal form in out; 0 or -EINVAL. */
 int net_cidr_normal(const char *in, char *out, size_t n);

@@ -22,8 +22,8 @@
 #   passwd         agent/user.c over an arbitrary /etc/passwd and /etc/group (memfds), looked
 #                  up by name and by id
 #   ports          agent/ports.c over lines of /proc/net/tcp and /proc/net/tcp6
-#   net            egress policies (daemon/net/policy.c) and the port proxy's Host routing
-#                  (daemon/net/proxy_host.c)
+#   net            egress policies (daemon/net/policy.c), the port proxy's Host routing
+#                  (daemon/net/proxy_host.c) and DNS messages (daemon/net/dns_wire.c)
 #
 # Needs clang and libclang-rt-14-dev (Debian); FUZZ_CC overrides the compiler.
 # New inputs found while fuzzing go to $(FUZZ_DIR)/work/<name>/, crashes to
@@ -59,7 +59,7 @@ FUZZ_SRC_frame         := lib/frame.c
 FUZZ_SRC_codec         := lib/codec.c
 FUZZ_SRC_passwd        := agent/user.c
 FUZZ_SRC_ports         := agent/ports.c
-FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/base/err.c
+FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/net/dns_wire.c daemon/base/err.c
 FUZZ_SRC_api_route     := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_api_body      := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_daemon_frames := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)

@@ -2,14 +2,18 @@
  * tests/fuzz/fuzz_net.c - what the network takes from users and from the wire: egress
  * policies (daemon/net/policy.c, as a create or a PATCH sends them) and the Host header the
  * port proxy routes by (daemon/net/proxy.c, proxy_parse_host; any client reaching the proxy
- * writes it).
+ * writes it), and the DNS messages spaced's resolver reads (from sandboxes and upstream).
  *
- * The first byte picks the part:
- *  - even: the rest is JSON; a policy parsed from it (alone, and merged onto a fixed one) is
+ * The first byte picks the part (its value modulo 3):
+ *  - 0: the rest is JSON; a policy parsed from it (alone, and merged onto a fixed one) is
  *    in normal form (parsing it again gives the same), within NET_RULES_MAX entries, and
  *    renders rules that fit, or -ENOSPC, never past the buffer; net_cidr_normal of the raw
  *    bytes, NUL-terminated, is idempotent;
- *  - odd: the rest is a Host value; an accepted one names a port 1..65535 and a 12-character
+ *  - 2: the rest is a DNS message, as a sandbox or the upstream resolver sends it
+ *    (daemon/net/dns_wire.c): a question read is a lower-case dotted name within 253
+ *    characters; A records are read without reading past the message; a REFUSED answer made
+ *    from it is no longer than the message and keeps its id;
+ *  - 1: the rest is a Host value; an accepted one names a port 1..65535 and a 12-character
  *    lower-case hex id, and written back as "<port>-<id>.localhost" parses to the same.
  */
 #include <assert.h>
@@ -21,6 +25,7 @@
 
 #include "daemon/net/policy.h"
 #include "daemon/net/proxy.h"
+#include "daemon/net/dns.h"
 
 static void policy(const uint8_t *data, size_t size)
 {
@@ -77,13 +82,44 @@ static void host(const uint8_t *data, size_t size)
 	free(h);
 }
 
+static void count_a(uint32_t addr, uint32_t ttl, void *ctx)
+{
+	(void)addr;
+	assert(ttl <= 0x7fffffffu);
+	++*(int *)ctx;
+}
+
+static void dns(const uint8_t *data, size_t size)
+{
+	uint8_t *m = malloc(size ? size : 1); /* exactly its size */
+	memcpy(m, data, size);
+	char name[256];
+	uint16_t qtype;
+	if (dns_question(m, size, name, sizeof(name), &qtype) == 0) {
+		size_t len = strlen(name);
+		assert(len > 0 && len <= 253);
+		for (size_t i = 0; i < len; i++)
+			assert(!(name[i] >= 'A' && name[i] <= 'Z'));
+	}
+	int n = 0;
+	dns_answers_a(m, size, count_a, &n);
+	uint8_t out[NET_DNS_MSG_MAX];
+	size_t r = dns_refused(m, size, out, sizeof(out));
+	if (r) {
+		assert(r <= size && out[0] == m[0] && out[1] == m[1] && (out[3] & 0xf) == 5);
+	}
+	free(m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	if (data[0] % 2 == 0)
+	if (data[0] % 3 == 0)
 		policy(data + 1, size - 1);
-	else
+	else if (data[0] % 3 == 1)
 		host(data + 1, size - 1);
+	else
+		dns(data + 1, size - 1);
 	return 0;
 }

@@ -58,7 +58,7 @@ def spaced(topo):
         if not os.access(binary, os.X_OK):
             pytest.exit(f"{binary} is missing: run `make` first", returncode=2)
     d = NetDaemon(topo, args=["--default-egress", "open", "--egress-permit", nettopo.PERMIT_RANGE,
-                              "--proxy-listen", f"127.0.0.1:{PROXY_PORT}"])
+                              "--proxy-listen", f"127.0.0.1:{PROXY_PORT}", "--dns-upstream", nettopo.DNS])
     try:
         d.start()
         yield d

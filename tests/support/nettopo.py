@@ -20,13 +20,17 @@ Topology(prefix) makes it; close() removes both namespaces, which takes every in
 process bound to them along.
 """
 
+import json
 import os
 import signal
+import tempfile
 import subprocess
 import sys
 import textwrap
 
 PUBLIC = ["192.0.2.10", "192.0.2.11", "203.0.113.7"]
+DNS = "203.0.113.53"  # the made-up internet's resolver: the names of NAMES, and `moving.test`
+NAMES = {"web.test": PUBLIC[0], "web2.test": PUBLIC[1], "a.cdn.test": PUBLIC[2], "b.cdn.test": PUBLIC[1]}
 UNREACHABLE = ["169.254.169.254", "10.9.9.9", "172.16.0.5", "192.168.1.5", "100.64.0.5"]
 PERMITTED = "10.0.0.5"
 PERMIT_RANGE = "10.0.0.0/29"
@@ -54,6 +58,33 @@ SERVER = textwrap.dedent("""
         threading.Thread(target=s.serve_forever, daemon=True).start()
     print("ready", flush=True)
     servers[0].serve_forever()
+""")
+
+
+DNS_SERVER = textwrap.dedent("""
+    import json, socket, struct, sys
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((sys.argv[1], 53))
+    names, moving = json.loads(sys.argv[2]), sys.argv[3]
+    print("ready", flush=True)
+    while True:
+        q, src = s.recvfrom(2048)
+        try:
+            p, labels = 12, []
+            while q[p]:
+                labels.append(q[p + 1:p + 1 + q[p]].decode().lower()); p += 1 + q[p]
+            name, qtype = ".".join(labels), struct.unpack("!H", q[p + 1:p + 3])[0]
+            question = q[12:p + 5]
+        except Exception:
+            continue
+        addr, ttl = names.get(name), 300
+        if name == "moving.test":
+            addr, ttl = open(moving).read().strip(), 1
+        flags = 0x8180 if addr else 0x8183
+        answers = []
+        if addr and qtype == 1:
+            answers.append(b"\\xc0\\x0c" + struct.pack("!HHIH", 1, 1, ttl, 4) + socket.inet_aton(addr))
+        s.sendto(q[:2] + struct.pack("!HHHHH", flags, 1, len(answers), 0, 0) + question + b"".join(answers), src)
 """)
 
 
@@ -88,10 +119,24 @@ class Topology:
             ip("link", "set", "dev", dev, "up", ns=ns)
             ip("link", "set", "dev", "lo", "up", ns=ns)
         ip("route", "add", "default", "via", UPLINK_INET, ns=self.host)
-        for a in PUBLIC + UNREACHABLE + [PERMITTED]:
+        for a in PUBLIC + UNREACHABLE + [PERMITTED, DNS]:
             ip("addr", "add", f"{a}/32", "dev", "lo", ns=self.inet)
         self.serve(self.inet, [f"{a}:80" for a in PUBLIC + UNREACHABLE + [PERMITTED]])
         self.serve(self.host, [f"0.0.0.0:{HOST_PORT}"])
+        self.moving = os.path.join(tempfile.mkdtemp(prefix="space-net-dns-"), "moving")
+        self.move("moving.test", PUBLIC[0])
+        p = subprocess.Popen(["ip", "netns", "exec", self.inet, sys.executable, "-c", DNS_SERVER, DNS,
+                              json.dumps(NAMES), self.moving],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        if p.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the test resolver did not start")
+        self.procs.append(p)
+
+    def move(self, name, address):
+        """What `moving.test` resolves to from now on (TTL 1 s)."""
+        with open(self.moving + ".tmp", "w") as f:
+            f.write(address)
+        os.rename(self.moving + ".tmp", self.moving)
 
     def serve(self, ns, binds):
         p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", SERVER] + binds,

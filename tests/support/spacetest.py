@@ -286,6 +286,7 @@ class Daemon:
         self.api = Api(self.socket, io_timeout=io_timeout)
         Daemon.count += 1
         self.transit = f"10.214.{(os.getpid() * 7 + Daemon.count) % 256}.0/24"
+        self.dns_port = 20000 + (os.getpid() * 7 + Daemon.count) % 20000
 
     def argv(self):
         a = [self.spaced, "--state-dir", self.state_dir, "--socket", self.socket, "--agent", self.agent]
@@ -296,6 +297,8 @@ class Daemon:
             a += ["--default-egress", "none"]
         if "--net-transit" not in self.args:
             a += ["--net-transit", self.transit]
+        if "--dns-port" not in self.args:
+            a += ["--dns-port", str(self.dns_port)]
         if self.listen:
             a += ["--listen", self.listen]
         if ISOLATION and not {"--isolation", "--driver"} & set(self.args):

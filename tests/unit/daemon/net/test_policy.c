@@ -69,7 +69,7 @@ static void bad_policies_are_refused_with_their_place(void **state)
 	assert_null(parse("{\"egress\": \"everything\"}", NULL, &e));
 	assert_int_equal(e.status, 400);
 	assert_non_null(strstr(e.msg, "network.egress"));
-	assert_null(parse("{\"egress\": \"allow\", \"allow\": [\"192.0.2.0/24\", \"nope\"]}", NULL, &e));
+	assert_null(parse("{\"egress\": \"allow\", \"allow\": [\"192.0.2.0/24\", \"no_pe\"]}", NULL, &e));
 	assert_non_null(strstr(e.msg, "network.allow[1]"));
 	assert_null(parse("{\"deny\": \"192.0.2.0/24\"}", NULL, &e));
 	assert_non_null(strstr(e.msg, "network.deny"));
@@ -80,6 +80,48 @@ static void bad_policies_are_refused_with_their_place(void **state)
 	json_t *notobj = json_string("open");
 	assert_null(net_policy_parse(notobj, NULL, NET_EGRESS_OPEN, &e));
 	json_decref(notobj);
+}
+
+static void host_names_take_their_normal_form_and_decide_questions(void **state)
+{
+	(void)state;
+	char out[300];
+	assert_int_equal(net_name_normal("Example.COM.", out, sizeof(out)), 0);
+	assert_string_equal(out, "example.com");
+	assert_int_equal(net_name_normal("*.web.test", out, sizeof(out)), 0);
+	assert_string_equal(out, "*.web.test");
+	static const char *const bad[] = { "", ".", "a..b", "-a.b", "a-.b", "a_b.c", "*.", "**.a", "a.*.b", "1.2.3.4",
+					   "a b", "192.0.2.1/24" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(net_name_normal(bad[i], out, sizeof(out)), -EINVAL);
+	char longname[300];
+	memset(longname, 'a', 254);
+	longname[254] = '\0';
+	assert_int_equal(net_name_normal(longname, out, sizeof(out)), -EINVAL);
+
+	struct err e;
+	json_t *p = parse("{\"egress\": \"allow\", \"allow\": [\"Web.Test\", \"*.cdn.test\", \"192.0.2.0/24\"],"
+			  " \"deny\": [\"bad.cdn.test\"]}", NULL, &e);
+	assert_non_null(p);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(p, "allow"), 0)), "web.test");
+	assert_int_equal(net_policy_name(p, "web.test"), NET_NAME_PIN);
+	assert_int_equal(net_policy_name(p, "a.cdn.test"), NET_NAME_PIN);
+	assert_int_equal(net_policy_name(p, "cdn.test"), NET_NAME_REFUSE); /* the wildcard is what is under it */
+	assert_int_equal(net_policy_name(p, "bad.cdn.test"), NET_NAME_REFUSE);
+	assert_int_equal(net_policy_name(p, "other.test"), NET_NAME_REFUSE);
+	char rules[4096];
+	assert_true(net_policy_rules(p, "space_t", "sb3", rules, sizeof(rules)) > 0);
+	assert_non_null(strstr(rules, "ip daddr { 192.0.2.0/24 } accept\n")); /* names are not addresses */
+	assert_null(strstr(rules, "web.test"));
+	assert_non_null(strstr(rules, "ip daddr @sb3_pins accept\n"));
+	json_decref(p);
+	p = parse("{\"egress\": \"open\", \"deny\": [\"bad.test\"]}", NULL, &e);
+	assert_int_equal(net_policy_name(p, "good.test"), NET_NAME_RESOLVE);
+	assert_int_equal(net_policy_name(p, "bad.test"), NET_NAME_REFUSE);
+	json_decref(p);
+	p = parse("{\"egress\": \"none\"}", NULL, &e);
+	assert_int_equal(net_policy_name(p, "good.test"), NET_NAME_REFUSE);
+	json_decref(p);
 }
 
 static void the_limit_of_entries_holds_at_its_edge(void **state)
@@ -160,6 +202,7 @@ int main(void)
 		cmocka_unit_test(cidrs_take_their_normal_form),
 		cmocka_unit_test(modes_and_lists_parse),
 		cmocka_unit_test(bad_policies_are_refused_with_their_place),
+		cmocka_unit_test(host_names_take_their_normal_form_and_decide_questions),
 		cmocka_unit_test(the_limit_of_entries_holds_at_its_edge),
 		cmocka_unit_test(a_change_merges_onto_the_current_policy),
 		cmocka_unit_test(each_mode_renders_its_rules),

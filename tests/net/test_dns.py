@@ -1,0 +1,127 @@
+"""DNS: spaced's resolver answers every sandbox with a network, by its policy.
+
+The made-up internet's resolver (nettopo.DNS) knows a few names under .test; spaced asks it.
+Every DNS question a sandbox sends over UDP, to whatever server, is answered by spaced's
+resolver; names refused by policy are answered REFUSED; the addresses answered for a name
+allowed by name become reachable for as long as the answer lives.
+"""
+
+import json
+import textwrap
+
+import pytest
+
+import nettopo
+from conftest import probe_from
+from spacetest import wait_until
+from test_egress import network_of, reached, stopped
+
+# One question from inside: server, name, count -> {"rcode": N, "a": [...]} for the last, and
+# how many answers came at all.
+ASK = textwrap.dedent(r"""
+    import json, os, socket, struct, sys
+    server, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+    q = os.urandom(2) + struct.pack("!HHHHH", 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack("!HH", 1, 1)
+    for _ in range(count):
+        s.sendto(q, (server, 53))
+    got, last = 0, None
+    try:
+        while got < count:
+            last, _ = s.recvfrom(2048); got += 1
+    except socket.timeout:
+        pass
+    out = {"answers": got, "rcode": None, "a": []}
+    if last:
+        out["rcode"] = last[3] & 0xf
+        an, p = struct.unpack("!H", last[6:8])[0], 12
+        while last[p]:
+            p += 1 + last[p]
+        p += 5
+        for _ in range(an):
+            p += 2 if last[p] & 0xc0 == 0xc0 else 0
+            t, c, ttl, l = struct.unpack("!HHIH", last[p:p + 10]); p += 10
+            if t == 1:
+                out["a"].append(socket.inet_ntoa(last[p:p + 4]))
+            p += l
+    print(json.dumps(out))
+""")
+
+
+def ask(api, sbid, name, server="169.254.0.22", count=1):
+    res = api.exec(sbid, ["python3", "-c", ASK, server, name, str(count)], timeout=120)
+    assert res["exit_code"] == 0, res
+    return json.loads(res["stdout"])
+
+
+def lookup(api, sbid, name):
+    """getaddrinfo inside, through the sandbox's own resolv.conf: an address, or the error."""
+    res = api.exec(sbid, ["python3", "-c", "import socket,sys\ntry: print(socket.gethostbyname(sys.argv[1]))\n"
+                                           "except OSError as e: print('error', e)", name])
+    return res["stdout"].strip()
+
+
+def test_open_resolves_through_spaceds_resolver(api, make_sandbox):
+    sbid = make_sandbox()
+    conf = api.exec(sbid, ["cat", "/etc/resolv.conf"])["stdout"]
+    assert "nameserver 169.254.0.22" in conf, conf
+    assert lookup(api, sbid, "web.test") == nettopo.PUBLIC[0]
+    assert lookup(api, sbid, "nowhere.test").startswith("error")
+    # a question to any other server goes to spaced's resolver all the same (a TEST-NET address
+    # where nothing listens)
+    r = ask(api, sbid, "web.test", server="198.51.100.99")
+    assert r["rcode"] == 0 and r["a"] == [nettopo.PUBLIC[0]], r
+
+
+def test_none_is_refused_and_deny_by_name_too(api, make_sandbox):
+    none = make_sandbox(network={"egress": "none"})
+    r = ask(api, none, "web.test")
+    assert r["rcode"] == 5 and r["a"] == [], r  # REFUSED
+    denied = make_sandbox(network={"egress": "open", "deny": ["web2.test"]})
+    assert ask(api, denied, "web2.test")["rcode"] == 5
+    assert lookup(api, denied, "web.test") == nettopo.PUBLIC[0]
+
+
+def test_allow_by_name_reaches_what_the_resolver_answered_only(api, make_sandbox, probe):
+    sbid = make_sandbox(network={"egress": "allow", "allow": ["web.test", "*.cdn.test"]})
+    web, cdn = f"{nettopo.PUBLIC[0]}:80", f"{nettopo.PUBLIC[2]}:80"
+    # before any answer, the address is one like any other: not allowed
+    assert stopped(probe(sbid, [web]), web)
+    assert lookup(api, sbid, "web.test") == nettopo.PUBLIC[0]
+    assert reached(probe(sbid, [web]), web)
+    assert lookup(api, sbid, "a.cdn.test") == nettopo.PUBLIC[2]
+    assert reached(probe(sbid, [cdn]), cdn)
+    assert ask(api, sbid, "web2.test")["rcode"] == 5  # not allowed: refused
+    assert ask(api, sbid, "cdn.test")["rcode"] == 5   # *.cdn.test is what is under it
+    r = probe(sbid, [f"{nettopo.PUBLIC[1]}:80"])
+    assert stopped(r, f"{nettopo.PUBLIC[1]}:80"), r
+    # another sandbox with the same policy has pinned nothing
+    other = make_sandbox(network={"egress": "allow", "allow": ["web.test"]})
+    assert stopped(probe(other, [web]), web)
+
+
+def test_a_name_whose_address_changes_moves_its_pin(api, make_sandbox, probe, topo):
+    sbid = make_sandbox(network={"egress": "allow", "allow": ["moving.test"]})
+    first, second = nettopo.PUBLIC[0], nettopo.PUBLIC[1]
+    try:
+        assert lookup(api, sbid, "moving.test") == first
+        assert reached(probe(sbid, [f"{first}:80"]), f"{first}:80")
+        topo.move("moving.test", second)
+        wait_until(lambda: lookup(api, sbid, "moving.test") == second, 30, "the new answer (TTL 1 s)")
+        assert reached(probe(sbid, [f"{second}:80"]), f"{second}:80")
+        # the old answer's pin lasts its TTL, at least 5 s (NET_DNS_PIN_MIN_S), then goes
+        wait_until(lambda: stopped(probe(sbid, [f"{first}:80"], timeout=1), f"{first}:80"), 60,
+                   "the old address's pin to run out")
+    finally:
+        topo.move("moving.test", first)
+
+
+def test_a_flood_of_questions_stays_the_floods_own(api, make_sandbox):
+    neighbour = make_sandbox()
+    flooder = make_sandbox()
+    r = ask(api, flooder, "web.test", count=3000)
+    assert r["answers"] > 0, r
+    # the neighbour's questions are answered meanwhile and after
+    assert lookup(api, neighbour, "web.test") == nettopo.PUBLIC[0]
+    assert lookup(api, flooder, "web.test") == nettopo.PUBLIC[0]
