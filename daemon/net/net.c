@@ -268,6 +268,7 @@ static int sysctls(const char *path, const char *const *rel, const char *value)
 static const char *const NO_IPV6[] = { "net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6",
 				       NULL };
 static const char *const FORWARD[] = { "net/ipv4/ip_forward", NULL };
+static const char *const INNER_NO_IPV6[] = { "net/ipv6/conf/eth0/disable_ipv6", NULL };
 static const char *const TIME_WAIT[] = { "net/netfilter/nf_conntrack_tcp_timeout_time_wait", NULL };
 
 int net_init(struct daemon *d, struct err *e)
@@ -424,8 +425,9 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 		if ((rc = make_ns(edge)) < 0 || (inner && (rc = make_ns(in)) < 0))
 			return err_set(e, 500, "internal", -rc, "cannot make a network namespace for %s: %s", sb->id,
 				       strerror(-rc));
-		if ((rc = sysctls(edge, FORWARD, "1")) < 0 || (rc = sysctls(edge, NO_IPV6, "1")) < 0 ||
-		    (inner && (rc = sysctls(in, NO_IPV6, "1")) < 0))
+		/* in the inner namespace only eth0 loses IPv6: gVisor copies its loopback from there,
+		 * and ::1 is a loopback address programs bind */
+		if ((rc = sysctls(edge, FORWARD, "1")) < 0 || (rc = sysctls(edge, NO_IPV6, "1")) < 0)
 			return err_set(e, 500, "internal", -rc, "cannot set up %s's network namespaces: %s", sb->id,
 				       strerror(-rc));
 		snprintf(script, sizeof(script),
@@ -433,6 +435,9 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 			 edge, host, NET_PREFIX, name, name);
 		if ((rc = ip_batch(NULL, script, false, e)) < 0 || (rc = build_edge(sb, edge, inner, e)) < 0)
 			return rc;
+		if (inner && (rc = sysctls(in, INNER_NO_IPV6, "1")) < 0)
+			return err_set(e, 500, "internal", -rc, "cannot set up %s's network namespaces: %s", sb->id,
+				       strerror(-rc));
 	}
 	if (inner && (rc = refresh_inner(in, e)) < 0)
 		return rc;
