@@ -28,10 +28,10 @@ SUSPEND_CYCLES = 50
 CRASH_TRIALS = 30
 if MICROVM:
     # a microVM's suspend and resume write and read its whole memory, ~2 s each under TCG
-    # here: a third of the cycles and half the trials keep `make test` within its hour
-    # (every transition's code is the same; SPECIFICATION.md's counts are gVisor's)
+    # here: a third of the cycles and trials keep `make test` within its hour (every
+    # transition's code is the same; SPECIFICATION.md's counts are gVisor's)
     SUSPEND_CYCLES = 16
-    CRASH_TRIALS = 16
+    CRASH_TRIALS = 12
 
 
 def keeper(api):

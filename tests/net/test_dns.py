@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 import nettopo
-from conftest import probe_from
+from conftest import probe_from, same_for_every_kind
 from spacetest import wait_until
 from test_egress import network_of, reached, stopped
 
@@ -74,6 +74,7 @@ def test_open_resolves_through_spaceds_resolver(api, make_sandbox):
     assert r["rcode"] == 0 and r["a"] == [nettopo.PUBLIC[0]], r
 
 
+@same_for_every_kind
 def test_none_is_refused_and_deny_by_name_too(api, make_sandbox):
     none = make_sandbox(network={"egress": "none"})
     r = ask(api, none, "web.test")
@@ -117,6 +118,7 @@ def test_a_name_whose_address_changes_moves_its_pin(api, make_sandbox, probe, to
         topo.move("moving.test", first)
 
 
+@same_for_every_kind
 def test_a_flood_of_questions_stays_the_floods_own(api, make_sandbox):
     neighbour = make_sandbox()
     flooder = make_sandbox()
@@ -125,3 +127,11 @@ def test_a_flood_of_questions_stays_the_floods_own(api, make_sandbox):
     # the neighbour's questions are answered meanwhile and after
     assert lookup(api, neighbour, "web.test") == nettopo.PUBLIC[0]
     assert lookup(api, flooder, "web.test") == nettopo.PUBLIC[0]
+
+
+def test_rebinding_an_allowed_name_to_a_blocked_address_reaches_nothing(api, make_sandbox, probe):
+    sbid = make_sandbox(network={"egress": "allow", "allow": ["rebind.test", "private.test"]})
+    assert lookup(api, sbid, "rebind.test") == "169.254.169.254"  # answered: the name is allowed
+    assert lookup(api, sbid, "private.test") == "10.9.9.9"
+    r = probe(sbid, ["169.254.169.254:80", "10.9.9.9:80"])
+    assert stopped(r, "169.254.169.254:80") and stopped(r, "10.9.9.9:80"), r  # pinned, still blocked

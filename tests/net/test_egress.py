@@ -13,7 +13,7 @@ import struct
 import pytest
 
 import nettopo
-from conftest import MICROVM, probe_from
+from conftest import MICROVM, probe_from, same_for_every_kind
 from spacetest import wait_until
 
 WEB = f"{nettopo.PUBLIC[0]}:80"
@@ -74,6 +74,7 @@ def test_deny_takes_away_from_open(api, make_sandbox, probe):
     assert reached(r, WEB) and stopped(r, WEB2), r
 
 
+@same_for_every_kind
 def test_an_operator_permitted_range_is_reachable_with_egress_only(api, make_sandbox, probe):
     permitted = f"{nettopo.PERMITTED}:80"
     open_sb = make_sandbox()
@@ -82,6 +83,7 @@ def test_an_operator_permitted_range_is_reachable_with_egress_only(api, make_san
     assert stopped(probe(none_sb, [permitted]), permitted)
 
 
+@same_for_every_kind
 @pytest.mark.parametrize("network, why", [
     ({"egress": "everywhere"}, "network.egress"),
     ({"egress": "allow", "allow": ["192.0.2.0/33"]}, "network.allow[0]"),
@@ -98,6 +100,7 @@ def test_a_bad_policy_is_refused_and_makes_nothing(api, network, why):
     assert {s["id"] for s in api.ok("GET", "/v1/sandboxes")["sandboxes"]} == before
 
 
+@same_for_every_kind
 def test_the_limit_of_entries_holds_at_its_edge(api, make_sandbox):
     entries = [f"198.51.100.{i}" for i in range(64)]
     sbid = make_sandbox(network={"egress": "allow", "allow": entries})
@@ -115,6 +118,7 @@ def test_no_network_means_no_interface(api, make_sandbox, probe):
     assert routes == [], routes
 
 
+@same_for_every_kind
 def test_bytes_in_and_out_are_counted(api, make_sandbox, probe):
     sbid = make_sandbox()
     before = network_of(api, sbid)
@@ -204,7 +208,7 @@ def test_a_suspend_refused_for_an_open_connection_leaves_the_sandbox_running(api
 
 
 def test_three_forks_serve_at_once_each_with_its_own_address(api, make_sandbox, topo):
-    src = make_sandbox()
+    src = make_sandbox(network={"egress": "open", "deny": ["192.0.2.11"]})
     serve(api, src)
     assert wait_served(api, topo, src) == src
     forks = api.ok("POST", f"/v1/sandboxes/{src}/fork", {"count": 3}, expect=(201,), timeout=600)
@@ -214,6 +218,7 @@ def test_three_forks_serve_at_once_each_with_its_own_address(api, make_sandbox, 
         assert len(addrs) == 4, addrs
         for f in ids:
             assert network_of(api, f)["address"] == "169.254.0.21"
+            assert network_of(api, f)["deny"] == ["192.0.2.11"]  # the source's policy
             # each fork's own server answers at its own address (with the source's files: the id
             # in /srv/id is the source's, the process is the fork's)
             assert wait_served(api, topo, f) == src
@@ -256,6 +261,7 @@ def test_a_policy_change_applies_to_new_connections_at_once_and_is_kept(api, spa
     assert reached(probe(sbid, [WEB2]), WEB2)
 
 
+@same_for_every_kind
 def test_a_bad_change_is_refused_and_changes_nothing(api, make_sandbox, probe):
     sbid = make_sandbox(network={"egress": "allow", "allow": [nettopo.PUBLIC[0]]})
     for body, why in (({"egress": "some"}, "network.egress"), ({"allow": ["x_y"]}, "network.allow[0]"),
@@ -272,6 +278,7 @@ def test_a_bad_change_is_refused_and_changes_nothing(api, make_sandbox, probe):
     assert status == 404, reply
 
 
+@same_for_every_kind
 def test_the_cli_sets_and_shows_a_policy(api, spaced, probe):
     import subprocess
     from spacetest import SPACE
@@ -300,6 +307,7 @@ def test_the_cli_sets_and_shows_a_policy(api, spaced, probe):
     assert r.returncode == 2 and "--no-network cannot go with" in r.stderr, r
 
 
+@same_for_every_kind
 def test_the_sdk_sets_and_reads_a_policy(spaced, probe):
     import os
     import sys
@@ -319,3 +327,32 @@ def test_the_sdk_sets_and_reads_a_policy(spaced, probe):
         assert bare.network() is None
     finally:
         bare.kill()
+
+
+def test_allow_mode_reaches_no_blocked_target_either(api, make_sandbox, probe):
+    # every must-stay-unreachable target listed in allow: still unreachable
+    sbid = make_sandbox(network={"egress": "allow", "allow": [t.split(":")[0] for t in FORBIDDEN]})
+    r = probe(sbid, forbidden_for(api, sbid))
+    for t in forbidden_for(api, sbid):
+        assert stopped(r, t), (t, r)
+
+
+def test_a_sandbox_from_a_snapshot_keeps_its_sources_policy(api, make_sandbox, probe, topo):
+    src = make_sandbox(network={"egress": "allow", "allow": [nettopo.PUBLIC[0]]})
+    serve(api, src)
+    assert wait_served(api, topo, src) == src
+    snap = api.ok("POST", f"/v1/sandboxes/{src}/snapshot", {}, expect=(201,), timeout=600)["id"]
+    try:
+        assert api.ok("GET", "/v1/snapshots")["snapshots"][-1]["network"]["allow"] == [nettopo.PUBLIC[0]]
+        copy = make_sandbox(snapshot=snap)
+        net = network_of(api, copy)
+        assert net["egress"] == "allow" and net["allow"] == [nettopo.PUBLIC[0]], net
+        assert net["host_address"] != network_of(api, src)["host_address"]
+        assert wait_served(api, topo, copy) == src  # its server, restored, at its own address
+        r = probe(copy, [WEB, WEB2])
+        assert reached(r, WEB) and stopped(r, WEB2), r
+        # a create from the snapshot may name another policy
+        other = make_sandbox(snapshot=snap, network={"egress": "none"})
+        assert stopped(probe(other, [WEB]), WEB)
+    finally:
+        api.ok("DELETE", f"/v1/snapshots/{snap}", expect=(204,))

@@ -3,12 +3,16 @@
 Each attempt aims at something the sandbox must not reach or disturb: the host's services,
 its neighbours, the addresses its packets claim to come from, the host's shared connection
 tracking. A neighbour sandbox is checked before and after each: it must go on reaching the
-internet. Packets that would get out could only end in the suite's own namespaces.
+internet, and its exec latency during the attempt stays within LATENCY_RATIO of what it was
+just before (the measure the security suite takes, tests/security/conftest.py). Packets that
+would get out could only end in the suite's own namespaces.
 """
 
 import os
+import statistics
 import tempfile
 import textwrap
+import threading
 import time
 
 import pytest
@@ -19,12 +23,34 @@ from spacetest import wait_until
 from test_egress import FORBIDDEN, WEB, network_of, reached, serve, stopped, wait_served
 
 
+LATENCY_RATIO = float(os.environ.get("SPACE_SECURITY_LATENCY_RATIO", "3"))
+
+
+def exec_ms(api, sbid):
+    t = time.monotonic()
+    api.exec(sbid, ["true"])
+    return (time.monotonic() - t) * 1000
+
+
 @pytest.fixture
 def neighbour(api, make_sandbox, probe):
     sbid = make_sandbox()
     assert reached(probe(sbid, [WEB]), WEB)
+    control = statistics.median(exec_ms(api, sbid) for _ in range(7))
+    samples, halt = [], threading.Event()
+
+    def sample():
+        while not halt.is_set():
+            samples.append(exec_ms(api, sbid))
+            halt.wait(0.05)
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
     yield sbid
+    halt.set()
+    t.join(timeout=120)
     assert reached(probe(sbid, [WEB]), WEB), "the neighbour lost its network"
+    during = statistics.median(samples) if samples else None
+    assert during is not None and during <= LATENCY_RATIO * control, (during, control, len(samples))
 
 
 def run_py(api, sbid, code, timeout=300):

@@ -30,7 +30,9 @@ import textwrap
 
 PUBLIC = ["192.0.2.10", "192.0.2.11", "203.0.113.7"]
 DNS = "203.0.113.53"  # the made-up internet's resolver: the names of NAMES, and `moving.test`
-NAMES = {"web.test": PUBLIC[0], "web2.test": PUBLIC[1], "a.cdn.test": PUBLIC[2], "b.cdn.test": PUBLIC[1]}
+NAMES = {"web.test": PUBLIC[0], "web2.test": PUBLIC[1], "a.cdn.test": PUBLIC[2], "b.cdn.test": PUBLIC[1],
+         # names that answer with what must stay unreachable: DNS rebinding against an allow list
+         "rebind.test": "169.254.169.254", "private.test": "10.9.9.9"}
 UNREACHABLE = ["169.254.169.254", "10.9.9.9", "172.16.0.5", "192.168.1.5", "100.64.0.5"]
 PERMITTED = "10.0.0.5"
 PERMIT_RANGE = "10.0.0.0/29"
