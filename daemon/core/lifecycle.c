@@ -239,6 +239,12 @@ static int check_room(struct daemon *d, struct sandbox *sb, struct err *e)
  * open then refuses the suspend (409) and the sandbox keeps running, connections and all; on
  * success the hold stays until the sandbox runs again (net_ensure lifts it).
  */
+static bool never(struct sandbox *sb)
+{
+	(void)sb;
+	return false;
+}
+
 static int drain_network(struct daemon *d, struct sandbox *sb, struct err *e)
 {
 	const struct driver_slot *dv = sandbox_driver(d, sb);
@@ -250,17 +256,8 @@ static int drain_network(struct daemon *d, struct sandbox *sb, struct err *e)
 	int64_t until = now_ms() + LIFECYCLE_NET_DRAIN_MS;
 	char first[200] = "";
 	daemon_lock(d);
-	while ((rc = net_open_flows(sb, first, sizeof(first))) > 0 && now_ms() < until) {
-		struct timespec t;
-		clock_gettime(CLOCK_REALTIME, &t);
-		t.tv_nsec += LIFECYCLE_NET_POLL_MS * 1000000L;
-		if (t.tv_nsec >= 1000000000L) {
-			t.tv_sec++;
-			t.tv_nsec -= 1000000000L;
-		}
-		while (daemon_wait(d, &t) != ETIMEDOUT)
-			; /* the lock is let go meanwhile; nothing else is waited for */
-	}
+	while ((rc = net_open_flows(sb, first, sizeof(first))) > 0 && now_ms() < until)
+		sandbox_wait(d, sb, never, LIFECYCLE_NET_POLL_MS); /* a pause, the lock let go */
 	daemon_unlock(d);
 	if (rc == 0)
 		return 0;

@@ -399,8 +399,9 @@ static void rearm(struct proxy *px, struct pconn *c)
 	watch(px, &c->up, ev[1]);
 }
 
-/* Moves what it can of flow f from src to dst; -1 when the connection is broken. */
-static int pump(struct flow *f, int src, int dst, bool readable, bool writable)
+/* Moves what it can of flow f from src to dst (reading only when src is readable; a write is
+ * tried whenever bytes wait: the socket says EAGAIN when full); -1 when the connection is broken. */
+static int pump(struct flow *f, int src, int dst, bool readable)
 {
 	if (readable && !f->eof) {
 		if (f->off > 0 && f->len > 0 && f->off + f->len == PROXY_BUF) {
@@ -420,7 +421,6 @@ static int pump(struct flow *f, int src, int dst, bool readable, bool writable)
 				return -1;
 		}
 	}
-	(void)writable; /* a write is tried whenever bytes wait: the socket says EAGAIN if full */
 	if (f->len > 0) {
 		ssize_t w = send(dst, f->buf + f->off, f->len, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w > 0) {
@@ -500,12 +500,12 @@ static void on_event(struct proxy *px, struct end *e, uint32_t ev)
 		c->state = P_PIPE;
 		ev = EPOLLOUT;
 	}
-	bool in = ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR), out = ev & EPOLLOUT;
+	bool in = ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
 	int rc;
 	if (e == &c->client)
-		rc = pump(&c->c2u, c->client.fd, c->up.fd, in, false) < 0 || pump(&c->u2c, c->up.fd, c->client.fd, false, out) < 0;
+		rc = pump(&c->c2u, c->client.fd, c->up.fd, in) < 0 || pump(&c->u2c, c->up.fd, c->client.fd, false) < 0;
 	else
-		rc = pump(&c->u2c, c->up.fd, c->client.fd, in, false) < 0 || pump(&c->c2u, c->client.fd, c->up.fd, false, out) < 0;
+		rc = pump(&c->u2c, c->up.fd, c->client.fd, in) < 0 || pump(&c->c2u, c->client.fd, c->up.fd, false) < 0;
 	if (rc) {
 		drop(px, c);
 		return;
