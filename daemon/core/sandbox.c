@@ -423,12 +423,7 @@ static int random_hex(char *out, size_t n)
 
 static int new_id(char out[SANDBOX_ID_LEN + 1])
 {
-	uint8_t r[SANDBOX_ID_LEN / 2];
-	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		return -EIO;
-	for (size_t i = 0; i < sizeof(r); i++)
-		snprintf(out + 2 * i, 3, "%02x", r[i]);
-	return 0;
+	return random_hex(out, SANDBOX_ID_LEN);
 }
 
 /* Ready: connected and its process list applied, so a listing right after is complete. */
