@@ -97,18 +97,20 @@ void net_host_reach(const struct sandbox *sb, char *out, size_t n)
 	slot_addr(sb, 2, out, n);
 }
 
-/* Moves the calling thread into the namespace at nsfd; *home is the way back. */
-static int enter(int nsfd, int *home)
+/* Moves the calling thread into the namespace bound at path; *home is the way back (leave). */
+static int enter(const char *path, int *home)
 {
-	*home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (*home < 0)
+	int nsfd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	if (nsfd < 0)
 		return -errno;
-	if (setns(nsfd, CLONE_NEWNET) < 0) {
-		int rc = -errno;
-		close(*home);
-		return rc;
+	*home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (*home < 0 || setns(nsfd, CLONE_NEWNET) < 0) {
+		rc = -errno;
+		if (*home >= 0)
+			close(*home);
 	}
-	return 0;
+	close(nsfd);
+	return rc;
 }
 
 static void leave(int home)
@@ -169,15 +171,14 @@ static void first_line(int fd, char *out, size_t n)
 static int ip_batch(const char *path, const char *script, bool quiet, struct err *e)
 {
 	int in = memfd_create("space-net-script", MFD_CLOEXEC), out = memfd_create("space-net-out", MFD_CLOEXEC);
-	int nsfd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	int rc = 0, home = -1;
 	size_t len = strlen(script);
-	if (in < 0 || out < 0 || (path && nsfd < 0))
+	if (in < 0 || out < 0)
 		rc = -errno;
 	else if (write(in, script, len) != (ssize_t)len)
 		rc = -EIO;
-	else if (nsfd >= 0)
-		rc = enter(nsfd, &home);
+	else if (path)
+		rc = enter(path, &home);
 	if (rc == 0) {
 		char *argv[] = { "ip", "-batch", "/dev/fd/3", NULL };
 		rc = spawn_run_keep(argv, &in, 1, out, out);
@@ -195,8 +196,6 @@ static int ip_batch(const char *path, const char *script, bool quiet, struct err
 		close(in);
 	if (out >= 0)
 		close(out);
-	if (nsfd >= 0)
-		close(nsfd);
 	return rc == 0 ? 0 : rc < 0 ? rc : -EIO;
 }
 
@@ -205,16 +204,9 @@ static int ip_batch(const char *path, const char *script, bool quiet, struct err
  * namespace. With quiet, a failure is not filled into e. */
 static int nft(const char *path, const char *script, bool quiet, struct err *e)
 {
-	int nsfd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1, home = -1, rc = 0;
-	if (path && nsfd < 0)
-		rc = -errno;
-	else if (nsfd >= 0)
-		rc = enter(nsfd, &home);
-	if (rc < 0) {
-		if (nsfd >= 0)
-			close(nsfd);
+	int home = -1, rc = path ? enter(path, &home) : 0;
+	if (rc < 0)
 		return quiet ? rc : err_set(e, 500, "internal", -rc, "cannot enter %s: %s", path, strerror(-rc));
-	}
 	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx) {
 		rc = -ENOMEM;
@@ -236,21 +228,15 @@ static int nft(const char *path, const char *script, bool quiet, struct err *e)
 	}
 	if (home >= 0)
 		leave(home);
-	if (nsfd >= 0)
-		close(nsfd);
 	return rc;
 }
 
 /* Writes value into the sysctl file rel (under /proc/sys/) of the namespace at path. */
 static int sysctls(const char *path, const char *const *rel, const char *value)
 {
-	int nsfd = open(path, O_RDONLY | O_CLOEXEC), home, rc;
-	if (nsfd < 0)
-		return -errno;
-	if ((rc = enter(nsfd, &home)) < 0) {
-		close(nsfd);
+	int home, rc = enter(path, &home);
+	if (rc < 0)
 		return rc;
-	}
 	for (; *rel && rc == 0; rel++) {
 		char p[256];
 		snprintf(p, sizeof(p), "/proc/sys/%s", *rel);
@@ -261,7 +247,6 @@ static int sysctls(const char *path, const char *const *rel, const char *value)
 			close(fd);
 	}
 	leave(home);
-	close(nsfd);
 	return rc;
 }
 
@@ -543,16 +528,11 @@ int net_open_flows(const struct sandbox *sb, char *first, size_t n)
 {
 	char edge[600], line[512];
 	ns_path(sb, "edge", edge, sizeof(edge));
-	int nsfd = open(edge, O_RDONLY | O_CLOEXEC), home, rc;
-	if (nsfd < 0)
-		return -errno;
-	if ((rc = enter(nsfd, &home)) < 0) {
-		close(nsfd);
+	int home, rc = enter(edge, &home);
+	if (rc < 0)
 		return rc;
-	}
 	FILE *f = fopen("/proc/thread-self/net/nf_conntrack", "re");
 	leave(home);
-	close(nsfd);
 	if (!f)
 		return errno == ENOENT ? 0 : -errno; /* no tracking yet: nothing was ever connected */
 	int count = 0;
@@ -651,14 +631,10 @@ int net_tap_open(const struct sandbox *sb, struct err *e)
 {
 	char edge[600];
 	ns_path(sb, "edge", edge, sizeof(edge));
-	int nsfd = open(edge, O_RDONLY | O_CLOEXEC), home = -1, rc;
-	if (nsfd < 0)
-		return err_set(e, 500, "internal", errno, "sandbox %s has no network namespace: %s", sb->id,
-			       strerror(errno));
-	if ((rc = enter(nsfd, &home)) < 0) {
-		close(nsfd);
-		return err_set(e, 500, "internal", -rc, "cannot enter %s: %s", edge, strerror(-rc));
-	}
+	int home = -1, rc = enter(edge, &home);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot enter %s's network namespace %s: %s", sb->id, edge,
+			       strerror(-rc));
 	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
 	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "gw0");
@@ -669,7 +645,6 @@ int net_tap_open(const struct sandbox *sb, struct err *e)
 		fd = rc;
 	}
 	leave(home);
-	close(nsfd);
 	if (fd < 0)
 		return err_set(e, 500, "internal", -fd, "cannot open %s's tap: %s", sb->id, strerror(-fd));
 	return fd;
