@@ -33,6 +33,7 @@ struct agent {
 	 * (vminit_env: the running QEMU's, not the one of the machine its image was written on) */
 	int (*vm_env)(void);
 	int sigfd;            /* signalfd for SIGCHLD */
+	int relay_fd;         /* the loopback relay's listening socket (connect.h), or -1: no network */
 	uint64_t boot_id;     /* random, chosen once per agent start */
 	struct conn conn;
 	struct proc_table procs;

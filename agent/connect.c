@@ -120,31 +120,25 @@ static int relay_one(int c)
 	return join(c, s) < 0;
 }
 
-int relay_main(void)
+int relay_listen(void)
 {
-	signal(SIGCHLD, SIG_IGN); /* each connection's process goes by itself */
 	struct sockaddr_in at = { .sin_family = AF_INET, .sin_port = htons(SP_RELAY_PORT) };
 	inet_pton(AF_INET, SP_NET_ADDR, &at.sin_addr);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
 	if (l < 0)
-		return 1;
+		return -errno;
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&at, sizeof(at)) < 0 || listen(l, 64) < 0)
-		return 0; /* no network: nothing to relay */
-	for (;;) {
-		int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0) {
-			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
-				continue;
-			return 1;
-		}
-		pid_t pid = fork();
-		if (pid == 0) {
-			close(l);
-			_exit(relay_one(c));
-		}
-		close(c);
+	if (bind(l, (struct sockaddr *)&at, sizeof(at)) < 0 || listen(l, RELAY_BACKLOG) < 0) {
+		int rc = -errno;
+		close(l);
+		return rc;
 	}
+	return l;
+}
+
+int relay_main(void)
+{
+	return relay_one(0);
 }
 
 int connect_main(const char *port_s)

@@ -23,9 +23,13 @@ int connect_main(const char *port);
 
 #define RELAY_ARG "--relay"
 #define RELAY_HELLO_TIMEOUT_S 10 /* for a relay connection's port to arrive */
+#define RELAY_BACKLOG 64
 
-/* `space-agent --relay`: the relay of SP_RELAY_PORT (proto/agent.h), a process a connection.
- * Returns at once (0) when the sandbox has no network address to listen on. */
+/* The relay of SP_RELAY_PORT (proto/agent.h): the agent's loop holds its listening socket
+ * (non-blocking), so a sandbox's start pays for no process; each connection gets one,
+ * `space-agent --relay` with the connection as its stdin, which carries no state of the
+ * agent's. relay_listen returns the socket, or -errno (no network address to listen on). */
+int relay_listen(void);
 int relay_main(void);
 
 #endif

@@ -134,6 +134,34 @@ static void on_signal(struct agent *a, void *obj, int fd, short revents)
 	proc_reap(a);
 }
 
+/* A connection to the loopback relay (connect.h): a process of its own, the connection as
+ * its stdin (accepted sockets block); its exit is reaped as an orphan's. */
+static void on_relay(struct agent *a, void *obj, int fd, short revents)
+{
+	(void)obj;
+	(void)revents;
+	if (fd != a->relay_fd)
+		return;
+	for (int i = 0; i < RELAY_BACKLOG; i++) {
+		int c = accept4(fd, NULL, NULL, 0);
+		if (c < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				agent_log("the loopback relay: accept: %s", strerror(errno));
+			return;
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			char *argv[] = { "space-agent", RELAY_ARG, NULL };
+			if (dup2(c, 0) == 0)
+				execv("/proc/self/exe", argv);
+			_exit(127);
+		}
+		if (pid < 0)
+			agent_log("the loopback relay: fork: %s", strerror(errno));
+		close(c);
+	}
+}
+
 static int ms_until(uint64_t deadline, uint64_t now)
 {
 	if (deadline == UINT64_MAX)
@@ -157,6 +185,8 @@ static void loop_run(struct agent *a)
 
 		ps.n = 0;
 		pollset_add(&ps, a->sigfd, POLLIN, on_signal, NULL);
+		if (a->relay_fd >= 0)
+			pollset_add(&ps, a->relay_fd, POLLIN, on_relay, NULL);
 		proc_watch(a, &ps);
 		conn_watch(a, &ps);
 
@@ -205,35 +235,6 @@ static const char *vm_name_arg(int argc, char **argv)
 	return NULL;
 }
 
-/* Whether the sandbox has its network address (it was made with a network). */
-static bool has_network(void)
-{
-	struct sockaddr_in at = { .sin_family = AF_INET };
-	inet_pton(AF_INET, SP_NET_ADDR, &at.sin_addr);
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	bool yes = s >= 0 && bind(s, (struct sockaddr *)&at, sizeof(at)) == 0;
-	if (s >= 0)
-		close(s);
-	return yes;
-}
-
-/* The relay of loopback-only ports (connect.h), a process of its own from the agent's program:
- * it carries no state of the agent's. Whether the sandbox has a network (and so the relay). */
-static bool start_relay(void)
-{
-	if (!has_network())
-		return false;
-	pid_t pid = fork();
-	if (pid == 0) {
-		char *argv[] = { "space-agent", RELAY_ARG, NULL };
-		execv("/proc/self/exe", argv);
-		_exit(127);
-	}
-	if (pid < 0)
-		agent_log("the loopback relay: fork: %s", strerror(errno));
-	return true;
-}
-
 /* The sandbox's resolver is its gateway (spaced's, docs/network.md): a template's own
  * resolv.conf names the host it was built on, which a sandbox cannot reach. */
 static int write_resolv_conf(void)
@@ -265,6 +266,7 @@ int main(int argc, char **argv)
 		return connect_main(argv[2]);
 	if (argc == 2 && strcmp(argv[1], RELAY_ARG) == 0)
 		return relay_main();
+	a.relay_fd = -1;
 
 	a.pid1 = getpid() == 1;
 	bool vm = a.pid1 && has_arg(argc, argv, SP_VM_INIT_ARG);
@@ -314,7 +316,7 @@ int main(int argc, char **argv)
 		agent_log("out of memory");
 		return 1;
 	}
-	if (a.pid1 && start_relay() && (err = write_resolv_conf()) < 0)
+	if (a.pid1 && (a.relay_fd = relay_listen()) >= 0 && (err = write_resolv_conf()) < 0)
 		agent_log("/etc/resolv.conf: %s", strerror(-err));
 	proc_init(&a);
 	oom_init(&a);
