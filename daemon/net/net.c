@@ -2,9 +2,10 @@
  * daemon/net/net.c - sandboxes' namespaces, links and rules (see net.h).
  *
  * A job thread does the work inside a sandbox's namespace by moving itself there (setns of
- * the network namespace is per thread) and back: a program it starts there (ip, nft) is born
- * in it. A thread that cannot move back aborts spaced, since anything it did next would act
- * inside a sandbox's network; sandboxes outlive spaced, and a restarted spaced adopts them.
+ * the network namespace is per thread) and back: the netlink sockets it opens there (link.h,
+ * libnftables) belong to that namespace. A thread that cannot move back aborts spaced, since
+ * anything it did next would act inside a sandbox's network; sandboxes outlive spaced, and a
+ * restarted spaced adopts them.
  */
 #include "daemon/net/net.h"
 
@@ -18,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -29,7 +29,7 @@
 
 #include "daemon/base/log.h"
 #include "daemon/core/op.h"
-#include "daemon/base/spawn.h"
+#include "daemon/net/link.h"
 #include "daemon/net/policy.h"
 
 #define NSFS_MAGIC_NUMBER 0x6e736673
@@ -158,45 +158,30 @@ static void drop_ns(const char *path)
 	unlink(path);
 }
 
-/* The first line of what the memfd fd holds, into out. */
-static void first_line(int fd, char *out, size_t n)
+/* One namespace's steps, over netlink (link.h): fn runs with nl made in the namespace at path
+ * (NULL: spaced's) and this thread inside it. A failure fills e with what, the namespace and
+ * the kernel's reason, unless quiet. */
+typedef int link_steps(struct link_nl *nl, const void *arg);
+
+static int in_ns(const char *path, link_steps *fn, const void *arg, const char *what, bool quiet, struct err *e)
 {
-	ssize_t r = pread(fd, out, n - 1, 0);
-	out[r > 0 ? r : 0] = '\0';
-	out[strcspn(out, "\n")] = '\0';
+	int home = -1, rc = path ? enter(path, &home) : 0;
+	struct link_nl nl = { 0 };
+	if (rc == 0 && (rc = link_open(&nl)) == 0) {
+		rc = fn(&nl, arg);
+		link_close(&nl);
+	}
+	if (home >= 0)
+		leave(home);
+	if (rc < 0 && !quiet)
+		err_set(e, 500, "internal", -rc, "cannot %s%s%s: %s", what, path ? " in " : "", path ? path : "",
+			strerror(-rc));
+	return rc;
 }
 
-/* Runs `ip -batch` on script in the namespace at path (NULL: spaced's). With quiet, a failure is
- * not filled into e (undoing what may not be there). */
-static int ip_batch(const char *path, const char *script, bool quiet, struct err *e)
+static int del_step(struct link_nl *nl, const void *name)
 {
-	int in = memfd_create("space-net-script", MFD_CLOEXEC), out = memfd_create("space-net-out", MFD_CLOEXEC);
-	int rc = 0, home = -1;
-	size_t len = strlen(script);
-	if (in < 0 || out < 0)
-		rc = -errno;
-	else if (write(in, script, len) != (ssize_t)len)
-		rc = -EIO;
-	else if (path)
-		rc = enter(path, &home);
-	if (rc == 0) {
-		char *argv[] = { "ip", "-batch", "/dev/fd/3", NULL };
-		rc = spawn_run_keep(argv, &in, 1, out, out);
-		if (home >= 0)
-			leave(home);
-	}
-	if (rc != 0 && !quiet) {
-		char why[256] = "";
-		if (out >= 0)
-			first_line(out, why, sizeof(why));
-		err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "ip failed setting up a sandbox's network%s%s: %s",
-			path ? " in " : "", path ? path : "", why[0] ? why : rc < 0 ? strerror(-rc) : "no message");
-	}
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return rc == 0 ? 0 : rc < 0 ? rc : -EIO;
+	return link_del(nl, name);
 }
 
 /* Runs an nft script (one transaction: all of it or nothing) in the namespace at path (NULL:
@@ -292,7 +277,7 @@ int net_init(struct daemon *d, struct err *e)
 		 "  map sandboxes { type ifname : verdict; }\n"
 		 "  chain input { type filter hook input priority filter - 10; policy accept;\n"
 		 "    iifname \"sp%s*\" ct state established,related accept\n"
-		 "    iifname \"sp%s*\" udp dport %d accept\n"
+		 "    iifname \"sp%s*\" meta l4proto { tcp, udp } th dport %d accept\n"
 		 "    iifname \"sp%s*\" meta l4proto tcp reject with tcp reset\n"
 		 "    iifname \"sp%s*\" reject with icmp type admin-prohibited; }\n"
 		 "  chain forward { type filter hook forward priority filter - 10; policy accept;\n"
@@ -331,6 +316,25 @@ static bool host_link(const struct sandbox *sb)
 	return if_nametoindex(name) != 0;
 }
 
+struct edge_args {
+	const char *reach, *host;
+	int inner_ns; /* the inner namespace, or -1: a microVM's tap */
+};
+
+static int edge_steps(struct link_nl *nl, const void *arg)
+{
+	const struct edge_args *a = arg;
+	int rc;
+	if ((rc = link_up(nl, "lo")) < 0 || (rc = link_up(nl, "up0")) < 0 ||
+	    (rc = link_addr(nl, "up0", a->reach, NET_PREFIX)) < 0 ||
+	    (rc = link_default_route(nl, "up0", a->host)) < 0)
+		return rc;
+	rc = a->inner_ns >= 0 ? link_veth(nl, "gw0", "eth0", a->inner_ns) : link_tap("gw0");
+	if (rc == 0 && (rc = link_addr(nl, "gw0", NET_GATEWAY_ADDR, NET_PREFIX)) == 0)
+		rc = link_up(nl, "gw0");
+	return rc;
+}
+
 /* The edge: its half of the slot, the way to the sandbox (a veth to inner, or a tap), and its
  * address translation. Only the sandbox's own address passes, only between gw0 and up0. */
 static int build_edge(const struct sandbox *sb, const char *edge, bool inner, struct err *e)
@@ -339,23 +343,19 @@ static int build_edge(const struct sandbox *sb, const char *edge, bool inner, st
 	slot_addr(sb, 1, host, sizeof(host));
 	slot_addr(sb, 2, reach, sizeof(reach));
 	net_inner_path(sb, in, sizeof(in));
-	char way[700];
-	if (inner)
-		snprintf(way, sizeof(way), "link add gw0 type veth peer name eth0 netns %s\n", in);
-	else
-		snprintf(way, sizeof(way), "tuntap add dev gw0 mode tap vnet_hdr\n");
-	snprintf(script, sizeof(script),
-		 "link set lo up\nlink set up0 up\naddr add %s/%d dev up0\nroute add default via %s dev up0\n%s"
-		 "addr add " NET_GATEWAY_ADDR "/%d dev gw0\nlink set gw0 up\n",
-		 reach, NET_PREFIX, host, way, NET_PREFIX);
-	int rc = ip_batch(edge, script, false, e);
+	struct edge_args a = { .reach = reach, .host = host, .inner_ns = -1 };
+	if (inner && (a.inner_ns = open(in, O_RDONLY | O_CLOEXEC)) < 0)
+		return err_set(e, 500, "internal", errno, "cannot open %s: %s", in, strerror(errno));
+	int rc = in_ns(edge, edge_steps, &a, "set up a sandbox's edge", false, e);
+	if (a.inner_ns >= 0)
+		close(a.inner_ns);
 	if (rc < 0)
 		return rc;
 	snprintf(script, sizeof(script),
 		 "table ip space {\n"
 		 "  chain prerouting { type nat hook prerouting priority dstnat; policy accept;\n"
-		 /* every DNS question over UDP, to whatever server, goes to spaced's resolver */
-		 "    iifname \"gw0\" udp dport 53 dnat to %s:%d\n"
+		 /* every DNS question, to whatever server, goes to spaced's resolver */
+		 "    iifname \"gw0\" meta l4proto { tcp, udp } th dport 53 dnat to %s:%d\n"
 		 "    iifname \"up0\" ip daddr %s dnat to " NET_SANDBOX_ADDR "; }\n"
 		 "  chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
 		 "    oifname \"up0\" ip saddr " NET_SANDBOX_ADDR " snat to %s; }\n"
@@ -378,14 +378,35 @@ static int build_edge(const struct sandbox *sb, const char *edge, bool inner, st
 	return rc2;
 }
 
+static int inner_steps(struct link_nl *nl, const void *arg)
+{
+	(void)arg;
+	int rc;
+	if ((rc = link_up(nl, "lo")) < 0 || (rc = link_up(nl, "eth0")) < 0 ||
+	    (rc = link_addr(nl, "eth0", NET_SANDBOX_ADDR, NET_PREFIX)) < 0)
+		return rc;
+	return link_default_route(nl, "eth0", NET_GATEWAY_ADDR);
+}
+
 /* The inner namespace as runsc is to find it: runsc takes the interface's address away from
  * the host's view when it starts, so a restore needs it put back. */
 static int refresh_inner(const char *in, struct err *e)
 {
-	return ip_batch(in,
-		    "link set lo up\nlink set eth0 up\naddr replace " NET_SANDBOX_ADDR "/30 dev eth0\n"
-		    "route replace default via " NET_GATEWAY_ADDR " dev eth0\n",
-		    false, e);
+	return in_ns(in, inner_steps, NULL, "set up a sandbox's interface", false, e);
+}
+
+struct host_args {
+	const char *name, *host;
+	int edge_ns;
+};
+
+static int host_steps(struct link_nl *nl, const void *arg)
+{
+	const struct host_args *a = arg;
+	int rc;
+	if ((rc = link_veth(nl, a->name, "up0", a->edge_ns)) < 0 || (rc = link_addr(nl, a->name, a->host, NET_PREFIX)) < 0)
+		return rc;
+	return link_up(nl, a->name);
 }
 
 int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
@@ -404,7 +425,7 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 		struct err ignored = { 0 };
 		if (is_ns(edge) || is_ns(in) || host_link(sb)) /* half made: made again whole */
 			net_remove(d, sb, &ignored);
-		char name[IF_NAMESIZE], host[16], script[1024];
+		char name[IF_NAMESIZE], host[16];
 		host_if(sb, name, sizeof(name));
 		slot_addr(sb, 1, host, sizeof(host));
 		if ((rc = make_ns(edge)) < 0 || (inner && (rc = make_ns(in)) < 0))
@@ -415,10 +436,12 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 		if ((rc = sysctls(edge, FORWARD, "1")) < 0 || (rc = sysctls(edge, NO_IPV6, "1")) < 0)
 			return err_set(e, 500, "internal", -rc, "cannot set up %s's network namespaces: %s", sb->id,
 				       strerror(-rc));
-		snprintf(script, sizeof(script),
-			 "link add %s type veth peer name up0 netns %s\naddr add %s/%d dev %s\nlink set %s up\n", name,
-			 edge, host, NET_PREFIX, name, name);
-		if ((rc = ip_batch(NULL, script, false, e)) < 0 || (rc = build_edge(sb, edge, inner, e)) < 0)
+		struct host_args h = { .name = name, .host = host, .edge_ns = open(edge, O_RDONLY | O_CLOEXEC) };
+		if (h.edge_ns < 0)
+			return err_set(e, 500, "internal", errno, "cannot open %s: %s", edge, strerror(errno));
+		rc = in_ns(NULL, host_steps, &h, "link a sandbox's edge", false, e);
+		close(h.edge_ns);
+		if (rc < 0 || (rc = build_edge(sb, edge, inner, e)) < 0)
 			return rc;
 		if (inner && (rc = sysctls(in, INNER_NO_IPV6, "1")) < 0)
 			return err_set(e, 500, "internal", -rc, "cannot set up %s's network namespaces: %s", sb->id,
@@ -484,12 +507,9 @@ int net_remove(struct daemon *d, struct sandbox *sb, struct err *e)
 	nft(NULL, script, true, e);
 	snprintf(script, sizeof(script), "delete chain inet space_%s " CHAIN_FMT "\n", d->net_tag, sb->net_slot);
 	nft(NULL, script, true, e);
-	if (host_link(sb)) {
-		snprintf(script, sizeof(script), "link del %s\n", name);
-		int rc = ip_batch(NULL, script, false, e);
-		if (rc < 0)
-			return rc;
-	}
+	int rc;
+	if (host_link(sb) && (rc = in_ns(NULL, del_step, name, "remove a sandbox's link", false, e)) < 0)
+		return rc;
 	ns_path(sb, "edge", edge, sizeof(edge));
 	net_inner_path(sb, in, sizeof(in));
 	drop_ns(edge);
@@ -591,16 +611,21 @@ void net_sweep(struct daemon *d)
 			held = s->network && s->net_slot == slot;
 		if (held)
 			continue;
-		char script[64];
 		struct err e = { 0 };
-		snprintf(script, sizeof(script), "link del %s\n", i->if_name);
-		if (ip_batch(NULL, script, false, &e) == 0)
+		if (in_ns(NULL, del_step, i->if_name, "remove a link", false, &e) == 0)
 			log_info("removed %s, the network of no sandbox", i->if_name);
 		else
 			log_warn("cannot remove %s: %s", i->if_name, e.msg);
 	}
 	if (all)
 		if_freenameindex(all);
+}
+
+static int tap_steps(struct link_nl *nl, const void *arg)
+{
+	(void)arg;
+	int rc = link_tap("gw0");
+	return rc < 0 ? rc : link_up(nl, "gw0");
 }
 
 int net_scratch(const char *dir, bool make, struct err *e)
@@ -616,7 +641,7 @@ int net_scratch(const char *dir, bool make, struct err *e)
 	int rc = mkdir(net, 0700) < 0 && errno != EEXIST ? -errno : make_ns(edge);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot make a network namespace at %s: %s", edge, strerror(-rc));
-	return ip_batch(edge, "tuntap add dev gw0 mode tap vnet_hdr\nlink set gw0 up\n", false, e);
+	return in_ns(edge, tap_steps, NULL, "make a tap", false, e);
 }
 
 int net_inner_open(const struct sandbox *sb)

@@ -19,7 +19,7 @@
  * (spaced --net-transit) keep two spaceds apart in one namespace. The namespaces are files under the sandbox's dir (bind mounts), so they live
  * while the sandbox does, whether it runs or not.
  *
- * The host programs `ip` (iproute2) and `nft` (nftables) do the work; every call blocks, so
+ * spaced does the work in-process, rtnetlink (link.h) and libnftables; every call blocks, so
  * use them from job threads, without d->lock unless said. Errors fill *e.
  */
 #ifndef SPACE_DAEMON_NET_H
@@ -44,9 +44,9 @@
 #define NET_FLOWS_MAX 4096              /* connections a sandbox may hold open at once (tracked at
                                            its edge: the host's tracking table is shared by all) */
 
-/* The host side, once at start (before any sandbox is adopted): checks for ip and nft, turns
- * forwarding on in spaced's namespace and makes table `inet space_<tag>` afresh, with the
- * ranges d->net_permits lets sandboxes reach. */
+/* The host side, once at start (before any sandbox is adopted): turns forwarding on in
+ * spaced's namespace and makes table `inet space_<tag>` afresh, with the ranges
+ * d->net_permits lets sandboxes reach. */
 int net_init(struct daemon *d, struct err *e);
 
 /* Checks a --net-transit range (an IPv4 CIDR, NET_TRANSIT_MIN_PREFIX..MAX_PREFIX) into out in

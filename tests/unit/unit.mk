@@ -85,9 +85,9 @@ UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daem
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
                  daemon/base/hash.c \
-                 daemon/store/store.c daemon/store/template.c daemon/net/net.c daemon/net/policy.c \
+                 daemon/store/store.c daemon/store/template.c daemon/net/net.c daemon/net/link.c daemon/net/policy.c \
                  lib/buf.c lib/codec.c lib/frame.c
-UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lpthread
+UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 
 UNIT_SRC := $(UNIT_TESTS:%=tests/unit/%.c)
 UNIT_BIN := $(UNIT_TESTS:%=$(BUILD)/tests/%)
