@@ -8,6 +8,12 @@
  * that a connection right after the answer finds them reachable), then sent back under the
  * asker's id. A question unanswered upstream within NET_DNS_TIMEOUT_MS is forgotten: the
  * asker's own resolver library asks again.
+ *
+ * Over TCP (what a resolver library uses after a truncated answer), each connection has a
+ * thread of its own that reads a question at a time (a two-byte length, then the message),
+ * decides the same way and asks upstream over TCP on a connection of its own, every step
+ * bounded by NET_DNS_TIMEOUT_MS; at most NET_DNS_TCP_MAX connections at once, and
+ * NET_DNS_TCP_PER_SANDBOX of one sandbox (more are closed at once).
  */
 #include "daemon/net/dns.h"
 
@@ -23,6 +29,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "daemon/base/clock.h"
@@ -43,12 +50,24 @@ struct pending {
 	int64_t deadline;
 };
 
+struct tcp_conn {
+	struct dns *r;
+	int fd;                   /* -1: the place is free */
+	struct sockaddr_in from;
+	char sandbox[SANDBOX_ID_LEN + 1];
+};
+
 struct dns {
 	struct daemon *d;
 	pthread_t thread;
-	int sfd, ufd, epfd, wakefd;
+	int sfd, ufd, tfd, epfd, wakefd;
 	bool upstream;            /* one is known: else every question is refused */
+	struct sockaddr_in up;
 	struct pending pend[NET_DNS_PENDING_TOTAL];
+	pthread_mutex_t tcp_lock; /* guards tcp[], tcp_open */
+	pthread_cond_t tcp_gone;
+	int tcp_open;
+	struct tcp_conn tcp[NET_DNS_TCP_MAX];
 };
 
 /* The upstream resolver: --dns-upstream, else the first IPv4 nameserver of /etc/resolv.conf. */
@@ -223,6 +242,167 @@ static void on_answer(struct dns *r)
 	}
 }
 
+/* ---- over TCP ---- */
+
+/* Reads exactly n bytes (the socket's timeout bounds each read): 0, or -1. */
+static int read_all(int fd, uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t r = recv(fd, p, n, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Writes msg[0..n) with its two-byte length: 0, or -1. */
+static int send_framed(int fd, const uint8_t *msg, size_t n)
+{
+	uint8_t len[2] = { (uint8_t)(n >> 8), (uint8_t)n };
+	struct iovec iov[2] = { { len, 2 }, { (void *)msg, n } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	size_t want = n + 2;
+	ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	if (w == (ssize_t)want)
+		return 0;
+	if (w < 2) /* rare: a socket buffer full under a few bytes; the rest in order */
+		return w == 1 && send(fd, len + 1, 1, MSG_NOSIGNAL) == 1 && send(fd, msg, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
+	size_t done = (size_t)w - 2;
+	return send(fd, msg + done, n - done, MSG_NOSIGNAL) == (ssize_t)(n - done) ? 0 : -1;
+}
+
+/* One framed message into msg (at most NET_DNS_TCP_MSG_MAX): its length, or -1. */
+static ssize_t recv_framed(int fd, uint8_t *msg)
+{
+	uint8_t len[2];
+	if (read_all(fd, len, 2) < 0)
+		return -1;
+	size_t n = (size_t)len[0] << 8 | len[1];
+	return n >= 12 && read_all(fd, msg, n) == 0 ? (ssize_t)n : -1;
+}
+
+static void timeouts(int fd, int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)); /* connect's too */
+}
+
+/* The upstream's answer to q[0..n) over TCP into ans: its length, or -1. */
+static ssize_t ask_tcp(struct dns *r, const uint8_t *q, size_t n, uint8_t *ans)
+{
+	int u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (u < 0)
+		return -1;
+	timeouts(u, NET_DNS_TIMEOUT_MS);
+	ssize_t got = -1;
+	if (connect(u, (struct sockaddr *)&r->up, sizeof(r->up)) == 0 && send_framed(u, q, n) == 0)
+		got = recv_framed(u, ans);
+	close(u);
+	return got;
+}
+
+/* Whether the answer a[0..n) answers the question q (the same id and name). */
+static bool answers(const uint8_t *a, size_t n, const uint8_t *q, const char *name)
+{
+	uint8_t head[12];
+	memcpy(head, a, 12);
+	head[2] = head[3] = 0; /* read the answer's question as a query's */
+	uint8_t *copy = malloc(n);
+	if (!copy)
+		return false;
+	memcpy(copy, a, n);
+	memcpy(copy, head, 12);
+	char got[256];
+	uint16_t qtype;
+	bool same = a[0] == q[0] && a[1] == q[1] && dns_question(copy, n, got, sizeof(got), &qtype) == 0 &&
+		    strcmp(got, name) == 0;
+	free(copy);
+	return same;
+}
+
+static void *tcp_main(void *arg)
+{
+	struct tcp_conn *c = arg;
+	struct dns *r = c->r;
+	uint8_t *q = malloc(NET_DNS_TCP_MSG_MAX), *ans = malloc(NET_DNS_TCP_MSG_MAX);
+	timeouts(c->fd, NET_DNS_TIMEOUT_MS);
+	ssize_t n;
+	while (q && ans && (n = recv_framed(c->fd, q)) > 0) {
+		char name[256];
+		uint16_t qtype;
+		bool parsed = dns_question(q, (size_t)n, name, sizeof(name), &qtype) == 0;
+		struct asker a = who(r->d, &c->from, parsed ? name : NULL);
+		if (!a.found)
+			break;
+		ssize_t len;
+		if (!parsed || a.verdict == NET_NAME_REFUSE || !r->upstream) {
+			len = (ssize_t)dns_refused(q, (size_t)n, ans, NET_DNS_TCP_MSG_MAX);
+		} else {
+			len = ask_tcp(r, q, (size_t)n, ans);
+			if (len < 12 || !answers(ans, (size_t)len, q, name))
+				break; /* the asker asks again, or gives up */
+			if (a.verdict == NET_NAME_PIN) {
+				struct pins ps = { .d = r->d, .sandbox = a.id };
+				dns_answers_a(ans, (size_t)len, pin_one, &ps);
+			}
+		}
+		if (len <= 0 || send_framed(c->fd, ans, (size_t)len) < 0)
+			break;
+	}
+	free(q);
+	free(ans);
+	pthread_mutex_lock(&r->tcp_lock);
+	close(c->fd);
+	c->fd = -1;
+	r->tcp_open--;
+	pthread_cond_broadcast(&r->tcp_gone);
+	pthread_mutex_unlock(&r->tcp_lock);
+	return NULL;
+}
+
+/* A new connection: a thread of its own, within the limits; otherwise closed at once. */
+static void on_connection(struct dns *r)
+{
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	int fd = accept4(r->tfd, (struct sockaddr *)&from, &fl, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct asker a = who(r->d, &from, NULL);
+	pthread_mutex_lock(&r->tcp_lock);
+	int mine = 0;
+	struct tcp_conn *c = NULL;
+	for (int i = 0; i < NET_DNS_TCP_MAX; i++) {
+		if (r->tcp[i].fd >= 0 && !strcmp(r->tcp[i].sandbox, a.id))
+			mine++;
+		else if (r->tcp[i].fd < 0 && !c)
+			c = &r->tcp[i];
+	}
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (a.found && c && mine < NET_DNS_TCP_PER_SANDBOX) {
+		*c = (struct tcp_conn){ .r = r, .fd = fd, .from = from };
+		snprintf(c->sandbox, sizeof(c->sandbox), "%s", a.id);
+		if (pthread_create(&t, &attr, tcp_main, c) == 0) {
+			r->tcp_open++;
+			fd = -1;
+		} else {
+			c->fd = -1;
+		}
+	}
+	pthread_attr_destroy(&attr);
+	pthread_mutex_unlock(&r->tcp_lock);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void *dns_main(void *arg)
 {
 	struct dns *r = arg;
@@ -237,6 +417,8 @@ static void *dns_main(void *arg)
 				on_question(r);
 			else if (fd == r->ufd)
 				on_answer(r);
+			else if (fd == r->tfd)
+				on_connection(r);
 		}
 	}
 }
@@ -255,17 +437,25 @@ int dns_start(struct daemon *d)
 		return -ENOMEM;
 	r->d = d;
 	r->upstream = up.sin_port != 0;
+	r->up = up;
+	pthread_mutex_init(&r->tcp_lock, NULL);
+	pthread_cond_init(&r->tcp_gone, NULL);
+	for (int i = 0; i < NET_DNS_TCP_MAX; i++)
+		r->tcp[i].fd = -1;
 	r->sfd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	r->ufd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	r->tfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	r->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	int rc = 0;
-	if (r->sfd < 0 || r->ufd < 0 || r->epfd < 0 || r->wakefd < 0 ||
-	    bind(r->sfd, (struct sockaddr *)&at, sizeof(at)) < 0 ||
-	    (up.sin_port && connect(r->ufd, (struct sockaddr *)&up, sizeof(up)) < 0))
+	int rc = 0, one = 1;
+	if (r->tfd >= 0)
+		setsockopt(r->tfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (r->sfd < 0 || r->ufd < 0 || r->tfd < 0 || r->epfd < 0 || r->wakefd < 0 ||
+	    bind(r->sfd, (struct sockaddr *)&at, sizeof(at)) < 0 || bind(r->tfd, (struct sockaddr *)&at, sizeof(at)) < 0 ||
+	    listen(r->tfd, NET_DNS_TCP_MAX) < 0 || (up.sin_port && connect(r->ufd, (struct sockaddr *)&up, sizeof(up)) < 0))
 		rc = -errno;
-	int fds[] = { r->sfd, r->ufd, r->wakefd };
-	for (int i = 0; rc == 0 && i < 3; i++) {
+	int fds[] = { r->sfd, r->ufd, r->tfd, r->wakefd };
+	for (int i = 0; rc == 0 && i < 4; i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
 		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fds[i], &ev) < 0)
 			rc = -errno;
@@ -274,7 +464,7 @@ int dns_start(struct daemon *d)
 		rc = -pthread_create(&r->thread, NULL, dns_main, r);
 	if (rc < 0) {
 		log_error("cannot start the sandboxes' resolver on port %d: %s", d->dns_port, strerror(-rc));
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
 		if (r->epfd >= 0)
@@ -299,6 +489,15 @@ void dns_stop(struct daemon *d)
 	ssize_t w = write(r->wakefd, &one, sizeof(one));
 	(void)w;
 	pthread_join(r->thread, NULL);
+	/* the connections' threads end once their sockets do */
+	pthread_mutex_lock(&r->tcp_lock);
+	for (int i = 0; i < NET_DNS_TCP_MAX; i++)
+		if (r->tcp[i].fd >= 0)
+			shutdown(r->tcp[i].fd, SHUT_RDWR);
+	while (r->tcp_open > 0)
+		pthread_cond_wait(&r->tcp_gone, &r->tcp_lock);
+	pthread_mutex_unlock(&r->tcp_lock);
+	close(r->tfd);
 	close(r->sfd);
 	close(r->ufd);
 	close(r->wakefd);

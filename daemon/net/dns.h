@@ -2,13 +2,13 @@
  * daemon/net/dns.h - spaced's resolver, the DNS server every sandbox with a network has
  * (docs/network.md).
  *
- * Every DNS query a sandbox sends over UDP, to whatever address on port 53, its edge sends
- * to spaced's namespace, port NET_DNS_PORT of the sandbox's host end; the resolver tells
- * the sandbox by the source address (its slot's) and decides by its policy
+ * Every DNS query a sandbox sends over UDP or TCP, to whatever address on port 53, its edge
+ * sends to spaced's namespace, port NET_DNS_PORT of the sandbox's host end; the resolver
+ * tells the sandbox by the source address (its slot's) and decides by its policy
  * (net_policy_name): REFUSED, or the question sent to the upstream resolver and its answer
  * sent back; for a name allowed by name, the answer's IPv4 addresses are pinned in the
  * sandbox's set for their TTL (at least NET_DNS_PIN_MIN_S, at most NET_DNS_PIN_MAX_S), which
- * is what makes them reachable. One thread, one epoll set.
+ * is what makes them reachable. One thread, one epoll set; a thread per TCP connection.
  *
  * The wire format's parsing is pure (dns_wire.c) for the unit test and the fuzz target.
  */
@@ -26,6 +26,9 @@
 #define NET_DNS_TIMEOUT_MS 5000     /* for the upstream's answer */
 #define NET_DNS_PIN_MIN_S 5         /* an answer's addresses stay reachable at least this long */
 #define NET_DNS_PIN_MAX_S 86400
+#define NET_DNS_TCP_MAX 64          /* connections over TCP at once, all sandboxes together */
+#define NET_DNS_TCP_PER_SANDBOX 4   /* of one sandbox; more are closed at once */
+#define NET_DNS_TCP_MSG_MAX 65535   /* a message over TCP (its length is two bytes) */
 
 /* Starts the resolver (its upstream: d->dns_upstream, else the first nameserver of
  * /etc/resolv.conf). 0 or -errno (logged). */

@@ -1,7 +1,7 @@
 """DNS: spaced's resolver answers every sandbox with a network, by its policy.
 
 The made-up internet's resolver (nettopo.DNS) knows a few names under .test; spaced asks it.
-Every DNS question a sandbox sends over UDP, to whatever server, is answered by spaced's
+Every DNS question a sandbox sends over UDP or TCP, to whatever server, is answered by spaced's
 resolver; names refused by policy are answered REFUSED; the addresses answered for a name
 allowed by name become reachable for as long as the answer lives.
 """
@@ -49,10 +49,59 @@ ASK = textwrap.dedent(r"""
 """)
 
 
+# Questions over TCP, one connection each, opened all at once: server, name, connections ->
+# [{"rcode": N, "a": [...]} or {"closed": true}] in the order they were opened.
+ASK_TCP = textwrap.dedent(r"""
+    import json, os, socket, struct, sys
+    server, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    q = struct.pack("!HHHHH", 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack("!HH", 1, 1)
+    conns = [socket.create_connection((server, 53), timeout=10) for _ in range(count)]
+    out = []
+    for c in conns:
+        try:
+            c.sendall(struct.pack("!H", len(q) + 2) + os.urandom(2) + q)
+            head = c.recv(2, socket.MSG_WAITALL)
+        except OSError:
+            head = b""
+        if len(head) < 2:
+            out.append({"closed": True})
+            continue
+        m = c.recv(struct.unpack("!H", head)[0], socket.MSG_WAITALL)
+        an, p = struct.unpack("!H", m[6:8])[0], 12
+        while m[p]:
+            p += 1 + m[p]
+        p += 5
+        a = []
+        for _ in range(an):
+            p += 2
+            t, _, _, l = struct.unpack("!HHIH", m[p:p + 10]); p += 10
+            if t == 1:
+                a.append(socket.inet_ntoa(m[p:p + 4]))
+            p += l
+        out.append({"rcode": m[3] & 0xf, "a": a})
+    print(json.dumps(out))
+""")
+
+
+def ask_tcp(api, sbid, name, server="169.254.0.22", count=1):
+    res = api.exec(sbid, ["python3", "-c", ASK_TCP, server, name, str(count)], timeout=120)
+    assert res["exit_code"] == 0, res
+    return json.loads(res["stdout"])
+
+
 def ask(api, sbid, name, server="169.254.0.22", count=1):
     res = api.exec(sbid, ["python3", "-c", ASK, server, name, str(count)], timeout=120)
     assert res["exit_code"] == 0, res
     return json.loads(res["stdout"])
+
+
+def lookup_all(api, sbid, name):
+    """Every address getaddrinfo finds inside, through the sandbox's own resolv.conf."""
+    res = api.exec(sbid, ["python3", "-c", "import socket,sys\nprint(' '.join(socket.gethostbyname_ex(sys.argv[1])[2]))",
+                          name])
+    assert res["exit_code"] == 0, res
+    return res["stdout"].split()
 
 
 def lookup(api, sbid, name):
@@ -135,3 +184,29 @@ def test_rebinding_an_allowed_name_to_a_blocked_address_reaches_nothing(api, mak
     assert lookup(api, sbid, "private.test") == "10.9.9.9"
     r = probe(sbid, ["169.254.169.254:80", "10.9.9.9:80"])
     assert stopped(r, "169.254.169.254:80") and stopped(r, "10.9.9.9:80"), r  # pinned, still blocked
+
+
+def test_a_long_answer_is_asked_again_over_tcp_and_pins_what_it_names(api, make_sandbox, probe):
+    big = nettopo.NAMES["big.test"]
+    opened = make_sandbox()
+    # truncated over UDP: the sandbox's resolver library asks again over TCP, and gets it all
+    assert sorted(lookup_all(api, opened, "big.test")) == sorted(big)
+    allowed = make_sandbox(network={"egress": "allow", "allow": ["big.test"]})
+    target = f"{big[0]}:80"
+    assert stopped(probe(allowed, [target]), target)
+    assert sorted(lookup_all(api, allowed, "big.test")) == sorted(big)
+    assert reached(probe(allowed, [target]), target)
+
+
+@same_for_every_kind
+def test_over_tcp_refusals_and_the_connection_limit_hold(api, make_sandbox):
+    none = make_sandbox(network={"egress": "none"})
+    assert ask_tcp(api, none, "web.test") == [{"rcode": 5, "a": []}]
+    sbid = make_sandbox(network={"egress": "open", "deny": ["web2.test"]})
+    assert ask_tcp(api, sbid, "web2.test") == [{"rcode": 5, "a": []}]
+    # to whatever server: spaced's resolver answers
+    assert ask_tcp(api, sbid, "web.test", server="198.51.100.99") == [{"rcode": 0, "a": [nettopo.PUBLIC[0]]}]
+    # NET_DNS_TCP_PER_SANDBOX (4) connections at once are served; one more is closed unanswered
+    got = ask_tcp(api, sbid, "web.test", count=5)
+    assert got[:4] == [{"rcode": 0, "a": [nettopo.PUBLIC[0]]}] * 4 and got[4] == {"closed": True}, got
+    assert ask_tcp(api, sbid, "web.test") == [{"rcode": 0, "a": [nettopo.PUBLIC[0]]}]  # and after

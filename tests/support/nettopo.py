@@ -29,10 +29,12 @@ import sys
 import textwrap
 
 PUBLIC = ["192.0.2.10", "192.0.2.11", "203.0.113.7"]
-DNS = "203.0.113.53"  # the made-up internet's resolver: the names of NAMES, and `moving.test`
+DNS = "203.0.113.53"  # the made-up internet's resolver (UDP, TCP): the names of NAMES, and `moving.test`
 NAMES = {"web.test": PUBLIC[0], "web2.test": PUBLIC[1], "a.cdn.test": PUBLIC[2], "b.cdn.test": PUBLIC[1],
          # names that answer with what must stay unreachable: DNS rebinding against an allow list
-         "rebind.test": "169.254.169.254", "private.test": "10.9.9.9"}
+         "rebind.test": "169.254.169.254", "private.test": "10.9.9.9",
+         # an answer too long for UDP (truncated there): asked again over TCP
+         "big.test": [PUBLIC[2]] + [f"192.0.2.{100 + i}" for i in range(40)]}
 UNREACHABLE = ["169.254.169.254", "10.9.9.9", "172.16.0.5", "192.168.1.5", "100.64.0.5"]
 PERMITTED = "10.0.0.5"
 PERMIT_RANGE = "10.0.0.0/29"
@@ -64,29 +66,54 @@ SERVER = textwrap.dedent("""
 
 
 DNS_SERVER = textwrap.dedent("""
-    import json, socket, struct, sys
+    import json, socket, struct, sys, threading
+    names, moving = json.loads(sys.argv[2]), sys.argv[3]
+
+    def answer(q, tcp):
+        p, labels = 12, []
+        while q[p]:
+            labels.append(q[p + 1:p + 1 + q[p]].decode().lower()); p += 1 + q[p]
+        name, qtype = ".".join(labels), struct.unpack("!H", q[p + 1:p + 3])[0]
+        question = q[12:p + 5]
+        addrs, ttl = names.get(name), 300
+        if name == "moving.test":
+            addrs, ttl = open(moving).read().strip(), 1
+        addrs = [addrs] if isinstance(addrs, str) else addrs or []
+        flags = 0x8180 if addrs else 0x8183
+        if len(addrs) > 1 and not tcp:  # over UDP a long answer is truncated: ask over TCP
+            flags, addrs = flags | 0x0200, []
+        answers = [b"\\xc0\\x0c" + struct.pack("!HHIH", 1, 1, ttl, 4) + socket.inet_aton(a)
+                   for a in addrs if qtype == 1]
+        return q[:2] + struct.pack("!HHHHH", flags, 1, len(answers), 0, 0) + question + b"".join(answers)
+
+    def serve_tcp(c):
+        with c:
+            while True:
+                head = c.recv(2, socket.MSG_WAITALL)
+                if len(head) < 2:
+                    return
+                q = c.recv(struct.unpack("!H", head)[0], socket.MSG_WAITALL)
+                a = answer(q, True)
+                c.sendall(struct.pack("!H", len(a)) + a)
+
+    def tcp_main(l):
+        while True:
+            c, _ = l.accept()
+            threading.Thread(target=serve_tcp, args=(c,), daemon=True).start()
+
+    l = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind((sys.argv[1], 53)); l.listen(16)
+    threading.Thread(target=tcp_main, args=(l,), daemon=True).start()
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((sys.argv[1], 53))
-    names, moving = json.loads(sys.argv[2]), sys.argv[3]
     print("ready", flush=True)
     while True:
         q, src = s.recvfrom(2048)
         try:
-            p, labels = 12, []
-            while q[p]:
-                labels.append(q[p + 1:p + 1 + q[p]].decode().lower()); p += 1 + q[p]
-            name, qtype = ".".join(labels), struct.unpack("!H", q[p + 1:p + 3])[0]
-            question = q[12:p + 5]
+            s.sendto(answer(q, False), src)
         except Exception:
             continue
-        addr, ttl = names.get(name), 300
-        if name == "moving.test":
-            addr, ttl = open(moving).read().strip(), 1
-        flags = 0x8180 if addr else 0x8183
-        answers = []
-        if addr and qtype == 1:
-            answers.append(b"\\xc0\\x0c" + struct.pack("!HHIH", 1, 1, ttl, 4) + socket.inet_aton(addr))
-        s.sendto(q[:2] + struct.pack("!HHHHH", flags, 1, len(answers), 0, 0) + question + b"".join(answers), src)
 """)
 
 
