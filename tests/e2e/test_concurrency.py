@@ -6,11 +6,14 @@ import threading
 
 import pytest
 from conftest import IO_TIMEOUT
+from spacetest import ISOLATION
 
-N = 20
+# twenty at once; ten microVMs, each of which boots on a CPU of this 2-core machine's own
+# (TCG) for most of its start: twenty take twice as long and show nothing ten do not
+N = 10 if ISOLATION == "microvm" else 20
 
 
-def test_twenty_sandboxes_created_and_used_concurrently(api, spaced):
+def test_many_sandboxes_created_and_used_concurrently(api, spaced):
     created = [None] * N
     results = [None] * N
     errors = []

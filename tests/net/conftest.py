@@ -34,8 +34,6 @@ MICROVM = spacetest.ISOLATION == "microvm"
 # What spaced decides before any sandbox's kind matters (parsing, the CLI and SDK, the proxy's
 # routing and tokens, the resolver's decisions) runs under gVisor only: `make net-test-vm`
 # spends its time on what differs for a microVM (its tap, its kernel's stack, its image).
-same_for_every_kind = __import__("pytest").mark.skipif(
-    MICROVM, reason="decided by spaced alone, the same for every kind: run by make net-test")
 PROXY_PORT = 18080  # inside the suite's own namespace: no other program's port
 
 

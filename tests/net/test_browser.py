@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from conftest import PROXY_PORT, same_for_every_kind
+from conftest import PROXY_PORT
 from spacetest import wait_until
 
 # HTTP and a WebSocket echo on one port, stdlib only.
@@ -65,7 +65,6 @@ SERVER = textwrap.dedent(r"""
 """)
 
 
-@same_for_every_kind
 @pytest.mark.skipif(not shutil.which("chromium"), reason="needs Debian's chromium (make deps installs it)")
 def test_a_page_inside_renders_in_a_browser_and_its_websocket_works(api, make_sandbox, topo):
     sbid = make_sandbox()

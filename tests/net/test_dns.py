@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 import nettopo
-from conftest import probe_from, same_for_every_kind
+from conftest import probe_from
 from spacetest import wait_until
 from test_egress import network_of, reached, stopped
 
@@ -123,7 +123,6 @@ def test_open_resolves_through_spaceds_resolver(api, make_sandbox):
     assert r["rcode"] == 0 and r["a"] == [nettopo.PUBLIC[0]], r
 
 
-@same_for_every_kind
 def test_none_is_refused_and_deny_by_name_too(api, make_sandbox):
     none = make_sandbox(network={"egress": "none"})
     r = ask(api, none, "web.test")
@@ -167,7 +166,6 @@ def test_a_name_whose_address_changes_moves_its_pin(api, make_sandbox, probe, to
         topo.move("moving.test", first)
 
 
-@same_for_every_kind
 def test_a_flood_of_questions_stays_the_floods_own(api, make_sandbox):
     neighbour = make_sandbox()
     flooder = make_sandbox()
@@ -198,7 +196,6 @@ def test_a_long_answer_is_asked_again_over_tcp_and_pins_what_it_names(api, make_
     assert reached(probe(allowed, [target]), target)
 
 
-@same_for_every_kind
 def test_over_tcp_refusals_and_the_connection_limit_hold(api, make_sandbox):
     none = make_sandbox(network={"egress": "none"})
     assert ask_tcp(api, none, "web.test") == [{"rcode": 5, "a": []}]

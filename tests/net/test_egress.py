@@ -13,7 +13,7 @@ import struct
 import pytest
 
 import nettopo
-from conftest import MICROVM, probe_from, same_for_every_kind
+from conftest import MICROVM, probe_from
 from spacetest import wait_until
 
 WEB = f"{nettopo.PUBLIC[0]}:80"
@@ -74,7 +74,6 @@ def test_deny_takes_away_from_open(api, make_sandbox, probe):
     assert reached(r, WEB) and stopped(r, WEB2), r
 
 
-@same_for_every_kind
 def test_an_operator_permitted_range_is_reachable_with_egress_only(api, make_sandbox, probe):
     permitted = f"{nettopo.PERMITTED}:80"
     open_sb = make_sandbox()
@@ -83,7 +82,6 @@ def test_an_operator_permitted_range_is_reachable_with_egress_only(api, make_san
     assert stopped(probe(none_sb, [permitted]), permitted)
 
 
-@same_for_every_kind
 @pytest.mark.parametrize("network, why", [
     ({"egress": "everywhere"}, "network.egress"),
     ({"egress": "allow", "allow": ["192.0.2.0/33"]}, "network.allow[0]"),
@@ -100,7 +98,6 @@ def test_a_bad_policy_is_refused_and_makes_nothing(api, network, why):
     assert {s["id"] for s in api.ok("GET", "/v1/sandboxes")["sandboxes"]} == before
 
 
-@same_for_every_kind
 def test_the_limit_of_entries_holds_at_its_edge(api, make_sandbox):
     entries = [f"198.51.100.{i}" for i in range(64)]
     sbid = make_sandbox(network={"egress": "allow", "allow": entries})
@@ -118,7 +115,6 @@ def test_no_network_means_no_interface(api, make_sandbox, probe):
     assert routes == [], routes
 
 
-@same_for_every_kind
 def test_bytes_in_and_out_are_counted(api, make_sandbox, probe):
     sbid = make_sandbox()
     before = network_of(api, sbid)
@@ -261,7 +257,6 @@ def test_a_policy_change_applies_to_new_connections_at_once_and_is_kept(api, spa
     assert reached(probe(sbid, [WEB2]), WEB2)
 
 
-@same_for_every_kind
 def test_a_bad_change_is_refused_and_changes_nothing(api, make_sandbox, probe):
     sbid = make_sandbox(network={"egress": "allow", "allow": [nettopo.PUBLIC[0]]})
     for body, why in (({"egress": "some"}, "network.egress"), ({"allow": ["x_y"]}, "network.allow[0]"),
@@ -278,7 +273,6 @@ def test_a_bad_change_is_refused_and_changes_nothing(api, make_sandbox, probe):
     assert status == 404, reply
 
 
-@same_for_every_kind
 def test_the_cli_sets_and_shows_a_policy(api, spaced, probe):
     import subprocess
     from spacetest import SPACE
@@ -307,7 +301,6 @@ def test_the_cli_sets_and_shows_a_policy(api, spaced, probe):
     assert r.returncode == 2 and "--no-network cannot go with" in r.stderr, r
 
 
-@same_for_every_kind
 def test_the_sdk_sets_and_reads_a_policy(spaced, probe):
     import os
     import sys

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import PROXY_PORT, same_for_every_kind
+from conftest import PROXY_PORT
 from spacetest import wait_until
 
 # A client beside spaced: one connection, the requests given, each answer's status, headers
@@ -198,7 +198,6 @@ def test_http_through_the_proxy_with_keep_alive(served, topo):
     assert [o["body"] for o in out] == [f"{sbid} /id?n={i}" for i in range(5)]  # five on one connection
 
 
-@same_for_every_kind
 def test_the_token_is_checked_and_not_passed_in(served, topo, api, make_sandbox):
     sbid, token = served
     other = make_sandbox()
@@ -217,7 +216,6 @@ def test_the_token_is_checked_and_not_passed_in(served, topo, api, make_sandbox)
     assert "X-Space-Token" not in seen and seen.get("Cookie") == "a=1; b=2", seen
 
 
-@same_for_every_kind
 def test_a_browser_token_in_the_query_becomes_a_cookie(served, topo):
     sbid, token = served
     first = client(topo, host_of(sbid), [{"path": f"/page?x=1&space_token={token}"}])[0]
@@ -251,7 +249,6 @@ def test_a_websocket_echoes_through_the_proxy(api, make_sandbox, topo):
     assert lines == ["HTTP/1.1 101 Switching Protocols", "echo:one", "echo:two", "echo:three"], lines
 
 
-@same_for_every_kind
 def test_public_ports_need_no_token(api, make_sandbox, topo):
     sbid = make_sandbox(public_ports=True)
     assert api.ok("GET", f"/v1/sandboxes/{sbid}")["public_ports"] is True
@@ -261,7 +258,6 @@ def test_public_ports_need_no_token(api, make_sandbox, topo):
     assert out["body"] == f"{sbid} /id"
 
 
-@same_for_every_kind
 def test_the_proxy_says_what_is_wrong(served, topo, api, make_sandbox):
     sbid, token = served
     nothing = client(topo, host_of(sbid, 8999), [{"path": "/", "headers": {"X-Space-Token": token}}])[0]
