@@ -24,6 +24,8 @@
 #   ports          agent/ports.c over lines of /proc/net/tcp and /proc/net/tcp6
 #   net            egress policies (daemon/net/policy.c), the port proxy's Host routing
 #                  (daemon/net/proxy_host.c) and DNS messages (daemon/net/dns_wire.c)
+#   dockerfile     the Dockerfiles templates are built from, with build arguments
+#                  (daemon/template/dockerfile.c)
 #
 # Needs clang and libclang-rt-14-dev (Debian); FUZZ_CC overrides the compiler.
 # New inputs found while fuzzing go to $(FUZZ_DIR)/work/<name>/, crashes to
@@ -33,7 +35,7 @@ FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_DIR      ?= $(or $(BUILD),build)/fuzz
 FUZZ_FLAGS    ?=
-FUZZ_TARGETS  := frame agent_frames daemon_frames api_route api_body codec passwd ports net
+FUZZ_TARGETS  := frame agent_frames daemon_frames api_route api_body codec passwd ports net dockerfile
 
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS   := -std=gnu11 -g -O1 -D_GNU_SOURCE -U_FORTIFY_SOURCE -DSPACE_VERSION='"fuzz"' -I. \
@@ -60,6 +62,7 @@ FUZZ_SRC_codec         := lib/codec.c
 FUZZ_SRC_passwd        := agent/user.c
 FUZZ_SRC_ports         := agent/ports.c
 FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/net/dns_wire.c daemon/base/err.c
+FUZZ_SRC_dockerfile    := daemon/template/dockerfile.c daemon/base/err.c
 FUZZ_SRC_api_route     := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_api_body      := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_daemon_frames := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
@@ -100,7 +103,7 @@ $(FUZZ_DIR)/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(call fuzz_obj,$(FUZZ_SRC_$(1)))
 	@echo "  LD      $$@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $$@ $$^ $(FUZZ_LIBS)
 endef
-$(foreach t,frame codec api_route api_body passwd ports net,$(eval $(call FUZZ_LINK,$(t))))
+$(foreach t,frame codec api_route api_body passwd ports net dockerfile,$(eval $(call FUZZ_LINK,$(t))))
 
 # Runs every target for FUZZ_SECONDS; the seed corpus is read, new inputs go to work/.
 fuzz-smoke: FUZZ_SECONDS = 10

@@ -134,6 +134,53 @@ SEEDS = {
         "b64": b"aGVsbG8gd29ybGQ=",
         "binary": bytes(range(256)),
     },
+    # the first byte: how many "NAME=VALUE" build-argument lines follow (mod 4), bit 2 a base
+    # environment; then the Dockerfile
+    "dockerfile": {
+        "python": b"\x01VERSION=3.12\n" + b"""# syntax=docker/dockerfile:1
+ARG VERSION=3.11
+FROM space:python:${VERSION}
+ARG VERSION
+ENV APP_HOME=/srv/app PATH="/srv/app/bin:$PATH" \\
+    LANG=C.UTF-8
+WORKDIR $APP_HOME
+COPY --chown=app:app requirements.txt ./
+RUN pip install --no-cache-dir -r requirements.txt && \\
+    # a comment inside
+    rm -rf /root/.cache
+COPY --chmod=755 ["bin/serve", "bin/"]
+USER app
+LABEL space.start="serve --port 8000" space.ready='curl -fs localhost:8000/health' version=${VERSION:-dev}
+""",
+        "image": b"\x04" + b"""ARG REG=ghcr.io
+FROM ${REG}/org/app:1.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+ENV A=${UNSET:-${PATH:+set}} B=${A-x} C='lit $A' D=\\$A
+RUN ["/bin/sh", "-c", "echo \\"$A\\" \\u00e9"]
+RUN [[ -f /x ]] || echo no
+ADD site.tar.gz /var/www/
+WORKDIR ../x/./y
+USER 1000:1000
+""",
+        "escape": b"\x00" + b"""# escape=`
+FROM scratch
+COPY a\\b c:\\dest\\
+RUN dir c:\\ `
+    && echo done
+ENV X="q `" `$"
+ENV LEG legacy value
+""",
+        "bad": b"\x02A=1\nB\n" + b"""FROM debian
+EXPOSE 80
+CMD ["x"]
+COPY ../etc /
+ADD https://example.com/x /
+ENV A=${B
+""",
+        "default": b"\x00" + b"""RUN apt-get update
+LABEL maintainer="me" space.start=./run
+COPY . /work/
+""",
+    },
 }
 
 

@@ -15,7 +15,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
               agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host \
-              daemon/net/test_dns_wire
+              daemon/net/test_dns_wire daemon/template/test_dockerfile
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -103,3 +103,7 @@ UNIT_LIBS_test_proxy_host :=
 
 UNIT_test_dns_wire      := daemon/net/dns_wire.c
 UNIT_LIBS_test_dns_wire :=
+
+# the Dockerfile subset templates are built from: a pure parser, nothing else
+UNIT_test_dockerfile      := daemon/template/dockerfile.c daemon/base/err.c
+UNIT_LIBS_test_dockerfile :=
