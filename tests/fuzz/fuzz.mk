@@ -25,7 +25,7 @@
 #   net            egress policies (daemon/net/policy.c), the port proxy's Host routing
 #                  (daemon/net/proxy_host.c) and DNS messages (daemon/net/dns_wire.c)
 #   dockerfile     the Dockerfiles templates are built from, with build arguments
-#                  (daemon/template/dockerfile.c)
+#                  (daemon/template/dockerfile.c, dockerfile_lex.c, dockerfile_words.c)
 #
 # Needs clang and libclang-rt-14-dev (Debian); FUZZ_CC overrides the compiler.
 # New inputs found while fuzzing go to $(FUZZ_DIR)/work/<name>/, crashes to
@@ -62,7 +62,8 @@ FUZZ_SRC_codec         := lib/codec.c
 FUZZ_SRC_passwd        := agent/user.c
 FUZZ_SRC_ports         := agent/ports.c
 FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/net/dns_wire.c daemon/base/err.c
-FUZZ_SRC_dockerfile    := daemon/template/dockerfile.c daemon/base/err.c
+FUZZ_SRC_dockerfile    := daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
+                          daemon/template/dockerfile_words.c daemon/base/err.c
 FUZZ_SRC_api_route     := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_api_body      := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_daemon_frames := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
