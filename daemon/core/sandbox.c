@@ -628,7 +628,12 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sb->timeout_kill = cfg->timeout_kill;
 	sb->keepalive = cfg->keepalive;
 	sandbox_touch(sb);
-	sb->env = json_deep_copy(cfg->env);
+	/* an image's environment is every sandbox's of it; the create's own wins (template.h) */
+	json_t *tpl = store_template_config(d->store, cfg->template), *tenv = json_object_get(tpl, "env");
+	sb->env = json_object_size(tenv) ? json_deep_copy(tenv) : json_deep_copy(cfg->env);
+	if (json_object_size(tenv) && cfg->env)
+		json_object_update(sb->env, cfg->env);
+	json_decref(tpl);
 	sb->metadata = json_deep_copy(cfg->metadata);
 	sb->net_slot = -1;
 	if (!cfg->no_network)

@@ -91,6 +91,8 @@ int store_open(const char *path, struct store **out)
 		"ALTER TABLE sandboxes ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE snapshots ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE snapshots ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+		"ALTER TABLE templates ADD COLUMN source TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE templates ADD COLUMN config TEXT NOT NULL DEFAULT '{}'",
 		"ALTER TABLE sandboxes ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
 		/* every sandbox and snapshot made before there was a choice ran under gVisor */
 		"ALTER TABLE sandboxes ADD COLUMN isolation TEXT NOT NULL DEFAULT 'gvisor'",
@@ -328,10 +330,25 @@ int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, siz
 	return found;
 }
 
-int store_put_template(struct store *st, const char *name, const char *key, const char *path)
+int store_put_template(struct store *st, const char *name, const char *key, const char *path, const char *source,
+		       const char *config)
 {
-	return exec_args(st, "INSERT OR REPLACE INTO templates(name, key, path, created_ms) VALUES(?,?,?,?)",
-			 "sssi", name, key, path, wall_ms());
+	return exec_args(st,
+			 "INSERT OR REPLACE INTO templates(name, key, path, source, config, created_ms) VALUES(?,?,?,?,?,?)",
+			 "sssssi", name, key, path, source, config, wall_ms());
+}
+
+json_t *store_template_config(struct store *st, const char *name)
+{
+	sqlite3_stmt *stmt;
+	json_t *out = NULL;
+	if (sqlite3_prepare_v2(st->db, "SELECT config FROM templates WHERE name = ?", -1, &stmt, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		out = json_loads((const char *)sqlite3_column_text(stmt, 0), 0, NULL);
+	sqlite3_finalize(stmt);
+	return out;
 }
 
 int store_template_path(struct store *st, const char *name, char *out, size_t n)
@@ -353,8 +370,8 @@ json_t *store_list_templates(struct store *st)
 {
 	sqlite3_stmt *stmt;
 	json_t *arr = json_array();
-	if (sqlite3_prepare_v2(st->db, "SELECT name, key, created_ms FROM templates ORDER BY name", -1, &stmt,
-			       NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, "SELECT name, key, created_ms, source, config FROM templates ORDER BY name", -1,
+			       &stmt, NULL) != SQLITE_OK)
 		return arr;
 	while (sqlite3_step(stmt) == SQLITE_ROW) {
 		char when[32];
@@ -362,8 +379,10 @@ json_t *store_list_templates(struct store *st)
 		struct tm tm;
 		gmtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", sqlite3_column_text(stmt, 0), "key",
-						     sqlite3_column_text(stmt, 1), "created_at", when));
+		json_t *cfg = json_loads((const char *)sqlite3_column_text(stmt, 4), 0, NULL);
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", sqlite3_column_text(stmt, 0), "key",
+						     sqlite3_column_text(stmt, 1), "created_at", when, "source",
+						     sqlite3_column_text(stmt, 3), "config", cfg ? cfg : json_object()));
 	}
 	sqlite3_finalize(stmt);
 	return arr;

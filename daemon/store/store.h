@@ -67,10 +67,15 @@ int store_add_token(struct store *st, const char *hash_hex, const char *name, co
  * its tenant does not fit in n bytes, or -errno. Compares every stored hash in constant time. */
 int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, size_t n);
 
-int store_put_template(struct store *st, const char *name, const char *key, const char *path);
+/* source: where it came from (packages, an image); config: its defaults, a JSON object
+ * ({"env": {...}, "workdir", "user", "cmd": [...]}, each when known). */
+int store_put_template(struct store *st, const char *name, const char *key, const char *path, const char *source,
+		       const char *config);
 /* The recorded path of template `name` into out; -ENOENT if none. */
 int store_template_path(struct store *st, const char *name, char *out, size_t n);
-/* [{"name", "key", "created_at"}...] */
+/* Template `name`'s defaults (see store_put_template), or NULL. */
+json_t *store_template_config(struct store *st, const char *name);
+/* [{"name", "key", "source", "config", "created_at"}...] */
 json_t *store_list_templates(struct store *st);
 
 #endif

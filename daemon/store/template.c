@@ -126,6 +126,18 @@ int template_parse(const char *arg, struct template_spec *t, struct err *e)
 			       t->name);
 	if (strcmp(t->name, TEMPLATE_DEFAULT) == 0)
 		return err_set(e, 400, "invalid_argument", EINVAL, "'default' is the template spaced always makes");
+	if (strchr(eq + 1, ':')) { /* no package name holds one: an image */
+		if (!template_is_image(eq + 1))
+			return err_set(e, 400, "invalid_argument", EINVAL,
+				       "template %s: '%s' is not an image (oci-archive:FILE, docker-archive:FILE, "
+				       "oci:DIR[:REF], docker://REF)",
+				       t->name, eq + 1);
+		if (strlen(eq + 1) > TEMPLATE_SOURCE_MAX)
+			return err_set(e, 400, "invalid_argument", EINVAL, "template %s: the image is over %d bytes",
+				       t->name, TEMPLATE_SOURCE_MAX);
+		snprintf(t->source, sizeof(t->source), "%s", eq + 1);
+		return 0;
+	}
 	char list[TEMPLATE_EXTRA_MAX + 1];
 	if (strlen(eq + 1) > TEMPLATE_EXTRA_MAX)
 		return err_set(e, 400, "invalid_argument", EINVAL, "template %s: the package list is over %d bytes",
@@ -200,6 +212,8 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 {
 	char key[65], dir[700], tmp[760], lockpath[720], logpath[720], rootfs[720];
 	char packages[TEMPLATE_EXTRA_MAX + 64];
+	if (t->source[0])
+		return template_import(d, t, e);
 	int rc = template_key(t->extra, key);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot compute the template key");
@@ -238,7 +252,9 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 	close(lock);
 	if (rc < 0)
 		return rc;
-	rc = store_put_template(d->store, t->name, key, rootfs);
+	char source[TEMPLATE_EXTRA_MAX + 128];
+	snprintf(source, sizeof(source), "debian:%s %s (mmdebstrap): %s", TEMPLATE_SUITE, TEMPLATE_VARIANT, packages);
+	rc = store_put_template(d->store, t->name, key, rootfs, source, "{}");
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot record the template");
 	return 0;

@@ -11,10 +11,16 @@
  * builders of the same key from racing, and a build becomes visible only by
  * an atomic rename when complete. The store records each template under its
  * name, and a sandbox names the template it starts from.
+ *
+ * A template can also come from a container image (template_oci.c): spaced --template
+ * NAME=oci-archive:FILE | docker-archive:FILE | oci:DIR[:REF] | docker://REF imports it
+ * with skopeo and umoci; the image's environment is every sandbox's of it, and its working
+ * folder, user and command are recorded with it.
  */
 #ifndef SPACE_DAEMON_TEMPLATE_H
 #define SPACE_DAEMON_TEMPLATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "daemon/daemon.h"
@@ -24,15 +30,27 @@
 #define TEMPLATE_NAME_MAX 63        /* bytes of a template's name: [A-Za-z0-9][A-Za-z0-9._-]* */
 #define TEMPLATE_EXTRA_MAX 1024     /* bytes of a named template's own package list */
 #define TEMPLATE_MAX_NAMED 16       /* --template flags one spaced takes */
+#define TEMPLATE_SOURCE_MAX 1024    /* bytes of an image's source (transport:reference) */
 
 /* A template to make: its name and the packages it adds to the default's. */
 struct template_spec {
 	char name[TEMPLATE_NAME_MAX + 1];
 	char extra[TEMPLATE_EXTRA_MAX + 1]; /* Debian package names, comma-separated, sorted, each once;
 					     * "" for the default template */
+	char source[TEMPLATE_SOURCE_MAX + 1]; /* or an image to import (then extra is ""): see
+					       * template_is_image */
 };
 
-/* Parses spaced's `--template NAME=PKG[,PKG...]` into t: NAME a template name other than
+/* Whether source names an image: oci-archive:FILE, docker-archive:FILE, oci:DIR[:REF] or
+ * docker://REF (skopeo's transports). */
+bool template_is_image(const char *source);
+
+/* Imports the image t->source as template t->name (the machine's cache keeps one copy of
+ * each image) and records it. Blocks. Returns 0, or -errno with e set (400 when skopeo or
+ * umoci refused the image). */
+int template_import(struct daemon *d, const struct template_spec *t, struct err *e);
+
+/* Parses spaced's `--template NAME=PKG[,PKG...]` (or NAME=IMAGE, template_is_image) into t: NAME a template name other than
  * "default", each PKG a Debian package name (lower-case letters, digits, '+', '-', '.'; two
  * characters at least, the first a letter or digit). The packages are sorted and repeats
  * dropped, so one set has one cache key whatever the order given. Returns 0, or -EINVAL with

@@ -549,14 +549,16 @@ static void test_templates(void **state)
 	assert_int_equal(store_template_path(fx->st, "default", path, sizeof(path)), -ENOENT);
 	assert_string_equal(path, "untouched");
 
-	assert_int_equal(store_put_template(fx->st, "python", "k2", "/cache/templates/k2/rootfs"), 0);
-	assert_int_equal(store_put_template(fx->st, "default", "k1", "/cache/templates/k1/rootfs"), 0);
+	assert_int_equal(store_put_template(fx->st, "python", "k2", "/cache/templates/k2/rootfs", "oci-archive:/x.tar",
+					    "{\"env\":{\"A\":\"1\"},\"workdir\":\"/srv\"}"),
+			 0);
+	assert_int_equal(store_put_template(fx->st, "default", "k1", "/cache/templates/k1/rootfs", "debian", "{}"), 0);
 	assert_int_equal(store_template_path(fx->st, "default", path, sizeof(path)), 0);
 	assert_string_equal(path, "/cache/templates/k1/rootfs");
 	assert_int_equal(store_template_path(fx->st, "defaul", path, sizeof(path)), -ENOENT);
 
 	/* recording a name again points it at the new build */
-	assert_int_equal(store_put_template(fx->st, "default", "k3", "/cache/templates/k3/rootfs"), 0);
+	assert_int_equal(store_put_template(fx->st, "default", "k3", "/cache/templates/k3/rootfs", "debian", "{}"), 0);
 	assert_int_equal(store_template_path(fx->st, "default", path, sizeof(path)), 0);
 	assert_string_equal(path, "/cache/templates/k3/rootfs");
 
@@ -572,7 +574,15 @@ static void test_templates(void **state)
 	assert_string_equal(json_string_value(json_object_get(t, "name")), "python");
 	assert_string_equal(json_string_value(json_object_get(t, "key")), "k2");
 	assert_null(json_object_get(t, "path")); /* where it lives is the daemon's business */
+	assert_string_equal(json_string_value(json_object_get(t, "source")), "oci-archive:/x.tar");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(t, "config"), "workdir")), "/srv");
 	json_decref(all);
+
+	/* its defaults, as recorded; none for a name not recorded */
+	json_t *cfg = store_template_config(fx->st, "python");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(cfg, "env"), "A")), "1");
+	json_decref(cfg);
+	assert_null(store_template_config(fx->st, "nope"));
 }
 
 /* Everything recorded is there after the database is closed and opened again. */
@@ -588,7 +598,7 @@ static void test_reopen_keeps_everything(void **state)
 	assert_int_equal(save(fx->st, a, SB_SUSPENDED, NULL), 0);
 	assert_int_equal(store_put_snapshot(fx->st, "s1", a, "snap", 0), 0);
 	assert_int_equal(store_add_token(fx->st, HASH_A, "ci", "acme"), 0);
-	assert_int_equal(store_put_template(fx->st, "default", "k1", "/t/k1/rootfs"), 0);
+	assert_int_equal(store_put_template(fx->st, "default", "k1", "/t/k1/rootfs", "debian", "{}"), 0);
 
 	reopen(fx);
 	reopen(fx); /* opening an existing database twice changes nothing either */

@@ -1,0 +1,105 @@
+"""Templates from container images: `spaced --template NAME=oci-archive:FILE` (or
+docker-archive:, oci:, docker://) imports the image with skopeo and umoci, and
+`space create --template NAME` starts from it, on every kind of sandbox.
+
+The image is made here, from Debian's static busybox, in two layers (the second deletes a file
+of the first: a whiteout), with umoci; nothing is pulled from any network.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import Cli
+
+
+def run(*argv, cwd=None):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=cwd)
+    assert r.returncode == 0, (argv, r.stdout, r.stderr)
+    return r.stdout
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    for tool in ("umoci", "skopeo", "busybox"):
+        if not shutil.which(tool):
+            pytest.skip(f"needs {tool} (make deps installs it)")
+    top = tmp_path_factory.mktemp("image")
+    layout, bundle = str(top / "layout"), str(top / "bundle")
+    run("umoci", "init", "--layout", layout)
+    run("umoci", "new", "--image", f"{layout}:v1")
+    # the first layer: busybox and its commands, and two files of /etc
+    run("umoci", "unpack", "--image", f"{layout}:v1", bundle)
+    root = os.path.join(bundle, "rootfs")
+    for d in ("bin", "etc", "srv", "tmp"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    shutil.copy(shutil.which("busybox"), os.path.join(root, "bin", "busybox"))
+    for cmd in ("sh", "cat", "ls", "env", "id", "pwd", "true", "echo"):
+        os.symlink("busybox", os.path.join(root, "bin", cmd))
+    with open(os.path.join(root, "etc", "hello.txt"), "w") as f:
+        f.write("from the first layer\n")
+    with open(os.path.join(root, "etc", "gone.txt"), "w") as f:
+        f.write("deleted by the second layer\n")
+    os.chmod(os.path.join(root, "tmp"), 0o1777)
+    run("umoci", "repack", "--image", f"{layout}:v1", bundle)
+    shutil.rmtree(bundle)
+    # the second: one file gone, one new
+    run("umoci", "unpack", "--image", f"{layout}:v1", bundle)
+    os.unlink(os.path.join(bundle, "rootfs", "etc", "gone.txt"))
+    with open(os.path.join(bundle, "rootfs", "etc", "second.txt"), "w") as f:
+        f.write("from the second layer\n")
+    run("umoci", "repack", "--image", f"{layout}:v1", bundle)
+    run("umoci", "config", "--image", f"{layout}:v1", "--config.env", "GREETING=hello from the image",
+        "--config.env", "PATH=/bin", "--config.workingdir", "/srv", "--config.user", "1000:1000",
+        "--config.cmd", "sh")
+    oci_archive = str(top / "image.oci.tar")
+    run("tar", "-C", layout, "-cf", oci_archive, ".")
+    docker_archive = str(top / "image.docker.tar")
+    run("skopeo", "--insecure-policy", "copy", "--quiet", f"oci:{layout}:v1",
+        f"docker-archive:{docker_archive}:space-test/busybox:v1")
+    return {"oci": oci_archive, "docker": docker_archive, "layout": layout}
+
+
+def test_an_image_becomes_a_template_sandboxes_start_from(make_daemon, images):
+    d = make_daemon(args=["--template", f"bb=oci-archive:{images['oci']}",
+                          "--template", f"bbd=docker-archive:{images['docker']}"])
+    cli = Cli(f"unix://{d.socket}")
+    t = cli("template", "ls", "--json")
+    assert t.returncode == 0, t.stderr
+    templates = {x["name"]: x for x in json.loads(t.stdout)}
+    assert set(templates) == {"default", "bb", "bbd"}, templates
+    bb = templates["bb"]
+    assert bb["source"] == f"oci-archive:{images['oci']}"
+    assert bb["config"]["workdir"] == "/srv" and bb["config"]["user"] == "1000:1000", bb
+    assert bb["config"]["env"]["GREETING"] == "hello from the image" and bb["config"]["cmd"] == ["sh"], bb
+    # one image, one copy: the docker archive of the same layers unpacks to the same files
+    assert bb["key"].startswith("oci-") and templates["bbd"]["key"].startswith("oci-")
+
+    for name in ("bb", "bbd"):
+        sbid = d.api.create(template=name, env={"MINE": "the create's"})
+        r = d.api.exec(sbid, ["cat", "/etc/hello.txt", "/etc/second.txt"])
+        assert r["exit_code"] == 0 and r["stdout"] == "from the first layer\nfrom the second layer\n", r
+        r = d.api.exec(sbid, ["ls", "/etc/gone.txt"])  # the whiteout was applied
+        assert r["exit_code"] != 0, r
+        r = d.api.exec(sbid, ["env"])
+        assert "GREETING=hello from the image\n" in r["stdout"] and "MINE=the create's\n" in r["stdout"], r
+        # a name the create gives wins over the image's
+        over = d.api.create(template=name, env={"GREETING": "mine"})
+        assert "GREETING=mine\n" in d.api.exec(over, ["env"])["stdout"]
+        # what a sandbox writes stays its own: the template is shared and read-only
+        assert d.api.exec(sbid, ["sh", "-c", "echo changed > /etc/hello.txt"])["exit_code"] == 0
+        assert d.api.exec(over, ["cat", "/etc/hello.txt"])["stdout"] == "from the first layer\n"
+        assert json.loads(cli("inspect", "--json", sbid).stdout)["template"] == name
+        d.api.delete(sbid)
+        d.api.delete(over)
+
+
+def test_an_image_that_cannot_be_read_stops_spaced_with_why(make_daemon, tmp_path, images):
+    bad = tmp_path / "not-an-image.tar"
+    bad.write_bytes(b"this is not a tar archive at all" * 64)
+    with pytest.raises(pytest.fail.Exception) as got:
+        make_daemon(args=["--template", f"bad=oci-archive:{bad}"])
+    assert "template bad: skopeo failed" in str(got.value), got.value
