@@ -110,6 +110,11 @@ struct sandbox {
 	enum sb_state state;        /* [L] */
 	char reason[128];           /* [L] why it failed */
 	char template[64];
+	/* its template's defaults for a process that names none (an image's working folder and
+	 * user): "" and has_user false for none; set when made or adopted, then unchanged */
+	char workdir[256];
+	bool has_user;
+	uint32_t uid, gid;
 	char isolation[ISOLATION_NAME_MAX + 1]; /* its kind ("gvisor", "microvm"): which driver runs it */
 	char tenant[TENANT_NAME_MAX + 1]; /* who owns it: "" for the Unix socket's administrator */
 	int cpus, memory_mb;

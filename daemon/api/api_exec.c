@@ -69,9 +69,13 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 		x.uid = x.gid = 0xffffffffu;
 		put_str(&strs, user);
 	} else {
+		if (!user && sb->has_user) { /* its template's (an image's USER) */
+			x.uid = sb->uid;
+			x.gid = sb->gid;
+		}
 		put_str(&strs, "");
 	}
-	put_str(&strs, cwd ? cwd : "");
+	put_str(&strs, cwd ? cwd : sb->workdir);
 	if (json_is_string(cmd)) {
 		x.argc = 3;
 		put_str(&strs, "/bin/sh");

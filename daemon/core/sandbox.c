@@ -583,6 +583,23 @@ static void delete_job(struct job *j)
 	daemon_unlock(d);
 }
 
+/* The defaults a process of sb gets from its template's config (store_put_template): the
+ * image's working folder (an absolute path) and its user ("UID:GID", numbers). */
+static void take_defaults(struct sandbox *sb, const json_t *tpl)
+{
+	const char *wd = json_string_value(json_object_get(tpl, "workdir"));
+	const char *user = json_string_value(json_object_get(tpl, "user"));
+	if (wd && wd[0] == '/' && strlen(wd) < sizeof(sb->workdir))
+		snprintf(sb->workdir, sizeof(sb->workdir), "%s", wd);
+	unsigned long u, g;
+	char end;
+	if (user && sscanf(user, "%lu:%lu%c", &u, &g, &end) == 2 && u < 0xffffffffu && g < 0xffffffffu) {
+		sb->has_user = true;
+		sb->uid = (uint32_t)u;
+		sb->gid = (uint32_t)g;
+	}
+}
+
 struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char *rootfs, size_t n, struct err *e)
 {
 	if (d->nsandboxes >= SPACE_MAX_SANDBOXES) {
@@ -633,6 +650,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sb->env = json_object_size(tenv) ? json_deep_copy(tenv) : json_deep_copy(cfg->env);
 	if (json_object_size(tenv) && cfg->env)
 		json_object_update(sb->env, cfg->env);
+	take_defaults(sb, tpl);
 	json_decref(tpl);
 	sb->metadata = json_deep_copy(cfg->metadata);
 	sb->net_slot = -1;
@@ -891,6 +909,11 @@ int sandbox_adopt_all(struct daemon *d)
 	int rc = store_load_sandboxes(d->store, &list);
 	if (rc < 0)
 		return rc;
+	for (struct sandbox *sb = list; sb; sb = sb->next) {
+		json_t *tpl = store_template_config(d->store, sb->template);
+		take_defaults(sb, tpl);
+		json_decref(tpl);
+	}
 	daemon_lock(d);
 	while (list) {
 		struct sandbox *sb = list;

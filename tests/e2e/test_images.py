@@ -78,7 +78,7 @@ def test_an_image_becomes_a_template_sandboxes_start_from(make_daemon, images):
     # one image, one copy: the docker archive of the same layers unpacks to the same files
     assert bb["key"].startswith("oci-") and templates["bbd"]["key"].startswith("oci-")
 
-    for name in ("bb", "bbd"):
+    for name in ("bbd", "bb"):  # the last, bb's, stays for what follows
         sbid = d.api.create(template=name, env={"MINE": "the create's"})
         r = d.api.exec(sbid, ["cat", "/etc/hello.txt", "/etc/second.txt"])
         assert r["exit_code"] == 0 and r["stdout"] == "from the first layer\nfrom the second layer\n", r
@@ -90,11 +90,24 @@ def test_an_image_becomes_a_template_sandboxes_start_from(make_daemon, images):
         over = d.api.create(template=name, env={"GREETING": "mine"})
         assert "GREETING=mine\n" in d.api.exec(over, ["env"])["stdout"]
         # what a sandbox writes stays its own: the template is shared and read-only
-        assert d.api.exec(sbid, ["sh", "-c", "echo changed > /etc/hello.txt"])["exit_code"] == 0
-        assert d.api.exec(over, ["cat", "/etc/hello.txt"])["stdout"] == "from the first layer\n"
+        r = d.api.exec(sbid, ["sh", "-c", "echo changed > /etc/hello.txt"], user="root")
+        assert r["exit_code"] == 0, r
+        assert d.api.exec(over, ["cat", "/etc/hello.txt"], user="root")["stdout"] == "from the first layer\n"
         assert json.loads(cli("inspect", "--json", sbid).stdout)["template"] == name
-        d.api.delete(sbid)
         d.api.delete(over)
+    # the image's working folder and user are a process's unless it names its own
+    r = d.api.exec(sbid, ["sh", "-c", "id -u; id -g; pwd"])
+    assert r["stdout"] == "1000\n1000\n/srv\n", r
+    r = d.api.exec(sbid, ["sh", "-c", "id -u; pwd"], user="root", cwd="/etc")
+    assert r["stdout"] == "0\n/etc\n", r
+    # ... and still after spaced was killed and started again
+    d.kill()
+    d.start()
+    r = d.api.exec(sbid, ["sh", "-c", "id -u; pwd"])
+    assert r["stdout"] == "1000\n/srv\n", r
+    # the default template has no such defaults
+    plain = d.api.create()
+    assert d.api.exec(plain, ["sh", "-c", "id -u; pwd"])["stdout"] == "0\n/work\n"
 
 
 def test_an_image_that_cannot_be_read_stops_spaced_with_why(make_daemon, tmp_path, images):
