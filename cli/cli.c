@@ -257,3 +257,28 @@ int cli_remove(struct cli *cli, int argc, char **argv, const char *what, char *(
 	}
 	return status;
 }
+
+int cli_inspect_each(struct cli *cli, char **names, int n, char *(*path_of)(const char *name))
+{
+	int status = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct client_err err = { 0 };
+		json_t *obj = NULL;
+		char *path = path_of(names[i]);
+		if (!path)
+			return cli_error("out of memory");
+		int r = client_request(&cli->client, "GET", path, NULL, &obj, &err);
+		free(path);
+		if (r) {
+			status = cli_report(cli, &err);
+			if (status == CLI_EXIT_DAEMON)
+				return status;
+			continue;
+		}
+		if (cli_print_json(obj))
+			status = CLI_EXIT_FAIL;
+		json_decref(obj);
+	}
+	return status;
+}

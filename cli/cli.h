@@ -85,6 +85,9 @@ char *cli_sandbox_path(const char *id, const char *suffix);
  * the ids in the usage message. Returns the exit status.
  */
 int cli_remove(struct cli *cli, int argc, char **argv, const char *what, char *(*path_of)(const char *id));
+/* GETs path_of(name) for each of the n names and prints its JSON; an error is reported and the
+ * next one tried (spaced unreachable ends it). Returns the exit status. */
+int cli_inspect_each(struct cli *cli, char **names, int n, char *(*path_of)(const char *name));
 
 /*
  * With SPACE_VERBOSE set (and not "0"), the client's on_resumed hook: says on

@@ -355,7 +355,7 @@ static int snapshot_inspect(struct cli *cli, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, status = 0;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h')
@@ -365,25 +365,7 @@ static int snapshot_inspect(struct cli *cli, int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cli_usage_error(cli, "wants at least one snapshot ID");
-	for (int i = optind; i < argc; i++) {
-		struct client_err err = { 0 };
-		json_t *snap = NULL;
-		char *path = snapshot_path(argv[i]);
-		if (!path)
-			return cli_error("out of memory");
-		int r = client_request(&cli->client, "GET", path, NULL, &snap, &err);
-		free(path);
-		if (r) {
-			status = cli_report(cli, &err);
-			if (status == CLI_EXIT_DAEMON)
-				return status;
-			continue;
-		}
-		if (cli_print_json(snap))
-			status = CLI_EXIT_FAIL;
-		json_decref(snap);
-	}
-	return status;
+	return cli_inspect_each(cli, argv + optind, argc - optind, snapshot_path);
 }
 
 /* `space snapshot rm [-f] SID...` */

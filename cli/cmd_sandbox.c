@@ -93,8 +93,15 @@ const char cmd_rm_usage[] =
 
 const char cmd_template_usage[] =
 	"Usage: space template ls [--json]\n"
+	"       space template inspect NAME...\n"
+	"       space template rm [-f] NAME...\n"
 	"\n"
-	"List the templates sandboxes can start from: NAME, KEY, CREATED.\n";
+	"ls: the templates sandboxes can start from: NAME, KEY, CREATED.\n"
+	"inspect: each one's JSON: where it came from (source), its defaults (config) and how\n"
+	"  many sandboxes start from it.\n"
+	"rm: removes each (refused while a sandbox or snapshot starts from it; never the default\n"
+	"  one); its files leave the cache once no state dir uses them. -f: a name that does not\n"
+	"  exist is not an error.\n";
 
 const char cmd_status_usage[] =
 	"Usage: space status [--json]\n"
@@ -419,6 +426,11 @@ out:
 	return status;
 }
 
+static char *sandbox_path(const char *id)
+{
+	return cli_sandbox_path(id, NULL);
+}
+
 int cmd_inspect(struct cli *cli, int argc, char **argv)
 {
 	int as_json, status = parse_json_flag(cli, argc, argv, &as_json);
@@ -427,31 +439,9 @@ int cmd_inspect(struct cli *cli, int argc, char **argv)
 		return status < 0 ? cli_help(cli) : status;
 	if (optind >= argc)
 		return cli_usage_error(cli, "wants at least one sandbox ID");
-	for (int i = optind; i < argc; i++) {
-		struct client_err err = { 0 };
-		json_t *sb = NULL;
-		char *path = cli_sandbox_path(argv[i], NULL);
-		if (!path)
-			return cli_error("out of memory");
-		int r = client_request(&cli->client, "GET", path, NULL, &sb, &err);
-		free(path);
-		if (r) {
-			status = cli_report(cli, &err);
-			if (status == CLI_EXIT_DAEMON)
-				return status;
-			continue;
-		}
-		if (cli_print_json(sb))
-			status = CLI_EXIT_FAIL;
-		json_decref(sb);
-	}
-	return status;
+	return cli_inspect_each(cli, argv + optind, argc - optind, sandbox_path);
 }
 
-static char *sandbox_path(const char *id)
-{
-	return cli_sandbox_path(id, NULL);
-}
 
 int cmd_rm(struct cli *cli, int argc, char **argv)
 {
@@ -466,30 +456,62 @@ static void template_row(json_t *tp, const char **row, char *buf, size_t n)
 	row[2] = json_string_value(json_object_get(tp, "created_at"));
 }
 
-int cmd_template(struct cli *cli, int argc, char **argv)
+/* "/v1/templates/<escaped name>" (malloc'd; NULL without memory). */
+static char *template_path(const char *name)
+{
+	char *e = client_escape(name), *path;
+
+	if (!e)
+		return NULL;
+	if (asprintf(&path, "/v1/templates/%s", e) < 0)
+		path = NULL;
+	free(e);
+	return path;
+}
+
+static int template_inspect(struct cli *cli, int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error(cli, "wants at least one template NAME");
+	return cli_inspect_each(cli, argv + 1, argc - 1, template_path);
+}
+
+static int template_ls(struct cli *cli, int argc, char **argv)
 {
 	static const char *const header[] = { "NAME", "KEY", "CREATED" };
 	struct client_err err = { 0 };
 	json_t *reply = NULL;
-	char name[64];
-	int as_json, status;
+	int as_json, status = parse_json_flag(cli, argc, argv, &as_json);
 
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
-		return cli_help(cli);
-	if (argc < 2 || (strcmp(argv[1], "ls") && strcmp(argv[1], "list")))
-		return cli_usage_error(cli, "the only subcommand is 'ls'");
-	snprintf(name, sizeof(name), "%s ls", cli->name);
-	argv[1] = name;
-	status = parse_json_flag(cli, argc - 1, argv + 1, &as_json);
 	if (status)
 		return status < 0 ? cli_help(cli) : status;
-	if (optind < argc - 1)
-		return cli_usage_error(cli, "unexpected argument '%s'", argv[optind + 1]);
+	if (optind < argc)
+		return cli_usage_error(cli, "unexpected argument '%s'", argv[optind]);
 	if (client_request(&cli->client, "GET", "/v1/templates", NULL, &reply, &err))
 		return cli_report(cli, &err);
 	status = cli_print_list(json_object_get(reply, "templates"), as_json, 3, header, template_row);
 	json_decref(reply);
 	return status;
+}
+
+int cmd_template(struct cli *cli, int argc, char **argv)
+{
+	char name[64];
+
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return cli_help(cli);
+	if (argc < 2)
+		return cli_usage_error(cli, "wants a subcommand: ls, inspect or rm");
+	snprintf(name, sizeof(name), "%s %s", cli->name, argv[1]);
+	const char *sub = argv[1];
+	argv[1] = name;
+	if (!strcmp(sub, "ls") || !strcmp(sub, "list"))
+		return template_ls(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "inspect"))
+		return template_inspect(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "rm"))
+		return cli_remove(cli, argc - 1, argv + 1, "template", template_path);
+	return cli_usage_error(cli, "unknown subcommand '%s' (ls, inspect, rm)", sub);
 }
 
 /* The kinds spaced runs, the default first: "isolation:  gvisor (default), runsc ..." then one

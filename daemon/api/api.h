@@ -81,6 +81,8 @@ int api_agent_process(struct op *op, struct sandbox *sb, json_t *argv);
 int api_health(struct op *op);
 int api_version(struct op *op);
 int api_templates(struct op *op);
+int api_template_get(struct op *op);
+int api_template_delete(struct op *op);
 int api_sandbox_create(struct op *op);
 int api_sandbox_list(struct op *op);
 int api_sandbox_get(struct op *op);

@@ -18,6 +18,8 @@ static const struct route routes[] = {
 	{ "GET", "/v1/health", api_health, NULL },
 	{ "GET", "/v1/version", api_version, NULL },
 	{ "GET", "/v1/templates", api_templates, NULL },
+	{ "GET", "/v1/templates/:tpl", api_template_get, NULL },
+	{ "DELETE", "/v1/templates/:tpl", api_template_delete, NULL },
 	{ "POST", "/v1/sandboxes", api_sandbox_create, NULL },
 	{ "GET", "/v1/sandboxes", api_sandbox_list, NULL },
 	{ "GET", "/v1/sandboxes/:id", api_sandbox_get, NULL },
@@ -67,6 +69,11 @@ static bool match(struct op *op, const char *pattern, const char *url)
 				return false;
 			memcpy(op->sbid, u, ul);
 			op->sbid[ul] = '\0';
+		} else if (pl == 4 && strncmp(p, ":tpl", 4) == 0) {
+			if (ul == 0 || ul >= sizeof(op->tpl))
+				return false;
+			memcpy(op->tpl, u, ul);
+			op->tpl[ul] = '\0';
 		} else if (pl == 5 && strncmp(p, ":snap", 5) == 0) {
 			if (ul == 0 || ul > SNAPSHOT_ID_LEN)
 				return false;

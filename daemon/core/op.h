@@ -59,6 +59,7 @@ struct op {
 	/* request */
 	char sbid[SANDBOX_ID_LEN + 1];
 	char snapid[16];
+	char tpl[64];               /* a template's name (:tpl) */
 	uint32_t pid;
 	struct buf body;
 	bool body_too_large;

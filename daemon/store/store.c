@@ -366,6 +366,26 @@ int store_template_path(struct store *st, const char *name, char *out, size_t n)
 	return rc;
 }
 
+/* A column of milliseconds since the epoch as the API writes times (UTC, seconds). */
+static void column_time(sqlite3_stmt *stmt, int col, char when[32])
+{
+	time_t t = (time_t)(sqlite3_column_int64(stmt, col) / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(when, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* One row of SELECT name, key, created_ms, source, config as the API shows it. */
+static json_t *template_row(sqlite3_stmt *stmt)
+{
+	char when[32];
+	column_time(stmt, 2, when);
+	json_t *cfg = json_loads((const char *)sqlite3_column_text(stmt, 4), 0, NULL);
+	return json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", sqlite3_column_text(stmt, 0), "key",
+			 sqlite3_column_text(stmt, 1), "created_at", when, "source", sqlite3_column_text(stmt, 3), "config",
+			 cfg ? cfg : json_object());
+}
+
 json_t *store_list_templates(struct store *st)
 {
 	sqlite3_stmt *stmt;
@@ -373,19 +393,51 @@ json_t *store_list_templates(struct store *st)
 	if (sqlite3_prepare_v2(st->db, "SELECT name, key, created_ms, source, config FROM templates ORDER BY name", -1,
 			       &stmt, NULL) != SQLITE_OK)
 		return arr;
-	while (sqlite3_step(stmt) == SQLITE_ROW) {
-		char when[32];
-		time_t t = (time_t)(sqlite3_column_int64(stmt, 2) / 1000);
-		struct tm tm;
-		gmtime_r(&t, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		json_t *cfg = json_loads((const char *)sqlite3_column_text(stmt, 4), 0, NULL);
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", sqlite3_column_text(stmt, 0), "key",
-						     sqlite3_column_text(stmt, 1), "created_at", when, "source",
-						     sqlite3_column_text(stmt, 3), "config", cfg ? cfg : json_object()));
-	}
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		json_array_append_new(arr, template_row(stmt));
 	sqlite3_finalize(stmt);
 	return arr;
+}
+
+json_t *store_get_template(struct store *st, const char *name)
+{
+	sqlite3_stmt *stmt;
+	json_t *out = NULL;
+	if (sqlite3_prepare_v2(st->db, "SELECT name, key, created_ms, source, config FROM templates WHERE name = ?", -1,
+			       &stmt, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		out = template_row(stmt);
+	sqlite3_finalize(stmt);
+	return out;
+}
+
+int store_delete_template(struct store *st, const char *name)
+{
+	return exec_args(st, "DELETE FROM templates WHERE name = ?", "s", name);
+}
+
+/* The number the query (one text parameter) counts. */
+static int count_of(struct store *st, const char *sql, const char *arg)
+{
+	sqlite3_stmt *stmt;
+	if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(stmt, 1, arg, -1, SQLITE_TRANSIENT);
+	int n = sqlite3_step(stmt) == SQLITE_ROW ? sqlite3_column_int(stmt, 0) : -EIO;
+	sqlite3_finalize(stmt);
+	return n;
+}
+
+int store_template_snapshots(struct store *st, const char *name)
+{
+	return count_of(st, "SELECT COUNT(*) FROM snapshots WHERE template = ?", name);
+}
+
+int store_template_key_names(struct store *st, const char *key)
+{
+	return count_of(st, "SELECT COUNT(*) FROM templates WHERE key = ?", key);
 }
 
 int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name, uint64_t bytes)
@@ -414,10 +466,7 @@ int store_delete_snapshot(struct store *st, const char *id)
 static json_t *snapshot_row(sqlite3_stmt *stmt)
 {
 	char when[32];
-	time_t t = (time_t)(sqlite3_column_int64(stmt, 8) / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	column_time(stmt, 8, when);
 	const unsigned char *name = sqlite3_column_text(stmt, 2);
 	const unsigned char *net = sqlite3_column_text(stmt, 13);
 	json_t *network = net ? json_loads((const char *)net, 0, NULL) : NULL;

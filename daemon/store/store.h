@@ -75,6 +75,12 @@ int store_put_template(struct store *st, const char *name, const char *key, cons
 int store_template_path(struct store *st, const char *name, char *out, size_t n);
 /* Template `name`'s defaults (see store_put_template), or NULL. */
 json_t *store_template_config(struct store *st, const char *name);
+/* Template `name` as store_list_templates shows it, or NULL. */
+json_t *store_get_template(struct store *st, const char *name);
+int store_delete_template(struct store *st, const char *name);
+/* How many snapshots start from template `name`; how many names a cache key has. -errno on failure. */
+int store_template_snapshots(struct store *st, const char *name);
+int store_template_key_names(struct store *st, const char *key);
 /* [{"name", "key", "source", "config", "created_at"}...] */
 json_t *store_list_templates(struct store *st);
 

@@ -227,6 +227,8 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 	if ((rc = mkdir_p(parent, 0755)) < 0)
 		return err_set(e, 500, "internal", -rc, "cannot create %s: %s", parent, strerror(-rc));
 
+	if ((rc = template_use(d, key)) < 0) /* before looking: a release sees it (template_release) */
+		return err_set(e, 500, "internal", -rc, "cannot mark the template's files as used: %s", strerror(-rc));
 	int lock = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
 		rc = -errno;

@@ -61,6 +61,13 @@ int template_parse(const char *arg, struct template_spec *t, struct err *e);
  * records it in the store under t->name. Blocks. Returns 0 or -errno with e set. */
 int template_ensure(struct daemon *d, const struct template_spec *t, struct err *e);
 
+/* The machine's cache is shared by every state dir: each one that records a template marks
+ * its cache entry (<cache>/templates/<key>.users/<state dir's hash>). template_use marks it;
+ * template_release takes the mark away (when no other name of this state dir has the key)
+ * and removes the entry once no state dir marks it. 0 or -errno. Blocks. */
+int template_use(struct daemon *d, const char *key);
+int template_release(struct daemon *d, const char *key);
+
 /* The rootfs directory of template `name` into out. Returns 0 or -ENOENT. */
 int template_rootfs(struct daemon *d, const char *name, char *out, size_t n);
 

@@ -138,7 +138,11 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 			 : 0;
 	if (rc == 0 && (rc = run_logged(copy, logpath, e)) == 0 && (rc = manifest_digest(layout, digest, e)) == 0) {
 		snprintf(name, sizeof(name), "oci-%s", digest);
-		rc = cache_get(parent, name, unpack, layout, e);
+		/* marked before it is looked for: a release sees it (template_release) */
+		if ((rc = template_use(d, name)) < 0)
+			rc = err_set(e, 500, "internal", -rc, "cannot mark the template's files as used: %s", strerror(-rc));
+		else
+			rc = cache_get(parent, name, unpack, layout, e);
 	}
 	spawn_run(rm, -1, -1);
 	if (rc < 0)

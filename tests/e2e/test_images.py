@@ -116,3 +116,39 @@ def test_an_image_that_cannot_be_read_stops_spaced_with_why(make_daemon, tmp_pat
     with pytest.raises(pytest.fail.Exception) as got:
         make_daemon(args=["--template", f"bad=oci-archive:{bad}"])
     assert "template bad: skopeo failed" in str(got.value), got.value
+
+
+def test_a_template_is_removed_only_while_nothing_starts_from_it(make_daemon, images):
+    d = make_daemon(args=["--template", f"bb=oci-archive:{images['oci']}",
+                          "--template", f"same=oci-archive:{images['oci']}"])
+    cli = Cli(f"unix://{d.socket}")
+    bb = json.loads(cli("template", "inspect", "bb").stdout)
+    files = os.path.join("/var/cache/space", "templates", bb["key"])  # the machine's cache, spaced's default
+    assert bb["sandboxes"] == 0 and os.path.isdir(files), bb
+
+    sbid = d.api.create(template="bb")
+    assert json.loads(cli("template", "inspect", "bb").stdout)["sandboxes"] == 1
+    r = cli("template", "rm", "bb")
+    assert r.returncode != 0 and "in use: 1 sandboxes and 0 snapshots" in r.stderr, r
+    snap = d.api.ok("POST", f"/v1/sandboxes/{sbid}/snapshot", {}, expect=(201,))["id"]
+    d.api.delete(sbid)
+    status, body = d.api.json("DELETE", "/v1/templates/bb")
+    assert status == 409 and "0 sandboxes and 1 snapshots" in body["error"]["message"], body
+    d.api.ok("DELETE", f"/v1/snapshots/{snap}", expect=(204,))
+
+    assert d.api.json("DELETE", "/v1/templates/default")[0] == 409
+    assert d.api.json("DELETE", "/v1/templates/nope")[0] == 404
+    assert cli("template", "rm", "-f", "nope").returncode == 0
+
+    # removed: gone from the list, refused to a create; its files stay while `same` has them
+    r = cli("template", "rm", "bb")
+    assert r.returncode == 0 and r.stdout == "bb\n", r
+    names = {t["name"] for t in json.loads(cli("template", "ls", "--json").stdout)}
+    assert names == {"default", "same"}, names
+    status, body = d.api.json("POST", "/v1/sandboxes", {"template": "bb"})
+    assert status == 404 and "template bb does not exist" in body["error"]["message"], body
+    assert os.path.isdir(files)
+    # the last name of those files: they leave the cache (no other state dir uses this image)
+    assert cli("template", "rm", "same").returncode == 0
+    assert not os.path.exists(files)
+    assert d.api.exec(d.api.create(), ["true"])["exit_code"] == 0  # the default one is untouched

@@ -40,7 +40,7 @@ UNIT_test_store      := daemon/store/store.c daemon/core/state.c
 UNIT_LIBS_test_store := -lsqlite3 -ljansson
 
 # the template cache: its parsing and keys (the build itself runs in the e2e suite)
-UNIT_test_template      := daemon/store/template.c daemon/store/template_oci.c daemon/store/cache.c daemon/base/dir.c daemon/store/store.c \
+UNIT_test_template      := daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/base/dir.c daemon/store/store.c \
                            daemon/core/state.c daemon/base/hash.c \
                            daemon/base/spawn.c daemon/base/err.c daemon/base/log.c lib/buf.c
 UNIT_LIBS_test_template := -lsqlite3 -ljansson -lcrypto -lpthread
@@ -81,12 +81,12 @@ UNIT_LIBS_test_identity :=
 UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
                  daemon/api/api_sandbox.c \
                  daemon/core/op.c daemon/core/lifecycle.c daemon/core/sandbox.c \
-                 daemon/core/snapshot.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
+                 daemon/core/snapshot.c daemon/core/template_rm.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
                  daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
                  daemon/base/hash.c \
-                 daemon/store/store.c daemon/store/template.c daemon/store/template_oci.c daemon/store/cache.c daemon/base/dir.c \
+                 daemon/store/store.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/base/dir.c \
                  daemon/net/net.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 
