@@ -52,7 +52,7 @@ CLI_LIBS    := -lcurl -ljansson -lpthread
 VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
-                e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev chromium skopeo umoci busybox-static \
+                e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev chromium skopeo umoci busybox-static docker-registry \
                 $(VM_APT_PACKAGES)
 
 .PHONY: all deps compat-deps up down test quick layers unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm security security-vm \

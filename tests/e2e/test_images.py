@@ -3,17 +3,20 @@ docker-archive:, oci:, docker://) imports the image with skopeo and umoci, and
 `space create --template NAME` starts from it, on every kind of sandbox.
 
 The image is made here, from Debian's static busybox, in two layers (the second deletes a file
-of the first: a whiteout), with umoci; nothing is pulled from any network.
+of the first: a whiteout), with umoci; the only registry is Debian's docker-registry, started
+by the test on a loopback port.
 """
 
 import json
 import os
 import shutil
+import socket
 import subprocess
 
 import pytest
 
 from conftest import Cli
+from spacetest import wait_until
 
 
 def run(*argv, cwd=None):
@@ -152,3 +155,43 @@ def test_a_template_is_removed_only_while_nothing_starts_from_it(make_daemon, im
     assert cli("template", "rm", "same").returncode == 0
     assert not os.path.exists(files)
     assert d.api.exec(d.api.create(), ["true"])["exit_code"] == 0  # the default one is untouched
+
+
+@pytest.fixture
+def registry(tmp_path):
+    """Debian's docker-registry on a loopback port of this test's own, storing in tmp_path."""
+    if not shutil.which("docker-registry"):
+        pytest.skip("needs docker-registry (make deps installs it)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = tmp_path / "registry.yml"
+    conf.write_text(f"version: 0.1\nlog: {{level: error}}\n"
+                    f"storage: {{filesystem: {{rootdirectory: {tmp_path}/store}}}}\n"
+                    f"http: {{addr: 127.0.0.1:{port}}}\n")
+    p = subprocess.Popen(["docker-registry", "serve", str(conf)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def up():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            return p.poll() is not None  # ended: reported below
+    wait_until(up, 60, "the registry to listen")
+    assert p.poll() is None, "docker-registry ended at start"
+    yield f"127.0.0.1:{port}"
+    p.terminate()
+    p.wait(timeout=30)
+
+
+def test_an_image_pulled_from_a_registry_on_loopback(make_daemon, images, registry):
+    ref = f"docker://{registry}/space-test/busybox:v1"
+    run("skopeo", "--insecure-policy", "copy", "--quiet", "--dest-tls-verify=false", f"oci:{images['layout']}:v1",
+        ref)
+    d = make_daemon(args=["--template", f"pulled={ref}"])
+    t = d.api.ok("GET", "/v1/templates/pulled")
+    assert t["source"] == ref and t["config"]["workdir"] == "/srv", t
+    sbid = d.api.create(template="pulled")
+    r = d.api.exec(sbid, ["cat", "/etc/second.txt"])
+    assert r["exit_code"] == 0 and r["stdout"] == "from the second layer\n", r
