@@ -147,6 +147,19 @@ def test_snapshot_and_sandboxes_made_from_it(sandbox):
         Sandbox.create(snapshot=snap.id)
 
 
+def test_templates_are_listed_inspected_and_kept_while_used(sandbox):
+    names = [t.name for t in Sandbox.list_templates()]
+    assert "default" in names, names
+    t = Sandbox.get_template("default")
+    assert t.name == "default" and t.key and t.source.startswith("debian:") and t.sandboxes >= 1, t.raw
+    assert t.created_at is not None
+    with pytest.raises(space.ConflictError):  # the default one is always there
+        Sandbox.delete_template("default")
+    with pytest.raises(space.TemplateNotFound):
+        Sandbox.get_template("no-such-template")
+    assert Sandbox.delete_template("no-such-template") is False
+
+
 def test_fork_makes_independent_copies(sandbox):
     sandbox.files.write("/work/shared.txt", "source")
     clones = sandbox.fork(count=2)

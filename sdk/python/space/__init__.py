@@ -18,19 +18,20 @@ from .code import CodeContext, Execution, ExecutionError
 from .commands import CommandHandle, CommandResult, Commands, ProcessInfo
 from .errors import (AuthError, CommandExitError, ConflictError, ConnectionError, ExecFailedError, FileNotFound,
                      InvalidArgumentError, IsolationUnavailableError, LimitError, NotFoundError, ProcessNotFound,
-                     SandboxNotFound, SnapshotNotFound, SpaceError, TimeoutError, TooLargeError, UnavailableError)
+                     SandboxNotFound, SnapshotNotFound, SpaceError, TemplateNotFound, TimeoutError, TooLargeError,
+                     UnavailableError)
 from .files import EntryInfo, FileStream, Files, WriteInfo
-from .sandbox import Sandbox, SandboxInfo, Snapshot
+from .sandbox import Sandbox, SandboxInfo, Snapshot, Template
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Sandbox", "SandboxInfo", "Snapshot",
+    "Sandbox", "SandboxInfo", "Snapshot", "Template",
     "Commands", "CommandResult", "CommandHandle", "ProcessInfo",
     "Files", "EntryInfo", "WriteInfo", "FileStream",
     "CodeContext", "Execution", "ExecutionError",
     "SpaceError", "AuthError", "NotFoundError", "SandboxNotFound", "FileNotFound", "ProcessNotFound",
-    "SnapshotNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError", "ExecFailedError",
-    "LimitError", "UnavailableError", "IsolationUnavailableError", "CommandExitError", "TimeoutError",
-    "ConnectionError",
+    "SnapshotNotFound", "TemplateNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError",
+    "ExecFailedError", "LimitError", "UnavailableError", "IsolationUnavailableError", "CommandExitError",
+    "TimeoutError", "ConnectionError",
 ]

@@ -13,7 +13,8 @@ Hierarchy::
     │   ├── SandboxNotFound
     │   ├── FileNotFound
     │   ├── ProcessNotFound
-    │   └── SnapshotNotFound
+    │   ├── SnapshotNotFound
+    │   └── TemplateNotFound
     ├── ConflictError             409: the sandbox's state forbids it
     ├── InvalidArgumentError      400 (also a ValueError)
     ├── TooLargeError             413
@@ -31,7 +32,7 @@ import json
 
 __all__ = [
     "SpaceError", "AuthError", "NotFoundError", "SandboxNotFound", "FileNotFound", "ProcessNotFound",
-    "SnapshotNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError", "ExecFailedError",
+    "SnapshotNotFound", "TemplateNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError", "ExecFailedError",
     "LimitError", "UnavailableError", "IsolationUnavailableError", "CommandExitError", "TimeoutError",
     "ConnectionError",
 ]
@@ -78,6 +79,10 @@ class ProcessNotFound(NotFoundError):
 
 class SnapshotNotFound(NotFoundError):
     """The snapshot does not exist."""
+
+
+class TemplateNotFound(NotFoundError):
+    """The template does not exist."""
 
 
 class ConflictError(SpaceError):

@@ -1,4 +1,4 @@
-"""Sandboxes and snapshots: the objects an application holds.
+"""Sandboxes, snapshots and templates: the objects an application holds.
 
 A Sandbox is a handle on one sandbox of a spaced: its id and the Transport
 used to reach the daemon. It owns no resource on the client except the
@@ -9,6 +9,7 @@ it is killed (by `kill()`, the end of a `with` block, or its timeout_action).
 import datetime
 import secrets
 import threading
+from urllib.parse import quote
 
 from . import errors
 from ._transport import Transport
@@ -16,7 +17,7 @@ from .code import CodeContext, DEFAULT_CODE_TIMEOUT, NAME_RE
 from .commands import Commands
 from .files import Files
 
-__all__ = ["Sandbox", "SandboxInfo", "Snapshot"]
+__all__ = ["Sandbox", "SandboxInfo", "Snapshot", "Template"]
 
 TRANSITION_TIMEOUT = 300.0  # seconds a lifecycle request (suspend, snapshot, fork...) may take by default
 DEFAULT_CONTEXT = "default"
@@ -120,6 +121,31 @@ class Snapshot:
             return True
         except errors.SnapshotNotFound:
             return False
+
+
+class Template:
+    """A root filesystem sandboxes start from (``Sandbox.create(template=name)``).
+
+    Attributes:
+        name: its name; key: its files' key in the machine's cache.
+        source: where it came from (a package set, or an image).
+        config: its defaults (for an image: ``env``, ``workdir``, ``user``, ``cmd``).
+        sandboxes: how many sandboxes start from it (from ``get_template`` only, else None).
+        created_at: datetime (UTC).
+        raw: the whole JSON object.
+    """
+
+    def __init__(self, d):
+        self.raw = d
+        self.name = d.get("name")
+        self.key = d.get("key")
+        self.source = d.get("source")
+        self.config = d.get("config") or {}
+        self.sandboxes = d.get("sandboxes")
+        self.created_at = _time(d.get("created_at"))
+
+    def __repr__(self):
+        return "Template(name=%r, source=%r)" % (self.name, self.source)
 
 
 class Sandbox:
@@ -373,6 +399,32 @@ class Sandbox:
     def delete_snapshot(snapshot_id, host=None, token=None, request_timeout=None, ca=None):
         """Deletes the snapshot with this id; returns False if it did not exist."""
         return Snapshot({"id": snapshot_id}, Transport(host, token, request_timeout, ca)).delete()
+
+    # -- templates
+
+    @staticmethod
+    def list_templates(host=None, token=None, request_timeout=None, ca=None):
+        """Every template of the daemon, by name; a list of Template."""
+        t = Transport(host, token, request_timeout, ca)
+        return [Template(d) for d in t.json("GET", "/v1/templates")["templates"]]
+
+    @staticmethod
+    def get_template(name, host=None, token=None, request_timeout=None, ca=None):
+        """The Template with this name; raises TemplateNotFound."""
+        t = Transport(host, token, request_timeout, ca)
+        return Template(t.json("GET", "/v1/templates/%s" % quote(name, safe=""), not_found=errors.TemplateNotFound))
+
+    @staticmethod
+    def delete_template(name, host=None, token=None, request_timeout=None, ca=None):
+        """Removes the template; False if it did not exist. ConflictError while a sandbox or
+        snapshot starts from it, and for the default one."""
+        t = Transport(host, token, request_timeout, ca)
+        try:
+            t.request("DELETE", "/v1/templates/%s" % quote(name, safe=""), timeout=TRANSITION_TIMEOUT,
+                      not_found=errors.TemplateNotFound)
+            return True
+        except errors.TemplateNotFound:
+            return False
 
     # -- code interpreter
 
