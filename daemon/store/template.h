@@ -45,6 +45,10 @@ struct template_spec {
  * docker://REF (skopeo's transports). */
 bool template_is_image(const char *source);
 
+/* Whether source is docker://HOST[:PORT]/... with HOST on loopback (127.0.0.0/8, localhost,
+ * [::1]): such a registry is spoken to over plain HTTP, as Docker does by default. */
+bool template_loopback_registry(const char *source);
+
 /* Imports the image t->source as template t->name (the machine's cache keeps one copy of
  * each image) and records it. Blocks. Returns 0, or -errno with e set (400 when skopeo or
  * umoci refused the image). */

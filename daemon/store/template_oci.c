@@ -37,9 +37,7 @@ bool template_is_image(const char *source)
 	return false;
 }
 
-/* Whether source is docker://HOST[:PORT]/... with HOST on loopback (127.0.0.0/8, localhost,
- * [::1]): such a registry is spoken to over plain HTTP, as Docker does by default. */
-static bool loopback_registry(const char *source)
+bool template_loopback_registry(const char *source)
 {
 	static const char prefix[] = "docker://";
 	if (strncmp(source, prefix, sizeof(prefix) - 1) != 0)
@@ -155,7 +153,7 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 	/* the operator names the image (spaced --template): its signature policy is not asked */
 	char *copy[8] = { "skopeo", "--insecure-policy", "copy", "--quiet" };
 	int argc = 4;
-	if (loopback_registry(t->source))
+	if (template_loopback_registry(t->source))
 		copy[argc++] = "--src-tls-verify=false";
 	copy[argc++] = (char *)t->source;
 	copy[argc++] = dest;

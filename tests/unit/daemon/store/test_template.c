@@ -67,6 +67,29 @@ static void test_parse_refuses(void **state)
 	}
 }
 
+static void test_images_and_loopback_registries(void **state)
+{
+	(void)state;
+	struct template_spec t;
+	struct err e = { 0 };
+	assert_int_equal(template_parse("app=oci-archive:/srv/app.tar", &t, &e), 0);
+	assert_string_equal(t.source, "oci-archive:/srv/app.tar");
+	assert_string_equal(t.extra, "");
+	/* a ':' is no package's: a source that is no image is refused, not built */
+	assert_int_equal(template_parse("app=http://x/y", &t, &e), -EINVAL);
+	assert_int_equal(template_parse("app=oci-archive:", &t, &e), -EINVAL);
+
+	const char *loopback[] = { "docker://127.0.0.1:5000/a/b:v1", "docker://127.9.8.7/a", "docker://localhost:5000/a",
+				   "docker://localhost/a", "docker://[::1]:5000/a" };
+	for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++)
+		assert_true(template_loopback_registry(loopback[i]));
+	const char *other[] = { "docker://127.evil.example/a", "docker://127.0.0.1.example:5000/a",
+				"docker://10.0.0.1:5000/a", "docker://localhost.example/a", "docker://127.0.0.1",
+				"docker://[::2]:5000/a", "oci-archive:/127.0.0.1:5000/a", "docker://:5000/a" };
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		assert_false(template_loopback_registry(other[i]));
+}
+
 static void test_key_follows_the_package_set(void **state)
 {
 	struct template_spec a, b, c;
@@ -92,6 +115,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_sorts_and_drops_repeats),
 		cmocka_unit_test(test_parse_refuses),
+		cmocka_unit_test(test_images_and_loopback_registries),
 		cmocka_unit_test(test_key_follows_the_package_set),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
