@@ -45,6 +45,9 @@ AGENT_OBJ   := $(AGENT_SRC:%.c=$(BUILD)/agent-static/%.o) $(LIB_SRC:%.c=$(BUILD)
 # The unit tests and what each one links: UNIT_TESTS, UNIT_SRC, UNIT_BIN.
 include tests/unit/unit.mk
 
+# Every suite names its ten slowest tests at its end: where a suite's time goes, in every run.
+PYTEST := /usr/bin/python3 -m pytest -q --durations=10
+
 DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 
@@ -133,10 +136,10 @@ unit: $(UNIT_BIN)
 	if [ -n "$$failed" ]; then echo "unit tests FAILED:$$failed"; exit 1; fi
 
 agent-test: $(BUILD)/space-agent
-	/usr/bin/python3 -m pytest -q tests/agent
+	$(PYTEST) tests/agent
 
 e2e: all
-	/usr/bin/python3 -m pytest -q tests/e2e
+	$(PYTEST) tests/e2e
 
 # The end-to-end suite again with every sandbox a microVM (docs/microvm.md lists what it skips),
 # but for the files that test the API's surface (input, the CLI, names, tenants, quotas, TLS,
@@ -145,20 +148,20 @@ e2e: all
 E2E_SURFACE := test_bad_input.py test_cli.py test_cli_lifecycle.py test_names.py test_tenants.py test_quotas.py \
                test_tls.py test_templates.py
 e2e-vm: all vm-guest
-	SPACE_TEST_ISOLATION=microvm /usr/bin/python3 -m pytest -q tests/e2e $(E2E_SURFACE:%=--ignore=tests/e2e/%)
+	SPACE_TEST_ISOLATION=microvm $(PYTEST) tests/e2e $(E2E_SURFACE:%=--ignore=tests/e2e/%)
 
 # Sandboxes' networks against a made-up internet in namespaces the suite makes (tests/net), on
 # each kind of sandbox.
 net-test: all
-	/usr/bin/python3 -m pytest -q tests/net
+	$(PYTEST) tests/net
 
 net-test-vm: all vm-guest
-	SPACE_TEST_ISOLATION=microvm /usr/bin/python3 -m pytest -q tests/net
+	SPACE_TEST_ISOLATION=microvm $(PYTEST) tests/net
 
 # A few end-to-end files that touch every layer (create, exec, files, lifecycle) for `make quick`.
 E2E_SMOKE := tests/e2e/test_daemon.py tests/e2e/test_files.py tests/e2e/test_lifecycle.py
 e2e-smoke: all
-	/usr/bin/python3 -m pytest -q $(E2E_SMOKE)
+	$(PYTEST) $(E2E_SMOKE)
 
 # No circle of calls among spaced's modules: each layer reaches the ones above it only through
 # the tables and callbacks it is given (docs/architecture.md).
@@ -172,21 +175,21 @@ quick: deps all
 	$(MAKE) e2e-smoke
 
 sdk-test: all
-	/usr/bin/python3 -m pytest -q tests/sdk
+	$(PYTEST) tests/sdk
 
 # The SDK and escape suites with every sandbox a microVM. make test runs security-vm; the SDK is a
 # client of the API, which e2e-vm drives on microVMs already, so sdk-vm (4-9 minutes here) is
 # left to its own target: the hour make test may take is spent on what depends on the kind.
 sdk-vm: all vm-guest
-	SPACE_TEST_ISOLATION=microvm /usr/bin/python3 -m pytest -q tests/sdk
+	SPACE_TEST_ISOLATION=microvm $(PYTEST) tests/sdk
 security-vm: all vm-guest
-	SPACE_TEST_ISOLATION=microvm SPACE_SECURITY_RESULTS=$(BUILD)/security-microvm.json /usr/bin/python3 -m pytest -q tests/security
+	SPACE_TEST_ISOLATION=microvm SPACE_SECURITY_RESULTS=$(BUILD)/security-microvm.json $(PYTEST) tests/security
 
 # The escape and abuse suite (about 12 minutes) and the fuzz targets (clang's libFuzzer), both
 # part of `make test`.
 # The run rewrites the results table in docs/security.md, passed or not.
 security: all
-	/usr/bin/python3 -m pytest -q tests/security; rc=$$?; \
+	$(PYTEST) tests/security; rc=$$?; \
 	/usr/bin/python3 tests/security/report.py --update docs/security.md || rc=1; exit $$rc
 
 # The compatibility suite (tests/compat/run.py; docs/compat.md says how long each takes).
@@ -219,7 +222,7 @@ vm-guest: vm-deps $(BUILD)/space-vm-guest $(BUILD)/space-agent
 	$(BUILD)/space-vm-guest --cache-dir $(VM_CACHE) --agent $(BUILD)/space-agent --template default
 
 vm-test: vm-guest
-	SPACE_VM_CACHE=$(VM_CACHE) /usr/bin/python3 -m pytest -q tests/vm
+	SPACE_VM_CACHE=$(VM_CACHE) $(PYTEST) tests/vm
 
 
 # make test fuzzes each target for 10 s (make fuzz: 60 s): the suites run on both kinds of
