@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +193,10 @@ static int nft(const char *path, const char *script, bool quiet, struct err *e)
 	int home = -1, rc = path ? enter(path, &home) : 0;
 	if (rc < 0)
 		return quiet ? rc : err_set(e, 500, "internal", -rc, "cannot enter %s: %s", path, strerror(-rc));
+	/* one thread at a time: libnftables 1.0.6 keeps tables of names in globals that every
+	 * context makes and frees (two at once freed them twice: measured, spaced aborted) */
+	static pthread_mutex_t one = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&one);
 	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx) {
 		rc = -ENOMEM;
@@ -211,6 +216,7 @@ static int nft(const char *path, const char *script, bool quiet, struct err *e)
 		}
 		nft_ctx_free(ctx);
 	}
+	pthread_mutex_unlock(&one);
 	if (home >= 0)
 		leave(home);
 	return rc;
