@@ -104,11 +104,6 @@ static int spawn_keep(char *const argv[], const int *keep, int nkeep, int out_fd
 	return rc;
 }
 
-int spawn_run_keep(char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd)
-{
-	return spawn_keep(argv, keep, nkeep, out_fd, err_fd, NULL);
-}
-
 pid_t spawn_start_keep(char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd)
 {
 	pid_t pid = -1;

@@ -23,18 +23,13 @@ int spawn_run(char *const argv[], int out_fd, int err_fd);
 int spawn_run_in(const char *dir, char *const argv[], int out_fd, int err_fd);
 
 /*
- * spawn_run with the descriptors keep[0..nkeep) given to the program as 3, 4, ... in that
- * order (a listening socket QEMU is to serve on, an image it is to read), all else closed.
- * At most SPAWN_MAX_KEEP.
+ * Starts argv with the descriptors keep[0..nkeep) given to the program as 3, 4, ... in that
+ * order (a listening socket QEMU is to serve on, an image it is to read), all else closed (at
+ * most SPAWN_MAX_KEEP), in a session of its own (a signal to spaced's terminal does not reach
+ * it), and does not wait: returns its pid or -errno. It outlives spaced; while spaced runs,
+ * the reaper reaps it when it exits.
  */
 #define SPAWN_MAX_KEEP 8
-int spawn_run_keep(char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd);
-
-/*
- * Starts argv as spawn_run_keep does, in a session of its own (a signal to spaced's terminal
- * does not reach it), and does not wait: returns its pid or -errno. It outlives spaced; while
- * spaced runs, the reaper reaps it when it exits.
- */
 pid_t spawn_start_keep(char *const argv[], const int *keep, int nkeep, int out_fd, int err_fd);
 
 /*
