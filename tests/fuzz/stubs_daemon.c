@@ -26,6 +26,7 @@
 #include "daemon/core/snapshot.h"
 #include "daemon/base/spawn.h"
 #include "daemon/store/store.h"
+#include "daemon/core/template_rm.h"
 #include "daemon/store/template.h"
 #include "daemon/net/net.h"
 
@@ -176,6 +177,21 @@ json_t *store_list_snapshots(struct store *st)
 json_t *store_list_templates(struct store *st)
 {
 	return json_array();
+}
+
+json_t *store_get_template(struct store *st, const char *name)
+{
+	return NULL;
+}
+
+json_t *store_template_config(struct store *st, const char *name)
+{
+	return NULL;
+}
+
+int template_remove(struct daemon *d, const char *name, struct op *op, struct err *e)
+{
+	return err_set(e, 404, "not_found", ENOENT, "no template %s", name);
 }
 
 int template_rootfs(struct daemon *d, const char *name, char *out, size_t n)
