@@ -35,6 +35,11 @@ SAN     :=
 LIB_SRC     := $(wildcard lib/*.c)
 DAEMON_SRC  := $(wildcard daemon/*.c daemon/*/*.c)
 CLI_SRC     := $(wildcard cli/*.c)
+# space-build (builder/): the template builder spaced starts; it parses with the daemon's
+# Dockerfile parser, keeps its steps in the machine's cache as spaced does, and speaks to
+# spaced with the CLI's client.
+BUILDER_SRC := $(wildcard builder/*.c) $(wildcard daemon/template/*.c) daemon/base/err.c daemon/base/hash.c \
+               daemon/base/spawn.c daemon/base/dir.c daemon/store/cache.c cli/client.c
 AGENT_SRC   := $(wildcard agent/*.c)
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -50,17 +55,18 @@ PYTEST := /usr/bin/python3 -m pytest -q --durations=10
 
 DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
+BUILDER_LIBS := -lcurl -ljansson -lcrypto -larchive -lpthread
 
 # the microvm isolation: QEMU, and mkfs.erofs for the templates' block images
 VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
-                e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev chromium skopeo umoci busybox-static docker-registry \
+                e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev libarchive-dev chromium skopeo umoci busybox-static docker-registry \
                 $(VM_APT_PACKAGES)
 
 .PHONY: all deps compat-deps up down test quick layers unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm security security-vm \
 	compat compat-quick asan bench clean
-all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
+all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -78,6 +84,10 @@ $(BUILD)/libspace.a: $(LIB_OBJ)
 $(BUILD)/spaced: $(DAEMON_OBJ) $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(DAEMON_LIBS)
+
+$(BUILD)/space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace.a
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(BUILDER_LIBS)
 
 $(BUILD)/space: $(CLI_OBJ) $(BUILD)/libspace.a
 	@echo "  LD      $@"

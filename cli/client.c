@@ -481,48 +481,70 @@ static CURLcode stream_loop(struct xfer *x, const struct client_stream_ops *ops,
 	return rc;
 }
 
+static size_t on_upload_read(char *p, size_t size, size_t n, void *arg);
+
+/* Runs the prepared transfer x as a stream of events to ops. */
+static int stream_run(struct xfer *x, const struct client_stream_ops *ops, struct client_err *err)
+{
+	struct stream_ctx s = { .ops = ops, .err = err, .x = x };
+	int r, tick_err = 0;
+
+	curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_stream);
+	curl_easy_setopt(x->h, CURLOPT_WRITEDATA, &s);
+	CURLcode rc = stream_loop(x, ops, &tick_err);
+	if (tick_err < 0)
+		r = tick_err;
+	else if (s.cb_err)
+		r = s.cb_err;
+	else if (s.stop)
+		r = 0;
+	else if (!(r = xfer_result(x, rc, err)) && buf_avail(&s.line) &&
+		 stream_line(&s, (const char *)buf_head(&s.line), buf_avail(&s.line)))
+		r = s.cb_err;
+	buf_free(&s.line);
+	return r;
+}
+
 int client_stream(struct client *c, const char *method, const char *path, json_t *body,
 		  const struct client_stream_ops *ops, struct client_err *err)
 {
-	struct stream_ctx s = { .ops = ops, .err = err };
 	struct xfer x;
 	char *text = NULL;
-	int r, tick_err = 0;
+	int r = xfer_setup(&x, c, method, path, body ? "application/json" : NULL, err);
 
-	s.x = &x;
-	r = xfer_setup(&x, c, method, path, body ? "application/json" : NULL, err);
-	if (r)
-		goto out;
-	if (body) {
-		text = json_dumps(body, JSON_COMPACT);
-		if (!text) {
-			err_set(err, CLIENT_ERR_LOCAL, 0, "", "out of memory");
-			r = -ENOMEM;
-			goto out;
-		}
+	if (!r && body && !(text = json_dumps(body, JSON_COMPACT))) {
+		err_set(err, CLIENT_ERR_LOCAL, 0, "", "out of memory");
+		r = -ENOMEM;
+	}
+	if (!r && text) {
 		curl_easy_setopt(x.h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
 		curl_easy_setopt(x.h, CURLOPT_POSTFIELDS, text);
 	}
-	curl_easy_setopt(x.h, CURLOPT_WRITEFUNCTION, on_stream);
-	curl_easy_setopt(x.h, CURLOPT_WRITEDATA, &s);
-	CURLcode rc = stream_loop(&x, ops, &tick_err);
-	if (tick_err < 0) {
-		r = tick_err;
-		goto out;
-	}
-	if (s.cb_err) {
-		r = s.cb_err;
-		goto out;
-	}
-	if (s.stop)
-		goto out;
-	r = xfer_result(&x, rc, err);
-	if (!r && buf_avail(&s.line) && stream_line(&s, (const char *)buf_head(&s.line), buf_avail(&s.line)))
-		r = s.cb_err;
-out:
+	if (!r)
+		r = stream_run(&x, ops, err);
 	xfer_cleanup(&x);
-	buf_free(&s.line);
 	free(text);
+	return r;
+}
+
+int client_stream_upload(struct client *c, const char *method, const char *path, const char *content_type, int fd,
+			 const struct client_stream_ops *ops, struct client_err *err)
+{
+	struct xfer x;
+	int r = xfer_setup(&x, c, method, path, content_type, err);
+
+	if (!r) {
+		x.fd = fd;
+		curl_easy_setopt(x.h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(x.h, CURLOPT_CUSTOMREQUEST, method);
+		curl_easy_setopt(x.h, CURLOPT_READFUNCTION, on_upload_read);
+		curl_easy_setopt(x.h, CURLOPT_READDATA, &x);
+		curl_easy_setopt(x.h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)-1);
+		r = stream_run(&x, ops, err);
+		if (r == -EIO && x.fd_errno)
+			err_set(err, CLIENT_ERR_LOCAL, 0, "", "cannot read what is sent: %s", strerror(x.fd_errno));
+	}
+	xfer_cleanup(&x);
 	return r;
 }
 

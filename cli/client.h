@@ -119,6 +119,12 @@ int client_stream(struct client *c, const char *method, const char *path, json_t
 		  const struct client_stream_ops *ops, struct client_err *err);
 
 /*
+ * client_stream with the bytes read from fd until end of file (a pipe will do) as the body,
+ * sent chunked as content_type while the answer's events arrive.
+ */
+int client_stream_upload(struct client *c, const char *method, const char *path, const char *content_type, int fd,
+			 const struct client_stream_ops *ops, struct client_err *err);
+/*
  * PUT path with the bytes read from fd until end of file as the body.
  * size is the number of bytes when known (a regular file), or -1 (chunked).
  * The fd is read in small pieces as the upload goes. Returns as client_request,

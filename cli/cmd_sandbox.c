@@ -95,13 +95,18 @@ const char cmd_template_usage[] =
 	"Usage: space template ls [--json]\n"
 	"       space template inspect NAME...\n"
 	"       space template rm [-f] NAME...\n"
+	"       space template build -t NAME [-f DOCKERFILE] [--build-arg NAME=VALUE]... [-q] [CONTEXT]\n"
 	"\n"
 	"ls: the templates sandboxes can start from: NAME, KEY, CREATED.\n"
 	"inspect: each one's JSON: where it came from (source), its defaults (config) and how\n"
 	"  many sandboxes start from it.\n"
 	"rm: removes each (refused while a sandbox or snapshot starts from it; never the default\n"
 	"  one); its files leave the cache once no state dir uses them. -f: a name that does not\n"
-	"  exist is not an error.\n";
+	"  exist is not an error.\n"
+	"build: builds template NAME from the Dockerfile in folder CONTEXT (default: the current\n"
+	"  one; -f names another file inside it), showing each step as it runs; a step whose\n"
+	"  inputs did not change is taken from the cache. A failed step leaves no template.\n"
+	"  Ctrl-C cancels the build. -q prints only the name once built.\n";
 
 const char cmd_status_usage[] =
 	"Usage: space status [--json]\n"
@@ -501,7 +506,7 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
 		return cli_help(cli);
 	if (argc < 2)
-		return cli_usage_error(cli, "wants a subcommand: ls, inspect or rm");
+		return cli_usage_error(cli, "wants a subcommand: ls, inspect, rm or build");
 	snprintf(name, sizeof(name), "%s %s", cli->name, argv[1]);
 	const char *sub = argv[1];
 	argv[1] = name;
@@ -511,7 +516,9 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 		return template_inspect(cli, argc - 1, argv + 1);
 	if (!strcmp(sub, "rm"))
 		return cli_remove(cli, argc - 1, argv + 1, "template", template_path);
-	return cli_usage_error(cli, "unknown subcommand '%s' (ls, inspect, rm)", sub);
+	if (!strcmp(sub, "build"))
+		return cmd_template_build(cli, argc - 1, argv + 1);
+	return cli_usage_error(cli, "unknown subcommand '%s' (ls, inspect, rm, build)", sub);
 }
 
 /* The kinds spaced runs, the default first: "isolation:  gvisor (default), runsc ..." then one

@@ -203,6 +203,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
 	snprintf(d->agent_path, sizeof(d->agent_path), "%s/space-agent", dirname(exe));
+	snprintf(d->build_path, sizeof(d->build_path), "%s/space-build", exe); /* exe is its folder now */
 
 	int c;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {

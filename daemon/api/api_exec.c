@@ -3,6 +3,7 @@
  * exec (one result or an NDJSON stream), background processes, their
  * output, stdin, signals and waiting.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,7 +66,16 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 
 	struct sp_exec x = { .flags = flags };
 	struct buf strs = { 0 };
-	if (user && *user && strcmp(user, "root") != 0) {
+	unsigned long long uid, gid;
+	int used = 0;
+	if (user && sscanf(user, "%llu:%llu%n", &uid, &gid, &used) == 2 && (size_t)used == strlen(user) &&
+	    isdigit((unsigned char)user[0]) && isdigit((unsigned char)user[strcspn(user, ":") + 1])) {
+		if (uid >= 0xffffffffull || gid >= 0xffffffffull)
+			return err_set(&op->err, 400, "invalid_argument", EINVAL, "user %s: ids are 0..4294967294", user);
+		x.uid = (uint32_t)uid; /* "UID:GID", as docker exec -u takes it */
+		x.gid = (uint32_t)gid;
+		put_str(&strs, "");
+	} else if (user && *user && strcmp(user, "root") != 0) {
 		x.uid = x.gid = 0xffffffffu;
 		put_str(&strs, user);
 	} else {

@@ -17,6 +17,7 @@
 #include "daemon/core/snapshot.h"
 #include "daemon/core/template_rm.h"
 #include "daemon/store/store.h"
+#include "daemon/store/template.h"
 
 #define MAX_CPUS 64
 #define MIN_MEMORY_MB 64
@@ -38,38 +39,6 @@ int api_version(struct op *op)
 			     d->isolation->kind, "runtime", d->isolation->ops->runtime(d->isolation->drv), "isolation",
 			     isolation_json(d));
 	return API_DONE;
-}
-
-int api_templates(struct op *op)
-{
-	op->json = json_pack("{s:o}", "templates", store_list_templates(op->d->store));
-	return API_DONE;
-}
-
-int api_template_get(struct op *op)
-{
-	json_t *t = store_get_template(op->d->store, op->tpl);
-	if (!t) {
-		err_set(&op->err, 404, "not_found", ENOENT, "no template %s", op->tpl);
-		return API_DONE;
-	}
-	/* what starts from it: a tenant sees its own sandboxes only */
-	int mine = 0;
-	for (struct sandbox *sb = op->d->sandboxes; sb; sb = sb->next)
-		mine += strcmp(sb->template, op->tpl) == 0 && (!op->tcp || strcmp(sb->tenant, op->tenant) == 0);
-	json_object_set_new(t, "sandboxes", json_integer(mine));
-	op->json = t;
-	return API_DONE;
-}
-
-int api_template_delete(struct op *op)
-{
-	if (op->tcp && op->tenant[0]) {
-		err_set(&op->err, 403, "forbidden", EPERM, "templates are the operator's: a tenant's token cannot remove one");
-		return API_DONE;
-	}
-	op->kind = OP_JOB;
-	return template_remove(op->d, op->tpl, op, &op->err) == 0 ? API_PENDING : API_DONE;
 }
 
 static size_t map_bytes(json_t *m)
@@ -131,6 +100,11 @@ int api_sandbox_create(struct op *op)
 	const char *tpl = json_string_value(json_object_get(b, "template"));
 	json_t *v;
 	snprintf(cfg.template, sizeof(cfg.template), "%s", tpl ? tpl : "default");
+	if (op->tcp && template_is_build_step(cfg.template)) { /* the builder's, on the Unix socket */
+		err_set(&op->err, 404, "not_found", ENOENT, "template %s does not exist", cfg.template);
+		json_decref(b);
+		return API_DONE;
+	}
 	if ((v = json_object_get(b, "cpus")))
 		cfg.cpus = (int)(json_integer_value(v) > MAX_CPUS + 1 ? MAX_CPUS + 1 : json_integer_value(v));
 	if ((v = json_object_get(b, "memory_mb")))

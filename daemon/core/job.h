@@ -26,6 +26,7 @@ struct job {
 	char text[600];         /* a path or name the job needs */
 	char text2[600];
 	json_t *json;           /* what the job needs that is JSON: the job owns (and frees) it */
+	void *arg;              /* what else fn needs: fn's own (core/build.c: the build) */
 	struct sb_record first; /* the transition's own state, taken with the lock held when the job
 				 * was started and written as it begins (seq 0: none) */
 };

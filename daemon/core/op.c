@@ -759,6 +759,8 @@ size_t op_take(struct op *op, uint8_t *dst, size_t max, uint32_t *credit)
 		op->ring_n -= k;
 	}
 	*credit = give;
+	if (op->on_take)
+		op->on_take(op);
 	return n;
 }
 

@@ -103,6 +103,11 @@ struct op {
 	bool gone;                  /* [L] the client closed its connection while it was suspended */
 	bool long_call;             /* the agent may rightly be silent while it serves this (sync(2)) */
 
+	/* a stream that something other than an agent fills (a template build, core/build.c) [L] */
+	void *owner;
+	void (*on_take)(struct op *op);  /* the client took bytes of out */
+	void (*on_close)(struct op *op); /* the request ends (answered or left); op is freed after */
+
 	/* uploads and stdin [L] */
 	uint32_t credit;
 	bool upload_open;

@@ -88,7 +88,7 @@ int template_key(const char *extra, char out[65])
 	return rc;
 }
 
-static bool name_ok(const char *s)
+bool template_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 	return n >= 1 && n <= TEMPLATE_NAME_MAX && isalnum((unsigned char)s[0]) &&
@@ -120,7 +120,7 @@ int template_parse(const char *arg, struct template_spec *t, struct err *e)
 		return err_set(e, 400, "invalid_argument", EINVAL, "a template's name is at most %d bytes",
 			       TEMPLATE_NAME_MAX);
 	memcpy(t->name, arg, nl);
-	if (!name_ok(t->name))
+	if (!template_name_ok(t->name))
 		return err_set(e, 400, "invalid_argument", EINVAL,
 			       "bad template name '%s': letters, digits, '.', '_' and '-', starting with a letter or digit",
 			       t->name);
@@ -262,7 +262,19 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 	return 0;
 }
 
+bool template_is_build_step(const char *name)
+{
+	size_t pl = strlen(TEMPLATE_BUILD_PREFIX);
+	if (strncmp(name, TEMPLATE_BUILD_PREFIX, pl) != 0 || strlen(name + pl) != TEMPLATE_BUILD_KEY_LEN)
+		return false;
+	return strspn(name + pl, "0123456789abcdef") == TEMPLATE_BUILD_KEY_LEN;
+}
+
 int template_rootfs(struct daemon *d, const char *name, char *out, size_t n)
 {
+	if (template_is_build_step(name)) {
+		snprintf(out, n, "%s/build/%s/rootfs", d->cache_dir, name + strlen(TEMPLATE_BUILD_PREFIX));
+		return access(out, F_OK) == 0 ? 0 : -ENOENT;
+	}
 	return store_template_path(d->store, name, out, n);
 }

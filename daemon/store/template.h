@@ -41,6 +41,9 @@ struct template_spec {
 					       * template_is_image */
 };
 
+/* Whether s is a template name: [A-Za-z0-9][A-Za-z0-9._-]*, at most TEMPLATE_NAME_MAX bytes. */
+bool template_name_ok(const char *s);
+
 /* Whether source names an image: oci-archive:FILE, docker-archive:FILE, oci:DIR[:REF] or
  * docker://REF (skopeo's transports). */
 bool template_is_image(const char *source);
@@ -72,7 +75,17 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 int template_use(struct daemon *d, const char *key);
 int template_release(struct daemon *d, const char *key);
 
-/* The rootfs directory of template `name` into out. Returns 0 or -ENOENT. */
+/* A build's steps (builder/) are kept as root filesystems of their own in the cache,
+ * <cache>/build/<key>/rootfs, key TEMPLATE_BUILD_KEY_LEN hex digits of a hash of the step and
+ * every step before it. The builder starts a RUN step's sandbox from the step before by the
+ * name "build/<key>", which only the Unix socket's clients may give (api_sandbox.c). */
+#define TEMPLATE_BUILD_PREFIX "build/"
+#define TEMPLATE_BUILD_KEY_LEN 32
+
+/* Whether name is "build/<key>": a build step's root filesystem. */
+bool template_is_build_step(const char *name);
+
+/* The rootfs directory of template `name` (a build step's too) into out. Returns 0 or -ENOENT. */
 int template_rootfs(struct daemon *d, const char *name, char *out, size_t n);
 
 /* The cache key of the inputs of a template whose own packages are `extra` ("" for the

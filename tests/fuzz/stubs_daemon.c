@@ -198,3 +198,29 @@ int template_rootfs(struct daemon *d, const char *name, char *out, size_t n)
 {
 	return -ENOENT;
 }
+
+bool template_is_build_step(const char *name)
+{
+	return strncmp(name, "build/", 6) == 0;
+}
+
+/* Builds: the request's checks run; nothing is written or started. */
+int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args, struct err *e)
+{
+	return err_set(e, 400, "invalid_argument", EINVAL, "no builds here");
+}
+
+int build_upload(struct op *op, const char *data, size_t n)
+{
+	return 0;
+}
+
+int build_start(struct op *op)
+{
+	return err_set(&op->err, 500, "internal", EIO, "no builds here");
+}
+
+int build_record(struct daemon *d, struct op *op, const char *name, json_t *body, struct err *e)
+{
+	return err_set(e, 400, "invalid_argument", EINVAL, "no builds here");
+}

@@ -1,0 +1,386 @@
+/*
+ * builder/main.c - space-build: builds template NAME from the Dockerfile in a build context
+ * (build.h says how), printing the build's events, one JSON object per line:
+ *
+ *   {"type": "step", "step": 3, "steps": 7, "line": 5, "text": "RUN make", "cached": false}
+ *   {"type": "output", "stream": "stdout", "data": "..."}       a RUN command's output
+ *   {"type": "done", "template": {...}}                        the template, as GET shows it
+ *   {"type": "error", "error": {"code": "build_failed", "message": "..."}, "step": 3,
+ *    "exit_code": 2}                                           the last line of a failed build
+ *
+ *   space-build --socket PATH --cache-dir DIR --state-dir DIR --context DIR --name NAME
+ *               [--archive FILE] [--file PATH] [--build-arg NAME=VALUE]...
+ *
+ * With --archive, the context is unpacked from that tar file into DIR first (context.h).
+ *
+ * Exit status: 0 built, 1 failed (the error event says why), 2 bad command line. SIGTERM or
+ * SIGINT cancels: the step's sandbox is removed and no template is recorded. spaced starts it
+ * with its working folder the build's own, and reads its standard output.
+ */
+#include "builder/build.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "builder/context.h"
+#include "builder/fs.h"
+#include "daemon/base/hash.h"
+#include "daemon/base/spawn.h"
+#include "daemon/store/cache.h"
+
+static volatile sig_atomic_t cancelled;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	cancelled = 1;
+}
+
+void build_emit(struct build *b, json_t *event)
+{
+	(void)b;
+	char *line = event ? json_dumps(event, JSON_COMPACT) : NULL;
+	json_decref(event);
+	if (!line)
+		return;
+	if (printf("%s\n", line) < 0 || fflush(stdout) != 0)
+		cancelled = 1; /* nobody reads the build any more */
+	free(line);
+}
+
+void build_step_event(struct build *b, const struct dockerfile_step *s, bool cached)
+{
+	build_emit(b, json_pack("{s:s, s:i, s:i, s:i, s:s, s:b}", "type", "step", "step", (int)b->step, "steps",
+				(int)b->df->n_steps, "line", s->line, "text", s->text, "cached", cached));
+}
+
+int build_fail(struct build *b, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b->msg, sizeof(b->msg), fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
+/* Parses the Dockerfile with the base's environment (NULL: none yet) in force after FROM. */
+static int parse(struct build *b, const char *text, size_t len, char **args, size_t nargs, json_t *base_env)
+{
+	const char *envv[DOCKERFILE_VARS_MAX];
+	size_t nenv = 0;
+	const char *k;
+	json_t *v;
+	char *strs[DOCKERFILE_VARS_MAX];
+	json_object_foreach(base_env, k, v) {
+		if (nenv == DOCKERFILE_VARS_MAX || asprintf(&strs[nenv], "%s=%s", k, json_string_value(v)) < 0)
+			break;
+		envv[nenv] = strs[nenv];
+		nenv++;
+	}
+	struct dockerfile_input in = { .text = text, .len = len, .build_args = (const char *const *)args,
+				       .n_build_args = nargs, .base_env = envv, .n_base_env = nenv };
+	struct err e = { 0 };
+	dockerfile_free(b->df);
+	b->df = NULL;
+	int rc = dockerfile_parse(&in, &b->df, &e);
+	for (size_t i = 0; i < nenv; i++)
+		free(strs[i]);
+	return rc < 0 ? build_fail(b, -rc, "%s", e.msg) : 0;
+}
+
+static int empty_root(const char *tmp, void *arg, struct err *e)
+{
+	(void)arg;
+	char rootfs[PATH_MAX];
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
+	if (mkdir(tmp, 0755) < 0 || mkdir(rootfs, 0755) < 0)
+		return err_set(e, 500, "internal", errno, "cannot create %s: %s", rootfs, strerror(errno));
+	return 0;
+}
+
+/* Finds the base (FROM) and its files: b->key, b->from, b->rootfs, b->base_config. */
+static int base(struct build *b)
+{
+	const struct dockerfile_from *f = &b->df->from;
+	char seed[160];
+	if (f->base == DOCKERFILE_BASE_IMAGE)
+		return build_fail(b, ENOTSUP, "FROM %s: import the image as a template first (spaced --template NAME=docker://%s) and build FROM space:NAME",
+			    f->ref, f->ref);
+	if (f->base == DOCKERFILE_BASE_SCRATCH) {
+		char parent[PATH_MAX], hex[65];
+		struct err e = { 0 };
+		hash_sha256_hex("scratch", 7, hex);
+		snprintf(b->key, sizeof(b->key), "%.*s", TEMPLATE_BUILD_KEY_LEN, hex);
+		snprintf(parent, sizeof(parent), "%s/build", b->cache_dir);
+		if (cache_get(parent, b->key, empty_root, NULL, &e) < 0)
+			return build_fail(b, EIO, "%s", e.msg);
+		snprintf(b->from, sizeof(b->from), "%s%s", TEMPLATE_BUILD_PREFIX, b->key);
+		snprintf(b->rootfs, sizeof(b->rootfs), "%s/%s/rootfs", parent, b->key);
+		b->base_config = json_object();
+		b->changed = true;
+		return 0;
+	}
+	if (strcmp(f->tag, "latest") != 0)
+		return build_fail(b, ENOTSUP, "FROM space:%s:%s: templates have no tags yet", f->name, f->tag);
+	char path[160];
+	struct client_err err = { 0 };
+	json_t *t = NULL;
+	snprintf(path, sizeof(path), "/v1/templates/%s", f->name);
+	if (client_request(&b->client, "GET", path, NULL, &t, &err) < 0)
+		return build_fail(b, err.status == 404 ? ENOENT : EIO, "FROM: %s", err.message);
+	snprintf(b->base_key, sizeof(b->base_key), "%s", json_string_value(json_object_get(t, "key")) ?: "");
+	b->base_config = json_incref(json_object_get(t, "config"));
+	if (!b->base_config)
+		b->base_config = json_object();
+	json_decref(t);
+	snprintf(b->from, sizeof(b->from), "%s", f->name);
+	snprintf(b->rootfs, sizeof(b->rootfs), "%s/templates/%s/rootfs", b->cache_dir, b->base_key);
+	if (!*b->base_key || strchr(b->base_key, '/') || access(b->rootfs, F_OK) < 0)
+		return build_fail(b, ENOENT, "FROM: the files of template %s are not in %s", f->name, b->cache_dir);
+	char hex[65];
+	snprintf(seed, sizeof(seed), "template\n%s", b->base_key);
+	hash_sha256_hex(seed, strlen(seed), hex);
+	snprintf(b->key, sizeof(b->key), "%.*s", TEMPLATE_BUILD_KEY_LEN, hex);
+	return 0;
+}
+
+static int link_template(const char *tmp, void *arg, struct err *e)
+{
+	struct build *b = arg;
+	char rootfs[PATH_MAX];
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
+	char *cp[] = { "cp", "-a", "-l", "--", b->rootfs, rootfs, NULL };
+	if (mkdir(tmp, 0755) < 0)
+		return err_set(e, 500, "internal", errno, "cannot create %s: %s", tmp, strerror(errno));
+	return spawn_run(cp, -1, -1) == 0 ? 0 : err_set(e, 500, "internal", EIO, "cannot link the template's files");
+}
+
+/* The template's defaults: the base's, with what the Dockerfile set. */
+static int settings(struct build *b, json_t **out)
+{
+	json_t *cfg = json_deep_copy(b->base_config), *env = json_object_get(cfg, "env");
+	if (!cfg)
+		return build_fail(b, ENOMEM, "out of memory");
+	if (!env)
+		json_object_set_new(cfg, "env", env = json_object());
+	for (size_t i = 0; i < b->df->n_env; i++)
+		json_object_set_new(env, b->df->env[i]->key, json_string(b->df->env[i]->value));
+	if (b->df->workdir)
+		json_object_set_new(cfg, "workdir", json_string(b->df->workdir));
+	if (b->df->user) {
+		long long uid, gid;
+		char u[48];
+		if (step_user(b, b->rootfs, b->df->user, &uid, &gid) < 0) {
+			json_decref(cfg);
+			return -ENOENT;
+		}
+		snprintf(u, sizeof(u), "%lld:%lld", uid, gid);
+		json_object_set_new(cfg, "user", json_string(u));
+	}
+	if (b->df->start)
+		json_object_set_new(cfg, "start", json_string(b->df->start));
+	if (b->df->ready)
+		json_object_set_new(cfg, "ready", json_string(b->df->ready));
+	if (b->df->n_labels) {
+		json_t *labels = json_object();
+		for (size_t i = 0; i < b->df->n_labels; i++)
+			json_object_set_new(labels, b->df->labels[i]->key, json_string(b->df->labels[i]->value));
+		json_object_set_new(cfg, "labels", labels);
+	}
+	*out = cfg;
+	return 0;
+}
+
+/* Publishes the files as the template's and records it; its JSON into *out. */
+static int commit(struct build *b, json_t **out)
+{
+	char key[96];
+	snprintf(key, sizeof(key), "%s", b->base_key);
+	if (b->changed) {
+		char parent[PATH_MAX];
+		struct err e = { 0 };
+		snprintf(key, sizeof(key), "build-%s", b->key);
+		snprintf(parent, sizeof(parent), "%s/templates", b->cache_dir);
+		if (cache_get(parent, key, link_template, b, &e) < 0)
+			return build_fail(b, EIO, "%s", e.msg);
+	}
+	json_t *cfg = NULL;
+	if (settings(b, &cfg) < 0)
+		return -EINVAL;
+	char source[300], path[160];
+	snprintf(source, sizeof(source), "dockerfile:%s", b->df->from.ref ? b->df->from.ref : "default");
+	snprintf(path, sizeof(path), "/v1/templates/%s", b->name);
+	json_t *body = json_pack("{s:s, s:s, s:o}", "key", key, "source", source, "config", cfg);
+	struct client_err err = { 0 };
+	int rc = client_request(&b->client, "PUT", path, body, out, &err);
+	json_decref(body);
+	return rc < 0 ? build_fail(b, EIO, "cannot record template %s: %s", b->name, err.message) : 0;
+}
+
+/* Reads the Dockerfile at path in the context (at most DOCKERFILE_SIZE_MAX bytes). */
+static char *read_dockerfile(struct build *b, const char *path, size_t *len)
+{
+	int fd = fs_open_in(b->context, path, O_RDONLY | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		build_fail(b, ENOENT, "no Dockerfile %s in the build context", path);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	char *text = NULL;
+	if (st.st_size > DOCKERFILE_SIZE_MAX)
+		build_fail(b, E2BIG, "the Dockerfile is over %d bytes", DOCKERFILE_SIZE_MAX);
+	else if (!(text = malloc((size_t)st.st_size + 1)))
+		build_fail(b, ENOMEM, "out of memory");
+	ssize_t n = text ? read(fd, text, (size_t)st.st_size) : -1;
+	close(fd);
+	if (text && n != st.st_size) {
+		build_fail(b, EIO, "cannot read the Dockerfile");
+		free(text);
+		return NULL;
+	}
+	*len = (size_t)n;
+	return text;
+}
+
+/* Takes <state>/builds/<name>.lock: builds of one template, in any number of clients, run
+ * one after another. */
+static int serialise(struct build *b)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/builds/%s.lock", b->state_dir, b->name);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return build_fail(b, errno, "cannot open %s: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		build_emit(b, json_pack("{s:s, s:s}", "type", "waiting", "message", "another build of this template runs"));
+		while (flock(fd, LOCK_EX) < 0)
+			if (errno != EINTR || cancelled)
+				return build_fail(b, cancelled ? ECANCELED : errno, "cancelled");
+	}
+	return fd; /* held until the process ends */
+}
+
+static int run(struct build *b, const char *file, char **args, size_t nargs)
+{
+	size_t len = 0;
+	char *text = read_dockerfile(b, file, &len);
+	if (!text)
+		return -EINVAL;
+	int rc = parse(b, text, len, args, nargs, NULL);
+	if (rc == 0)
+		rc = serialise(b) < 0 ? -EINVAL : 0;
+	if (rc == 0)
+		rc = base(b);
+	if (rc == 0) /* again, with the base's environment for FROM's variables after it */
+		rc = parse(b, text, len, args, nargs, json_object_get(b->base_config, "env"));
+	free(text);
+	for (b->step = 1; rc == 0 && b->step <= b->df->n_steps;) {
+		const struct dockerfile_step *s = &b->df->steps[b->step - 1];
+		if (cancelled)
+			rc = build_fail(b, ECANCELED, "cancelled");
+		else if (s->kind == DOCKERFILE_RUN || s->kind == DOCKERFILE_COPY || s->kind == DOCKERFILE_ADD ||
+			 s->kind == DOCKERFILE_WORKDIR)
+			rc = step_files(b, s);
+		else
+			build_step_event(b, s, false);
+		if (rc == 0)
+			b->step++;
+	}
+	json_t *t = NULL;
+	if (rc == 0 && !cancelled)
+		rc = commit(b, &t);
+	if (rc == 0 && cancelled)
+		rc = build_fail(b, ECANCELED, "cancelled");
+	if (rc == 0)
+		build_emit(b, json_pack("{s:s, s:o}", "type", "done", "template", t));
+	return rc;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: space-build --socket PATH --cache-dir DIR --state-dir DIR --context DIR --name NAME\n"
+			"                   [--archive FILE] [--file PATH] [--build-arg NAME=VALUE]...\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },    { "cache-dir", required_argument, NULL, 'c' },
+		{ "state-dir", required_argument, NULL, 'S' }, { "context", required_argument, NULL, 'x' },
+		{ "name", required_argument, NULL, 'n' },      { "file", required_argument, NULL, 'f' },
+		{ "build-arg", required_argument, NULL, 'a' }, { "archive", required_argument, NULL, 'A' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *socket = NULL, *context = NULL, *file = "Dockerfile", *archive = NULL;
+	char *args[DOCKERFILE_BUILD_ARGS_MAX + 1];
+	size_t nargs = 0;
+	struct build b = { .context = -1, .exit_code = -1, .cancelled = &cancelled };
+	int c;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': socket = optarg; break;
+		case 'c': b.cache_dir = optarg; break;
+		case 'S': b.state_dir = optarg; break;
+		case 'x': context = optarg; break;
+		case 'n': b.name = optarg; break;
+		case 'f': file = optarg; break;
+		case 'A': archive = optarg; break;
+		case 'a':
+			if (nargs <= DOCKERFILE_BUILD_ARGS_MAX)
+				args[nargs++] = optarg;
+			break;
+		default: return usage();
+		}
+	}
+	if (!socket || !b.cache_dir || !b.state_dir || !context || !b.name || optind != argc)
+		return usage();
+
+	/* what is copied keeps its modes exactly; a closed reader is a write error, not a signal */
+	umask(0);
+	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+
+	char host[PATH_MAX + 16];
+	struct client_err err = { 0 };
+	snprintf(host, sizeof(host), "unix://%s", socket);
+	int rc = client_init(&b.client, host, NULL, NULL, &err) < 0 ? build_fail(&b, EINVAL, "%s", err.message) : 0;
+	if (rc == 0 && nargs > DOCKERFILE_BUILD_ARGS_MAX)
+		rc = build_fail(&b, E2BIG, "more than %d build arguments", DOCKERFILE_BUILD_ARGS_MAX);
+	if (rc == 0 && archive && context_unpack(archive, context, b.msg, sizeof(b.msg)) < 0)
+		rc = -EINVAL;
+	if (rc == 0 && (b.context = open(context, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		rc = build_fail(&b, errno, "cannot open the build context: %s", strerror(errno));
+	if (rc == 0)
+		rc = run(&b, file, args, nargs);
+	if (rc < 0) {
+		json_t *ev = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
+				       rc == -ECANCELED ? "cancelled" : "build_failed", "message", b.msg);
+		if (b.step >= 1 && b.df && b.step <= b.df->n_steps)
+			json_object_set_new(ev, "step", json_integer((json_int_t)b.step));
+		if (b.exit_code >= 0)
+			json_object_set_new(ev, "exit_code", json_integer(b.exit_code));
+		build_emit(&b, ev);
+	}
+	dockerfile_free(b.df);
+	json_decref(b.base_config);
+	if (b.context >= 0)
+		close(b.context);
+	client_fini(&b.client);
+	curl_global_cleanup();
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,187 @@
+/*
+ * cli/cmd_build.c - `space template build`: sends a folder (the build context, as a tar
+ * stream made by tar(1)) to POST /v1/templates and shows the build as it goes: "[3/7] RUN
+ * ..." for each step, the commands' output as they print it, then the template. Ctrl-C
+ * closes the request, which cancels the build.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct shown {
+	bool quiet;
+	bool done;
+	char failure[1024];
+	json_t *template;
+};
+
+static void put(FILE *f, json_t *data)
+{
+	fwrite(json_string_value(data), 1, json_string_length(data), f);
+	fflush(f);
+}
+
+static int on_event(json_t *ev, void *arg)
+{
+	struct shown *s = arg;
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	if (!type)
+		return 0;
+	if (!strcmp(type, "step") && !s->quiet) {
+		printf("[%lld/%lld] %s%s\n", (long long)json_integer_value(json_object_get(ev, "step")),
+		       (long long)json_integer_value(json_object_get(ev, "steps")),
+		       json_string_value(json_object_get(ev, "text")),
+		       json_is_true(json_object_get(ev, "cached")) ? " (cached)" : "");
+		fflush(stdout);
+	} else if (!strcmp(type, "output") && !s->quiet) {
+		const char *stream = json_string_value(json_object_get(ev, "stream"));
+		put(stream && !strcmp(stream, "stderr") ? stderr : stdout, json_object_get(ev, "data"));
+	} else if (!strcmp(type, "waiting") && !s->quiet) {
+		fprintf(stderr, "%s: waiting: %s\n", "space template build", json_string_value(json_object_get(ev, "message")));
+	} else if (!strcmp(type, "done")) {
+		s->done = true;
+		s->template = json_incref(json_object_get(ev, "template"));
+	} else if (!strcmp(type, "error")) {
+		json_t *step = json_object_get(ev, "step");
+		const char *msg = json_string_value(json_object_get(json_object_get(ev, "error"), "message"));
+		if (step)
+			snprintf(s->failure, sizeof(s->failure), "step %lld: %s", (long long)json_integer_value(step),
+				 msg ? msg : "failed");
+		else
+			snprintf(s->failure, sizeof(s->failure), "%s", msg ? msg : "failed");
+	}
+	return 0;
+}
+
+/* Starts `tar -c` of dir on a pipe; its read end into *fd. Returns the pid or -errno. */
+static pid_t start_tar(const char *dir, int *fd)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		execlp("tar", "tar", "-c", "-f", "-", "-C", dir, ".", (char *)NULL);
+		fprintf(stderr, "space: cannot run tar: %s\n", strerror(errno));
+		_exit(127);
+	}
+	int err = errno;
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return -err;
+	}
+	*fd = p[0];
+	return pid;
+}
+
+/* The Dockerfile's path inside dir ("Dockerfile" when file is NULL), into out. */
+static int dockerfile_in(const char *dir, const char *file, char *out, size_t n)
+{
+	char ctx[PATH_MAX], df[PATH_MAX];
+	if (!file) {
+		snprintf(out, n, "Dockerfile");
+		return 0;
+	}
+	if (!realpath(dir, ctx) || !realpath(file, df))
+		return cli_error("%s: %s", file, strerror(errno));
+	size_t len = strlen(ctx);
+	if (strncmp(df, ctx, len) != 0 || (df[len] != '/' && strcmp(ctx, "/") != 0))
+		return cli_error("the Dockerfile %s is not inside the build context %s", file, dir);
+	snprintf(out, n, "%s", df + len + (df[len] == '/'));
+	return 0;
+}
+
+int cmd_template_build(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "tag", required_argument, NULL, 't' }, { "file", required_argument, NULL, 'f' },
+		{ "build-arg", required_argument, NULL, 'a' }, { "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	const char *name = NULL, *file = NULL;
+	char *query = NULL;
+	size_t qlen = 0;
+	FILE *q = open_memstream(&query, &qlen);
+	struct shown s = { 0 };
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:f:q", opts, NULL)) != -1) {
+		char *e;
+		switch (c) {
+		case 't': name = optarg; break;
+		case 'f': file = optarg; break;
+		case 'q': s.quiet = true; break;
+		case 'a':
+			if (!strchr(optarg, '=') || optarg[0] == '=') {
+				fclose(q);
+				free(query);
+				return cli_usage_error(cli, "--build-arg wants NAME=VALUE, not '%s'", optarg);
+			}
+			e = client_escape(optarg);
+			fprintf(q, "&build_arg=%s", e ? e : "");
+			free(e);
+			break;
+		case 'h': fclose(q); free(query); return cli_help(cli);
+		default: fclose(q); free(query); return cli_bad_option(cli);
+		}
+	}
+	fclose(q);
+	const char *dir = optind < argc ? argv[optind] : ".";
+	if (!name || optind + 1 < argc) {
+		free(query);
+		return cli_usage_error(cli, !name ? "wants -t NAME" : "takes one CONTEXT folder");
+	}
+	struct stat st;
+	char df[PATH_MAX], path[PATH_MAX * 2];
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		free(query);
+		return cli_error("%s: not a folder", dir);
+	}
+	if (dockerfile_in(dir, file, df, sizeof(df))) {
+		free(query);
+		return CLI_EXIT_FAIL;
+	}
+	char *en = client_escape(name), *ef = client_escape(df);
+	snprintf(path, sizeof(path), "/v1/templates?name=%s&dockerfile=%s%s", en ? en : "", ef ? ef : "",
+		 query ? query : "");
+	free(en);
+	free(ef);
+	free(query);
+
+	int fd = -1;
+	pid_t tar = start_tar(dir, &fd);
+	if (tar < 0)
+		return cli_error("cannot run tar: %s", strerror((int)-tar));
+	struct client_err err = { 0 };
+	struct client_stream_ops ops = { .event = on_event, .wake_fd = -1, .arg = &s };
+	int r = client_stream_upload(&cli->client, "POST", path, "application/x-tar", fd, &ops, &err);
+	close(fd);
+	int status;
+	kill(tar, SIGTERM); /* done with it, whether it finished or not */
+	while (waitpid(tar, &status, 0) < 0 && errno == EINTR)
+		;
+	int rc = 0;
+	if (r < 0)
+		rc = cli_report(cli, &err);
+	else if (s.failure[0] || !s.done)
+		rc = cli_error("%s", s.failure[0] ? s.failure : "the build ended without a template");
+	else if (s.quiet)
+		printf("%s\n", json_string_value(json_object_get(s.template, "name")));
+	else
+		printf("template %s built (%s)\n", json_string_value(json_object_get(s.template, "name")),
+		       json_string_value(json_object_get(s.template, "key")));
+	json_decref(s.template);
+	return rc;
+}

@@ -1,0 +1,315 @@
+/*
+ * daemon/core/build.c - see build.h.
+ */
+#include "daemon/core/build.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "daemon/base/log.h"
+#include "daemon/base/spawn.h"
+#include "daemon/core/job.h"
+#include "daemon/core/op.h"
+#include "daemon/core/template_rm.h"
+#include "daemon/store/store.h"
+#include "daemon/store/template.h"
+#include "daemon/template/dockerfile.h"
+
+struct build {
+	struct daemon *d;
+	struct op *op;     /* [L] the request; NULL once its client left */
+	char dir[600];     /* <state>/builds/<id> */
+	char name[TEMPLATE_NAME_MAX + 1];
+	char file[BUILD_FILE_MAX + 1];
+	json_t *args;      /* "NAME=VALUE" strings */
+	int tar_fd;        /* context.tar while it is written, then -1 */
+	uint64_t tar_bytes;
+	int pidfd;         /* [L] the builder while it runs, else -1 */
+	bool started;      /* [L] the job owns the build (and frees it) */
+};
+
+static void remove_dir(const char *dir)
+{
+	char *rm[] = { "rm", "-rf", "--", (char *)dir, NULL };
+	if (spawn_run(rm, -1, -1) != 0)
+		log_warn("build folder %s stays", dir);
+}
+
+static void build_free(struct build *b)
+{
+	if (b->tar_fd >= 0)
+		close(b->tar_fd);
+	json_decref(b->args);
+	free(b);
+}
+
+/* The client took bytes: a builder waiting for room may go on. [L] */
+static void on_take(struct op *op)
+{
+	struct build *b = op->owner;
+	if (b && buf_avail(&op->out) <= BUILD_LOG_BUFFER / 2)
+		pthread_cond_broadcast(&b->d->cond);
+}
+
+/* The request ends: a build whose client left is cancelled. [L] */
+static void on_close(struct op *op)
+{
+	struct build *b = op->owner;
+	op->owner = NULL;
+	op->on_take = op->on_close = NULL;
+	if (!b)
+		return;
+	b->op = NULL;
+	if (!b->started) { /* its context never came whole: nothing runs yet */
+		b->d->builds--;
+		remove_dir(b->dir);
+		build_free(b);
+		return;
+	}
+	if (b->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, b->pidfd, SIGTERM, NULL, 0);
+	pthread_cond_broadcast(&b->d->cond);
+}
+
+int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args, struct err *e)
+{
+	if (!name || !template_name_ok(name))
+		return err_set(e, 400, "invalid_argument", EINVAL,
+			       "name must be a template name: [A-Za-z0-9][A-Za-z0-9._-]*, at most %d bytes", TEMPLATE_NAME_MAX);
+	if (strcmp(name, TEMPLATE_DEFAULT) == 0)
+		return err_set(e, 409, "conflict", EEXIST, "the default template is spaced's own: name the build another");
+	if (strlen(file) > BUILD_FILE_MAX || !*file)
+		return err_set(e, 400, "invalid_argument", EINVAL, "dockerfile must be a path of 1 to %d bytes", BUILD_FILE_MAX);
+	if (json_array_size(args) > DOCKERFILE_BUILD_ARGS_MAX)
+		return err_set(e, 400, "invalid_argument", E2BIG, "at most %d build arguments", DOCKERFILE_BUILD_ARGS_MAX);
+	if (d->builds >= BUILD_MAX_RUNNING)
+		return err_set(e, 429, "too_many", EAGAIN, "%d builds are running: try again when one ends", BUILD_MAX_RUNNING);
+	struct build *b = calloc(1, sizeof(*b));
+	unsigned char r[8];
+	if (!b || getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		free(b);
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	}
+	b->d = d;
+	b->op = op;
+	b->pidfd = -1;
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	snprintf(b->file, sizeof(b->file), "%s", file);
+	b->args = json_incref(args);
+	char parent[600], tar[700];
+	snprintf(parent, sizeof(parent), "%s/builds", d->state_dir);
+	snprintf(b->dir, sizeof(b->dir), "%s/%02x%02x%02x%02x%02x%02x%02x%02x", parent, r[0], r[1], r[2], r[3], r[4],
+		 r[5], r[6], r[7]);
+	snprintf(tar, sizeof(tar), "%s/context.tar", b->dir);
+	if ((mkdir(parent, 0700) < 0 && errno != EEXIST) || mkdir(b->dir, 0700) < 0 ||
+	    (b->tar_fd = open(tar, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
+		int rc = err_set(e, 500, "internal", errno, "cannot make the build's folder: %s", strerror(errno));
+		rmdir(b->dir);
+		b->tar_fd = -1;
+		build_free(b);
+		return rc;
+	}
+	d->builds++;
+	op->owner = b;
+	op->on_take = on_take;
+	op->on_close = on_close;
+	return 0;
+}
+
+int build_upload(struct op *op, const char *data, size_t n)
+{
+	struct build *b = op->owner;
+	if (!b || b->tar_fd < 0)
+		return err_set(&op->err, 500, "internal", EBADF, "the build is gone");
+	if (b->tar_bytes + n > BUILD_UPLOAD_MAX)
+		return err_set(&op->err, 413, "too_large", E2BIG, "a build context is limited to %llu bytes",
+			       (unsigned long long)BUILD_UPLOAD_MAX);
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(b->tar_fd, data + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return err_set(&op->err, errno == ENOSPC ? 507 : 500, errno == ENOSPC ? "no_space" : "internal", errno,
+				       "cannot keep the build context: %s", strerror(errno));
+		off += (size_t)w;
+	}
+	b->tar_bytes += n;
+	return 0;
+}
+
+/* Hands the builder's output to the client as it comes, holding at most BUILD_LOG_BUFFER. */
+static void relay(struct build *b, int fd)
+{
+	struct daemon *d = b->d;
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		daemon_lock(d);
+		if (n > 0 && b->op) {
+			buf_put(&b->op->out, buf, (size_t)n);
+			op_wake(b->op);
+			while (b->op && buf_avail(&b->op->out) > BUILD_LOG_BUFFER)
+				pthread_cond_wait(&d->cond, &d->lock);
+		}
+		if (n <= 0 && b->op) {
+			if (n < 0)
+				b->op->failed = true;
+			b->op->eof = true;
+			op_wake(b->op);
+		}
+		daemon_unlock(d);
+		if (n <= 0)
+			return;
+	}
+}
+
+static void build_job(struct job *j)
+{
+	struct build *b = j->arg;
+	struct daemon *d = j->d;
+	char tar[700], context[700], log[700];
+	snprintf(tar, sizeof(tar), "%s/context.tar", b->dir);
+	snprintf(context, sizeof(context), "%s/context", b->dir);
+	snprintf(log, sizeof(log), "%s/build.log", b->dir);
+	char *argv[16 + DOCKERFILE_BUILD_ARGS_MAX * 2] = {
+		d->build_path, "--socket", d->socket_path, "--cache-dir", d->cache_dir, "--state-dir", d->state_dir,
+		"--context", context, "--archive", tar, "--name", b->name, "--file", b->file,
+	};
+	int argc = 15;
+	size_t i;
+	json_t *a;
+	json_array_foreach(b->args, i, a) {
+		argv[argc++] = "--build-arg";
+		argv[argc++] = (char *)json_string_value(a);
+	}
+	argv[argc] = NULL;
+	int pipefd[2] = { -1, -1 }, logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	pid_t pid = pipe2(pipefd, O_CLOEXEC) < 0 ? -errno : spawn_start_keep(argv, NULL, 0, pipefd[1], logfd);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	if (logfd >= 0)
+		close(logfd);
+	daemon_lock(d);
+	if (pid > 0)
+		b->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (b->op && pid < 0) {
+		struct err e = { 0 };
+		err_set(&e, 500, "internal", -pid, "cannot start the builder: %s", strerror(-pid));
+		op_fail(b->op, &e);
+	} else if (b->op) {
+		b->op->status = 200;
+		b->op->responding = true; /* the builder's events, as they come */
+		op_wake(b->op);
+	} else if (b->pidfd >= 0) { /* its client left before it started */
+		syscall(SYS_pidfd_send_signal, b->pidfd, SIGTERM, NULL, 0);
+	}
+	daemon_unlock(d);
+	if (pid > 0) {
+		log_info("building template %s (%s)", b->name, b->dir);
+		relay(b, pipefd[0]);
+	}
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	daemon_lock(d);
+	if (b->pidfd >= 0)
+		close(b->pidfd);
+	b->pidfd = -1;
+	if (b->op) {
+		b->op->owner = NULL;
+		b->op->on_take = b->op->on_close = NULL;
+	}
+	d->builds--;
+	daemon_unlock(d);
+	remove_dir(b->dir);
+	build_free(b);
+}
+
+int build_start(struct op *op)
+{
+	struct build *b = op->owner;
+	if (!b)
+		return err_set(&op->err, 500, "internal", EBADF, "the build is gone");
+	if (b->started)
+		return 0;
+	if (close(b->tar_fd) < 0) {
+		b->tar_fd = -1;
+		return err_set(&op->err, 500, "internal", errno, "cannot keep the build context: %s", strerror(errno));
+	}
+	b->tar_fd = -1;
+	struct job j = { .fn = build_job, .arg = b };
+	int rc = job_start(op->d, &j, &op->err);
+	if (rc == 0)
+		b->started = true;
+	return rc;
+}
+
+static void record_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	const char *name = j->text, *key = j->text2;
+	const char *source = json_string_value(json_object_get(j->json, "source"));
+	char rootfs[1200], *cfg = json_dumps(json_object_get(j->json, "config"), JSON_COMPACT | JSON_SORT_KEYS);
+	snprintf(rootfs, sizeof(rootfs), "%s/templates/%s/rootfs", d->cache_dir, key);
+	struct err e = { 0 };
+	/* marked before it is looked for: a release sees it (template.h) */
+	int rc = template_use(d, key);
+	if (rc < 0)
+		err_set(&e, 500, "internal", -rc, "cannot mark the template's files as used: %s", strerror(-rc));
+	else if (access(rootfs, F_OK) < 0)
+		rc = err_set(&e, 409, "conflict", ENOENT, "the files of %s left the cache: build again", key);
+	json_t *old = rc == 0 ? store_get_template(d->store, name) : NULL;
+	if (rc == 0 && (rc = store_put_template(d->store, name, key, rootfs, source, cfg ? cfg : "{}")) < 0)
+		err_set(&e, 500, "internal", -rc, "cannot record template %s", name);
+	const char *old_key = json_string_value(json_object_get(old, "key"));
+	daemon_lock(d);
+	int users = old_key && strcmp(old_key, key) != 0 ? template_sandboxes(d, name) : 0;
+	daemon_unlock(d);
+	/* the files it replaced go with their last user; a sandbox or snapshot of them keeps them */
+	if (rc == 0 && old_key && strcmp(old_key, key) != 0 && users == 0 && store_template_snapshots(d->store, name) == 0)
+		template_release(d, old_key);
+	json_t *t = rc == 0 ? store_get_template(d->store, name) : NULL;
+	json_decref(old);
+	free(cfg);
+	if (rc == 0)
+		log_info("template %s recorded (%s)", name, key);
+	daemon_lock(d);
+	if (rc < 0) {
+		op_fail(j->op, &e);
+	} else {
+		j->op->status = 200;
+		j->op->json = t;
+		op_finish(j->op);
+	}
+	daemon_unlock(d);
+	json_decref(j->json);
+}
+
+int build_record(struct daemon *d, struct op *op, const char *name, json_t *body, struct err *e)
+{
+	const char *key = json_string_value(json_object_get(body, "key"));
+	const char *source = json_string_value(json_object_get(body, "source"));
+	if (!template_name_ok(name) || strcmp(name, TEMPLATE_DEFAULT) == 0)
+		return err_set(e, 400, "invalid_argument", EINVAL, "%s cannot name a built template", name);
+	if (!key || !*key || strlen(key) > 80 || key[0] == '.' ||
+	    strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(key))
+		return err_set(e, 400, "invalid_argument", EINVAL, "key must name an entry of the cache's templates");
+	if (!source || strlen(source) > TEMPLATE_SOURCE_MAX || !json_is_object(json_object_get(body, "config")))
+		return err_set(e, 400, "invalid_argument", EINVAL, "source (a string) and config (an object) are required");
+	struct job j = { .fn = record_job, .op = op, .json = json_incref(body) };
+	snprintf(j.text, sizeof(j.text), "%s", name);
+	snprintf(j.text2, sizeof(j.text2), "%s", key);
+	int rc = job_start(d, &j, e);
+	if (rc < 0)
+		json_decref(body);
+	return rc;
+}
