@@ -11,6 +11,7 @@
 #                   with every sandbox a microVM, and every fuzz target for 10 s (what CI runs)
 #   make quick      the edit-test loop: unit tests, the layer check, agent protocol tests and a
 #                   smoke of the end-to-end suite (a few minutes)
+#   make stress     the lifecycle stress tests with SPECIFICATION.md's full counts, both kinds
 #   make layers     fails if spaced's modules call each other in a circle (scripts/layers.py)
 #   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
 #   make bench      benchmarks against raw runsc (bench/run.py; SPECIFICATION.md)
@@ -64,7 +65,7 @@ APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev 
                 e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev libarchive-dev chromium skopeo umoci busybox-static docker-registry \
                 $(VM_APT_PACKAGES)
 
-.PHONY: all deps compat-deps up down test quick layers unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm security security-vm \
+.PHONY: all deps compat-deps up down test quick stress layers unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm security security-vm \
 	compat compat-quick asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
@@ -155,10 +156,17 @@ e2e: all
 # but for the files that test the API's surface (input, the CLI, names, tenants, quotas, TLS,
 # templates): what they check does not depend on the kind of sandbox (the CLI's lifecycle
 # commands are requests of the API, whose lifecycle e2e-vm checks directly).
+# Builds (test_build.py) run their steps under gVisor whatever the default kind; the gVisor
+# suite starts a microVM of a built template too.
 E2E_SURFACE := test_bad_input.py test_cli.py test_cli_lifecycle.py test_names.py test_tenants.py test_quotas.py \
-               test_tls.py test_templates.py
+               test_tls.py test_templates.py test_build.py
 e2e-vm: all vm-guest
 	SPACE_TEST_ISOLATION=microvm $(PYTEST) tests/e2e $(E2E_SURFACE:%=--ignore=tests/e2e/%)
+
+# The lifecycle stress tests with SPECIFICATION.md's full counts (make test runs fewer).
+stress: all vm-guest
+	SPACE_TEST_STRESS=full $(PYTEST) tests/e2e/test_lifecycle_stress.py
+	SPACE_TEST_STRESS=full SPACE_TEST_ISOLATION=microvm $(PYTEST) tests/e2e/test_lifecycle_stress.py
 
 # Sandboxes' networks against a made-up internet in namespaces the suite makes (tests/net), on
 # each kind of sandbox.

@@ -347,9 +347,14 @@ int main(int argc, char **argv)
 	if (!socket || !b.cache_dir || !b.state_dir || !context || !b.name || optind != argc)
 		return usage();
 
-	/* what is copied keeps its modes exactly; a closed reader is a write error, not a signal */
+	/* what is copied keeps its modes exactly; a closed reader is a write error, not a signal;
+	 * the signals that cancel are taken even when whoever started us had them blocked (spaced
+	 * blocks them in every thread, and a blocked mask survives exec) */
 	umask(0);
 	signal(SIGPIPE, SIG_IGN);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);

@@ -404,6 +404,8 @@ static int on_exec_event(json_t *ev, void *arg)
 	if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
 		build_emit(r->b, json_pack("{s:s, s:s, s:O}", "type", "output", "stream", type, "data",
 					   json_object_get(ev, "data")));
+	} else if (strcmp(type, "keepalive") == 0) { /* a silent command: the build's client hears it lives */
+		build_emit(r->b, json_pack("{s:s}", "type", "keepalive"));
 	} else if (strcmp(type, "exit") == 0) {
 		r->exited = true;
 		r->exit_code = (int)json_integer_value(json_object_get(ev, "exit_code"));
@@ -428,8 +430,10 @@ static int on_exec_tick(void *arg)
 static int run_command(struct build *b, const struct dockerfile_step *s, char id[64])
 {
 	struct client_err err = { 0 };
-	json_t *reply = NULL, *body = json_pack("{s:s, s:s, s:{s:s}, s:i}", "template", b->from, "isolation", "gvisor",
-						"metadata", "space.build", b->name, "timeout", BUILD_RUN_TIMEOUT_S + 300);
+	/* a builder that dies (SIGKILL) leaves it behind: its deadline then removes it */
+	json_t *reply = NULL, *body = json_pack("{s:s, s:s, s:{s:s}, s:i, s:s}", "template", b->from, "isolation", "gvisor",
+						"metadata", "space.build", b->name, "timeout", BUILD_RUN_TIMEOUT_S + 300,
+						"timeout_action", "kill");
 	int rc = client_request(&b->client, "POST", "/v1/sandboxes", body, &reply, &err);
 	json_decref(body);
 	if (rc < 0)

@@ -169,6 +169,7 @@ struct tenant_load {
 };
 
 struct proxy;
+struct build;
 struct dns;
 
 struct daemon {
@@ -189,6 +190,7 @@ struct daemon {
 	char shim_path[512];        /* libspace-shim.so beside it, "" if missing */
 	char build_path[512];       /* space-build beside spaced: the template builder (builder/) */
 	int builds;                 /* [L] template builds in flight (core/build.c) */
+	struct build *build_list;   /* [L] those builds */
 	const char *vm_accel;       /* --accel: auto, kvm or tcg (the microvm driver's) */
 	bool auto_resume;           /* exec and file requests resume a paused or suspended sandbox */
 	int max_snapshots;          /* per tenant (TENANT_MAX_SNAPSHOTS unless configured) */

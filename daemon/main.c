@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "daemon/core/isolation.h"
+#include "daemon/core/build.h"
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/op.h"
 #include "daemon/daemon.h"
@@ -56,6 +57,7 @@ static void io_unlock(void *ctx)
 static void io_tick(void *ctx)
 {
 	lifecycle_tick(ctx);
+	build_tick(ctx);
 }
 
 static void io_after(void *ctx)

@@ -24,6 +24,7 @@
 #include "daemon/template/dockerfile.h"
 
 struct build {
+	struct build *next; /* [L] in d->build_list */
 	struct daemon *d;
 	struct op *op;     /* [L] the request; NULL once its client left */
 	char dir[600];     /* <state>/builds/<id> */
@@ -43,8 +44,14 @@ static void remove_dir(const char *dir)
 		log_warn("build folder %s stays", dir);
 }
 
+/* Takes b out of d->build_list and frees it. [L] */
 static void build_free(struct build *b)
 {
+	for (struct build **p = &b->d->build_list; *p; p = &(*p)->next)
+		if (*p == b) {
+			*p = b->next;
+			break;
+		}
 	if (b->tar_fd >= 0)
 		close(b->tar_fd);
 	json_decref(b->args);
@@ -68,15 +75,25 @@ static void on_close(struct op *op)
 	if (!b)
 		return;
 	b->op = NULL;
-	if (!b->started) { /* its context never came whole: nothing runs yet */
+	if (!b->started) { /* its context never came whole: nothing runs yet, one file to remove */
+		char tar[700];
+		snprintf(tar, sizeof(tar), "%s/context.tar", b->dir);
+		unlink(tar);
+		rmdir(b->dir);
 		b->d->builds--;
-		remove_dir(b->dir);
 		build_free(b);
 		return;
 	}
 	if (b->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, b->pidfd, SIGTERM, NULL, 0);
 	pthread_cond_broadcast(&b->d->cond);
+}
+
+void build_tick(struct daemon *d)
+{
+	for (struct build *b = d->build_list; b; b = b->next)
+		if (b->op)
+			op_check_gone(b->op);
 }
 
 int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args, struct err *e)
@@ -118,6 +135,8 @@ int build_begin(struct daemon *d, struct op *op, const char *name, const char *f
 		return rc;
 	}
 	d->builds++;
+	b->next = d->build_list;
+	d->build_list = b;
 	op->owner = b;
 	op->on_take = on_take;
 	op->on_close = on_close;
@@ -231,7 +250,9 @@ static void build_job(struct job *j)
 	d->builds--;
 	daemon_unlock(d);
 	remove_dir(b->dir);
+	daemon_lock(d);
 	build_free(b);
+	daemon_unlock(d);
 }
 
 int build_start(struct op *op)

@@ -39,6 +39,9 @@ int build_upload(struct op *op, const char *data, size_t n);
 /* The context is whole: starts the builder, whose events become op's stream. 0 or -errno. */
 int build_start(struct op *op);
 
+/* Once a second, from the I/O thread: a build whose client left is let go (then cancelled). */
+void build_tick(struct daemon *d);
+
 /* Records template name from a build (PUT /v1/templates/:tpl, the builder's last call, on the
  * Unix socket): body {"key": its entry in <cache>/templates, "source", "config"}. A job marks
  * the entry used, records the template and answers op with it; the files of a template it

@@ -726,7 +726,8 @@ static int gv_leftovers(struct driver *drv, struct driver_leftover **out, size_t
 		first++;
 	for (last = first; last < f.n && f.v[last].kind == DRV_LEFT_MOUNT; last++)
 		;
-	qsort(f.v + first, last - first, sizeof(*f.v), deeper_first);
+	if (last > first)
+		qsort(f.v + first, last - first, sizeof(*f.v), deeper_first);
 	*out = f.v;
 	*n = f.n;
 	return 0;

@@ -69,7 +69,7 @@ int vm_write_env(struct sandbox *sb, struct err *e)
 	json_t *v;
 	json_array_foreach(env, i, v) {
 		const char *kv = json_string_value(v);
-		if (rc == 0 && write(fd, kv, strlen(kv) + 1) != (ssize_t)(strlen(kv) + 1))
+		if (rc == 0 && (!kv || write(fd, kv, strlen(kv) + 1) != (ssize_t)(strlen(kv) + 1)))
 			rc = -EIO;
 	}
 	static const char off[] = "SPACE_MEMORY_WATCH=off";
