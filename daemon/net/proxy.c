@@ -61,6 +61,8 @@ struct pconn {
 	int port;         /* the sandbox's port it goes to */
 	bool relayed;     /* through the agent's relay (a server bound to loopback only) */
 	char reach[16];   /* the sandbox's address */
+	bool dropped;     /* closed; freed once the round of events that may still name it is over */
+	struct pconn *next_dropped;
 };
 
 struct proxy {
@@ -70,6 +72,7 @@ struct proxy {
 	struct end listener, waker;
 	struct pconn *conns;
 	int nconns;
+	struct pconn *dropped; /* closed in this round of events, freed after it */
 };
 
 
@@ -139,8 +142,14 @@ static void watch(struct proxy *px, struct end *e, uint32_t events)
 	e->events = events;
 }
 
+/*
+ * Closes c and takes it out of the list. It is freed after the round of events (free_dropped):
+ * an event of the same round for its other end still names it, and is skipped (on_event).
+ */
 static void drop(struct proxy *px, struct pconn *c)
 {
+	if (c->dropped)
+		return;
 	if (c->up.fd >= 0) {
 		struct linger l = { .l_onoff = 1, .l_linger = 0 }; /* a reset: no time-wait inside */
 		setsockopt(c->up.fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
@@ -155,7 +164,19 @@ static void drop(struct proxy *px, struct pconn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	px->nconns--;
-	free(c);
+	c->up.fd = c->client.fd = -1;
+	c->dropped = true;
+	c->next_dropped = px->dropped;
+	px->dropped = c;
+}
+
+static void free_dropped(struct proxy *px)
+{
+	while (px->dropped) {
+		struct pconn *c = px->dropped;
+		px->dropped = c->next_dropped;
+		free(c);
+	}
 }
 
 /* A whole response to the client, then the end of the connection. */
@@ -436,6 +457,8 @@ static int pump(struct flow *f, int src, int dst, bool readable)
 static void on_event(struct proxy *px, struct end *e, uint32_t ev)
 {
 	struct pconn *c = e->c;
+	if (c->dropped)
+		return; /* its other end's event, earlier in this round, closed it */
 	if (c->state == P_HEAD) {
 		struct flow *f = &c->c2u;
 		ssize_t r = recv(c->client.fd, f->buf + f->len, PROXY_HEAD_MAX - f->len, MSG_DONTWAIT);
@@ -566,6 +589,7 @@ static void *proxy_main(void *arg)
 			if (c->state == P_HEAD && now > c->deadline)
 				answer(px, c, 408, "Request Timeout", NULL, "the request's head did not arrive in time\n");
 		}
+		free_dropped(px);
 	}
 }
 
@@ -633,6 +657,7 @@ void proxy_stop(struct daemon *d)
 	pthread_join(px->thread, NULL);
 	while (px->conns)
 		drop(px, px->conns);
+	free_dropped(px);
 	close(px->lfd);
 	close(px->epfd);
 	close(px->wakefd);
