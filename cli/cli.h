@@ -138,8 +138,9 @@ int cmd_create(struct cli *cli, int argc, char **argv);
 int cmd_ls(struct cli *cli, int argc, char **argv);
 int cmd_inspect(struct cli *cli, int argc, char **argv);
 int cmd_rm(struct cli *cli, int argc, char **argv);
-/* `space template build` (cmd_build.c), from cmd_template. */
+/* `space template build` and `space template import` (cmd_build.c), from cmd_template. */
 int cmd_template_build(struct cli *cli, int argc, char **argv);
+int cmd_template_import(struct cli *cli, int argc, char **argv);
 int cmd_template(struct cli *cli, int argc, char **argv);
 int cmd_status(struct cli *cli, int argc, char **argv);
 int cmd_version(struct cli *cli, int argc, char **argv);

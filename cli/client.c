@@ -595,16 +595,23 @@ static size_t on_upload_read(char *p, size_t size, size_t n, void *arg)
 int client_upload(struct client *c, const char *path, int fd, long long size,
 		  json_t **reply, struct client_err *err)
 {
+	return client_send_file(c, "PUT", path, fd, size, reply, err);
+}
+
+int client_send_file(struct client *c, const char *method, const char *path, int fd, long long size,
+		     json_t **reply, struct client_err *err)
+{
 	struct xfer x;
 	int r;
 
 	if (reply)
 		*reply = NULL;
-	r = xfer_setup(&x, c, "PUT", path, "application/octet-stream", err);
+	r = xfer_setup(&x, c, method, path, "application/octet-stream", err);
 	if (r)
 		goto out;
 	x.fd = fd;
 	curl_easy_setopt(x.h, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(x.h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(x.h, CURLOPT_READFUNCTION, on_upload_read);
 	curl_easy_setopt(x.h, CURLOPT_READDATA, &x);
 	curl_easy_setopt(x.h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)size);

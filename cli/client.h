@@ -133,6 +133,9 @@ int client_stream_upload(struct client *c, const char *method, const char *path,
 int client_upload(struct client *c, const char *path, int fd, long long size,
 		  json_t **reply, struct client_err *err);
 
+/* client_upload with another method (POST). */
+int client_send_file(struct client *c, const char *method, const char *path, int fd, long long size,
+		     json_t **reply, struct client_err *err);
 /*
  * GET path and write the body of a 2xx answer to fd as it arrives; an error
  * answer is never written to fd. *written counts the bytes written.

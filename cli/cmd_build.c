@@ -185,3 +185,51 @@ int cmd_template_build(struct cli *cli, int argc, char **argv)
 	json_decref(s.template);
 	return rc;
 }
+
+int cmd_template_import(struct cli *cli, int argc, char **argv)
+{
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return cli_help(cli);
+	if (argc != 3)
+		return cli_usage_error(cli, "wants NAME and an image: oci-archive:FILE, docker-archive:FILE or docker://REF");
+	const char *name = argv[1], *image = argv[2];
+	const char *colon = strchr(image, ':');
+	bool archive = colon && (!strncmp(image, "oci-archive:", 12) || !strncmp(image, "docker-archive:", 15));
+	if (!archive && strncmp(image, "docker://", 9) != 0)
+		return cli_usage_error(cli, "'%s' is no image: oci-archive:FILE, docker-archive:FILE or docker://REF", image);
+	char *en = client_escape(name), *es = NULL, *path = NULL;
+	if (archive)
+		es = strndup(image, (size_t)(colon - image));
+	else
+		es = client_escape(image);
+	if (!en || !es || asprintf(&path, "/v1/templates?name=%s&source=%s", en, es) < 0)
+		path = NULL;
+	free(en);
+	free(es);
+	if (!path)
+		return cli_error("out of memory");
+	struct client_err err = { 0 };
+	json_t *reply = NULL;
+	int r;
+	if (archive) {
+		int fd = open(colon + 1, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			free(path);
+			if (fd >= 0)
+				close(fd);
+			return cli_error("%s: %s", colon + 1, strerror(errno));
+		}
+		r = client_send_file(&cli->client, "POST", path, fd, (long long)st.st_size, &reply, &err);
+		close(fd);
+	} else {
+		r = client_request(&cli->client, "POST", path, NULL, &reply, &err);
+	}
+	free(path);
+	if (r)
+		return cli_report(cli, &err);
+	printf("template %s imported (%s)\n", json_string_value(json_object_get(reply, "name")),
+	       json_string_value(json_object_get(reply, "key")));
+	json_decref(reply);
+	return 0;
+}

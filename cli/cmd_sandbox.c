@@ -96,6 +96,7 @@ const char cmd_template_usage[] =
 	"       space template inspect NAME...\n"
 	"       space template rm [-f] NAME...\n"
 	"       space template build -t NAME [-f DOCKERFILE] [--build-arg NAME=VALUE]... [-q] [CONTEXT]\n"
+	"       space template import NAME oci-archive:FILE|docker-archive:FILE|docker://REF\n"
 	"\n"
 	"ls: the templates sandboxes can start from: NAME, KEY, CREATED.\n"
 	"inspect: each one's JSON: where it came from (source), its defaults (config) and how\n"
@@ -106,7 +107,10 @@ const char cmd_template_usage[] =
 	"build: builds template NAME from the Dockerfile in folder CONTEXT (default: the current\n"
 	"  one; -f names another file inside it), showing each step as it runs; a step whose\n"
 	"  inputs did not change is taken from the cache. A failed step leaves no template.\n"
-	"  Ctrl-C cancels the build. -q prints only the name once built.\n";
+	"  Ctrl-C cancels the build. -q prints only the name once built.\n"
+	"import: makes template NAME of a container image: an archive here (sent to spaced) or an\n"
+	"  image spaced pulls from a registry; its environment, working folder and user become\n"
+	"  the template's defaults.\n";
 
 const char cmd_status_usage[] =
 	"Usage: space status [--json]\n"
@@ -506,7 +510,7 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
 		return cli_help(cli);
 	if (argc < 2)
-		return cli_usage_error(cli, "wants a subcommand: ls, inspect, rm or build");
+		return cli_usage_error(cli, "wants a subcommand: ls, inspect, rm, build or import");
 	snprintf(name, sizeof(name), "%s %s", cli->name, argv[1]);
 	const char *sub = argv[1];
 	argv[1] = name;
@@ -518,7 +522,9 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 		return cli_remove(cli, argc - 1, argv + 1, "template", template_path);
 	if (!strcmp(sub, "build"))
 		return cmd_template_build(cli, argc - 1, argv + 1);
-	return cli_usage_error(cli, "unknown subcommand '%s' (ls, inspect, rm, build)", sub);
+	if (!strcmp(sub, "import"))
+		return cmd_template_import(cli, argc - 1, argv + 1);
+	return cli_usage_error(cli, "unknown subcommand '%s' (ls, inspect, rm, build, import)", sub);
 }
 
 /* The kinds spaced runs, the default first: "isolation:  gvisor (default), runsc ..." then one

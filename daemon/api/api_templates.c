@@ -52,6 +52,11 @@ int api_template_build(struct op *op)
 	}
 	const char *name = json_string_value(json_object_get(op->query, "name"));
 	const char *file = json_string_value(json_object_get(op->query, "dockerfile"));
+	const char *source = json_string_value(json_object_get(op->query, "source"));
+	if (source) { /* an image to import, not a Dockerfile to build */
+		build_import(op->d, op, name, source, &op->err);
+		return API_DONE;
+	}
 	json_t *args = json_object_get(op->query, "build_arg[]");
 	size_t i;
 	json_t *a;

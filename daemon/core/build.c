@@ -31,6 +31,9 @@ struct build {
 	char name[TEMPLATE_NAME_MAX + 1];
 	char file[BUILD_FILE_MAX + 1];
 	json_t *args;      /* "NAME=VALUE" strings */
+	char transport[32]; /* an import (build_import): "oci-archive" or "docker-archive" for the
+			     * body, "" for an image named in source; "" and no source: a build */
+	char source[TEMPLATE_SOURCE_MAX + 1];
 	int tar_fd;        /* context.tar while it is written, then -1 */
 	uint64_t tar_bytes;
 	int pidfd;         /* [L] the builder while it runs, else -1 */
@@ -87,6 +90,25 @@ static void on_close(struct op *op)
 	if (b->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, b->pidfd, SIGTERM, NULL, 0);
 	pthread_cond_broadcast(&b->d->cond);
+}
+
+int build_import(struct daemon *d, struct op *op, const char *name, const char *source, struct err *e)
+{
+	bool upload = strcmp(source, "oci-archive") == 0 || strcmp(source, "docker-archive") == 0;
+	if (!upload && strncmp(source, "docker://", 9) != 0)
+		return err_set(e, 400, "invalid_argument", EINVAL,
+			       "source must be oci-archive or docker-archive (the body is the archive) or docker://REFERENCE");
+	if (strlen(source) > TEMPLATE_SOURCE_MAX)
+		return err_set(e, 400, "invalid_argument", E2BIG, "source is over %d bytes", TEMPLATE_SOURCE_MAX);
+	int rc = build_begin(d, op, name, "Dockerfile", NULL, e);
+	if (rc < 0)
+		return rc;
+	struct build *b = op->owner;
+	if (upload)
+		snprintf(b->transport, sizeof(b->transport), "%s", source);
+	else
+		snprintf(b->source, sizeof(b->source), "%s", source);
+	return 0;
 }
 
 void build_tick(struct daemon *d)
@@ -255,6 +277,49 @@ static void build_job(struct job *j)
 	daemon_unlock(d);
 }
 
+/* An import: the image (the body's archive, or source) becomes template b->name. */
+static void import_job(struct job *j)
+{
+	struct build *b = j->arg;
+	struct daemon *d = j->d;
+	struct template_spec t = { 0 };
+	snprintf(t.name, sizeof(t.name), "%s", b->name);
+	if (b->transport[0])
+		snprintf(t.source, sizeof(t.source), "%s:%s/context.tar", b->transport, b->dir);
+	else
+		snprintf(t.source, sizeof(t.source), "%s", b->source);
+	struct err e = { 0 };
+	int rc = template_import(d, &t, &e);
+	json_t *tpl = rc == 0 ? store_get_template(d->store, b->name) : NULL;
+	if (rc == 0 && b->transport[0] && tpl) { /* the archive was a file of the request's: say so */
+		char source[64], rootfs[1200], *cfg = json_dumps(json_object_get(tpl, "config"), JSON_COMPACT | JSON_SORT_KEYS);
+		snprintf(source, sizeof(source), "%s:(uploaded)", b->transport);
+		if (cfg && template_rootfs(d, b->name, rootfs, sizeof(rootfs)) == 0 &&
+		    store_put_template(d->store, b->name, json_string_value(json_object_get(tpl, "key")), rootfs, source,
+				       cfg) == 0)
+			json_object_set_new(tpl, "source", json_string(source));
+		free(cfg);
+	}
+	remove_dir(b->dir);
+	daemon_lock(d);
+	if (b->op && rc < 0) {
+		op_fail(b->op, &e);
+	} else if (b->op) {
+		b->op->status = 201;
+		b->op->json = tpl;
+		tpl = NULL;
+		op_finish(b->op);
+	}
+	if (b->op) {
+		b->op->owner = NULL;
+		b->op->on_take = b->op->on_close = NULL;
+	}
+	d->builds--;
+	build_free(b);
+	daemon_unlock(d);
+	json_decref(tpl);
+}
+
 int build_start(struct op *op)
 {
 	struct build *b = op->owner;
@@ -267,7 +332,7 @@ int build_start(struct op *op)
 		return err_set(&op->err, 500, "internal", errno, "cannot keep the build context: %s", strerror(errno));
 	}
 	b->tar_fd = -1;
-	struct job j = { .fn = build_job, .arg = b };
+	struct job j = { .fn = b->transport[0] || b->source[0] ? import_job : build_job, .arg = b };
 	int rc = job_start(op->d, &j, &op->err);
 	if (rc == 0)
 		b->started = true;

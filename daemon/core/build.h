@@ -32,6 +32,12 @@ struct op;
 int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args,
 		struct err *e);
 
+/* Opens an import of an image as template name for op, as spaced --template NAME=IMAGE
+ * imports one (template.h): source "oci-archive" or "docker-archive" (the request's body is
+ * the archive) or "docker://REFERENCE" (no body). It goes on as a build does (build_upload,
+ * build_start); op is answered with the template (201) once it is recorded. */
+int build_import(struct daemon *d, struct op *op, const char *name, const char *source, struct err *e);
+
 /* Appends a piece of the context. Returns 0 or -errno with op->err set (413 over
  * BUILD_UPLOAD_MAX). */
 int build_upload(struct op *op, const char *data, size_t n);

@@ -265,6 +265,7 @@ def test_builds_are_the_operators(make_daemon):
     tenant = Api(tcp=("127.0.0.1", port), token=d.token("alice"))
     admin = Api(tcp=("127.0.0.1", port), token=d.token())
     assert tenant.json("POST", "/v1/templates?name=x", raw=b"")[0] == 403
+    assert tenant.json("POST", "/v1/templates?name=x&source=oci-archive", raw=b"")[0] == 403
     assert admin.json("PUT", "/v1/templates/x", {"key": "build-x", "source": "s", "config": {}})[0] == 403
     # a build's steps are the builder's alone, on the Unix socket
     assert admin.json("POST", "/v1/sandboxes", {"template": "build/" + "0" * 32})[0] == 404

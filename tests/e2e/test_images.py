@@ -195,3 +195,33 @@ def test_an_image_pulled_from_a_registry_on_loopback(make_daemon, images, regist
     sbid = d.api.create(template="pulled")
     r = d.api.exec(sbid, ["cat", "/etc/second.txt"])
     assert r["exit_code"] == 0 and r["stdout"] == "from the second layer\n", r
+
+
+def test_an_image_imported_through_the_api(make_daemon, images, registry):
+    """space template import: an archive sent to spaced, or an image it pulls."""
+    d = make_daemon()
+    cli = Cli(f"unix://{d.socket}")
+    for name, image in (("up", f"oci-archive:{images['oci']}"), ("upd", f"docker-archive:{images['docker']}")):
+        r = cli("template", "import", name, image, timeout=300)
+        assert r.returncode == 0 and r.stdout.startswith(f"template {name} imported (oci-"), r
+        t = d.api.ok("GET", f"/v1/templates/{name}")
+        assert t["source"] == image.split(":")[0] + ":(uploaded)", t
+        assert t["config"]["workdir"] == "/srv" and t["config"]["user"] == "1000:1000", t
+    ref = f"docker://{registry}/space-test/busybox:v1"
+    run("skopeo", "--insecure-policy", "copy", "--quiet", "--dest-tls-verify=false", f"oci:{images['layout']}:v1",
+        ref)
+    r = cli("template", "import", "pulled", ref, timeout=300)
+    assert r.returncode == 0, r
+    assert d.api.ok("GET", "/v1/templates/pulled")["source"] == ref
+    sbid = d.api.create(template="up")
+    r = d.api.exec(sbid, ["sh", "-c", "cat /etc/second.txt; id -u; pwd"])
+    assert r["stdout"] == "from the second layer\n1000\n/srv\n", r
+
+    garbage = images["oci"] + ".bad"
+    with open(garbage, "wb") as f:
+        f.write(b"this is not an image" * 100)
+    r = cli("template", "import", "bad", f"oci-archive:{garbage}", timeout=300)
+    assert r.returncode == 1 and "skopeo" in r.stderr, r
+    assert d.api.json("GET", "/v1/templates/bad")[0] == 404
+    assert cli("template", "import", "x", "/some/file").returncode == 2
+    assert d.api.json("POST", "/v1/templates?name=x&source=dir:/etc")[0] == 400

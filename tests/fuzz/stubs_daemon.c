@@ -210,6 +210,11 @@ int build_begin(struct daemon *d, struct op *op, const char *name, const char *f
 	return err_set(e, 400, "invalid_argument", EINVAL, "no builds here");
 }
 
+int build_import(struct daemon *d, struct op *op, const char *name, const char *source, struct err *e)
+{
+	return err_set(e, 400, "invalid_argument", EINVAL, "no imports here");
+}
+
 int build_upload(struct op *op, const char *data, size_t n)
 {
 	return 0;
