@@ -268,6 +268,7 @@ asan:
 bench: all
 	/usr/bin/python3 bench/run.py
 	/usr/bin/python3 bench/net.py
+	/usr/bin/python3 bench/templates.py
 
 clean:
 	rm -rf build build-asan

@@ -267,8 +267,9 @@ static int copy_in(int sdir, const char *sname, int ddir, const char *dname, str
 		return fail(w->msg, errno, "cannot read %s", sname);
 	if (S_ISDIR(st.st_mode))
 		return copy_dir(sdir, sname, ddir, dname, &st, w);
-	if (S_ISSOCK(st.st_mode) || (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)))
-		return 0; /* a socket is no file to keep; a whiteout hides nothing in a copy */
+	if (S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+		return 0; /* a socket is no file to keep; a whiteout hides nothing in a copy; and a device
+			   * a sandbox made would be a device of the host's in the cache */
 	int rc = remove_in(ddir, dname, w);
 	if (rc < 0)
 		return rc;
@@ -286,7 +287,7 @@ static int copy_in(int sdir, const char *sname, int ddir, const char *dname, str
 			return fail(w->msg, errno, "cannot make link %s", dname);
 		return 0;
 	}
-	if (!S_ISREG(st.st_mode)) { /* a device or a fifo: made, not opened */
+	if (!S_ISREG(st.st_mode)) { /* a fifo: made, not opened */
 		mode_t mode = w->own && w->own->chmod >= 0 ? (mode_t)w->own->chmod : st.st_mode & 07777;
 		struct timespec ts[2] = { st.st_atim, st.st_mtim };
 		if (mknodat(ddir, dname, (st.st_mode & S_IFMT) | mode, st.st_rdev) < 0 ||

@@ -6,7 +6,8 @@
  * (openat2 with RESOLVE_IN_ROOT): a symbolic link an earlier step left, "/etc -> /" or
  * "x -> ../../..", never leads out of it. Trees are walked one directory descriptor at a
  * time with O_NOFOLLOW, so what is read (a sandbox's writable layer, a build's context) is
- * never followed out of either. Sockets are not copied.
+ * never followed out of either. Sockets and device nodes are not copied: a device a sandbox
+ * made would be the host's in the cache (a whiteout, the device 0:0, is read as one).
  *
  * Every call returns 0 or -errno and, on failure, writes what failed into msg (FS_MSG_MAX).
  */
