@@ -20,6 +20,7 @@
 #include "daemon/daemon.h"
 #include "daemon/base/err.h"
 #include "daemon/core/job.h"
+#include "daemon/core/op.h"
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/quota.h"
 #include "daemon/base/log.h"
