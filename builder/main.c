@@ -113,8 +113,10 @@ static int base(struct build *b)
 	const struct dockerfile_from *f = &b->df->from;
 	char seed[160];
 	if (f->base == DOCKERFILE_BASE_IMAGE)
-		return build_fail(b, ENOTSUP, "FROM %s: import the image as a template first (spaced --template NAME=docker://%s) and build FROM space:NAME",
-			    f->ref, f->ref);
+		return build_fail(b, ENOTSUP,
+				  "FROM %s: import the image as a template first (space template import NAME docker://%s) and "
+				  "build FROM space:NAME",
+				  f->ref, f->ref);
 	if (f->base == DOCKERFILE_BASE_SCRATCH) {
 		char parent[PATH_MAX], hex[65];
 		struct err e = { 0 };
