@@ -533,3 +533,4 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "sandbox(**fields): create fields of the attacking sandbox")
+    config.addinivalue_line("markers", "rss_limit_mib(n): how much spaced's RSS may grow under the attack")
