@@ -11,7 +11,8 @@
 #                   with every sandbox a microVM, and every fuzz target for 10 s (what CI runs)
 #   make quick      the edit-test loop: unit tests, the layer check, agent protocol tests and a
 #                   smoke of the end-to-end suite (a few minutes)
-#   make stress     the lifecycle stress tests with SPECIFICATION.md's full counts, both kinds
+#   make stress     the lifecycle stress tests with SPECIFICATION.md's full counts, both kinds,
+#                   and the crash points on microVMs
 #   make layers     fails if spaced's modules call each other in a circle (scripts/layers.py)
 #   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
 #   make bench      benchmarks against raw runsc (bench/run.py; SPECIFICATION.md)
@@ -160,13 +161,18 @@ e2e: all
 # suite starts a microVM of a built template too.
 E2E_SURFACE := test_bad_input.py test_cli.py test_cli_lifecycle.py test_names.py test_tenants.py test_quotas.py \
                test_tls.py test_templates.py test_build.py
+# The crash points and the lifecycle stress on microVMs (about 4 minutes) are make stress's:
+# the lifecycle code they drive is the one the gVisor suite crashes at every step.
+E2E_VM_STRESS := test_crash_points.py test_lifecycle_stress.py
 e2e-vm: all vm-guest
-	SPACE_TEST_ISOLATION=microvm $(PYTEST) tests/e2e $(E2E_SURFACE:%=--ignore=tests/e2e/%)
+	SPACE_TEST_ISOLATION=microvm $(PYTEST) tests/e2e $(E2E_SURFACE:%=--ignore=tests/e2e/%) \
+		$(E2E_VM_STRESS:%=--ignore=tests/e2e/%)
 
-# The lifecycle stress tests with SPECIFICATION.md's full counts (make test runs fewer).
+# The lifecycle stress tests with SPECIFICATION.md's full counts (make test runs fewer, and on
+# gVisor only), and the crash points on microVMs.
 stress: all vm-guest
 	SPACE_TEST_STRESS=full $(PYTEST) tests/e2e/test_lifecycle_stress.py
-	SPACE_TEST_STRESS=full SPACE_TEST_ISOLATION=microvm $(PYTEST) tests/e2e/test_lifecycle_stress.py
+	SPACE_TEST_STRESS=full SPACE_TEST_ISOLATION=microvm $(PYTEST) $(E2E_VM_STRESS:%=tests/e2e/%)
 
 # Sandboxes' networks against a made-up internet in namespaces the suite makes (tests/net), on
 # each kind of sandbox.
@@ -245,7 +251,7 @@ vm-test: vm-guest
 
 # make test fuzzes each target for 10 s (make fuzz: 60 s): the suites run on both kinds of
 # sandbox, and the whole must stay under an hour on this 2-core machine.
-TEST_FUZZ_SECONDS ?= 10
+TEST_FUZZ_SECONDS ?= 5
 test: deps all
 	$(MAKE) unit
 	$(MAKE) layers
