@@ -447,6 +447,7 @@ int main(int argc, char **argv)
 	daemon_lock(d);
 	net_sweep(d);
 	daemon_unlock(d);
+	build_sweep(d);
 
 	/* 7. the API */
 	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);

@@ -18,6 +18,7 @@
 #include "daemon/base/spawn.h"
 #include "daemon/core/job.h"
 #include "daemon/core/op.h"
+#include "daemon/core/sandbox.h"
 #include "daemon/core/template_rm.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
@@ -109,6 +110,24 @@ int build_import(struct daemon *d, struct op *op, const char *name, const char *
 	else
 		snprintf(b->source, sizeof(b->source), "%s", source);
 	return 0;
+}
+
+void build_sweep(struct daemon *d)
+{
+	char builds[600];
+	snprintf(builds, sizeof(builds), "%s/builds", d->state_dir);
+	remove_dir(builds); /* contexts, logs and locks of builds that ended with the spaced before */
+	daemon_lock(d);
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
+		if (!json_object_get(sb->metadata, BUILD_SANDBOX_KEY) || sb->state == SB_DELETING)
+			continue;
+		struct err e = { 0 };
+		if (sandbox_delete(d, sb, NULL, &e) < 0)
+			log_warn("sandbox %s of a build that ended with the spaced before stays: %s", sb->id, e.msg);
+		else
+			log_info("sandbox %s of a build that ended with the spaced before is removed", sb->id);
+	}
+	daemon_unlock(d);
 }
 
 void build_tick(struct daemon *d)

@@ -45,6 +45,13 @@ int build_upload(struct op *op, const char *data, size_t n);
 /* The context is whole: starts the builder, whose events become op's stream. 0 or -errno. */
 int build_start(struct op *op);
 
+/* The metadata key of a build step's sandbox (its value: the template's name). */
+#define BUILD_SANDBOX_KEY "space.build"
+
+/* At start, before the API: a build does not outlive its spaced. Removes what builds left
+ * (<state>/builds) and deletes the sandboxes of their steps. Blocks; takes d->lock. */
+void build_sweep(struct daemon *d);
+
 /* Once a second, from the I/O thread: a build whose client left is let go (then cancelled). */
 void build_tick(struct daemon *d);
 

@@ -269,3 +269,48 @@ def test_builds_are_the_operators(make_daemon):
     assert admin.json("PUT", "/v1/templates/x", {"key": "build-x", "source": "s", "config": {}})[0] == 403
     # a build's steps are the builder's alone, on the Unix socket
     assert admin.json("POST", "/v1/sandboxes", {"template": "build/" + "0" * 32})[0] == 404
+
+
+def test_a_spaced_killed_during_a_build_leaves_no_template_and_no_orphan(make_daemon):
+    d = make_daemon()
+    mark = secrets.token_hex(3)
+    s = d.api.stream("POST", f"/v1/templates?name=killed-{mark}",
+                     raw=context_tar({"Dockerfile": f"FROM space:default\nRUN sleep 600 && echo {mark}\n"}), timeout=600)
+    try:
+        while not s.next_event().get("text", "").startswith("RUN sleep 600"):
+            pass
+        wait_until(lambda: [x for x in d.api.ok("GET", "/v1/sandboxes")["sandboxes"] if x["metadata"].get("space.build")],
+                   120, "the step's sandbox")
+        d.kill()
+    finally:
+        s.close()
+    d.start()
+    assert d.api.json("GET", f"/v1/templates/killed-{mark}")[0] == 404
+    wait_until(lambda: d.api.ok("GET", "/v1/sandboxes")["sandboxes"] == [], 120, "the build's sandbox to go")
+    assert not os.path.exists(os.path.join(d.state_dir, "builds"))
+
+
+def test_a_sandbox_of_a_built_template_suspends_snapshots_and_forks(api):
+    name = "lifecycle-" + secrets.token_hex(3)
+    status, events = build(api, name, {"Dockerfile": "FROM space:default\nCOPY app.txt /srv/app.txt\n",
+                                       "app.txt": "from the build\n"})
+    done(events)
+    sbid = api.create(template=name)
+    made = [sbid]
+    try:
+        api.exec(sbid, "echo mine > /srv/mine.txt")
+        api.ok("POST", f"/v1/sandboxes/{sbid}/suspend")
+        assert api.exec(sbid, "cat /srv/app.txt /srv/mine.txt")["stdout"] == "from the build\nmine\n"
+        snap = api.ok("POST", f"/v1/sandboxes/{sbid}/snapshot", {}, expect=(201,))
+        forks = [f["id"] for f in api.ok("POST", f"/v1/sandboxes/{sbid}/fork", {"count": 1}, expect=(201,))["sandboxes"]]
+        made += forks
+        made.append(api.create(snapshot=snap["id"]))
+        forks.append(made[-1])
+        for other in forks:
+            assert api.exec(other, "cat /srv/app.txt /srv/mine.txt")["stdout"] == "from the build\nmine\n"
+        # in use: the template stays
+        assert api.json("DELETE", f"/v1/templates/{name}")[0] == 409
+        api.request("DELETE", f"/v1/snapshots/{snap['id']}")
+    finally:
+        for x in made:
+            api.delete(x)
