@@ -188,7 +188,7 @@ struct daemon {
 	char *tls_cert, *tls_key;   /* their PEM text, read at start (http_tls_load) */
 	char agent_path[512];       /* the space-agent binary mounted into sandboxes */
 	char shim_path[512];        /* libspace-shim.so beside it, "" if missing */
-	char build_path[512];       /* space-build beside spaced: the template builder (builder/) */
+	char build_path[512];       /* space-build beside the agent: the template builder (builder/) */
 	int builds;                 /* [L] template builds in flight (core/build.c) */
 	struct build *build_list;   /* [L] those builds */
 	const char *vm_accel;       /* --accel: auto, kvm or tcg (the microvm driver's) */

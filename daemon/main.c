@@ -205,7 +205,6 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
 	snprintf(d->agent_path, sizeof(d->agent_path), "%s/space-agent", dirname(exe));
-	snprintf(d->build_path, sizeof(d->build_path), "%s/space-build", exe); /* exe is its folder now */
 
 	int c;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
@@ -389,10 +388,15 @@ int main(int argc, char **argv)
 	char *slash = strrchr(d->shim_path, '/');
 	if (slash)
 		snprintf(slash + 1, sizeof(d->shim_path) - (size_t)(slash + 1 - d->shim_path), "libspace-shim.so");
+	/* ... and so does the template builder */
+	snprintf(d->build_path, sizeof(d->build_path), "%.*s/space-build",
+		 slash ? (int)(slash - d->shim_path) : 1, slash ? d->shim_path : ".");
 	if (access(d->shim_path, R_OK) != 0) {
 		log_warn("%s is missing: `ls -l` and `stat` will fail inside sandboxes", d->shim_path);
 		d->shim_path[0] = '\0';
 	}
+	if (access(d->build_path, X_OK) != 0)
+		log_warn("%s is missing: templates cannot be built (POST /v1/templates)", d->build_path);
 	if (access(d->agent_path, X_OK) != 0) {
 		fprintf(stderr, "spaced: the agent binary %s is missing (build it with make, or pass --agent)\n",
 			d->agent_path);

@@ -17,6 +17,7 @@ pidfile=/run/space/spaced.pid
 install -D -m 0755 build/spaced "$prefix/bin/spaced"
 install -D -m 0755 build/space "$prefix/bin/space"
 install -D -m 0755 build/space-agent "$prefix/lib/space/space-agent"
+install -D -m 0755 build/space-build "$prefix/lib/space/space-build"
 install -D -m 0644 build/libspace-shim.so "$prefix/lib/space/libspace-shim.so"
 getent group space >/dev/null || groupadd --system space
 mkdir -p "$(dirname "$sock")" "$(dirname "$log")" "$state"
