@@ -8,7 +8,7 @@
 #   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests,
 #                   the microVM driver's tests, the quick compatibility subset (compat-quick),
 #                   the escape and abuse suite, the end-to-end, SDK and escape suites again
-#                   with every sandbox a microVM, and every fuzz target for 10 s (what CI runs)
+#                   with every sandbox a microVM, and every fuzz target for 5 s (what CI runs)
 #   make quick      the edit-test loop: unit tests, the layer check, agent protocol tests and a
 #                   smoke of the end-to-end suite (a few minutes)
 #   make stress     the lifecycle stress tests with SPECIFICATION.md's full counts, both kinds,
@@ -249,7 +249,7 @@ vm-test: vm-guest
 	SPACE_VM_CACHE=$(VM_CACHE) $(PYTEST) tests/vm
 
 
-# make test fuzzes each target for 10 s (make fuzz: 60 s): the suites run on both kinds of
+# make test fuzzes each target for 5 s (make fuzz: 60 s): the suites run on both kinds of
 # sandbox, and the whole must stay under an hour on this 2-core machine.
 TEST_FUZZ_SECONDS ?= 5
 test: deps all
