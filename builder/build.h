@@ -62,6 +62,10 @@ int step_files(struct build *b, const struct dockerfile_step *s);
 /* Prints step s as it begins ("[n/m] RUN ..."), found in the cache or not. */
 void build_step_event(struct build *b, const struct dockerfile_step *s, bool cached);
 
+/* Makes folder dir (which must not exist) holding rootfs/: hard links of b->rootfs's files.
+ * Returns 0, or -errno with b->msg said. */
+int step_link(struct build *b, const char *dir);
+
 /* Resolves "user[:group]" (names or numbers) against the passwd and group files of the root
  * filesystem at rootfs into *uid, *gid. Returns 0 or -errno with b->msg said. */
 int step_user(struct build *b, const char *rootfs, const char *spec, long long *uid, long long *gid);

@@ -34,7 +34,6 @@
 #include "builder/context.h"
 #include "builder/fs.h"
 #include "daemon/base/hash.h"
-#include "daemon/base/spawn.h"
 #include "daemon/store/cache.h"
 
 static volatile sig_atomic_t cancelled;
@@ -158,12 +157,8 @@ static int base(struct build *b)
 static int link_template(const char *tmp, void *arg, struct err *e)
 {
 	struct build *b = arg;
-	char rootfs[PATH_MAX];
-	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
-	char *cp[] = { "cp", "-a", "-l", "--", b->rootfs, rootfs, NULL };
-	if (mkdir(tmp, 0755) < 0)
-		return err_set(e, 500, "internal", errno, "cannot create %s: %s", tmp, strerror(errno));
-	return spawn_run(cp, -1, -1) == 0 ? 0 : err_set(e, 500, "internal", EIO, "cannot link the template's files");
+	int rc = step_link(b, tmp);
+	return rc < 0 ? err_set(e, 500, "internal", -rc, "%s", b->msg) : 0;
 }
 
 /* The template's defaults: the base's, with what the Dockerfile set. */

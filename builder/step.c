@@ -499,6 +499,18 @@ static void remove_sandbox(struct build *b, const char *id)
 	client_request(&b->client, "DELETE", path, NULL, NULL, &err);
 }
 
+int step_link(struct build *b, const char *dir)
+{
+	char rootfs[PATH_MAX];
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
+	char *cp[] = { "cp", "-a", "-l", "--", b->rootfs, rootfs, NULL };
+	if (mkdir(dir, 0755) < 0)
+		return build_fail(b, errno, "cannot create %s: %s", dir, strerror(errno));
+	if (spawn_run(cp, -1, -1) != 0)
+		return build_fail(b, EIO, "cannot link the files of %s into %s", b->rootfs, rootfs);
+	return 0;
+}
+
 struct fill {
 	struct build *b;
 	const struct dockerfile_step *s;
@@ -515,11 +527,8 @@ static int fill_step(const char *tmp, void *arg, struct err *e)
 	if (f->s->kind == DOCKERFILE_RUN)
 		rc = run_command(b, f->s, id);
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
-	char *cp[] = { "cp", "-a", "-l", "--", b->rootfs, rootfs, NULL };
-	if (rc == 0 && mkdir(tmp, 0755) < 0)
-		rc = build_fail(b, errno, "cannot create %s: %s", tmp, strerror(errno));
-	if (rc == 0 && spawn_run(cp, -1, -1) != 0)
-		rc = build_fail(b, EIO, "cannot link the files of the step before into %s", rootfs);
+	if (rc == 0 && step_link(b, tmp) < 0)
+		rc = -EIO;
 	int root = rc == 0 ? open(rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	char fsmsg[FS_MSG_MAX] = "";
 	if (rc == 0 && root < 0)
