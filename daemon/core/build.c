@@ -62,6 +62,17 @@ static void build_free(struct build *b)
 	free(b);
 }
 
+/* The build is over: its request (if its client is still there) is let go, and b freed. [L] */
+static void build_done(struct build *b)
+{
+	if (b->op) {
+		b->op->owner = NULL;
+		b->op->on_take = b->op->on_close = NULL;
+	}
+	b->d->builds--;
+	build_free(b);
+}
+
 /* The client took bytes: a builder waiting for room may go on. [L] */
 static void on_take(struct op *op)
 {
@@ -84,8 +95,7 @@ static void on_close(struct op *op)
 		snprintf(tar, sizeof(tar), "%s/context.tar", b->dir);
 		unlink(tar);
 		rmdir(b->dir);
-		b->d->builds--;
-		build_free(b);
+		build_done(b);
 		return;
 	}
 	if (b->pidfd >= 0)
@@ -280,19 +290,12 @@ static void build_job(struct job *j)
 	}
 	if (pipefd[0] >= 0)
 		close(pipefd[0]);
+	remove_dir(b->dir);
 	daemon_lock(d);
 	if (b->pidfd >= 0)
 		close(b->pidfd);
 	b->pidfd = -1;
-	if (b->op) {
-		b->op->owner = NULL;
-		b->op->on_take = b->op->on_close = NULL;
-	}
-	d->builds--;
-	daemon_unlock(d);
-	remove_dir(b->dir);
-	daemon_lock(d);
-	build_free(b);
+	build_done(b);
 	daemon_unlock(d);
 }
 
@@ -303,22 +306,15 @@ static void import_job(struct job *j)
 	struct daemon *d = j->d;
 	struct template_spec t = { 0 };
 	snprintf(t.name, sizeof(t.name), "%s", b->name);
-	if (b->transport[0])
+	if (b->transport[0]) { /* the archive is a file of the request's: the record says so */
 		snprintf(t.source, sizeof(t.source), "%s:%s/context.tar", b->transport, b->dir);
-	else
+		snprintf(t.recorded, sizeof(t.recorded), "%s:(uploaded)", b->transport);
+	} else {
 		snprintf(t.source, sizeof(t.source), "%s", b->source);
+	}
 	struct err e = { 0 };
 	int rc = template_import(d, &t, &e);
 	json_t *tpl = rc == 0 ? store_get_template(d->store, b->name) : NULL;
-	if (rc == 0 && b->transport[0] && tpl) { /* the archive was a file of the request's: say so */
-		char source[64], rootfs[1200], *cfg = json_dumps(json_object_get(tpl, "config"), JSON_COMPACT | JSON_SORT_KEYS);
-		snprintf(source, sizeof(source), "%s:(uploaded)", b->transport);
-		if (cfg && template_rootfs(d, b->name, rootfs, sizeof(rootfs)) == 0 &&
-		    store_put_template(d->store, b->name, json_string_value(json_object_get(tpl, "key")), rootfs, source,
-				       cfg) == 0)
-			json_object_set_new(tpl, "source", json_string(source));
-		free(cfg);
-	}
 	remove_dir(b->dir);
 	daemon_lock(d);
 	if (b->op && rc < 0) {
@@ -329,12 +325,7 @@ static void import_job(struct job *j)
 		tpl = NULL;
 		op_finish(b->op);
 	}
-	if (b->op) {
-		b->op->owner = NULL;
-		b->op->on_take = b->op->on_close = NULL;
-	}
-	d->builds--;
-	build_free(b);
+	build_done(b);
 	daemon_unlock(d);
 	json_decref(tpl);
 }

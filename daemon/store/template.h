@@ -39,6 +39,8 @@ struct template_spec {
 					     * "" for the default template */
 	char source[TEMPLATE_SOURCE_MAX + 1]; /* or an image to import (then extra is ""): see
 					       * template_is_image */
+	char recorded[TEMPLATE_SOURCE_MAX + 1]; /* what the record says it came from; "": source
+						 * (an upload's file is no place to name) */
 };
 
 /* Whether s is a template name: [A-Za-z0-9][A-Za-z0-9._-]*, at most TEMPLATE_NAME_MAX bytes. */

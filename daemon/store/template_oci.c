@@ -180,7 +180,8 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 	json_t *cfg = defaults(bundle);
 	char *text = json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(cfg);
-	rc = text ? store_put_template(d->store, t->name, name, rootfs, t->source, text) : -ENOMEM;
+	rc = text ? store_put_template(d->store, t->name, name, rootfs, t->recorded[0] ? t->recorded : t->source, text)
+		  : -ENOMEM;
 	free(text);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot record the template");
