@@ -126,7 +126,8 @@ void build_sweep(struct daemon *d)
 {
 	char builds[600];
 	snprintf(builds, sizeof(builds), "%s/builds", d->state_dir);
-	remove_dir(builds); /* contexts, logs and locks of builds that ended with the spaced before */
+	if (access(builds, F_OK) == 0) /* contexts, logs and locks of builds that ended with the spaced before */
+		remove_dir(builds);
 	daemon_lock(d);
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
 		if (!json_object_get(sb->metadata, BUILD_SANDBOX_KEY) || sb->state == SB_DELETING)
