@@ -9,6 +9,7 @@ event. Each suite's conftest.py imports from here and adds its fixtures.
 """
 
 import base64
+import fcntl
 import http.client
 import json
 import os
@@ -265,6 +266,30 @@ def q(path):
 # the daemon
 
 
+# Every test spaced on the machine has a network slot of its own, whichever suite or process
+# made it (make test runs a gVisor and a microVM chain of suites at once): slot N is the transit
+# range 10.214.N.0/24 and the DNS port NET_SLOT_PORT + N, held by a lock on NET_SLOTS/N for as
+# long as the Daemon is not cleaned up (or its process lives).
+NET_SLOTS = "/run/space-test-slots"
+NET_SLOT_PORT = 20000
+
+
+def net_slot():
+    """(slot, descriptor holding its lock) of a free network slot."""
+    os.makedirs(NET_SLOTS, exist_ok=True)
+    first = os.getpid() % 256
+    for i in range(256):
+        n = (first + i) % 256
+        fd = os.open(os.path.join(NET_SLOTS, str(n)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return n, fd
+    raise RuntimeError(f"all 256 test network slots in {NET_SLOTS} are held")
+
+
 class Daemon:
     """One build/spaced with its own state directory and socket (and a TCP listener with listen)."""
 
@@ -285,8 +310,9 @@ class Daemon:
         self.proc = None
         self.api = Api(self.socket, io_timeout=io_timeout)
         Daemon.count += 1
-        self.transit = f"10.214.{(os.getpid() * 7 + Daemon.count) % 256}.0/24"
-        self.dns_port = 20000 + (os.getpid() * 7 + Daemon.count) % 20000
+        slot, self.slot_fd = net_slot()
+        self.transit = f"10.214.{slot}.0/24"
+        self.dns_port = NET_SLOT_PORT + slot
 
     def argv(self):
         a = [self.spaced, "--state-dir", self.state_dir, "--socket", self.socket, "--agent", self.agent]
@@ -402,6 +428,9 @@ class Daemon:
             subprocess.run(["umount", "-l", mnt], capture_output=True)
         if not mounts_under(self.state_dir):
             shutil.rmtree(self.state_dir, ignore_errors=True)
+        if self.slot_fd is not None:
+            os.close(self.slot_fd)  # the transit range and DNS port go back to the machine
+            self.slot_fd = None
 
 
 def mounts_under(d):
