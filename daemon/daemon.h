@@ -115,6 +115,7 @@ struct sandbox {
 	char workdir[256];
 	bool has_user;
 	uint32_t uid, gid;
+	char *start_cmd, *ready_cmd; /* its template's (core/ready.h), while it is being made; else NULL */
 	char isolation[ISOLATION_NAME_MAX + 1]; /* its kind ("gvisor", "microvm"): which driver runs it */
 	char tenant[TENANT_NAME_MAX + 1]; /* who owns it: "" for the Unix socket's administrator */
 	int cpus, memory_mb;
@@ -221,6 +222,7 @@ struct daemon {
 	char proxy_domain[128];     /* --proxy-domain (default "localhost") */
 	struct proxy *proxy;        /* the port proxy, when it runs (net/proxy.h) */
 	char dns_upstream[64];      /* --dns-upstream ADDR[:PORT], "" for /etc/resolv.conf's */
+	int ready_timeout_s;        /* --ready-timeout: a template's ready command's (core/ready.h) */
 	int dns_port;               /* --dns-port: the sandboxes' resolver's, in spaced's namespace */
 	struct dns *dns;            /* that resolver (net/dns.h) */
 };

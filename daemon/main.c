@@ -27,6 +27,7 @@
 #include "daemon/core/build.h"
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/op.h"
+#include "daemon/core/ready.h"
 #include "daemon/daemon.h"
 #include "daemon/driver/driver.h"
 #include "daemon/base/hash.h"
@@ -84,7 +85,7 @@ static void usage(FILE *f)
 		   "              [--template NAME=PKG[,PKG...]]... [--default-egress none|open|allow]\n"
 		   "              [--egress-permit CIDR]... [--net-transit CIDR]\n"
 		   "              [--proxy-listen HOST:PORT [--proxy-domain DOMAIN]]\n"
-		   "              [--dns-upstream ADDR[:PORT]] [--dns-port PORT]\n"
+		   "              [--dns-upstream ADDR[:PORT]] [--dns-port PORT] [--ready-timeout SECONDS]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
@@ -189,6 +190,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 		{ "net-transit", required_argument, NULL, 'T' },
 		{ "proxy-listen", required_argument, NULL, 'x' }, { "proxy-domain", required_argument, NULL, 'y' },
 		{ "dns-upstream", required_argument, NULL, 'U' }, { "dns-port", required_argument, NULL, 'N' },
+		{ "ready-timeout", required_argument, NULL, 'Y' },
 		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
@@ -201,6 +203,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 	d->default_egress = NET_EGRESS_OPEN;
 	snprintf(d->proxy_domain, sizeof(d->proxy_domain), "localhost");
 	d->dns_port = NET_DNS_PORT;
+	d->ready_timeout_s = READY_DEFAULT_TIMEOUT_S;
 	char exe[400];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
@@ -256,6 +259,17 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 				return -EINVAL;
 			}
 			break;
+		case 'Y': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < 1 || v > READY_MAX_TIMEOUT_S) {
+				fprintf(stderr, "spaced: --ready-timeout wants seconds (1-%d), not %s\n", READY_MAX_TIMEOUT_S,
+					optarg);
+				return -EINVAL;
+			}
+			d->ready_timeout_s = (int)v;
+			break;
+		}
 		case 'x': snprintf(d->proxy_listen, sizeof(d->proxy_listen), "%s", optarg); break;
 		case 'y':
 			if (!*optarg || strlen(optarg) >= sizeof(d->proxy_domain) || strchr(optarg, ':') || strchr(optarg, '/')) {

@@ -33,6 +33,7 @@
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/peer.h"
 #include "daemon/core/proc.h"
+#include "daemon/core/ready.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
 
@@ -156,6 +157,8 @@ void sandbox_free(struct sandbox *sb)
 	json_decref(sb->env);
 	json_decref(sb->metadata);
 	json_decref(sb->network);
+	free(sb->start_cmd);
+	free(sb->ready_cmd);
 	free(sb);
 }
 
@@ -489,6 +492,11 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 			     sb->id, driver_hello_ms(dv->ops) / 1000);
 	if (rc == 0 && (restored || (snapshot && !dv->ops->rename)))
 		rc = rename_inside(d, sb, e);
+	if (rc == 0 && !snapshot && (sb->start_cmd || sb->ready_cmd))
+		rc = ready_run(d, sb, sb->start_cmd, sb->ready_cmd, e); /* a snapshot's come back running */
+	free(sb->start_cmd);
+	free(sb->ready_cmd);
+	sb->start_cmd = sb->ready_cmd = NULL;
 	if (rc == 0) {
 		/* written with the lock released, while it still shows creating; a create that
 		 * cannot be recorded is undone, or the next start would find it half made */
@@ -651,6 +659,10 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	if (json_object_size(tenv) && cfg->env)
 		json_object_update(sb->env, cfg->env);
 	take_defaults(sb, tpl);
+	const char *start = json_string_value(json_object_get(tpl, "start"));
+	const char *ready = json_string_value(json_object_get(tpl, "ready"));
+	sb->start_cmd = start && *start && !cfg->snapshot ? strdup(start) : NULL; /* core/ready.h */
+	sb->ready_cmd = ready && *ready && !cfg->snapshot ? strdup(ready) : NULL;
 	json_decref(tpl);
 	sb->metadata = json_deep_copy(cfg->metadata);
 	sb->net_slot = -1;
