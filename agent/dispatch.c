@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
@@ -68,6 +69,32 @@ static int on_identity(struct agent *a, const struct frame *f)
 	return conn_send(a, SP_A_OK, f->chan, NULL, 0, NULL) < 0 ? -ENOMEM : 0;
 }
 
+/* H_ENV: every entry is checked before any is set, so a bad one changes nothing. */
+static int on_env(struct agent *a, const struct frame *f)
+{
+	size_t off = 0;
+	const char *kv;
+	while (off < f->len) {
+		if (!(kv = frame_str(f, &off)))
+			return -EPROTO;
+		const char *eq = strchr(kv, '=');
+		if (!eq || eq == kv)
+			return conn_send_error(a, f->chan, EINVAL, "environment entry without a name: %.40s", kv) < 0
+				       ? -ENOMEM
+				       : 0;
+	}
+	off = 0;
+	while (off < f->len) {
+		kv = frame_str(f, &off);
+		char *name = strndup(kv, (size_t)(strchr(kv, '=') - kv));
+		int rc = name && setenv(name, strchr(kv, '=') + 1, 1) == 0 ? 0 : (errno ? errno : ENOMEM);
+		free(name);
+		if (rc)
+			return conn_send_error(a, f->chan, rc, "setenv: %s", strerror(rc)) < 0 ? -ENOMEM : 0;
+	}
+	return conn_send(a, SP_A_OK, f->chan, NULL, 0, NULL) < 0 ? -ENOMEM : 0;
+}
+
 struct handler {
 	int (*fn)(struct agent *a, const struct frame *f);
 	size_t fixed; /* least payload */
@@ -95,6 +122,7 @@ static const struct handler handlers[] = {
 	[SP_H_OPEN] = { on_open, sizeof(struct sp_open) },
 	[SP_H_IDENTITY] = { on_identity, sizeof(struct sp_identity) + 1 },
 	[SP_H_PORTS] = { ports_list, 0 },
+	[SP_H_ENV] = { on_env, 0 },
 };
 
 int dispatch_frame(struct agent *a, const struct frame *f)

@@ -55,6 +55,9 @@
 #define AGENT_TAG_PING 1u                   /* the liveness ping */
 #define AGENT_TAG_FIRST 2u
 #define DEFAULT_MEMORY_MB 512
+#define MAX_CPUS 64                      /* a sandbox's size: cpus, memory */
+#define MIN_MEMORY_MB 64
+#define MAX_MEMORY_MB 65536
 #define DEFAULT_CPUS 1
 #define DEFAULT_TIMEOUT_S 300
 /* Processes: the host cgroup's pids limit counts runsc's own host processes and threads too
@@ -70,6 +73,7 @@ struct driver_ops;
 struct store;
 struct op;
 struct peer_events;
+struct pool;
 
 
 struct proc {
@@ -116,6 +120,9 @@ struct sandbox {
 	bool has_user;
 	uint32_t uid, gid;
 	char *start_cmd, *ready_cmd; /* its template's (core/ready.h), while it is being made; else NULL */
+	int pool;                   /* [L] core/pool.h: 1 + its pool's index while in the warm pool, -1
+	                               while a create claims it (hidden from all as both), 0 after */
+	int cpu_shares;             /* cgroup cpu.shares its runtime gets (0: the default, 1024) */
 	char isolation[ISOLATION_NAME_MAX + 1]; /* its kind ("gvisor", "microvm"): which driver runs it */
 	char tenant[TENANT_NAME_MAX + 1]; /* who owns it: "" for the Unix socket's administrator */
 	int cpus, memory_mb;
@@ -222,6 +229,9 @@ struct daemon {
 	char proxy_domain[128];     /* --proxy-domain (default "localhost") */
 	struct proxy *proxy;        /* the port proxy, when it runs (net/proxy.h) */
 	char dns_upstream[64];      /* --dns-upstream ADDR[:PORT], "" for /etc/resolv.conf's */
+	struct pool *pools;         /* --pool (core/pool.h) */
+	bool serving;               /* [L] the start is over: the API is up */
+	int npools;
 	int ready_timeout_s;        /* --ready-timeout: a template's ready command's (core/ready.h) */
 	int dns_port;               /* --dns-port: the sandboxes' resolver's, in spaced's namespace */
 	struct dns *dns;            /* that resolver (net/dns.h) */

@@ -27,6 +27,7 @@
 #include "daemon/core/build.h"
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/op.h"
+#include "daemon/core/pool.h"
 #include "daemon/core/ready.h"
 #include "daemon/daemon.h"
 #include "daemon/driver/driver.h"
@@ -59,6 +60,7 @@ static void io_tick(void *ctx)
 {
 	lifecycle_tick(ctx);
 	build_tick(ctx);
+	pool_tick(ctx);
 }
 
 static void io_after(void *ctx)
@@ -86,6 +88,7 @@ static void usage(FILE *f)
 		   "              [--egress-permit CIDR]... [--net-transit CIDR]\n"
 		   "              [--proxy-listen HOST:PORT [--proxy-domain DOMAIN]]\n"
 		   "              [--dns-upstream ADDR[:PORT]] [--dns-port PORT] [--ready-timeout SECONDS]\n"
+		   "              [--pool TEMPLATE=N[,cpus=C][,memory_mb=M][,disk_mb=D][,isolation=KIND]]...\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
@@ -190,7 +193,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 		{ "net-transit", required_argument, NULL, 'T' },
 		{ "proxy-listen", required_argument, NULL, 'x' }, { "proxy-domain", required_argument, NULL, 'y' },
 		{ "dns-upstream", required_argument, NULL, 'U' }, { "dns-port", required_argument, NULL, 'N' },
-		{ "ready-timeout", required_argument, NULL, 'Y' },
+		{ "ready-timeout", required_argument, NULL, 'Y' }, { "pool", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
@@ -268,6 +271,14 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 				return -EINVAL;
 			}
 			d->ready_timeout_s = (int)v;
+			break;
+		}
+		case 'o': {
+			char why[256];
+			if (pool_parse(d, optarg, why, sizeof(why)) < 0) {
+				fprintf(stderr, "spaced: %s\n", why);
+				return -EINVAL;
+			}
 			break;
 		}
 		case 'x': snprintf(d->proxy_listen, sizeof(d->proxy_listen), "%s", optarg); break;
@@ -466,6 +477,7 @@ int main(int argc, char **argv)
 	net_sweep(d);
 	daemon_unlock(d);
 	build_sweep(d);
+	pool_sweep(d); /* the pools fill afresh once the API is up (pool_tick) */
 
 	/* 7. the API */
 	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);
@@ -474,6 +486,9 @@ int main(int argc, char **argv)
 		return 1;
 	if (dns_start(d) < 0)
 		log_warn("sandboxes have no resolver of spaced's: their DNS questions go unanswered");
+	daemon_lock(d);
+	d->serving = true; /* the warm pools fill from here on: the start's sweeps are done */
+	daemon_unlock(d);
 	log_info("spaced %s listening on %s%s%s%s (isolation %s by default, %s)", SPACE_VERSION, d->socket_path,
 		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->tls_cert ? " (TLS)" : "", d->isolation->kind,
 		 d->isolation->ops->runtime(d->isolation->drv));

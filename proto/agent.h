@@ -99,6 +99,9 @@ enum sp_msg {
 	                         environment again from QEMU's fw_cfg -> A_OK | A_ERROR */
 	SP_H_PORTS = 21,      /* chan=tag, no payload: the TCP ports listening inside -> A_PORT*
 	                         (at most SP_PORTS_MAX, no two alike) then A_END | A_ERROR */
+	SP_H_ENV = 22,        /* chan=tag, "NAME=VALUE\0" strings: into the agent's environment,
+	                         which every process it starts afterwards inherits (a sandbox of the
+	                         warm pool given its create's env) -> A_OK | A_ERROR, all or none */
 
 	/* agent -> host */
 	SP_A_HELLO = 64,      /* chan=0, struct sp_hello; first frame on every connection */

@@ -127,6 +127,8 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 	/* another tenant's sandbox does not exist, as far as this request can tell */
 	if (sb && op->tcp && strcmp(sb->tenant, op->tenant) != 0)
 		sb = NULL;
+	if (sb && sb->pool) /* the warm pool's: no one's yet (core/pool.h) */
+		sb = NULL;
 	if (!sb) {
 		err_set(&op->err, 404, "not_found", ENOENT, "no sandbox %s", op->sbid);
 		return NULL;

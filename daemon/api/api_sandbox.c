@@ -13,15 +13,13 @@
 #include "daemon/core/isolation.h"
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/quota.h"
+#include "daemon/core/pool.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
 #include "daemon/core/template_rm.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
 
-#define MAX_CPUS 64
-#define MIN_MEMORY_MB 64
-#define MAX_MEMORY_MB 65536
 #define MAX_TIMEOUT_S (30 * 24 * 3600)
 #define MAX_ENV_BYTES (128 * 1024)
 
@@ -35,9 +33,9 @@ int api_version(struct op *op)
 {
 	struct daemon *d = op->d;
 	/* driver and runtime: the default kind's, as before there were kinds to choose from */
-	op->json = json_pack("{s:s, s:i, s:s, s:s, s:o}", "version", SPACE_VERSION, "api", 1, "driver",
+	op->json = json_pack("{s:s, s:i, s:s, s:s, s:o, s:o}", "version", SPACE_VERSION, "api", 1, "driver",
 			     d->isolation->kind, "runtime", d->isolation->ops->runtime(d->isolation->drv), "isolation",
-			     isolation_json(d));
+			     isolation_json(d), "pools", pool_json(d));
 	return API_DONE;
 }
 
@@ -51,6 +49,18 @@ static size_t map_bytes(json_t *m)
 }
 
 /* Snapshot sid if this request may see it (its tenant's, or any over the Unix socket). */
+/* Whether metadata m has a key of spaced's own ("space.build", "space.pool"...). */
+static bool reserved_key(json_t *m)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(m, k, v) {
+		if (strncmp(k, "space.", 6) == 0)
+			return true;
+	}
+	return false;
+}
+
 static json_t *visible_snapshot(struct op *op, const char *sid)
 {
 	json_t *s = store_get_snapshot(op->d->store, sid);
@@ -143,6 +153,8 @@ int api_sandbox_create(struct op *op)
 	else if (map_bytes(cfg.env) > MAX_ENV_BYTES || map_bytes(cfg.metadata) > MAX_ENV_BYTES)
 		rc = err_set(&op->err, 413, "too_large", E2BIG, "env and metadata are limited to %d bytes each",
 			     MAX_ENV_BYTES);
+	else if (op->tcp && reserved_key(cfg.metadata))
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "metadata keys starting with \"space.\" are spaced's own");
 	else {
 		const char *k;
 		json_t *x;
@@ -200,7 +212,10 @@ int api_sandbox_create(struct op *op)
 	}
 	if (rc == 0)
 		rc = quota_create(op->d, snap ? (uint64_t)json_integer_value(json_object_get(snap, "bytes")) : 0, &op->err);
-	if (rc == 0)
+	int claimed = 0;
+	if (rc == 0 && (claimed = pool_claim(op->d, &cfg, op, &op->err)) < 0)
+		rc = claimed;
+	if (rc == 0 && !claimed)
 		rc = sandbox_create(op->d, &cfg, op, &op->err);
 	json_decref(snap);
 	json_decref(empty);
@@ -250,7 +265,7 @@ int api_sandbox_list(struct op *op)
 	}
 	json_t *arr = json_array();
 	for (struct sandbox *sb = op->d->sandboxes; sb; sb = sb->next)
-		if ((!op->tcp || strcmp(sb->tenant, op->tenant) == 0) && (!filters || labels_match(sb, filters)))
+		if (!sb->pool && (!op->tcp || strcmp(sb->tenant, op->tenant) == 0) && (!filters || labels_match(sb, filters)))
 			json_array_append_new(arr, sandbox_json(sb));
 	json_decref(filters);
 	op->json = json_pack("{s:o}", "sandboxes", arr);

@@ -128,17 +128,7 @@ void build_sweep(struct daemon *d)
 	snprintf(builds, sizeof(builds), "%s/builds", d->state_dir);
 	if (access(builds, F_OK) == 0) /* contexts, logs and locks of builds that ended with the spaced before */
 		remove_dir(builds);
-	daemon_lock(d);
-	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
-		if (!json_object_get(sb->metadata, BUILD_SANDBOX_KEY) || sb->state == SB_DELETING)
-			continue;
-		struct err e = { 0 };
-		if (sandbox_delete(d, sb, NULL, &e) < 0)
-			log_warn("sandbox %s of a build that ended with the spaced before stays: %s", sb->id, e.msg);
-		else
-			log_info("sandbox %s of a build that ended with the spaced before is removed", sb->id);
-	}
-	daemon_unlock(d);
+	sandbox_delete_marked(d, BUILD_SANDBOX_KEY, "of a build that ended with the spaced before");
 }
 
 void build_tick(struct daemon *d)

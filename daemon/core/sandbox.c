@@ -608,21 +608,68 @@ static void take_defaults(struct sandbox *sb, const json_t *tpl)
 	}
 }
 
+int sandbox_room(struct daemon *d, const char *tenant, struct err *e)
+{
+	if (tenant && *tenant) {
+		int owned = 0;
+		for (struct sandbox *o = d->sandboxes; o; o = o->next)
+			owned += strcmp(o->tenant, tenant) == 0;
+		if (owned >= TENANT_MAX_SANDBOXES)
+			return err_set(e, 429, "too_many", EAGAIN, "a tenant may have at most %d sandboxes",
+				       TENANT_MAX_SANDBOXES);
+	}
+	return 0;
+}
+
+/* A copy of base with over's entries put in, name by name. */
+static json_t *merged_env(const json_t *base, const json_t *over)
+{
+	json_t *env = json_object_size(base) ? json_deep_copy(base) : json_object();
+	if (env && json_object_size(over))
+		json_object_update(env, (json_t *)over);
+	return env;
+}
+
+int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *cfg, struct err *e)
+{
+	char token[SANDBOX_TOKEN_LEN + 1];
+	json_t *env = merged_env(sb->env, cfg->env), *meta = json_deep_copy(cfg->metadata);
+	if (!env || !meta || random_hex(token, SANDBOX_TOKEN_LEN) < 0) {
+		json_decref(env);
+		json_decref(meta);
+		return err_set(e, 500, "internal", EIO, "cannot claim sandbox %s: out of memory or randomness", sb->id);
+	}
+	json_decref(sb->env);
+	json_decref(sb->metadata);
+	sb->env = env;
+	sb->metadata = meta;
+	snprintf(sb->access_token, sizeof(sb->access_token), "%s", token);
+	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");
+	sb->timeout_s = cfg->timeout_s;
+	sb->lifetime_s = cfg->lifetime_s;
+	sb->timeout_kill = cfg->timeout_kill;
+	sb->keepalive = cfg->keepalive;
+	sb->public_ports = cfg->public_ports;
+	sb->created_ms = now_ms(); /* its lifetime counts from the claim */
+	sandbox_touch(sb);
+	(void)d;
+	return 0;
+}
+
+void sandbox_forget(struct daemon *d, struct sandbox *sb)
+{
+	registry_remove(d, sb);
+	sandbox_free(sb);
+}
+
 struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char *rootfs, size_t n, struct err *e)
 {
 	if (d->nsandboxes >= SPACE_MAX_SANDBOXES) {
 		err_set(e, 429, "too_many", EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
 		return NULL;
 	}
-	if (cfg->tenant && *cfg->tenant) {
-		int owned = 0;
-		for (struct sandbox *o = d->sandboxes; o; o = o->next)
-			owned += strcmp(o->tenant, cfg->tenant) == 0;
-		if (owned >= TENANT_MAX_SANDBOXES) {
-			err_set(e, 429, "too_many", EAGAIN, "a tenant may have at most %d sandboxes", TENANT_MAX_SANDBOXES);
-			return NULL;
-		}
-	}
+	if (sandbox_room(d, cfg->tenant, e) < 0)
+		return NULL;
 	if (template_rootfs(d, cfg->template, rootfs, n) < 0) {
 		err_set(e, 404, "not_found", ENOENT, "template %s does not exist", cfg->template);
 		return NULL;
@@ -655,9 +702,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sandbox_touch(sb);
 	/* an image's environment is every sandbox's of it; the create's own wins (template.h) */
 	json_t *tpl = store_template_config(d->store, cfg->template), *tenv = json_object_get(tpl, "env");
-	sb->env = json_object_size(tenv) ? json_deep_copy(tenv) : json_deep_copy(cfg->env);
-	if (json_object_size(tenv) && cfg->env)
-		json_object_update(sb->env, cfg->env);
+	sb->env = merged_env(tenv, cfg->env);
 	take_defaults(sb, tpl);
 	const char *start = json_string_value(json_object_get(tpl, "start"));
 	const char *ready = json_string_value(json_object_get(tpl, "ready"));
@@ -698,10 +743,8 @@ int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op,
 	if (cfg->snapshot)
 		snprintf(j.text2, sizeof(j.text2), "%s", cfg->snapshot);
 	int rc = job_start(d, &j, e);
-	if (rc < 0) {
-		registry_remove(d, j.sb);
-		sandbox_free(j.sb);
-	}
+	if (rc < 0)
+		sandbox_forget(d, j.sb);
 	return rc;
 }
 
@@ -768,6 +811,21 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 	if (rc < 0)
 		sb->state = old;
 	return rc;
+}
+
+void sandbox_delete_marked(struct daemon *d, const char *key, const char *what)
+{
+	daemon_lock(d);
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
+		if (!json_object_get(sb->metadata, key) || sb->state == SB_DELETING)
+			continue;
+		struct err e = { 0 };
+		if (sandbox_delete(d, sb, NULL, &e) < 0)
+			log_warn("sandbox %s %s stays: %s", sb->id, what, e.msg);
+		else
+			log_info("sandbox %s %s is removed", sb->id, what);
+	}
+	daemon_unlock(d);
 }
 
 int sandbox_sync_layer(struct daemon *d, struct sandbox *sb)

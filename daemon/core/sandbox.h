@@ -54,6 +54,18 @@ int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op,
  */
 struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char *rootfs, size_t n, struct err *e);
 
+/* Unregisters and frees a sandbox sandbox_new registered that no job took. [L] */
+void sandbox_forget(struct daemon *d, struct sandbox *sb);
+
+/* 0 when tenant (NULL or "": the administrator, unlimited) may own one more sandbox, else 429
+ * in e and -EAGAIN. [L] */
+int sandbox_room(struct daemon *d, const char *tenant, struct err *e);
+
+/* Gives a running sandbox of the warm pool what a create asks (core/pool.h): owner, metadata,
+ * timeouts, access, a new access token, the create's environment over its own; its lifetime
+ * counts from now. The agent's environment and the record are the caller's. 0 or -errno. [L] */
+int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *cfg, struct err *e);
+
 /*
  * Records a registered sandbox, then brings it up: root filesystem, agent socket, then boot, or a
  * restore from `snapshot` (a snapshot directory: image/ and upper/). On failure
@@ -64,6 +76,10 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 
 /* Starts deleting sb on a job thread; op is finished with 204. [L] */
 int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e);
+
+/* Starts deleting every sandbox whose metadata has key (spaced's own marks: a build's step, a
+ * warm pool's), logging each as "sandbox ID <what> is removed". Takes d->lock. */
+void sandbox_delete_marked(struct daemon *d, const char *key, const char *what);
 
 /* The reason a sandbox is failed with when destroying it did not finish (what went wrong
  * follows): it is kept, recorded, until a delete or the next start finishes the destroy. */

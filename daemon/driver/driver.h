@@ -108,6 +108,9 @@ struct driver_ops {
 	int (*destroy)(struct driver *drv, struct sandbox *sb, struct err *e);
 	enum driver_state (*state)(struct driver *drv, struct sandbox *sb);
 	int (*stats)(struct driver *drv, struct sandbox *sb, struct driver_stats *out);
+	/* Gives the running sandbox's runtime the CPU share sb->cpu_shares asks (0: the default),
+	 * as its start did. Returns 0 or -errno with *e filled. */
+	int (*weigh)(struct driver *drv, struct sandbox *sb, struct err *e);
 	/* The host directory holding the sandbox's writable layer (its files over the template). */
 	void (*layer)(struct driver *drv, struct sandbox *sb, char *out, size_t n);
 	/* Why a sandbox that stopped on its own stopped: "oom", "pids" or "exited", into buf.

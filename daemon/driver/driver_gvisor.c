@@ -383,6 +383,7 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 		.id = sb->id, .rootfs = rootfs, .agent = drv->d->agent_path, .sock_dir = sock, .env = sb->env,
 		.shim = drv->d->shim_path[0] ? drv->d->shim_path : NULL,
 		.cpus = sb->cpus, .memory_mb = sb->memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
+		.cpu_shares = sb->cpu_shares,
 	};
 	char netns[700];
 	if (sb->network) {
@@ -427,6 +428,14 @@ static void raise_backstop(struct sandbox *sb)
 	if (rc < 0)
 		log_warn("sandbox %s: cannot raise its host memory limit (%s): %s; it stays at %d MiB", sb->id, p,
 			 strerror(-rc), sb->memory_mb);
+}
+
+static int gv_weigh(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	(void)drv;
+	int rc = host_cpu_shares(sb->id, sb->cpu_shares);
+	return rc < 0 ? err_set(e, 500, "internal", -rc, "cannot set the CPU share of sandbox %s: %s", sb->id, strerror(-rc))
+		      : 0;
 }
 
 static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
@@ -526,6 +535,9 @@ static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 	rc = runsc_net(drv, sb, args, true, e);
 	if (rc == 0)
 		raise_backstop(sb);
+	struct err we = { 0 };
+	if (rc == 0 && gv_weigh(drv, sb, &we) < 0) /* the bundle's share was its boot's */
+		log_warn("sandbox %s: %s", sb->id, we.msg);
 	return rc;
 }
 
@@ -789,6 +801,7 @@ const struct driver_ops driver_gvisor = {
 	.destroy = gv_destroy,
 	.state = gv_state,
 	.stats = gv_stats,
+	.weigh = gv_weigh,
 	.exit_reason = gv_exit_reason,
 	.leftovers = gv_leftovers,
 	.release = gv_release,

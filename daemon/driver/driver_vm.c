@@ -52,6 +52,7 @@
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
 #include "daemon/driver/disk.h"
+#include "daemon/driver/host.h"
 #include "daemon/driver/jail.h"
 #include "daemon/driver/oci.h"
 #include "daemon/driver/qmp.h"
@@ -880,6 +881,14 @@ static enum driver_state vm_state(struct driver *drv, struct sandbox *sb)
 	return DRV_STOPPED; /* shutdown, guest-panicked, internal-error, ... */
 }
 
+static int vm_weigh(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	(void)drv;
+	int rc = host_cpu_shares(sb->id, sb->cpu_shares);
+	return rc < 0 ? err_set(e, 500, "internal", -rc, "cannot set the CPU share of sandbox %s: %s", sb->id, strerror(-rc))
+		      : 0;
+}
+
 static int vm_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out)
 {
 	(void)drv;
@@ -1012,6 +1021,7 @@ const struct driver_ops driver_vm = {
 	.destroy = vm_destroy,
 	.state = vm_state,
 	.stats = vm_stats,
+	.weigh = vm_weigh,
 	.exit_reason = vm_exit_reason,
 	.leftovers = vm_leftovers,
 	.release = vm_release,

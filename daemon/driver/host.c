@@ -148,3 +148,16 @@ int host_loop_detach(const char *dev, const char *file)
 	close(fd);
 	return rc;
 }
+
+int host_cpu_shares(const char *id, int shares)
+{
+	char p[256], v[16];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/cpu/space/%s/cpu.shares", id);
+	int n = snprintf(v, sizeof(v), "%d", shares > 0 ? shares : 1024);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = write(fd, v, (size_t)n) == n ? 0 : -errno;
+	close(fd);
+	return rc;
+}

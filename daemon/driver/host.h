@@ -37,4 +37,8 @@ int host_umount(const char *mnt);
  */
 int host_loop_detach(const char *dev, const char *file);
 
+/* Writes shares (0: the kernel's default, 1024) to the cgroup v1 cpu.shares of sandbox id's
+ * runtime, which both drivers keep in cpu/space/<id>. */
+int host_cpu_shares(const char *id, int shares);
+
 #endif

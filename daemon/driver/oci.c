@@ -92,6 +92,8 @@ json_t *oci_spec(const struct oci_params *p)
 	json_t *resources = json_pack("{s:{s:I}, s:{s:I, s:I}, s:{s:I}}", "memory", "limit",
 				      (json_int_t)p->memory_mb * 1024 * 1024, "cpu", "quota", (json_int_t)p->cpus * 100000,
 				      "period", (json_int_t)100000, "pids", "limit", (json_int_t)p->pids);
+	if (resources && p->cpu_shares > 0)
+		json_object_set_new(json_object_get(resources, "cpu"), "shares", json_integer(p->cpu_shares));
 
 	json_t *c = caps();
 	json_t *capabilities = json_pack("{s:O, s:O, s:O, s:O}", "bounding", c, "effective", c, "permitted", c,

@@ -25,6 +25,7 @@ struct oci_params {
 	int memory_mb;
 	int pids;                /* host cgroup backstop */
 	int nproc;               /* per-process RLIMIT_NPROC inside, below pids */
+	int cpu_shares;          /* cgroup cpu.shares, 0: the default */
 	const char *netns;       /* the network namespace to join (a path), or NULL for a new one */
 };
 

@@ -149,6 +149,9 @@ int vm_confine(struct sandbox *sb, int overhead_mb, pid_t pid, struct err *e)
 			rc = write_to(dir, "cpu.cfs_period_us", "100000");
 			if (rc == 0)
 				rc = write_to(dir, "cpu.cfs_quota_us", val);
+			snprintf(val, sizeof(val), "%d", sb->cpu_shares > 0 ? sb->cpu_shares : 1024);
+			if (rc == 0)
+				rc = write_to(dir, "cpu.shares", val);
 		}
 		if (rc == 0)
 			rc = write_to(dir, "cgroup.procs", procs);

@@ -373,6 +373,20 @@ def test_exec_bad_requests_are_einval(host):
     host.ping()
 
 
+def test_env_request_reaches_every_later_process_all_or_nothing(host):
+    with pytest.raises(AgentError) as e:
+        host.simple("H_ENV", b"POOLED_A=1\0=nameless\0")
+    assert e.value.err == errno.EINVAL
+    host.simple("H_ENV", b"POOLED_B=two words\0POOLED_C=\0")
+    pid = host.exec(["sh", "-c", 'echo "${POOLED_A-unset}|$POOLED_B|${POOLED_C-unset}|$POOLED_D"'],
+                    env=["POOLED_D=own"])
+    out, _, code, _, _ = host.collect(pid)
+    assert (out, code) == (b"unset|two words||own\n", 0)
+    host.simple("H_ENV", b"POOLED_B=again\0")
+    pid = host.exec(["sh", "-c", 'echo "$POOLED_B"'], env=["POOLED_B=the request wins"])
+    assert host.collect(pid)[0] == b"the request wins\n"
+
+
 def test_exec_cwd_env_and_user(host, agent):
     pid = host.exec(["sh", "-c", 'pwd; echo "$FOO|$HOME|$LANG"; env | grep -c ^SPACE_ || true'],
                     cwd=agent.tmp, env=["FOO=bar", "LANG=C"])

@@ -205,6 +205,11 @@ bool template_is_build_step(const char *name)
 	return strncmp(name, "build/", 6) == 0;
 }
 
+bool template_name_ok(const char *s)
+{
+	return *s && strlen(s) < 64;
+}
+
 /* Builds: the request's checks run; nothing is written or started. */
 int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args, struct err *e)
 {
