@@ -254,7 +254,8 @@ vm-test: vm-guest
 # The gVisor suites and the microVM suites run as two chains at once (each of about half an
 # hour, each keeping about one core busy): every test spaced has its own state, socket, transit
 # range and DNS port (tests/support/spacetest.py, net_slot), and what they share, the machine's
-# cache, is locked. A suite's output is printed whole when it ends (--output-sync).
+# cache, is locked. A suite's output goes to $(BUILD)/test-logs/SUITE.log and is printed whole
+# when the suite ends, one suite at a time.
 TEST_FUZZ_SECONDS ?= 5
 TEST_GVISOR  := e2e net-test sdk-test compat-quick security
 TEST_MICROVM := vm-test e2e-vm net-test-vm security-vm
@@ -264,12 +265,17 @@ test: deps all
 	$(MAKE) layers
 	$(MAKE) agent-test
 	$(MAKE) vm-guest
-	$(MAKE) -j2 --output-sync=target test-gvisor test-microvm
+	$(MAKE) -j2 test-gvisor test-microvm
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 
 # Each chain runs all its suites, then fails if any failed (naming them).
+TEST_LOGS := $(BUILD)/test-logs
 define TEST_CHAIN
-	@failed=; for t in $(1); do $(MAKE) $$t || failed="$$failed $$t"; done; \
+	+@mkdir -p $(TEST_LOGS); failed=; for t in $(1); do \
+		echo "== $(2): $$t started $$(date +%T)"; \
+		$(MAKE) --no-print-directory $$t > $(TEST_LOGS)/$$t.log 2>&1 && r=passed || { r=FAILED; failed="$$failed $$t"; }; \
+		flock $(TEST_LOGS)/.print sh -c 'cat "$$1"; echo "== $(2): $$2 $$3 $$(date +%T)"' - $(TEST_LOGS)/$$t.log $$t $$r; \
+	done; \
 	if [ -n "$$failed" ]; then echo "$(2) suites FAILED:$$failed"; exit 1; fi
 endef
 test-gvisor: all
