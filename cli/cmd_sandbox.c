@@ -97,6 +97,7 @@ const char cmd_template_usage[] =
 	"       space template rm [-f] NAME...\n"
 	"       space template build -t NAME [-f DOCKERFILE] [--build-arg NAME=VALUE]... [-q] [CONTEXT]\n"
 	"       space template import NAME oci-archive:FILE|docker-archive:FILE|docker://REF\n"
+	"       space template cancel NAME...\n"
 	"\n"
 	"ls: the templates sandboxes can start from: NAME, KEY, CREATED.\n"
 	"inspect: each one's JSON: where it came from (source), its defaults (config) and how\n"
@@ -110,7 +111,9 @@ const char cmd_template_usage[] =
 	"  Ctrl-C cancels the build. -q prints only the name once built.\n"
 	"import: makes template NAME of a container image: an archive here (sent to spaced) or an\n"
 	"  image spaced pulls from a registry; its environment, working folder and user become\n"
-	"  the template's defaults.\n";
+	"  the template's defaults.\n"
+	"cancel: cancels the builds and imports of each NAME under way (their own clients see\n"
+	"  them end with \"cancelled\"); nothing is recorded.\n";
 
 const char cmd_status_usage[] =
 	"Usage: space status [--json]\n"
@@ -478,6 +481,17 @@ static char *template_path(const char *name)
 	return path;
 }
 
+/* "/v1/templates/<escaped name>/build" (malloc'd; NULL without memory). */
+static char *template_build_path(const char *name)
+{
+	char *path = template_path(name), *build;
+
+	if (!path || asprintf(&build, "%s/build", path) < 0)
+		build = NULL;
+	free(path);
+	return build;
+}
+
 static int template_inspect(struct cli *cli, int argc, char **argv)
 {
 	if (argc < 2)
@@ -510,7 +524,7 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
 		return cli_help(cli);
 	if (argc < 2)
-		return cli_usage_error(cli, "wants a subcommand: ls, inspect, rm, build or import");
+		return cli_usage_error(cli, "wants a subcommand: ls, inspect, rm, build, import or cancel");
 	snprintf(name, sizeof(name), "%s %s", cli->name, argv[1]);
 	const char *sub = argv[1];
 	argv[1] = name;
@@ -524,7 +538,9 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 		return cmd_template_build(cli, argc - 1, argv + 1);
 	if (!strcmp(sub, "import"))
 		return cmd_template_import(cli, argc - 1, argv + 1);
-	return cli_usage_error(cli, "unknown subcommand '%s' (ls, inspect, rm, build, import)", sub);
+	if (!strcmp(sub, "cancel"))
+		return cli_remove(cli, argc - 1, argv + 1, "template", template_build_path);
+	return cli_usage_error(cli, "unknown subcommand '%s' (ls, inspect, rm, build, import, cancel)", sub);
 }
 
 /* The kinds spaced runs, the default first: "isolation:  gvisor (default), runsc ..." then one

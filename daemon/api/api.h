@@ -86,6 +86,7 @@ int api_template_build(struct op *op);
 int api_template_build_upload(struct op *op, const char *data, size_t *size);
 int api_template_put(struct op *op);
 int api_template_delete(struct op *op);
+int api_template_build_cancel(struct op *op);
 int api_sandbox_create(struct op *op);
 int api_sandbox_list(struct op *op);
 int api_sandbox_get(struct op *op);

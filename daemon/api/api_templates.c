@@ -44,6 +44,17 @@ int api_template_delete(struct op *op)
 	return template_remove(op->d, op->tpl, op, &op->err) == 0 ? API_PENDING : API_DONE;
 }
 
+int api_template_build_cancel(struct op *op)
+{
+	if (op->tcp && op->tenant[0]) {
+		err_set(&op->err, 403, "forbidden", EPERM, "templates are the operator's: a tenant's token cannot cancel a build");
+		return API_DONE;
+	}
+	if (build_cancel(op->d, op->tpl, &op->err) == 0)
+		op->status = 204;
+	return API_DONE;
+}
+
 int api_template_build(struct op *op)
 {
 	if (op->tcp && op->tenant[0]) {

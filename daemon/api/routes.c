@@ -22,6 +22,7 @@ static const struct route routes[] = {
 	{ "PUT", "/v1/templates/:tpl", api_template_put, NULL },
 	{ "GET", "/v1/templates/:tpl", api_template_get, NULL },
 	{ "DELETE", "/v1/templates/:tpl", api_template_delete, NULL },
+	{ "DELETE", "/v1/templates/:tpl/build", api_template_build_cancel, NULL },
 	{ "POST", "/v1/sandboxes", api_sandbox_create, NULL },
 	{ "GET", "/v1/sandboxes", api_sandbox_list, NULL },
 	{ "GET", "/v1/sandboxes/:id", api_sandbox_get, NULL },

@@ -39,6 +39,7 @@ struct build {
 	uint64_t tar_bytes;
 	int pidfd;         /* [L] the builder while it runs, else -1 */
 	bool started;      /* [L] the job owns the build (and frees it) */
+	bool cancelled;    /* [L] by build_cancel: no more context is taken, its builder is told */
 };
 
 static void remove_dir(const char *dir)
@@ -101,6 +102,22 @@ static void on_close(struct op *op)
 	if (b->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, b->pidfd, SIGTERM, NULL, 0);
 	pthread_cond_broadcast(&b->d->cond);
+}
+
+int build_cancel(struct daemon *d, const char *name, struct err *e)
+{
+	int told = 0;
+	for (struct build *b = d->build_list, *next; b; b = next) {
+		next = b->next;
+		if (strcmp(b->name, name) != 0)
+			continue;
+		told++;
+		b->cancelled = true; /* its context's next piece fails, or its builder is told once it runs */
+		if (b->started && b->pidfd >= 0)
+			syscall(SYS_pidfd_send_signal, b->pidfd, SIGTERM, NULL, 0);
+	}
+	pthread_cond_broadcast(&d->cond);
+	return told ? 0 : err_set(e, 404, "not_found", ENOENT, "no build of template %s runs", name);
 }
 
 int build_import(struct daemon *d, struct op *op, const char *name, const char *source, struct err *e)
@@ -190,6 +207,8 @@ int build_upload(struct op *op, const char *data, size_t n)
 	struct build *b = op->owner;
 	if (!b || b->tar_fd < 0)
 		return err_set(&op->err, 500, "internal", EBADF, "the build is gone");
+	if (b->cancelled)
+		return err_set(&op->err, 409, "cancelled", ECANCELED, "the build of template %s was cancelled", b->name);
 	if (b->tar_bytes + n > BUILD_UPLOAD_MAX)
 		return err_set(&op->err, 413, "too_large", E2BIG, "a build context is limited to %llu bytes",
 			       (unsigned long long)BUILD_UPLOAD_MAX);
@@ -271,9 +290,9 @@ static void build_job(struct job *j)
 		b->op->status = 200;
 		b->op->responding = true; /* the builder's events, as they come */
 		op_wake(b->op);
-	} else if (b->pidfd >= 0) { /* its client left before it started */
-		syscall(SYS_pidfd_send_signal, b->pidfd, SIGTERM, NULL, 0);
 	}
+	if (b->pidfd >= 0 && (!b->op || b->cancelled)) /* its client left, or a DELETE came, before it ran */
+		syscall(SYS_pidfd_send_signal, b->pidfd, SIGTERM, NULL, 0);
 	daemon_unlock(d);
 	if (pid > 0) {
 		log_info("building template %s (%s)", b->name, b->dir);
@@ -328,6 +347,8 @@ int build_start(struct op *op)
 		return err_set(&op->err, 500, "internal", EBADF, "the build is gone");
 	if (b->started)
 		return 0;
+	if (b->cancelled)
+		return err_set(&op->err, 409, "cancelled", ECANCELED, "the build of template %s was cancelled", b->name);
 	if (close(b->tar_fd) < 0) {
 		b->tar_fd = -1;
 		return err_set(&op->err, 500, "internal", errno, "cannot keep the build context: %s", strerror(errno));

@@ -48,6 +48,14 @@ int build_start(struct op *op);
 /* The metadata key of a build step's sandbox (its value: the template's name). */
 #define BUILD_SANDBOX_KEY "space.build"
 
+/* Cancels the builds and imports of template name that run or wait (DELETE
+ * /v1/templates/:name/build): each is told as when its client leaves (SIGTERM: the builder
+ * removes its step's sandbox and records nothing), and its client's stream ends with the
+ * builder's "cancelled" error; one whose context is still coming in fails (409 cancelled) at
+ * its next piece. 0, or
+ * -ENOENT with e (404) when none runs. */
+int build_cancel(struct daemon *d, const char *name, struct err *e);
+
 /* At start, before the API: a build does not outlive its spaced. Removes what builds left
  * (<state>/builds) and deletes the sandboxes of their steps. Blocks; takes d->lock. */
 void build_sweep(struct daemon *d);

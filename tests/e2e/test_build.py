@@ -266,6 +266,7 @@ def test_builds_are_the_operators(make_daemon):
     admin = Api(tcp=("127.0.0.1", port), token=d.token())
     assert tenant.json("POST", "/v1/templates?name=x", raw=b"")[0] == 403
     assert tenant.json("POST", "/v1/templates?name=x&source=oci-archive", raw=b"")[0] == 403
+    assert tenant.json("DELETE", "/v1/templates/x/build")[0] == 403
     assert admin.json("PUT", "/v1/templates/x", {"key": "build-x", "source": "s", "config": {}})[0] == 403
     # a build's steps are the builder's alone, on the Unix socket
     assert admin.json("POST", "/v1/sandboxes", {"template": "build/" + "0" * 32})[0] == 404
@@ -314,3 +315,28 @@ def test_a_sandbox_of_a_built_template_suspends_snapshots_and_forks(api):
     finally:
         for x in made:
             api.delete(x)
+
+
+def test_a_build_cancelled_by_name_ends_its_stream_and_records_nothing(api, cli):
+    name = "cancelled-" + secrets.token_hex(3)
+    assert api.json("DELETE", f"/v1/templates/{name}/build")[0] == 404
+    context = context_tar({"Dockerfile": f"FROM space:default\nRUN sleep 600 && echo {name}\n"})
+    for _ in range(2):  # the second time, the step runs again: a cancelled step is not cached
+        s = api.stream("POST", f"/v1/templates?name={name}", raw=context, timeout=600)
+        try:
+            while (step := s.next_event()).get("step") != 2:
+                pass
+            assert not step["cached"], step
+            r = cli("template", "cancel", name)
+            assert r.returncode == 0 and r.stdout == f"{name}\n", r.stderr
+            events = list(s)
+        finally:
+            s.close()
+        assert events[-1]["type"] == "error" and "cancelled" in events[-1]["error"]["message"], events[-1]
+        assert api.json("GET", f"/v1/templates/{name}")[0] == 404
+
+    def build_sandboxes():
+        return [x for x in api.ok("GET", "/v1/sandboxes")["sandboxes"] if x["metadata"].get("space.build") == name]
+    wait_until(lambda: build_sandboxes() == [], 60, "the cancelled build's sandbox to go")
+    r = cli("template", "cancel", name)
+    assert r.returncode != 0 and "no build of template" in r.stderr, r.stderr

@@ -216,6 +216,11 @@ int build_begin(struct daemon *d, struct op *op, const char *name, const char *f
 	return err_set(e, 400, "invalid_argument", EINVAL, "no builds here");
 }
 
+int build_cancel(struct daemon *d, const char *name, struct err *e)
+{
+	return err_set(e, 404, "not_found", ENOENT, "no build of template %s runs", name);
+}
+
 int build_import(struct daemon *d, struct op *op, const char *name, const char *source, struct err *e)
 {
 	return err_set(e, 400, "invalid_argument", EINVAL, "no imports here");
