@@ -29,6 +29,7 @@
 #define BUILD_RUN_TIMEOUT_S (3600)     /* one RUN step's command, at most */
 #define BUILD_COPY_FILES_MAX 100000    /* files one COPY reads from the context */
 #define BUILD_MSG_MAX 1024
+#define BUILD_IMAGE_PREFIX "image-"    /* the template an image named in FROM is imported as */
 
 struct build {
 	struct client client;

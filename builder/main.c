@@ -106,16 +106,48 @@ static int empty_root(const char *tmp, void *arg, struct err *e)
 	return 0;
 }
 
+/* The template an image a Dockerfile starts FROM becomes: BUILD_IMAGE_PREFIX and the first
+ * 16 hex digits of the reference's SHA-256, imported (pulled by spaced, as `space template
+ * import`) the first time a build names it, and taken as it is afterwards, as Docker takes an
+ * image it has without --pull. */
+static int image_base(struct build *b, const char *ref, char *name, size_t n)
+{
+	char hex[65], *path = NULL, *q = NULL, source[DOCKERFILE_IMAGE_NAME_MAX + 160];
+	hash_sha256_hex(ref, strlen(ref), hex);
+	snprintf(name, n, "%s%.16s", BUILD_IMAGE_PREFIX, hex);
+	if (asprintf(&path, "/v1/templates/%s", name) < 0)
+		return build_fail(b, ENOMEM, "out of memory");
+	struct client_err err = { 0 };
+	json_t *t = NULL;
+	int rc = client_request(&b->client, "GET", path, NULL, &t, &err);
+	free(path);
+	json_decref(t);
+	if (rc == 0)
+		return 0;
+	if (err.status != 404)
+		return build_fail(b, EIO, "FROM %s: %s", ref, err.message);
+	build_emit(b, json_pack("{s:s, s:s, s:o}", "type", "output", "stream", "stdout", "data",
+				json_sprintf("importing image %s as template %s\n", ref, name)));
+	snprintf(source, sizeof(source), "docker://%s", ref);
+	if (!(q = client_escape(source)) || asprintf(&path, "/v1/templates?name=%s&source=%s", name, q) < 0) {
+		free(q);
+		return build_fail(b, ENOMEM, "out of memory");
+	}
+	free(q);
+	memset(&err, 0, sizeof(err));
+	rc = client_request_raw(&b->client, "POST", path, "", 0, &t, &err);
+	free(path);
+	json_decref(t);
+	return rc < 0 ? build_fail(b, err.status == 400 ? EINVAL : EIO, "FROM %s: %s", ref, err.message) : 0;
+}
+
 /* Finds the base (FROM) and its files: b->key, b->from, b->rootfs, b->base_config. */
 static int base(struct build *b)
 {
 	const struct dockerfile_from *f = &b->df->from;
-	char seed[160];
-	if (f->base == DOCKERFILE_BASE_IMAGE)
-		return build_fail(b, ENOTSUP,
-				  "FROM %s: import the image as a template first (space template import NAME docker://%s) and "
-				  "build FROM space:NAME",
-				  f->ref, f->ref);
+	char seed[160], name[TEMPLATE_NAME_MAX + 1];
+	if (f->base == DOCKERFILE_BASE_IMAGE && image_base(b, f->ref, name, sizeof(name)) < 0)
+		return -EIO;
 	if (f->base == DOCKERFILE_BASE_SCRATCH) {
 		char parent[PATH_MAX], hex[65];
 		struct err e = { 0 };
@@ -130,12 +162,13 @@ static int base(struct build *b)
 		b->changed = true;
 		return 0;
 	}
-	if (strcmp(f->tag, "latest") != 0)
-		return build_fail(b, ENOTSUP, "FROM space:%s:%s: templates have no tags yet", f->name, f->tag);
+	if (f->base == DOCKERFILE_BASE_TEMPLATE) /* space:NAME[:TAG]: NAME:latest is NAME */
+		snprintf(name, sizeof(name), "%s%s%s", f->name, strcmp(f->tag, TEMPLATE_TAG_DEFAULT) ? ":" : "",
+			 strcmp(f->tag, TEMPLATE_TAG_DEFAULT) ? f->tag : "");
 	char path[160];
 	struct client_err err = { 0 };
 	json_t *t = NULL;
-	snprintf(path, sizeof(path), "/v1/templates/%s", f->name);
+	snprintf(path, sizeof(path), "/v1/templates/%s", name);
 	if (client_request(&b->client, "GET", path, NULL, &t, &err) < 0)
 		return build_fail(b, err.status == 404 ? ENOENT : EIO, "FROM: %s", err.message);
 	snprintf(b->base_key, sizeof(b->base_key), "%s", json_string_value(json_object_get(t, "key")) ?: "");
@@ -143,10 +176,10 @@ static int base(struct build *b)
 	if (!b->base_config)
 		b->base_config = json_object();
 	json_decref(t);
-	snprintf(b->from, sizeof(b->from), "%s", f->name);
+	snprintf(b->from, sizeof(b->from), "%s", name);
 	snprintf(b->rootfs, sizeof(b->rootfs), "%s/templates/%s/rootfs", b->cache_dir, b->base_key);
 	if (!*b->base_key || strchr(b->base_key, '/') || access(b->rootfs, F_OK) < 0)
-		return build_fail(b, ENOENT, "FROM: the files of template %s are not in %s", f->name, b->cache_dir);
+		return build_fail(b, ENOENT, "FROM: the files of template %s are not in %s", name, b->cache_dir);
 	char hex[65];
 	snprintf(seed, sizeof(seed), "template\n%s", b->base_key);
 	hash_sha256_hex(seed, strlen(seed), hex);

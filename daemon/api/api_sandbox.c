@@ -110,6 +110,7 @@ int api_sandbox_create(struct op *op)
 	const char *tpl = json_string_value(json_object_get(b, "template"));
 	json_t *v;
 	snprintf(cfg.template, sizeof(cfg.template), "%s", tpl ? tpl : "default");
+	template_name_canon(cfg.template); /* NAME:latest is NAME */
 	if (op->tcp && template_is_build_step(cfg.template)) { /* the builder's, on the Unix socket */
 		err_set(&op->err, 404, "not_found", ENOENT, "template %s does not exist", cfg.template);
 		json_decref(b);

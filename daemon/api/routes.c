@@ -7,6 +7,7 @@
  * checks of api.c, never this table.
  */
 #include "daemon/api/api.h"
+#include "daemon/store/template.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -77,6 +78,7 @@ static bool match(struct op *op, const char *pattern, const char *url)
 				return false;
 			memcpy(op->tpl, u, ul);
 			op->tpl[ul] = '\0';
+			template_name_canon(op->tpl); /* NAME:latest is NAME */
 		} else if (pl == 5 && strncmp(p, ":snap", 5) == 0) {
 			if (ul == 0 || ul > SNAPSHOT_ID_LEN)
 				return false;

@@ -159,7 +159,12 @@ int build_begin(struct daemon *d, struct op *op, const char *name, const char *f
 {
 	if (!name || !template_name_ok(name))
 		return err_set(e, 400, "invalid_argument", EINVAL,
-			       "name must be a template name: [A-Za-z0-9][A-Za-z0-9._-]*, at most %d bytes", TEMPLATE_NAME_MAX);
+			       "name must be a template name: NAME[:TAG], each [A-Za-z0-9][A-Za-z0-9._-]*, at most %d bytes",
+			       TEMPLATE_NAME_MAX);
+	char canon[TEMPLATE_NAME_MAX + 1];
+	snprintf(canon, sizeof(canon), "%s", name);
+	template_name_canon(canon);
+	name = canon;
 	if (strcmp(name, TEMPLATE_DEFAULT) == 0)
 		return err_set(e, 409, "conflict", EEXIST, "the default template is spaced's own: name the build another");
 	if (strlen(file) > BUILD_FILE_MAX || !*file)

@@ -52,6 +52,7 @@ int pool_parse(struct daemon *d, const char *spec, char *why, size_t n)
 		return -EINVAL;
 	}
 	snprintf(p.template, sizeof(p.template), "%s", item);
+	template_name_canon(p.template);
 	if ((p.size = (int)number(eq + 1, 1, POOL_MAX_SIZE)) < 0) {
 		snprintf(why, n, "--pool %s=%s: the size is 1..%d sandboxes", item, eq + 1, POOL_MAX_SIZE);
 		return -EINVAL;

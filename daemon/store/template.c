@@ -88,11 +88,24 @@ int template_key(const char *extra, char out[65])
 	return rc;
 }
 
+#define NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+
 bool template_name_ok(const char *s)
 {
-	size_t n = strlen(s);
-	return n >= 1 && n <= TEMPLATE_NAME_MAX && isalnum((unsigned char)s[0]) &&
-	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+	size_t n = strlen(s), name = strspn(s, NAME_CHARS);
+	if (n < 1 || n > TEMPLATE_NAME_MAX || !isalnum((unsigned char)s[0]))
+		return false;
+	if (name == n)
+		return true;
+	const char *tag = s + name + 1; /* NAME:TAG, as Docker's: the tag [A-Za-z0-9_][A-Za-z0-9._-]* */
+	return s[name] == ':' && (isalnum((unsigned char)tag[0]) || tag[0] == '_') && strspn(tag, NAME_CHARS) == strlen(tag);
+}
+
+void template_name_canon(char *s)
+{
+	size_t n = strlen(s), k = strlen(TEMPLATE_TAG_DEFAULT) + 1;
+	if (n > k && s[n - k] == ':' && strcmp(s + n - k + 1, TEMPLATE_TAG_DEFAULT) == 0)
+		s[n - k] = '\0';
 }
 
 /* Debian Policy 5.6.1: lower-case letters, digits, '+', '-' and '.', at least two characters,
@@ -122,8 +135,10 @@ int template_parse(const char *arg, struct template_spec *t, struct err *e)
 	memcpy(t->name, arg, nl);
 	if (!template_name_ok(t->name))
 		return err_set(e, 400, "invalid_argument", EINVAL,
-			       "bad template name '%s': letters, digits, '.', '_' and '-', starting with a letter or digit",
+			       "bad template name '%s': letters, digits, '.', '_' and '-', starting with a letter or digit, "
+			       "and a :TAG of the same",
 			       t->name);
+	template_name_canon(t->name);
 	if (strcmp(t->name, TEMPLATE_DEFAULT) == 0)
 		return err_set(e, 400, "invalid_argument", EINVAL, "'default' is the template spaced always makes");
 	if (strchr(eq + 1, ':')) { /* no package name holds one: an image */

@@ -27,7 +27,8 @@
 #include "daemon/base/err.h"
 
 #define TEMPLATE_DEFAULT "default"
-#define TEMPLATE_NAME_MAX 63        /* bytes of a template's name: [A-Za-z0-9][A-Za-z0-9._-]* */
+#define TEMPLATE_NAME_MAX 63        /* bytes of a template's name: NAME[:TAG], below */
+#define TEMPLATE_TAG_DEFAULT "latest" /* NAME:latest is NAME */
 #define TEMPLATE_EXTRA_MAX 1024     /* bytes of a named template's own package list */
 #define TEMPLATE_MAX_NAMED 16       /* --template flags one spaced takes */
 #define TEMPLATE_SOURCE_MAX 1024    /* bytes of an image's source (transport:reference) */
@@ -43,8 +44,11 @@ struct template_spec {
 						 * (an upload's file is no place to name) */
 };
 
-/* Whether s is a template name: [A-Za-z0-9][A-Za-z0-9._-]*, at most TEMPLATE_NAME_MAX bytes. */
+/* Whether s is a template name: NAME or NAME:TAG, NAME [A-Za-z0-9][A-Za-z0-9._-]* and TAG
+ * [A-Za-z0-9_][A-Za-z0-9._-]* (Docker's), at most TEMPLATE_NAME_MAX bytes in all. */
 bool template_name_ok(const char *s);
+/* Makes NAME:latest NAME, in place: the one name of that template everywhere it is kept. */
+void template_name_canon(char *s);
 
 /* Whether source names an image: oci-archive:FILE, docker-archive:FILE, oci:DIR[:REF] or
  * docker://REF (skopeo's transports). */

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import Cli
 from spacetest import Api, free_port, q, wait_until
+from test_images import images, registry, run  # noqa: F401 (fixtures: an image, a registry on loopback)
 
 
 def context_tar(files):
@@ -340,3 +341,55 @@ def test_a_build_cancelled_by_name_ends_its_stream_and_records_nothing(api, cli)
     wait_until(lambda: build_sandboxes() == [], 60, "the cancelled build's sandbox to go")
     r = cli("template", "cancel", name)
     assert r.returncode != 0 and "no build of template" in r.stderr, r.stderr
+
+
+def test_tags_name_versions_of_a_template_and_latest_is_the_name(api, cli):
+    base = "tagged-" + secrets.token_hex(3)
+    for tag, text in (("v1", "one"), ("v2", "two"), ("latest", "newest")):
+        status, events = build(api, f"{base}:{tag}", {"Dockerfile": "FROM space:default\nCOPY v.txt /v.txt\n",
+                                                      "v.txt": text + "\n"})
+        done(events)
+    names = {t["name"] for t in api.ok("GET", "/v1/templates")["templates"]}
+    assert {base, f"{base}:v1", f"{base}:v2"} <= names and f"{base}:latest" not in names, names
+    assert api.ok("GET", f"/v1/templates/{base}:latest")["name"] == base
+    status, events = build(api, f"{base}-child", {"Dockerfile": f"FROM space:{base}:v1\nRUN cat /v.txt > /child.txt\n"})
+    done(events)
+    for tpl, want in ((f"{base}:v1", "one"), (f"{base}:v2", "two"), (base, "newest"), (f"{base}:latest", "newest"),
+                      (f"{base}-child", "one")):
+        sbid = api.create(template=tpl)
+        try:
+            assert api.exec(sbid, "cat /v.txt")["stdout"] == want + "\n", tpl
+            assert api.ok("GET", f"/v1/sandboxes/{sbid}")["template"] == tpl.removesuffix(":latest")
+        finally:
+            api.delete(sbid)
+    for bad in (f"{base}:", f"{base}:-x", f"{base}:a:b", f"{base}:a/b", "x" * 61 + ":v1"):
+        status, body = build(api, bad, {"Dockerfile": "FROM space:default\n"})
+        assert status == 400 and "NAME[:TAG]" in body["error"]["message"], (bad, body)
+    # one tag goes, the others stay
+    r = cli("template", "rm", f"{base}:v1", f"{base}-child")
+    assert r.returncode == 0, r.stderr
+    assert api.json("GET", f"/v1/templates/{base}:v1")[0] == 404
+    assert api.ok("GET", f"/v1/templates/{base}:v2")["name"] == f"{base}:v2"
+
+
+def test_a_build_from_an_image_reference_imports_it_once(api, images, registry):
+    ref = f"{registry}/space-test/busybox:v1"
+    run("skopeo", "--insecure-policy", "copy", "--quiet", "--dest-tls-verify=false", f"oci:{images['layout']}:v1",
+        f"docker://{ref}")
+    dockerfile = f"FROM {ref}\nRUN echo built > /tmp/built\n"
+    name = "from-image-" + secrets.token_hex(3)
+    status, events = build(api, name, {"Dockerfile": dockerfile})
+    done(events)
+    assert f"importing image {ref} as template image-" in output(events), events
+    base = output(events).split("as template ")[1].split()[0]
+    assert api.ok("GET", f"/v1/templates/{base}")["source"] == f"docker://{ref}"
+    sbid = api.create(template=name)
+    try:
+        res = api.exec(sbid, "cat /etc/second.txt /tmp/built; echo $GREETING")
+        assert res["stdout"] == "from the second layer\nbuilt\nhello from the image\n", res
+    finally:
+        api.delete(sbid)
+    # the next build takes the image it has, as Docker does without --pull
+    status, events = build(api, name + "-again", {"Dockerfile": dockerfile})
+    done(events)
+    assert "importing" not in output(events) and steps(events)[1][1], events

@@ -210,6 +210,13 @@ bool template_name_ok(const char *s)
 	return *s && strlen(s) < 64;
 }
 
+void template_name_canon(char *s)
+{
+	size_t n = strlen(s);
+	if (n > 7 && strcmp(s + n - 7, ":latest") == 0)
+		s[n - 7] = '\0';
+}
+
 /* Builds: the request's checks run; nothing is written or started. */
 int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args, struct err *e)
 {
