@@ -50,11 +50,14 @@ int template_remove(struct daemon *d, const char *name, struct op *op, struct er
 	if (snapshots < 0)
 		return err_set(e, 500, "internal", -snapshots, "cannot count the snapshots of template %s", name);
 	int pooled = pool_members(d, name);
-	if (sandboxes || snapshots)
+	if (pooled)
 		return err_set(e, 409, "conflict", EBUSY,
 			       "template %s is in use: %d sandboxes (%d of them in the warm pool, spaced --pool) and %d "
 			       "snapshots start from it",
 			       name, sandboxes, pooled, snapshots);
+	if (sandboxes || snapshots)
+		return err_set(e, 409, "conflict", EBUSY, "template %s is in use: %d sandboxes and %d snapshots start from it",
+			       name, sandboxes, snapshots);
 	int rc = store_delete_template(d->store, name);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot remove template %s: %s", name, strerror(-rc));

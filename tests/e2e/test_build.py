@@ -15,7 +15,8 @@ import pytest
 
 from conftest import Cli
 from spacetest import Api, free_port, q, wait_until
-from test_images import images, registry, run  # noqa: F401 (fixtures: an image, a registry on loopback)
+from images import run
+from test_images import images, registry  # noqa: F401 (fixtures: an image, a registry on loopback)
 
 
 def context_tar(files):

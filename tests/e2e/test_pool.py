@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from spacetest import SPACED, Api, free_port, wait_until
+from test_build import build, done
 
 
 def pools(api):
@@ -98,11 +99,18 @@ def test_a_restarted_spaced_empties_the_last_pool_keeps_what_was_claimed_and_fil
     assert len(folders(d)) == 3
 
 
-def test_a_template_with_a_pool_is_not_removed_while_the_pool_holds_it(make_daemon):
-    d = make_daemon(args=["--pool", "default=1"])
+def test_a_pool_of_a_template_made_later_fills_once_it_exists_and_keeps_it(make_daemon):
+    d = make_daemon(args=["--pool", "web:v1=1"])
+    # no such template yet: the pool says why, and tries again later
+    wait_until(lambda: pools(d.api)[0]["failures"] >= 1, 120, "a failed fill")
+    assert "web:v1" in pools(d.api)[0]["last_error"], pools(d.api)
+    status, events = build(d.api, "web:v1", {"Dockerfile": "FROM space:default\nLABEL team=web\n"})
+    done(events)
     wait_until(lambda: full(d.api), 300, "the pool to fill")
-    status, body = d.api.json("DELETE", "/v1/templates/default")
-    assert status == 409
+    status, body = d.api.json("DELETE", "/v1/templates/web:v1")
+    assert status == 409 and "1 of them in the warm pool" in body["error"]["message"], body
+    sbid = d.api.create(template="web:v1")
+    assert pools(d.api)[0]["claims"] == 1 and d.api.ok("GET", f"/v1/sandboxes/{sbid}")["template"] == "web:v1"
 
 
 def test_only_spaced_sets_space_metadata(make_daemon):
