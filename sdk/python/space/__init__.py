@@ -16,10 +16,10 @@ See docs/sdk-python.md for every method.
 
 from .code import CodeContext, Execution, ExecutionError
 from .commands import CommandHandle, CommandResult, Commands, ProcessInfo
-from .errors import (AuthError, CommandExitError, ConflictError, ConnectionError, ExecFailedError, FileNotFound,
-                     InvalidArgumentError, IsolationUnavailableError, LimitError, NotFoundError, ProcessNotFound,
-                     SandboxNotFound, SnapshotNotFound, SpaceError, TemplateNotFound, TimeoutError, TooLargeError,
-                     UnavailableError)
+from .errors import (AuthError, BuildError, CommandExitError, ConflictError, ConnectionError, ExecFailedError,
+                     FileNotFound, InvalidArgumentError, IsolationUnavailableError, LimitError, NotFoundError,
+                     ProcessNotFound, SandboxNotFound, SnapshotNotFound, SpaceError, TemplateNotFound, TimeoutError,
+                     TooLargeError, UnavailableError)
 from .files import EntryInfo, FileStream, Files, WriteInfo
 from .sandbox import Sandbox, SandboxInfo, Snapshot, Template
 
@@ -33,5 +33,5 @@ __all__ = [
     "SpaceError", "AuthError", "NotFoundError", "SandboxNotFound", "FileNotFound", "ProcessNotFound",
     "SnapshotNotFound", "TemplateNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError",
     "ExecFailedError", "LimitError", "UnavailableError", "IsolationUnavailableError", "CommandExitError",
-    "TimeoutError", "ConnectionError",
+    "BuildError", "TimeoutError", "ConnectionError",
 ]

@@ -23,6 +23,7 @@ Hierarchy::
     ├── UnavailableError          503: the sandbox's agent is not connected
     ├── IsolationUnavailableError the host cannot run the isolation kind asked for now
     ├── CommandExitError          a command exited with a non-zero code
+    ├── BuildError                a template build failed (its stream's last event)
     ├── TimeoutError              a deadline passed (also the builtin TimeoutError)
     └── ConnectionError           the daemon cannot be reached (also the builtin)
 """
@@ -33,7 +34,7 @@ import json
 __all__ = [
     "SpaceError", "AuthError", "NotFoundError", "SandboxNotFound", "FileNotFound", "ProcessNotFound",
     "SnapshotNotFound", "TemplateNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError", "ExecFailedError",
-    "LimitError", "UnavailableError", "IsolationUnavailableError", "CommandExitError", "TimeoutError",
+    "LimitError", "UnavailableError", "IsolationUnavailableError", "CommandExitError", "BuildError", "TimeoutError",
     "ConnectionError",
 ]
 
@@ -144,6 +145,30 @@ class CommandExitError(SpaceError):
         self.stderr = result.stderr
         self.exit_code = result.exit_code
         self.signal = result.signal
+
+
+class BuildError(SpaceError):
+    """A template build failed: a step's command exited non-zero, a COPY source was missing,
+    the Dockerfile or the context was refused, or the build was cancelled. The build's output
+    came before it (``on_log``); nothing was recorded, so a template of that name stays as it was.
+
+    Attributes:
+        step: the number of the step that failed (1 is the first line the build counts), or
+            None when the build failed before or outside any step (a bad Dockerfile...).
+        exit_code: the exit code of the step's command, for a RUN that failed, else None.
+        code: the daemon's error code (``"build_failed"``, ``"cancelled"``...).
+        event: the whole ``error`` event.
+    """
+
+    def __init__(self, event):
+        err = event.get("error") or {}
+        self.step = event.get("step")
+        self.exit_code = event.get("exit_code")
+        self.event = event
+        msg = err.get("message") or "the build failed"
+        if self.step is not None:
+            msg = "step %s: %s" % (self.step, msg)
+        super().__init__(msg, None, err.get("code"))
 
 
 class TimeoutError(SpaceError, builtins.TimeoutError):

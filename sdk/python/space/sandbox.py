@@ -7,7 +7,10 @@ it is killed (by `kill()`, the end of a `with` block, or its timeout_action).
 """
 
 import datetime
+import os
 import secrets
+import tarfile
+import tempfile
 import threading
 from urllib.parse import quote
 
@@ -20,6 +23,8 @@ from .files import Files
 __all__ = ["Sandbox", "SandboxInfo", "Snapshot", "Template"]
 
 TRANSITION_TIMEOUT = 300.0  # seconds a lifecycle request (suspend, snapshot, fork...) may take by default
+IMPORT_TIMEOUT = 3600.0     # seconds an import may take: spaced answers once skopeo and umoci are done
+ARCHIVE_SOURCES = ("oci-archive", "docker-archive")  # imports whose body is the archive
 DEFAULT_CONTEXT = "default"
 
 
@@ -124,12 +129,14 @@ class Snapshot:
 
 
 class Template:
-    """A root filesystem sandboxes start from (``Sandbox.create(template=name)``).
+    """A root filesystem sandboxes start from (``Sandbox.create(template=name)``); made by
+    spaced's operator, ``Sandbox.build_template()`` or ``Sandbox.import_template()``.
 
     Attributes:
         name: its name; key: its files' key in the machine's cache.
         source: where it came from (a package set, or an image).
-        config: its defaults (for an image: ``env``, ``workdir``, ``user``, ``cmd``).
+        config: its defaults (for an image: ``env``, ``workdir``, ``user``, ``cmd``; for a
+            build: ``env``, ``workdir``, ``user``, ``labels``).
         sandboxes: how many sandboxes start from it (from ``get_template`` only, else None).
         created_at: datetime (UTC).
         raw: the whole JSON object.
@@ -415,6 +422,92 @@ class Sandbox:
         return Template(t.json("GET", "/v1/templates/%s" % quote(name, safe=""), not_found=errors.TemplateNotFound))
 
     @staticmethod
+    def build_template(name, context=".", dockerfile=None, build_args=None, on_log=None, host=None, token=None,
+                       request_timeout=None, ca=None):
+        """Builds template `name` from a Dockerfile, as ``space template build``; returns its Template.
+
+        The folder `context` is sent whole as a tar stream (as ``tar -c -C context .``
+        makes it: every file, links kept as links, never followed), and the build's events
+        are read as they come. Building a name again replaces its template once the build
+        succeeds; one that fails leaves it as it was.
+
+        Args:
+            name: the template's name ([A-Za-z0-9][A-Za-z0-9._-]*; not "default").
+            context: the build context, a folder; default the current one.
+            dockerfile: the Dockerfile's path inside the context (default "Dockerfile");
+                an absolute path must lie inside the context.
+            build_args: values of the Dockerfile's ARGs (dict of str).
+            on_log: called, in the calling thread, with each event of the build as a dict:
+                ``{"type": "step", "step", "steps", "line", "text", "cached"}``,
+                ``{"type": "output", "stream", "data" (or "data_b64")}``,
+                ``{"type": "waiting", "message"}`` (another build of this name runs), and
+                the last, ``done`` or ``error``. If it raises (or the wait is interrupted),
+                the request is closed, which cancels the build, and the exception propagates.
+            host, token, request_timeout, ca: as for ``Sandbox.create()``; request_timeout
+                bounds each wait for a byte (spaced sends one every 15 s of a build).
+
+        Raises BuildError when the build fails (a step's command, a missing source, a
+        Dockerfile spaced refuses); InvalidArgumentError for a context that is not a
+        folder, a Dockerfile outside it, a bad build argument or (from spaced) a bad name;
+        ConflictError for "default"; LimitError while spaced runs as many builds as it
+        may. A file of the context that cannot be read raises its OSError.
+        """
+        root = os.path.realpath(context)
+        if not os.path.isdir(root):
+            raise errors.InvalidArgumentError("the build context %s is not a folder" % (context,))
+        query = {"name": name}
+        if dockerfile is not None:
+            query["dockerfile"] = _dockerfile_in(root, context, dockerfile)
+        if build_args:
+            query["build_arg"] = [_build_arg(k, v) for k, v in dict(build_args).items()]
+        t = Transport(host, token, request_timeout, ca)
+        with _context_tar(root) as body:
+            stream = t.open("POST", "/v1/templates", query=query, data=body,
+                            headers={"Content-Type": "application/x-tar"})
+        with stream:  # leaving early closes the request, which cancels the build
+            for ev in stream.events():
+                kind = ev.get("type")
+                if kind == "keepalive":
+                    continue
+                if on_log is not None:
+                    on_log(ev)
+                if kind == "done":
+                    return Template(ev.get("template") or {})
+                if kind == "error":
+                    raise errors.BuildError(ev)
+        raise errors.SpaceError("the build of template %s ended without a template" % name)
+
+    @staticmethod
+    def import_template(name, source, host=None, token=None, request_timeout=None, ca=None):
+        """Makes template `name` from a container image, as ``space template import``; returns its Template.
+
+        Args:
+            name: the template's name ([A-Za-z0-9][A-Za-z0-9._-]*; not "default").
+            source: "oci-archive:FILE" or "docker-archive:FILE" (a local file, sent to
+                spaced) or "docker://REFERENCE" (spaced pulls it).
+            host, token, request_timeout, ca: as for ``Sandbox.create()``. spaced answers
+                once the image is unpacked: the call waits up to an hour (or request_timeout
+                if longer).
+
+        Raises InvalidArgumentError for a source of another form (before any request) and
+        for an image skopeo or umoci refuse (with their reason); an archive that cannot be
+        read raises its OSError.
+        """
+        kind, _, rest = source.partition(":") if isinstance(source, str) else ("", "", "")
+        if not ((kind in ARCHIVE_SOURCES and rest) or (kind == "docker" and rest.startswith("//") and rest[2:])):
+            raise errors.InvalidArgumentError(
+                "source must be oci-archive:FILE, docker-archive:FILE or docker://REFERENCE, not %r" % (source,))
+        t = Transport(host, token, request_timeout, ca)
+        timeout = max(t.request_timeout, IMPORT_TIMEOUT)
+        if kind == "docker":
+            d = t.json("POST", "/v1/templates", query={"name": name, "source": source}, timeout=timeout)
+        else:
+            with open(rest, "rb") as archive:
+                d = t.json("POST", "/v1/templates", query={"name": name, "source": kind}, data=archive,
+                           timeout=timeout)
+        return Template(d)
+
+    @staticmethod
     def delete_template(name, host=None, token=None, request_timeout=None, ca=None):
         """Removes the template; False if it did not exist. ConflictError while a sandbox or
         snapshot starts from it, and for the default one."""
@@ -493,6 +586,39 @@ class Sandbox:
         _check_language(language)
         ctx = context if context is not None else self._default_context()
         return ctx.run(code, timeout=timeout, on_stdout=on_stdout, on_stderr=on_stderr)
+
+
+def _context_tar(root):
+    """The folder root as a tar stream, in an anonymous temporary file at its start.
+
+    As the CLI's ``tar -c -C root .``: names start with "./", links are kept as links
+    (never followed), hard links as hard links; sockets are left out.
+    """
+    f = tempfile.TemporaryFile()
+    try:
+        with tarfile.open(fileobj=f, mode="w", format=tarfile.GNU_FORMAT) as tar:
+            tar.add(root, arcname=".")
+        f.seek(0)
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
+def _dockerfile_in(root, context, dockerfile):
+    """The Dockerfile's path inside the context whose real path is root, for the query."""
+    path = os.fspath(dockerfile)
+    rel = os.path.relpath(os.path.realpath(path), root) if os.path.isabs(path) else os.path.normpath(path)
+    if rel in (".", "..") or rel.startswith("../") or os.path.isabs(rel):
+        raise errors.InvalidArgumentError("the Dockerfile %s is not inside the build context %s" % (path, context))
+    return rel
+
+
+def _build_arg(name, value):
+    name = str(name)
+    if not name or "=" in name:
+        raise errors.InvalidArgumentError("a build argument's name must be non-empty and hold no '=', not %r" % (name,))
+    return "%s=%s" % (name, value)
 
 
 def _check_language(language):
