@@ -331,14 +331,23 @@ def test_a_microvm_stopped_by_a_refused_write_waits_for_room_and_loses_nothing(s
     pid = start_holder(api, a)
     n = counter(api, a)
 
+    # the writer starts before the host fills and writes once told on its stdin: a write of the
+    # guest's own (its journal) may stop the VM as soon as the host is full, and a request to
+    # start a process would then wait with it
+    writer = ("read go && head -c 33554432 /dev/urandom > /work/big && sync /work/big && "
+              "sha256sum /work/big > /work/big.sum")
+    wpid = api.ok("POST", f"/v1/sandboxes/{a}/processes", {"cmd": ["sh", "-c", writer], "stdin_open": True},
+                  expect=(201,))["pid"]
     small_host.fill(as_root=False)
-    writer = "head -c 33554432 /dev/urandom > /work/big && sync /work/big && sha256sum /work/big > /work/big.sum"
-    api.ok("POST", f"/v1/sandboxes/{a}/processes", {"cmd": ["sh", "-c", writer]}, expect=(201,))
     # a request that waits for the writer's file, and so on the stopped VM: what spaced watches
     check = "while [ ! -s /work/big.sum ]; do sleep 0.1; done; sha256sum -c /work/big.sum"
     answer = {}
-    waiting = threading.Thread(target=lambda: answer.update(
-        r=api.ok("POST", f"/v1/sandboxes/{a}/exec", {"cmd": ["sh", "-c", check]}, expect=(200,), timeout=600)))
+
+    def go_and_check():
+        api.request("POST", f"/v1/sandboxes/{a}/processes/{wpid}/stdin", raw=b"go\n", timeout=600)
+        answer["r"] = api.ok("POST", f"/v1/sandboxes/{a}/exec", {"cmd": ["sh", "-c", check]}, expect=(200,),
+                             timeout=600)
+    waiting = threading.Thread(target=go_and_check)
     waiting.start()
     try:
         said = []
