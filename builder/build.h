@@ -30,10 +30,12 @@
 #define BUILD_COPY_FILES_MAX 100000    /* files one COPY reads from the context */
 #define BUILD_MSG_MAX 1024
 #define BUILD_IMAGE_PREFIX "image-"    /* the template an image named in FROM is imported as */
+#define BUILD_PACKAGES_PREFIX "packages-" /* the default template with a build's --packages */
 
 struct build {
 	struct client client;
 	const char *cache_dir, *state_dir, *name;
+	const char *packages;             /* --packages PKG[,PKG...]: added to the default base, or NULL */
 	int context;                      /* the build context's folder (O_DIRECTORY) */
 	struct dockerfile *df;
 	json_t *base_config;              /* the base template's defaults: env, workdir, user */

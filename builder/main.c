@@ -106,15 +106,17 @@ static int empty_root(const char *tmp, void *arg, struct err *e)
 	return 0;
 }
 
-/* The template an image a Dockerfile starts FROM becomes: BUILD_IMAGE_PREFIX and the first
- * 16 hex digits of the reference's SHA-256, imported (pulled by spaced, as `space template
- * import`) the first time a build names it, and taken as it is afterwards, as Docker takes an
- * image it has without --pull. */
-static int image_base(struct build *b, const char *ref, char *name, size_t n)
+/* The template a base made by spaced becomes: prefix and the first 16 hex digits of the SHA-256
+ * of what makes it (source). An image named in FROM (source docker://REF) and the default
+ * template with a build's --packages (packages:LIST) are made so: spaced imports or builds
+ * them (as `space template import` and `spaced --template NAME=PKG,...` do) the first time a
+ * build names them, and they are taken as they are afterwards, as Docker takes an image it has
+ * without --pull. */
+static int made_base(struct build *b, const char *prefix, const char *source, const char *what, char *name, size_t n)
 {
-	char hex[65], *path = NULL, *q = NULL, source[DOCKERFILE_IMAGE_NAME_MAX + 160];
-	hash_sha256_hex(ref, strlen(ref), hex);
-	snprintf(name, n, "%s%.16s", BUILD_IMAGE_PREFIX, hex);
+	char hex[65], *path = NULL, *q = NULL;
+	hash_sha256_hex(source, strlen(source), hex);
+	snprintf(name, n, "%s%.16s", prefix, hex);
 	if (asprintf(&path, "/v1/templates/%s", name) < 0)
 		return build_fail(b, ENOMEM, "out of memory");
 	struct client_err err = { 0 };
@@ -125,10 +127,9 @@ static int image_base(struct build *b, const char *ref, char *name, size_t n)
 	if (rc == 0)
 		return 0;
 	if (err.status != 404)
-		return build_fail(b, EIO, "FROM %s: %s", ref, err.message);
+		return build_fail(b, EIO, "%s: %s", what, err.message);
 	build_emit(b, json_pack("{s:s, s:s, s:o}", "type", "output", "stream", "stdout", "data",
-				json_sprintf("importing image %s as template %s\n", ref, name)));
-	snprintf(source, sizeof(source), "docker://%s", ref);
+				json_sprintf("%s: making template %s\n", what, name)));
 	if (!(q = client_escape(source)) || asprintf(&path, "/v1/templates?name=%s&source=%s", name, q) < 0) {
 		free(q);
 		return build_fail(b, ENOMEM, "out of memory");
@@ -138,16 +139,32 @@ static int image_base(struct build *b, const char *ref, char *name, size_t n)
 	rc = client_request_raw(&b->client, "POST", path, "", 0, &t, &err);
 	free(path);
 	json_decref(t);
-	return rc < 0 ? build_fail(b, err.status == 400 ? EINVAL : EIO, "FROM %s: %s", ref, err.message) : 0;
+	return rc < 0 ? build_fail(b, err.status == 400 ? EINVAL : EIO, "%s: %s", what, err.message) : 0;
 }
 
 /* Finds the base (FROM) and its files: b->key, b->from, b->rootfs, b->base_config. */
 static int base(struct build *b)
 {
 	const struct dockerfile_from *f = &b->df->from;
-	char seed[160], name[TEMPLATE_NAME_MAX + 1];
-	if (f->base == DOCKERFILE_BASE_IMAGE && image_base(b, f->ref, name, sizeof(name)) < 0)
-		return -EIO;
+	char seed[160], name[TEMPLATE_NAME_MAX + 1], source[TEMPLATE_EXTRA_MAX + DOCKERFILE_IMAGE_NAME_MAX + 160],
+		what[TEMPLATE_EXTRA_MAX + DOCKERFILE_IMAGE_NAME_MAX + 64];
+	bool plain = f->base == DOCKERFILE_BASE_DEFAULT ||
+		     (f->base == DOCKERFILE_BASE_TEMPLATE && !strcmp(f->name, TEMPLATE_DEFAULT) &&
+		      !strcmp(f->tag, TEMPLATE_TAG_DEFAULT));
+	if (b->packages && !plain)
+		return build_fail(b, EINVAL, "--packages adds to the default template: FROM space:default (or no FROM), not %s",
+				  f->ref ? f->ref : "scratch");
+	if (f->base == DOCKERFILE_BASE_IMAGE) {
+		snprintf(source, sizeof(source), "docker://%s", f->ref);
+		snprintf(what, sizeof(what), "FROM %s: importing the image", f->ref);
+		if (made_base(b, BUILD_IMAGE_PREFIX, source, what, name, sizeof(name)) < 0)
+			return -EIO;
+	} else if (b->packages) {
+		snprintf(source, sizeof(source), "packages:%s", b->packages);
+		snprintf(what, sizeof(what), "--packages %s", b->packages);
+		if (made_base(b, BUILD_PACKAGES_PREFIX, source, what, name, sizeof(name)) < 0)
+			return -EIO;
+	}
 	if (f->base == DOCKERFILE_BASE_SCRATCH) {
 		char parent[PATH_MAX], hex[65];
 		struct err e = { 0 };
@@ -162,7 +179,7 @@ static int base(struct build *b)
 		b->changed = true;
 		return 0;
 	}
-	if (f->base == DOCKERFILE_BASE_TEMPLATE) /* space:NAME[:TAG]: NAME:latest is NAME */
+	if (f->base != DOCKERFILE_BASE_IMAGE && !b->packages) /* space:NAME[:TAG] (NAME:latest is NAME), or none */
 		snprintf(name, sizeof(name), "%s%s%s", f->name, strcmp(f->tag, TEMPLATE_TAG_DEFAULT) ? ":" : "",
 			 strcmp(f->tag, TEMPLATE_TAG_DEFAULT) ? f->tag : "");
 	char path[160];
@@ -340,7 +357,7 @@ static int run(struct build *b, const char *file, char **args, size_t nargs)
 static int usage(void)
 {
 	fprintf(stderr, "usage: space-build --socket PATH --cache-dir DIR --state-dir DIR --context DIR --name NAME\n"
-			"                   [--archive FILE] [--file PATH] [--build-arg NAME=VALUE]...\n");
+			"                   [--archive FILE] [--file PATH] [--build-arg NAME=VALUE]... [--packages PKG[,PKG...]]\n");
 	return 2;
 }
 
@@ -351,7 +368,7 @@ int main(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 'S' }, { "context", required_argument, NULL, 'x' },
 		{ "name", required_argument, NULL, 'n' },      { "file", required_argument, NULL, 'f' },
 		{ "build-arg", required_argument, NULL, 'a' }, { "archive", required_argument, NULL, 'A' },
-		{ NULL, 0, NULL, 0 },
+		{ "packages", required_argument, NULL, 'p' },  { NULL, 0, NULL, 0 },
 	};
 	const char *socket = NULL, *context = NULL, *file = "Dockerfile", *archive = NULL;
 	char *args[DOCKERFILE_BUILD_ARGS_MAX + 1];
@@ -367,6 +384,7 @@ int main(int argc, char **argv)
 		case 'n': b.name = optarg; break;
 		case 'f': file = optarg; break;
 		case 'A': archive = optarg; break;
+		case 'p': b.packages = optarg; break;
 		case 'a':
 			if (nargs <= DOCKERFILE_BUILD_ARGS_MAX)
 				args[nargs++] = optarg;

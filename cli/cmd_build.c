@@ -108,7 +108,8 @@ int cmd_template_build(struct cli *cli, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "tag", required_argument, NULL, 't' }, { "file", required_argument, NULL, 'f' },
 		{ "build-arg", required_argument, NULL, 'a' }, { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "packages", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *name = NULL, *file = NULL;
 	char *query = NULL;
@@ -131,6 +132,11 @@ int cmd_template_build(struct cli *cli, int argc, char **argv)
 			}
 			e = client_escape(optarg);
 			fprintf(q, "&build_arg=%s", e ? e : "");
+			free(e);
+			break;
+		case 'p':
+			e = client_escape(optarg);
+			fprintf(q, "&packages=%s", e ? e : "");
 			free(e);
 			break;
 		case 'h': fclose(q); free(query); return cli_help(cli);

@@ -78,7 +78,8 @@ int api_template_build(struct op *op)
 			return API_DONE;
 		}
 	}
-	build_begin(op->d, op, name, file ? file : "Dockerfile", args, &op->err);
+	build_begin(op->d, op, name, file ? file : "Dockerfile", args,
+		    json_string_value(json_object_get(op->query, "packages")), &op->err);
 	return API_DONE;
 }
 

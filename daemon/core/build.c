@@ -35,6 +35,7 @@ struct build {
 	char transport[32]; /* an import (build_import): "oci-archive" or "docker-archive" for the
 			     * body, "" for an image named in source; "" and no source: a build */
 	char source[TEMPLATE_SOURCE_MAX + 1];
+	char packages[TEMPLATE_EXTRA_MAX + 1]; /* a build's --packages, "" for none */
 	int tar_fd;        /* context.tar while it is written, then -1 */
 	uint64_t tar_bytes;
 	int pidfd;         /* [L] the builder while it runs, else -1 */
@@ -123,12 +124,21 @@ int build_cancel(struct daemon *d, const char *name, struct err *e)
 int build_import(struct daemon *d, struct op *op, const char *name, const char *source, struct err *e)
 {
 	bool upload = strcmp(source, "oci-archive") == 0 || strcmp(source, "docker-archive") == 0;
-	if (!upload && strncmp(source, "docker://", 9) != 0)
+	if (!upload && strncmp(source, "docker://", 9) != 0 && strncmp(source, BUILD_PACKAGES_SOURCE,
+									 strlen(BUILD_PACKAGES_SOURCE)) != 0)
 		return err_set(e, 400, "invalid_argument", EINVAL,
-			       "source must be oci-archive or docker-archive (the body is the archive) or docker://REFERENCE");
+			       "source must be oci-archive or docker-archive (the body is the archive), docker://REFERENCE "
+			       "or packages:PKG[,PKG...]");
+	if (!upload && source[0] == 'p') { /* the default template's packages and these */
+		struct template_spec t;
+		char arg[TEMPLATE_NAME_MAX + TEMPLATE_SOURCE_MAX + 2];
+		snprintf(arg, sizeof(arg), "x=%s", source + strlen(BUILD_PACKAGES_SOURCE));
+		if (template_parse(arg, &t, e) < 0)
+			return -EINVAL;
+	}
 	if (strlen(source) > TEMPLATE_SOURCE_MAX)
 		return err_set(e, 400, "invalid_argument", E2BIG, "source is over %d bytes", TEMPLATE_SOURCE_MAX);
-	int rc = build_begin(d, op, name, "Dockerfile", NULL, e);
+	int rc = build_begin(d, op, name, "Dockerfile", NULL, NULL, e);
 	if (rc < 0)
 		return rc;
 	struct build *b = op->owner;
@@ -155,7 +165,8 @@ void build_tick(struct daemon *d)
 			op_check_gone(b->op);
 }
 
-int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args, struct err *e)
+int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args,
+		const char *packages, struct err *e)
 {
 	if (!name || !template_name_ok(name))
 		return err_set(e, 400, "invalid_argument", EINVAL,
@@ -169,6 +180,15 @@ int build_begin(struct daemon *d, struct op *op, const char *name, const char *f
 		return err_set(e, 409, "conflict", EEXIST, "the default template is spaced's own: name the build another");
 	if (strlen(file) > BUILD_FILE_MAX || !*file)
 		return err_set(e, 400, "invalid_argument", EINVAL, "dockerfile must be a path of 1 to %d bytes", BUILD_FILE_MAX);
+	if (packages) { /* checked as spaced --template NAME=PKG,... is (the builder names them again) */
+		struct template_spec t;
+		char arg[TEMPLATE_EXTRA_MAX + 8];
+		if (strlen(packages) > TEMPLATE_EXTRA_MAX)
+			return err_set(e, 400, "invalid_argument", E2BIG, "packages is over %d bytes", TEMPLATE_EXTRA_MAX);
+		snprintf(arg, sizeof(arg), "x=%s", packages);
+		if (template_parse(arg, &t, e) < 0)
+			return -EINVAL;
+	}
 	if (json_array_size(args) > DOCKERFILE_BUILD_ARGS_MAX)
 		return err_set(e, 400, "invalid_argument", E2BIG, "at most %d build arguments", DOCKERFILE_BUILD_ARGS_MAX);
 	if (d->builds >= BUILD_MAX_RUNNING)
@@ -183,6 +203,7 @@ int build_begin(struct daemon *d, struct op *op, const char *name, const char *f
 	b->op = op;
 	b->pidfd = -1;
 	snprintf(b->name, sizeof(b->name), "%s", name);
+	snprintf(b->packages, sizeof(b->packages), "%s", packages ? packages : "");
 	snprintf(b->file, sizeof(b->file), "%s", file);
 	b->args = json_incref(args);
 	char parent[600], tar[700];
@@ -266,11 +287,15 @@ static void build_job(struct job *j)
 	snprintf(tar, sizeof(tar), "%s/context.tar", b->dir);
 	snprintf(context, sizeof(context), "%s/context", b->dir);
 	snprintf(log, sizeof(log), "%s/build.log", b->dir);
-	char *argv[16 + DOCKERFILE_BUILD_ARGS_MAX * 2] = {
+	char *argv[20 + DOCKERFILE_BUILD_ARGS_MAX * 2] = {
 		d->build_path, "--socket", d->socket_path, "--cache-dir", d->cache_dir, "--state-dir", d->state_dir,
 		"--context", context, "--archive", tar, "--name", b->name, "--file", b->file,
 	};
 	int argc = 15;
+	if (b->packages[0]) {
+		argv[argc++] = "--packages";
+		argv[argc++] = b->packages;
+	}
 	size_t i;
 	json_t *a;
 	json_array_foreach(b->args, i, a) {
@@ -328,7 +353,16 @@ static void import_job(struct job *j)
 		snprintf(t.source, sizeof(t.source), "%s", b->source);
 	}
 	struct err e = { 0 };
-	int rc = template_import(d, &t, &e);
+	int rc = 0;
+	if (strncmp(b->source, BUILD_PACKAGES_SOURCE, strlen(BUILD_PACKAGES_SOURCE)) == 0) {
+		char arg[TEMPLATE_NAME_MAX + TEMPLATE_SOURCE_MAX + 2];
+		snprintf(arg, sizeof(arg), "%s=%s", b->name, b->source + strlen(BUILD_PACKAGES_SOURCE));
+		rc = template_parse(arg, &t, &e);
+		if (rc == 0) /* mmdebstrap from the host's apt sources, as the default template is made */
+			rc = template_ensure(d, &t, &e);
+	} else {
+		rc = template_import(d, &t, &e);
+	}
 	json_t *tpl = rc == 0 ? store_get_template(d->store, b->name) : NULL;
 	remove_dir(b->dir);
 	daemon_lock(d);

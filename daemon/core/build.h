@@ -27,15 +27,19 @@
 struct op;
 
 /* Opens a build of template name for op: file is the Dockerfile's path in the context, args
- * an array of "NAME=VALUE" build arguments (borrowed). Returns 0 or -errno with *e set
+ * an array of "NAME=VALUE" build arguments (borrowed), packages NULL or "PKG[,PKG...]" (Debian
+ * packages the base, the default template, gets first: docs/templates.md). Returns 0 or -errno with *e set
  * (400 bad name, 429 too many builds). */
 int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args,
-		struct err *e);
+		const char *packages, struct err *e);
 
 /* Opens an import of an image as template name for op, as spaced --template NAME=IMAGE
  * imports one (template.h): source "oci-archive" or "docker-archive" (the request's body is
- * the archive) or "docker://REFERENCE" (no body). It goes on as a build does (build_upload,
- * build_start); op is answered with the template (201) once it is recorded. */
+ * the archive) or "docker://REFERENCE" (no body); or "packages:PKG[,PKG...]", the default
+ * template's packages and these, made as spaced --template NAME=PKG,... makes them (a build's
+ * --packages). It goes on as a build does (build_upload, build_start); op is answered with the
+ * template (201) once it is recorded. */
+#define BUILD_PACKAGES_SOURCE "packages:"
 int build_import(struct daemon *d, struct op *op, const char *name, const char *source, struct err *e);
 
 /* Appends a piece of the context. Returns 0 or -errno with op->err set (413 over

@@ -122,6 +122,20 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Whether the default template holds package p already: a set that adds only such packages is
+ * the default's, and shares its build. */
+static bool in_default(const char *p)
+{
+	size_t n = strlen(p);
+	for (const char *q = TEMPLATE_PACKAGES; *q;) {
+		size_t k = strcspn(q, ",");
+		if (k == n && strncmp(q, p, n) == 0)
+			return true;
+		q += k + (q[k] == ',');
+	}
+	return false;
+}
+
 int template_parse(const char *arg, struct template_spec *t, struct err *e)
 {
 	const char *eq = strchr(arg, '=');
@@ -174,7 +188,7 @@ int template_parse(const char *arg, struct template_spec *t, struct err *e)
 	qsort(pkgs, n, sizeof(pkgs[0]), by_name);
 	size_t off = 0;
 	for (size_t i = 0; i < n; i++)
-		if (i == 0 || strcmp(pkgs[i], pkgs[i - 1]) != 0)
+		if ((i == 0 || strcmp(pkgs[i], pkgs[i - 1]) != 0) && !in_default(pkgs[i]))
 			off += (size_t)snprintf(t->extra + off, sizeof(t->extra) - off, "%s%s", off ? "," : "", pkgs[i]);
 	return 0;
 }

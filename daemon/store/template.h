@@ -65,8 +65,9 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 
 /* Parses spaced's `--template NAME=PKG[,PKG...]` (or NAME=IMAGE, template_is_image) into t: NAME a template name other than
  * "default", each PKG a Debian package name (lower-case letters, digits, '+', '-', '.'; two
- * characters at least, the first a letter or digit). The packages are sorted and repeats
- * dropped, so one set has one cache key whatever the order given. Returns 0, or -EINVAL with
+ * characters at least, the first a letter or digit). The packages are sorted, and repeats and
+ * those the default template holds dropped, so one set has one cache key whatever the order
+ * given (and a set that adds nothing is the default's). Returns 0, or -EINVAL with
  * e's message saying what is wrong. Touches nothing outside t and e. */
 int template_parse(const char *arg, struct template_spec *t, struct err *e);
 

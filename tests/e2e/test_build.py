@@ -381,8 +381,8 @@ def test_a_build_from_an_image_reference_imports_it_once(api, images, registry):
     name = "from-image-" + secrets.token_hex(3)
     status, events = build(api, name, {"Dockerfile": dockerfile})
     done(events)
-    assert f"importing image {ref} as template image-" in output(events), events
-    base = output(events).split("as template ")[1].split()[0]
+    assert f"FROM {ref}: importing the image: making template image-" in output(events), events
+    base = output(events).split("making template ")[1].split()[0]
     assert api.ok("GET", f"/v1/templates/{base}")["source"] == f"docker://{ref}"
     sbid = api.create(template=name)
     try:
@@ -393,4 +393,28 @@ def test_a_build_from_an_image_reference_imports_it_once(api, images, registry):
     # the next build takes the image it has, as Docker does without --pull
     status, events = build(api, name + "-again", {"Dockerfile": dockerfile})
     done(events)
-    assert "importing" not in output(events) and steps(events)[1][1], events
+    assert "making template" not in output(events) and steps(events)[1][1], events
+
+
+def test_packages_are_added_to_the_default_template_before_the_steps(api, cli, tmp_path):
+    # python3 and bash are the default template's already: the set is the default's, and its
+    # build is in the machine's cache (a set of new packages is built by mmdebstrap from the
+    # host's apt sources, which no test reaches)
+    name = "packaged-" + secrets.token_hex(3)
+    write_context(str(tmp_path), {"Dockerfile": "RUN python3 -c 'print(6 * 7)' > /answer\n"})
+    r = cli("template", "build", "-t", name, "--packages", "python3,bash,python3", str(tmp_path), timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "--packages python3,bash,python3: making template packages-" in r.stdout, r.stdout
+    base = r.stdout.split("making template ")[1].split()[0]
+    assert api.ok("GET", f"/v1/templates/{base}")["key"] == api.ok("GET", "/v1/templates/default")["key"]
+    sbid = api.create(template=name)
+    try:
+        assert api.exec(sbid, "cat /answer")["stdout"] == "42\n"
+    finally:
+        api.delete(sbid)
+    # refused: a package name Debian would not take, and packages on another base
+    r = cli("template", "build", "-t", name, "--packages", "Python3", str(tmp_path))
+    assert r.returncode != 0 and "not a Debian package name" in r.stderr, r.stderr
+    write_context(str(tmp_path), {"Dockerfile": "FROM scratch\n"})
+    r = cli("template", "build", "-t", name, "--packages", "bash", str(tmp_path))
+    assert r.returncode != 0 and "--packages adds to the default template" in r.stderr, r.stderr

@@ -218,7 +218,8 @@ void template_name_canon(char *s)
 }
 
 /* Builds: the request's checks run; nothing is written or started. */
-int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args, struct err *e)
+int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args,
+		const char *packages, struct err *e)
 {
 	return err_set(e, 400, "invalid_argument", EINVAL, "no builds here");
 }
