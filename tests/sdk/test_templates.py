@@ -77,6 +77,20 @@ def test_a_build_from_a_folder_is_what_its_sandboxes_see(tmp_path, made):
     assert r.stdout == "hello from the build|the sdk\n", r.stdout
 
 
+def test_packages_and_a_tag(tmp_path, made):
+    # bash is the default template's own: the set adds nothing, and its build is in the cache
+    name = uniq("sdk-packaged") + ":v1"
+    write(tmp_path / "ctx", {"Dockerfile": "RUN bash -c 'echo $((6 * 7))' > /answer\n"})
+    events = []
+    made["templates"].append(name)
+    t = Sandbox.build_template(name, context=str(tmp_path / "ctx"), packages=["bash"], on_log=events.append)
+    assert t.name == name, t.raw
+    assert "--packages bash: making template packages-" in "".join(e.get("data", "") for e in events), events
+    sb = Sandbox.create(template=name)
+    made["sandboxes"].append(sb)
+    assert sb.files.read("/answer") == "42\n"
+
+
 def test_a_link_in_the_context_is_sent_as_a_link_not_as_what_it_points_to(tmp_path, made):
     secret = "host file " + secrets.token_hex(4) + "\n"
     (tmp_path / "outside.txt").write_text(secret)

@@ -423,7 +423,7 @@ class Sandbox:
 
     @staticmethod
     def build_template(name, context=".", dockerfile=None, build_args=None, on_log=None, host=None, token=None,
-                       request_timeout=None, ca=None):
+                       request_timeout=None, ca=None, packages=None):
         """Builds template `name` from a Dockerfile, as ``space template build``; returns its Template.
 
         The folder `context` is sent whole as a tar stream (as ``tar -c -C context .``
@@ -432,11 +432,15 @@ class Sandbox:
         succeeds; one that fails leaves it as it was.
 
         Args:
-            name: the template's name ([A-Za-z0-9][A-Za-z0-9._-]*; not "default").
+            name: the template's name, NAME or NAME:TAG ([A-Za-z0-9][A-Za-z0-9._-]* each;
+                NAME:latest is NAME; not "default").
             context: the build context, a folder; default the current one.
             dockerfile: the Dockerfile's path inside the context (default "Dockerfile");
                 an absolute path must lie inside the context.
             build_args: values of the Dockerfile's ARGs (dict of str).
+            packages: Debian packages (a list of str) the default template gets before the
+                steps, installed by the host's mmdebstrap (the Dockerfile must start from the
+                default template).
             on_log: called, in the calling thread, with each event of the build as a dict:
                 ``{"type": "step", "step", "steps", "line", "text", "cached"}``,
                 ``{"type": "output", "stream", "data" (or "data_b64")}``,
@@ -460,6 +464,8 @@ class Sandbox:
             query["dockerfile"] = _dockerfile_in(root, context, dockerfile)
         if build_args:
             query["build_arg"] = [_build_arg(k, v) for k, v in dict(build_args).items()]
+        if packages:
+            query["packages"] = ",".join(packages)
         t = Transport(host, token, request_timeout, ca)
         with _context_tar(root) as body:
             stream = t.open("POST", "/v1/templates", query=query, data=body,
