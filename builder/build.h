@@ -39,6 +39,8 @@ struct build {
 	int context;                      /* the build context's folder (O_DIRECTORY) */
 	struct dockerfile *df;
 	json_t *base_config;              /* the base template's defaults: env, workdir, user */
+	json_t *layers;                   /* where the files came from: the base, then each step
+					   * that changed them (docs/templates.md) */
 	char base_key[80];                /* the base template's cache key; "" for scratch */
 	char key[TEMPLATE_BUILD_KEY_LEN + 1]; /* the files as the last step left them */
 	char from[96];                    /* the template a RUN step's sandbox starts from:

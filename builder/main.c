@@ -266,7 +266,7 @@ static int commit(struct build *b, json_t **out)
 	char source[300], path[160];
 	snprintf(source, sizeof(source), "dockerfile:%s", b->df->from.ref ? b->df->from.ref : "default");
 	snprintf(path, sizeof(path), "/v1/templates/%s", b->name);
-	json_t *body = json_pack("{s:s, s:s, s:o}", "key", key, "source", source, "config", cfg);
+	json_t *body = json_pack("{s:s, s:s, s:o, s:O}", "key", key, "source", source, "config", cfg, "layers", b->layers);
 	struct client_err err = { 0 };
 	int rc = client_request(&b->client, "PUT", path, body, out, &err);
 	json_decref(body);
@@ -329,6 +329,11 @@ static int run(struct build *b, const char *file, char **args, size_t nargs)
 		rc = serialise(b) < 0 ? -EINVAL : 0;
 	if (rc == 0)
 		rc = base(b);
+	if (rc == 0) /* the first layer: the base's files */
+		json_array_append_new(b->layers, json_pack("{s:s, s:s}", "from", b->df->from.base == DOCKERFILE_BASE_SCRATCH
+										       ? "scratch" : b->from,
+							   "key", b->df->from.base == DOCKERFILE_BASE_SCRATCH
+									  ? b->key : b->base_key));
 	if (rc == 0) /* again, with the base's environment for FROM's variables after it */
 		rc = parse(b, text, len, args, nargs, json_object_get(b->base_config, "env"));
 	free(text);
@@ -337,9 +342,11 @@ static int run(struct build *b, const char *file, char **args, size_t nargs)
 		if (cancelled)
 			rc = build_fail(b, ECANCELED, "cancelled");
 		else if (s->kind == DOCKERFILE_RUN || s->kind == DOCKERFILE_COPY || s->kind == DOCKERFILE_ADD ||
-			 s->kind == DOCKERFILE_WORKDIR)
-			rc = step_files(b, s);
-		else
+			 s->kind == DOCKERFILE_WORKDIR) {
+			if ((rc = step_files(b, s)) == 0) /* a layer of the template: what this step made */
+				json_array_append_new(b->layers, json_pack("{s:i, s:s, s:s}", "step", (int)b->step,
+									    "instruction", s->text, "key", b->key));
+		} else
 			build_step_event(b, s, false);
 		if (rc == 0)
 			b->step++;
@@ -373,7 +380,7 @@ int main(int argc, char **argv)
 	const char *socket = NULL, *context = NULL, *file = "Dockerfile", *archive = NULL;
 	char *args[DOCKERFILE_BUILD_ARGS_MAX + 1];
 	size_t nargs = 0;
-	struct build b = { .context = -1, .exit_code = -1, .cancelled = &cancelled };
+	struct build b = { .context = -1, .exit_code = -1, .cancelled = &cancelled, .layers = json_array() };
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {

@@ -424,6 +424,8 @@ static void record_job(struct job *j)
 	/* the files it replaced go with their last user; a sandbox or snapshot of them keeps them */
 	if (rc == 0 && old_key && strcmp(old_key, key) != 0 && users == 0 && store_template_snapshots(d->store, name) == 0)
 		template_release(d, old_key);
+	if (rc == 0)
+		template_put_info(d, name, rootfs, json_incref(json_object_get(j->json, "layers")));
 	json_t *t = rc == 0 ? store_get_template(d->store, name) : NULL;
 	json_decref(old);
 	free(cfg);

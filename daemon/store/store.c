@@ -93,6 +93,7 @@ int store_open(const char *path, struct store **out)
 		"ALTER TABLE snapshots ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE templates ADD COLUMN source TEXT NOT NULL DEFAULT ''",
 		"ALTER TABLE templates ADD COLUMN config TEXT NOT NULL DEFAULT '{}'",
+		"ALTER TABLE templates ADD COLUMN info TEXT NOT NULL DEFAULT '{}'",
 		"ALTER TABLE sandboxes ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
 		/* every sandbox and snapshot made before there was a choice ran under gVisor */
 		"ALTER TABLE sandboxes ADD COLUMN isolation TEXT NOT NULL DEFAULT 'gvisor'",
@@ -338,6 +339,11 @@ int store_put_template(struct store *st, const char *name, const char *key, cons
 			 "sssssi", name, key, path, source, config, wall_ms());
 }
 
+int store_put_template_info(struct store *st, const char *name, const char *info)
+{
+	return exec_args(st, "UPDATE templates SET info = ? WHERE name = ?", "ss", info, name);
+}
+
 json_t *store_template_config(struct store *st, const char *name)
 {
 	sqlite3_stmt *stmt;
@@ -381,16 +387,20 @@ static json_t *template_row(sqlite3_stmt *stmt)
 	char when[32];
 	column_time(stmt, 2, when);
 	json_t *cfg = json_loads((const char *)sqlite3_column_text(stmt, 4), 0, NULL);
-	return json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", sqlite3_column_text(stmt, 0), "key",
-			 sqlite3_column_text(stmt, 1), "created_at", when, "source", sqlite3_column_text(stmt, 3), "config",
-			 cfg ? cfg : json_object());
+	json_t *info = json_loads((const char *)sqlite3_column_text(stmt, 5), 0, NULL);
+	json_t *row = json_pack("{s:s, s:s, s:s, s:s, s:o, s:O?, s:O?}", "name", sqlite3_column_text(stmt, 0), "key",
+				sqlite3_column_text(stmt, 1), "created_at", when, "source", sqlite3_column_text(stmt, 3),
+				"config", cfg ? cfg : json_object(), "bytes", json_object_get(info, "bytes"), "layers",
+				json_object_get(info, "layers"));
+	json_decref(info);
+	return row;
 }
 
 json_t *store_list_templates(struct store *st)
 {
 	sqlite3_stmt *stmt;
 	json_t *arr = json_array();
-	if (sqlite3_prepare_v2(st->db, "SELECT name, key, created_ms, source, config FROM templates ORDER BY name", -1,
+	if (sqlite3_prepare_v2(st->db, "SELECT name, key, created_ms, source, config, info FROM templates ORDER BY name", -1,
 			       &stmt, NULL) != SQLITE_OK)
 		return arr;
 	while (sqlite3_step(stmt) == SQLITE_ROW)
@@ -403,7 +413,7 @@ json_t *store_get_template(struct store *st, const char *name)
 {
 	sqlite3_stmt *stmt;
 	json_t *out = NULL;
-	if (sqlite3_prepare_v2(st->db, "SELECT name, key, created_ms, source, config FROM templates WHERE name = ?", -1,
+	if (sqlite3_prepare_v2(st->db, "SELECT name, key, created_ms, source, config, info FROM templates WHERE name = ?", -1,
 			       &stmt, NULL) != SQLITE_OK)
 		return NULL;
 	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);

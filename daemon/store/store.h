@@ -71,6 +71,9 @@ int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, siz
  * ({"env": {...}, "workdir", "user", "cmd": [...]}, each when known). */
 int store_put_template(struct store *st, const char *name, const char *key, const char *path, const char *source,
 		       const char *config);
+/* What template `name` holds, shown with it: info is a JSON object of "bytes" (the disk its
+ * files take) and "layers" (where they came from, in order), either when known. */
+int store_put_template_info(struct store *st, const char *name, const char *info);
 /* The recorded path of template `name` into out; -ENOENT if none. */
 int store_template_path(struct store *st, const char *name, char *out, size_t n);
 /* Template `name`'s defaults (see store_put_template), or NULL. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "daemon/base/dir.h"
 #include "daemon/base/hash.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
@@ -288,7 +289,20 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 	rc = store_put_template(d->store, t->name, key, rootfs, source, "{}");
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot record the template");
+	template_put_info(d, t->name, rootfs,
+			  json_pack("[{s:s, s:s, s:s}]", "made_by", "mmdebstrap", "suite", TEMPLATE_SUITE, "packages", packages));
 	return 0;
+}
+
+void template_put_info(struct daemon *d, const char *name, const char *rootfs, json_t *layers)
+{
+	long long bytes = dir_usage(rootfs);
+	json_t *info = json_pack("{s:o?, s:o?}", "bytes", bytes >= 0 ? json_integer(bytes) : NULL, "layers", layers);
+	char *text = info ? json_dumps(info, JSON_COMPACT) : NULL;
+	if (!text || store_put_template_info(d->store, name, text) < 0)
+		log_warn("template %s: its size and layers could not be recorded", name);
+	free(text);
+	json_decref(info);
 }
 
 bool template_is_build_step(const char *name)

@@ -63,6 +63,11 @@ bool template_loopback_registry(const char *source);
  * umoci refused the image). */
 int template_import(struct daemon *d, const struct template_spec *t, struct err *e);
 
+/* Records what template name (recorded already) holds, shown with it: the disk its files at
+ * rootfs take, and layers (consumed; NULL: unknown), where they came from. A failure is
+ * logged: the template stands without them. Blocks (it walks the files). */
+void template_put_info(struct daemon *d, const char *name, const char *rootfs, json_t *layers);
+
 /* Parses spaced's `--template NAME=PKG[,PKG...]` (or NAME=IMAGE, template_is_image) into t: NAME a template name other than
  * "default", each PKG a Debian package name (lower-case letters, digits, '+', '-', '.'; two
  * characters at least, the first a letter or digit). The packages are sorted, and repeats and

@@ -75,6 +75,23 @@ static int run_logged(char *const argv[], const char *logpath, struct err *e)
 		       why[0] ? why : "no message");
 }
 
+/* The layers of the image whose manifest (hex digest) is in the OCI layout at dir, in order:
+ * [{"digest", "bytes", "media_type"}...], or NULL. */
+static json_t *manifest_layers(const char *dir, const char *digest)
+{
+	char p[800];
+	snprintf(p, sizeof(p), "%s/blobs/sha256/%s", dir, digest);
+	json_t *m = json_load_file(p, 0, NULL), *out = json_array(), *l;
+	size_t i;
+	json_array_foreach(json_object_get(m, "layers"), i, l) {
+		json_array_append_new(out, json_pack("{s:s?, s:I, s:s?}", "digest", json_string_value(json_object_get(l, "digest")),
+						     "bytes", json_integer_value(json_object_get(l, "size")), "media_type",
+						     json_string_value(json_object_get(l, "mediaType"))));
+	}
+	json_decref(m);
+	return out;
+}
+
 /* The digest of the one manifest of the OCI layout at dir, hex, into out. */
 static int manifest_digest(const char *dir, char out[65], struct err *e)
 {
@@ -162,7 +179,9 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 	int rc = mkdir(parent, 0755) < 0 && errno != EEXIST
 			 ? err_set(e, 500, "internal", errno, "cannot create %s: %s", parent, strerror(errno))
 			 : 0;
+	json_t *layers = NULL;
 	if (rc == 0 && (rc = run_logged(copy, logpath, e)) == 0 && (rc = manifest_digest(layout, digest, e)) == 0) {
+		layers = manifest_layers(layout, digest);
 		snprintf(name, sizeof(name), "oci-%s", digest);
 		/* marked before it is looked for: a release sees it (template_release) */
 		if ((rc = template_use(d, name)) < 0)
@@ -171,8 +190,10 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 			rc = cache_get(parent, name, unpack, layout, e);
 	}
 	spawn_run(rm, -1, -1);
-	if (rc < 0)
+	if (rc < 0) {
+		json_decref(layers);
 		return rc;
+	}
 	unlink(logpath);
 	char bundle[700], rootfs[720];
 	snprintf(bundle, sizeof(bundle), "%s/%s", parent, name);
@@ -183,8 +204,11 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 	rc = text ? store_put_template(d->store, t->name, name, rootfs, t->recorded[0] ? t->recorded : t->source, text)
 		  : -ENOMEM;
 	free(text);
-	if (rc < 0)
+	if (rc < 0) {
+		json_decref(layers);
 		return err_set(e, 500, "internal", -rc, "cannot record the template");
+	}
+	template_put_info(d, t->name, rootfs, layers);
 	log_info("template %s ready (image sha256:%.12s)", t->name, digest);
 	return 0;
 }

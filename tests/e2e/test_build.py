@@ -105,6 +105,16 @@ def test_a_build_with_each_instruction_is_what_its_sandboxes_see(spaced, api, tm
     assert cfg["env"]["MODE"] == "hey there" and cfg["env"]["APP_HOME"] == "/srv/app", cfg
     assert cfg["workdir"] == "/srv/app" and cfg["user"] == "1234:1234", cfg
     assert cfg["labels"] == {"org.example.team": "agents"}, cfg
+    # its size, and its layers: the base, then each step that changed files, with their keys
+    assert t["bytes"] > api.ok("GET", "/v1/templates/default")["bytes"] // 2, t
+    assert t["layers"][0] == {"from": "default", "key": api.ok("GET", "/v1/templates/default")["key"]}, t
+    assert [(x["step"], x["instruction"]) for x in t["layers"][1:]] == [
+        (5, "WORKDIR $APP_HOME"), (6, "COPY --chown=1000:1000 --chmod=640 conf.txt ./conf/"),
+        (7, "COPY bin/ /usr/local/bin/"), (8, "ADD data.txt /opt/data/"),
+        (9, 'RUN ["/bin/sh", "-c", "echo exec-form > /srv/app/exec.txt"]'),
+        (10, 'RUN useradd -m -u 1234 worker && echo "$MODE" > shell.txt && echo built-step-output'),
+        (12, "RUN id -u > /tmp/whoami-at-build")], t["layers"]
+    assert t["key"] == "build-" + t["layers"][-1]["key"], t
 
     # one build serves every kind of sandbox
     kinds = api.ok("GET", "/v1/version")["isolation"]["available"]

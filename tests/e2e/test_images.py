@@ -41,6 +41,11 @@ def test_an_image_becomes_a_template_sandboxes_start_from(make_daemon, images):
     assert bb["config"]["env"]["GREETING"] == "hello from the image" and bb["config"]["cmd"] == ["sh"], bb
     # one image, one copy: the docker archive of the same layers unpacks to the same files
     assert bb["key"].startswith("oci-") and templates["bbd"]["key"].startswith("oci-")
+    # its size, and its two layers as the image names them, in order
+    assert bb["bytes"] > os.path.getsize(shutil.which("busybox")), bb
+    assert len(bb["layers"]) == 2 and all(x["digest"].startswith("sha256:") and x["bytes"] > 0 for x in bb["layers"])
+    assert bb["layers"][0]["bytes"] > bb["layers"][1]["bytes"], bb["layers"]  # busybox is in the first
+    assert templates["default"]["layers"][0]["made_by"] == "mmdebstrap", templates["default"]
 
     for name in ("bbd", "bb"):  # the last, bb's, stays for what follows
         sbid = d.api.create(template=name, env={"MINE": "the create's"})
