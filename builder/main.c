@@ -237,6 +237,8 @@ static int settings(struct build *b, json_t **out)
 		json_object_set_new(cfg, "start", json_string(b->df->start));
 	if (b->df->ready)
 		json_object_set_new(cfg, "ready", json_string(b->df->ready));
+	if (b->df->pool >= 0)
+		json_object_set_new(cfg, "pool", json_integer(b->df->pool));
 	if (b->df->n_labels) {
 		json_t *labels = json_object();
 		for (size_t i = 0; i < b->df->n_labels; i++)

@@ -478,6 +478,7 @@ int main(int argc, char **argv)
 	daemon_unlock(d);
 	build_sweep(d);
 	pool_sweep(d); /* the pools fill afresh once the API is up (pool_tick) */
+	pool_templates(d);
 
 	/* 7. the API */
 	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);

@@ -18,6 +18,7 @@
 #include "daemon/base/spawn.h"
 #include "daemon/core/job.h"
 #include "daemon/core/op.h"
+#include "daemon/core/pool.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/template_rm.h"
 #include "daemon/store/store.h"
@@ -424,8 +425,13 @@ static void record_job(struct job *j)
 	/* the files it replaced go with their last user; a sandbox or snapshot of them keeps them */
 	if (rc == 0 && old_key && strcmp(old_key, key) != 0 && users == 0 && store_template_snapshots(d->store, name) == 0)
 		template_release(d, old_key);
-	if (rc == 0)
+	if (rc == 0) {
 		template_put_info(d, name, rootfs, json_incref(json_object_get(j->json, "layers")));
+		json_int_t pool = json_integer_value(json_object_get(json_object_get(j->json, "config"), "pool"));
+		daemon_lock(d);
+		pool_template(d, name, pool > 0 && pool <= POOL_MAX_SIZE ? (int)pool : 0); /* LABEL space.pool */
+		daemon_unlock(d);
+	}
 	json_t *t = rc == 0 ? store_get_template(d->store, name) : NULL;
 	json_decref(old);
 	free(cfg);

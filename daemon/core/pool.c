@@ -199,10 +199,52 @@ void pool_tick(struct daemon *d)
 	}
 	for (int i = 0; i < d->npools; i++) {
 		struct pool *p = &d->pools[i];
-		int ready;
-		if (p->filling == 0 && now >= p->retry_ms && count(d, i, &ready) < p->size)
+		int ready, n = count(d, i, &ready);
+		if (p->filling == 0 && now >= p->retry_ms && n < p->size)
 			fill(d, i);
+		for (struct sandbox *sb = d->sandboxes; sb && n > p->size; sb = sb->next) {
+			struct err e = { 0 }; /* the pool shrank: what it holds beyond its size goes */
+			if (sb->pool == i + 1 && sb->state == SB_RUNNING && sandbox_delete(d, sb, NULL, &e) == 0)
+				n--;
+		}
 	}
+}
+
+int pool_template(struct daemon *d, const char *name, int size)
+{
+	for (int i = 0; i < d->npools; i++) {
+		struct pool *p = &d->pools[i];
+		if (p->from_template && strcmp(p->template, name) == 0) {
+			p->size = size;
+			return 0;
+		}
+	}
+	if (size <= 0)
+		return 0;
+	struct pool *more = realloc(d->pools, sizeof(*more) * (size_t)(d->npools + 1));
+	if (!more) {
+		log_warn("template %s: no memory for its warm pool", name);
+		return -ENOMEM;
+	}
+	d->pools = more;
+	d->pools[d->npools++] = (struct pool){ .cpus = DEFAULT_CPUS, .memory_mb = DEFAULT_MEMORY_MB,
+					       .disk_mb = DISK_DEFAULT_MB, .size = size, .from_template = true };
+	snprintf(d->pools[d->npools - 1].template, sizeof(d->pools[0].template), "%s", name);
+	return 0;
+}
+
+void pool_templates(struct daemon *d)
+{
+	json_t *all = store_list_templates(d->store), *t;
+	size_t i;
+	daemon_lock(d);
+	json_array_foreach(all, i, t) {
+		json_int_t n = json_integer_value(json_object_get(json_object_get(t, "config"), "pool"));
+		if (n > 0 && n <= POOL_MAX_SIZE)
+			pool_template(d, json_string_value(json_object_get(t, "name")), (int)n);
+	}
+	daemon_unlock(d);
+	json_decref(all);
 }
 
 int pool_members(struct daemon *d, const char *name)

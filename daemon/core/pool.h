@@ -1,7 +1,8 @@
 /*
  * daemon/core/pool.h - the warm pool: sandboxes started ahead of the creates that take them.
  *
- * spaced --pool TEMPLATE=N[,cpus=C][,memory_mb=M][,disk_mb=D][,isolation=KIND] keeps N
+ * spaced --pool TEMPLATE=N[,cpus=C][,memory_mb=M][,disk_mb=D][,isolation=KIND], or a template's
+ * own setting (LABEL space.pool=N: config "pool", the default size and kind), keeps N
  * sandboxes of that template and size running, made as any other (the template's start
  * command run and ready), owned by no one and shown to no one. A create that matches one
  * (template, kind, cpus, memory, disk; not from a snapshot, not without a network) claims it
@@ -42,7 +43,8 @@ struct pool {
 	char template[64];
 	char isolation[ISOLATION_NAME_MAX + 1]; /* "" : the daemon's default kind */
 	int cpus, memory_mb, disk_mb;
-	int size;
+	int size;             /* [L] */
+	bool from_template;   /* its size is the template's setting: a new record of it changes it */
 	int filling;          /* [L] fills in flight (0 or 1) */
 	int64_t retry_ms;     /* [L] no fill before this (mono_ms) */
 	int64_t backoff_ms;   /* [L] the wait after the next failure */
@@ -66,6 +68,14 @@ void pool_tick(struct daemon *d);
  * the error). 1 when claimed, 0 when no pooled sandbox matches (create one), -errno with e.
  * [L] */
 int pool_claim(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e);
+
+/* Template name's own setting (its config's "pool"; 0 or absent: none) becomes its pool of the
+ * default size and kind, or that pool's new size; pooled sandboxes beyond it are removed. --pool
+ * entries are the operator's and stay as given. 0, or -ENOMEM (said in the log). [L] */
+int pool_template(struct daemon *d, const char *name, int size);
+
+/* At start: the pools of every recorded template with a setting of its own. Takes d->lock. */
+void pool_templates(struct daemon *d);
 
 /* How many of d's pooled sandboxes are of template name (claimed or not yet). [L] */
 int pool_members(struct daemon *d, const char *name);

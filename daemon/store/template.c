@@ -294,16 +294,6 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 	return 0;
 }
 
-void template_put_info(struct daemon *d, const char *name, const char *rootfs, json_t *layers)
-{
-	long long bytes = dir_usage(rootfs);
-	json_t *info = json_pack("{s:o?, s:o?}", "bytes", bytes >= 0 ? json_integer(bytes) : NULL, "layers", layers);
-	char *text = info ? json_dumps(info, JSON_COMPACT) : NULL;
-	if (!text || store_put_template_info(d->store, name, text) < 0)
-		log_warn("template %s: its size and layers could not be recorded", name);
-	free(text);
-	json_decref(info);
-}
 
 bool template_is_build_step(const char *name)
 {

@@ -1,6 +1,7 @@
 /*
  * daemon/store/template_use.c - which state dirs use a template's files in the machine's
- * cache (template.h: template_use, template_release).
+ * cache (template.h: template_use, template_release), and what a recorded one holds
+ * (template_put_info).
  */
 #include "daemon/store/template.h"
 
@@ -9,11 +10,13 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/base/dir.h"
 #include "daemon/base/hash.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
@@ -102,4 +105,15 @@ int template_release(struct daemon *d, const char *key)
 	}
 	close(lock);
 	return rc;
+}
+
+void template_put_info(struct daemon *d, const char *name, const char *rootfs, json_t *layers)
+{
+	long long bytes = dir_usage(rootfs);
+	json_t *info = json_pack("{s:o?, s:o?}", "bytes", bytes >= 0 ? json_integer(bytes) : NULL, "layers", layers);
+	char *text = info ? json_dumps(info, JSON_COMPACT) : NULL;
+	if (!text || store_put_template_info(d->store, name, text) < 0)
+		log_warn("template %s: its size and layers could not be recorded", name);
+	free(text);
+	json_decref(info);
 }

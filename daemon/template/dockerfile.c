@@ -252,8 +252,8 @@ static int key_ok(struct parser *p, const char *instr, const char *k)
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)k[i] < 0x20 || k[i] == 0x7f)
 			return df_fail(p, EINVAL, "LABEL %s: a key holds a control character", df_show(k, n).s);
-	if (!strncmp(k, "space.", 6) && strcmp(k, "space.start") && strcmp(k, "space.ready"))
-		return df_fail(p, EINVAL, "LABEL %s: the space.* keys are space.start and space.ready",
+	if (!strncmp(k, "space.", 6) && strcmp(k, "space.start") && strcmp(k, "space.ready") && strcmp(k, "space.pool"))
+		return df_fail(p, EINVAL, "LABEL %s: the space.* keys are space.start, space.ready and space.pool",
 			       df_show(k, n).s);
 	return 0;
 }
@@ -506,6 +506,14 @@ static int do_label(struct parser *p, struct dockerfile_step *s, struct slice ar
 			p->df->start = kv->value;
 		if (!strcmp(kv->key, "space.ready"))
 			p->df->ready = kv->value;
+		if (!strcmp(kv->key, "space.pool")) {
+			const char *v = kv->value;
+			size_t digits = strspn(v, "0123456789");
+			if (!digits || v[digits] || digits > 2 || atoi(v) > DOCKERFILE_POOL_MAX)
+				return df_fail(p, EINVAL, "LABEL space.pool=%s: the warm pool's size is 0 to %d sandboxes",
+					       df_show(v, strlen(v)).s, DOCKERFILE_POOL_MAX);
+			p->df->pool = atoi(v);
+		}
 	}
 	return 0;
 }
@@ -729,6 +737,7 @@ int dockerfile_parse(const struct dockerfile_input *in, struct dockerfile **out,
 	}
 	p->in = in;
 	p->df = df;
+	df->pool = -1;
 	p->e = e;
 	p->esc = '\\';
 	p->tmp.max = DOCKERFILE_VALUE_MAX;

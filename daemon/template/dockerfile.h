@@ -69,8 +69,10 @@
  *          space.start  the command line (for /bin/sh -c) a sandbox made from the
  *                       template starts with;
  *          space.ready  a command line that succeeds once the start command is ready
- *                       (the daemon runs it until it does).
- *        The last value of each is in dockerfile.start and dockerfile.ready; any other
+ *                       (the daemon runs it until it does);
+ *          space.pool   the size of the template's warm pool, 0 to DOCKERFILE_POOL_MAX
+ *                       sandboxes (decimal digits).
+ *        The last value of each is in dockerfile.start, .ready and .pool; any other
  *        "space." key is an error.
  *
  * Variables are substituted as Docker substitutes them in FROM, COPY/ADD (sources, DEST and
@@ -104,6 +106,7 @@
 #define DOCKERFILE_VARS_MAX 256            /* names ENV and ARG set (the base's environment with them),
 					    * in the stage; the same again before FROM */
 #define DOCKERFILE_LABELS_MAX 256          /* label keys */
+#define DOCKERFILE_POOL_MAX 64             /* LABEL space.pool: as spaced --pool's (core/pool.h) */
 #define DOCKERFILE_KEY_MAX 256             /* bytes of a variable's name or a label's key */
 #define DOCKERFILE_VALUE_MAX 32768         /* bytes of one word after substitution: a value, a source ... */
 #define DOCKERFILE_PATH_MAX 4095           /* bytes of a path once normalised (WORKDIR, DEST, a source) */
@@ -215,6 +218,7 @@ struct dockerfile {
 	const char *user;    /* the last USER, "user[:group]", NULL when none */
 	const char *start;   /* LABEL space.start, NULL when not set */
 	const char *ready;   /* LABEL space.ready, NULL when not set */
+	int pool;            /* LABEL space.pool, -1 when not set */
 	struct dockerfile_mem *mem;
 };
 

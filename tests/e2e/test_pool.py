@@ -140,3 +140,27 @@ def test_the_largest_pool_and_size_are_accepted(tmp_path):
     r = subprocess.run([SPACED, "--state-dir", str(tmp_path), "--pool", "default=64,cpus=64,memory_mb=65536",
                         "--ready-timeout", "0"], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and "--ready-timeout wants" in r.stderr and "--pool" not in r.stderr, r.stderr
+
+
+def test_a_templates_own_pool_setting_makes_and_resizes_its_pool(make_daemon):
+    d = make_daemon()
+    name = "pooled-" + os.urandom(3).hex()
+
+    def mine():
+        return [p for p in pools(d.api) if p["template"] == name]
+    status, events = build(d.api, name, {"Dockerfile": "FROM space:default\nLABEL space.pool=2\n"})
+    assert done(events)["config"]["pool"] == 2
+    wait_until(lambda: mine() and mine()[0]["ready"] == 2, 300, "the template's pool to fill")
+    sbid = d.api.create(template=name)
+    assert mine()[0]["claims"] == 1
+    # a restarted spaced takes the setting from the record
+    d.kill()
+    d.start()
+    wait_until(lambda: mine() and mine()[0]["ready"] == 2, 300, "the pool to fill after a restart")
+    # a new build of it with another setting resizes the pool: what it held beyond goes
+    status, events = build(d.api, name, {"Dockerfile": "FROM space:default\nLABEL space.pool=0\n"})
+    done(events)
+    wait_until(lambda: folders(d) == {sbid}, 120, "the pool to empty")
+    assert mine()[0]["size"] == 0
+    d.api.delete(sbid)
+    assert d.api.json("DELETE", f"/v1/templates/{name}")[0] == 204

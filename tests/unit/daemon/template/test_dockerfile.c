@@ -430,14 +430,26 @@ static void workdir_user_and_the_special_labels(void **state)
 	assert_string_equal(df->start, "./serve"); /* the last one */
 	assert_string_equal(df->ready, "curl -fs localhost:8000");
 	assert_int_equal(df->n_labels, 2);
+	assert_int_equal(df->pool, -1);
 	dockerfile_free(df);
+
+	df = good("LABEL space.pool=64\nLABEL space.pool=0\n");
+	assert_int_equal(df->pool, 0); /* the last one */
+	dockerfile_free(df);
+	df = good("LABEL space.pool=64\n");
+	assert_int_equal(df->pool, DOCKERFILE_POOL_MAX);
+	dockerfile_free(df);
+	refused("LABEL space.pool=65\n", -EINVAL, 1, "the warm pool's size is 0 to 64");
+	refused("LABEL space.pool=-1\n", -EINVAL, 1, "the warm pool's size is 0 to 64");
+	refused("LABEL space.pool=\"\"\n", -EINVAL, 1, "the warm pool's size is 0 to 64");
+	refused("LABEL space.pool=2x\n", -EINVAL, 1, "the warm pool's size is 0 to 64");
 
 	df = good("USER _svc$:0\nUSER root:4294967294\n");
 	assert_string_equal(df->steps[0].user.user, "_svc$");
 	dockerfile_free(df);
 
-	refused("LABEL space.strat=x\n", -EINVAL, 1, "space.start and space.ready");
-	refused("LABEL space.=x\n", -EINVAL, 1, "space.start and space.ready");
+	refused("LABEL space.strat=x\n", -EINVAL, 1, "space.start, space.ready and space.pool");
+	refused("LABEL space.=x\n", -EINVAL, 1, "space.start, space.ready and space.pool");
 	refused("WORKDIR\n", -EINVAL, 1, "WORKDIR needs a path");
 	refused("WORKDIR $NONE\n", -EINVAL, 1, "empty after substitution");
 	refused("USER\n", -EINVAL, 1, "USER needs a user");
