@@ -77,18 +77,18 @@ static int unpack_here(int fd)
 	return rc;
 }
 
-int context_unpack(const char *archive, const char *dir, char *msg, size_t n)
+int context_unpack(const char *archive, const char *dir, const char *what, char *msg, size_t n)
 {
 	int fd = open(archive, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || (mkdir(dir, 0700) < 0 && errno != EEXIST) || chown(dir, NOBODY, NOBODY) < 0) {
-		snprintf(msg, n, "cannot prepare the build context: %s", strerror(errno));
+		snprintf(msg, n, "cannot prepare %s: %s", what, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -EIO;
 	}
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		snprintf(msg, n, "cannot unpack the build context: %s", strerror(errno));
+		snprintf(msg, n, "cannot unpack %s: %s", what, strerror(errno));
 		close(fd);
 		return -EIO;
 	}
@@ -116,6 +116,6 @@ int context_unpack(const char *archive, const char *dir, char *msg, size_t n)
 		return 0;
 	char reason[512];
 	snprintf(reason, sizeof(reason), "%s", msg[0] ? msg : "it could not be read");
-	snprintf(msg, n, "the build context is not a tar archive space can unpack: %s", reason);
+	snprintf(msg, n, "%s is not a tar archive space can unpack: %s", what, reason);
 	return -EINVAL;
 }

@@ -13,8 +13,9 @@
 /*
  * Unpacks the tar archive at archive (plain or gzip'd) into dir (made if missing), as user
  * nobody: regular files, folders and links only, none of them outside dir. Returns 0, or
- * -errno with a message for the client in msg (n bytes).
+ * -errno with a message for the client in msg (n bytes) naming the archive as `what` ("the
+ * build context").
  */
-int context_unpack(const char *archive, const char *dir, char *msg, size_t n);
+int context_unpack(const char *archive, const char *dir, const char *what, char *msg, size_t n);
 
 #endif

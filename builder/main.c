@@ -9,9 +9,12 @@
  *    "exit_code": 2}                                           the last line of a failed build
  *
  *   space-build --socket PATH --cache-dir DIR --state-dir DIR --context DIR --name NAME
- *               [--archive FILE] [--file PATH] [--build-arg NAME=VALUE]...
+ *               [--archive FILE] [--file PATH] [--build-arg NAME=VALUE]... [--packages PKG,...]
+ *   space-build --unpack-image ARCHIVE DIR
  *
- * With --archive, the context is unpacked from that tar file into DIR first (context.h).
+ * With --archive, the context is unpacked from that tar file into DIR first (context.h). The
+ * second form only unpacks, as a context is, an OCI archive spaced imports (an OCI layout in a
+ * tar file) into DIR, saying why on stderr when it cannot (exit 1).
  *
  * Exit status: 0 built, 1 failed (the error event says why), 2 bad command line. SIGTERM or
  * SIGINT cancels: the step's sandbox is removed and no template is recorded. spaced starts it
@@ -366,12 +369,21 @@ static int run(struct build *b, const char *file, char **args, size_t nargs)
 static int usage(void)
 {
 	fprintf(stderr, "usage: space-build --socket PATH --cache-dir DIR --state-dir DIR --context DIR --name NAME\n"
-			"                   [--archive FILE] [--file PATH] [--build-arg NAME=VALUE]... [--packages PKG[,PKG...]]\n");
+			"                   [--archive FILE] [--file PATH] [--build-arg NAME=VALUE]... [--packages PKG[,PKG...]]\n"
+			"       space-build --unpack-image ARCHIVE DIR\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
+	/* spaced's import of an OCI archive: its files, unpacked as a build context is */
+	if (argc == 4 && strcmp(argv[1], "--unpack-image") == 0) {
+		char msg[BUILD_MSG_MAX];
+		if (context_unpack(argv[2], argv[3], "the image archive", msg, sizeof(msg)) == 0)
+			return 0;
+		fprintf(stderr, "%s\n", msg);
+		return 1;
+	}
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },    { "cache-dir", required_argument, NULL, 'c' },
 		{ "state-dir", required_argument, NULL, 'S' }, { "context", required_argument, NULL, 'x' },
@@ -423,7 +435,7 @@ int main(int argc, char **argv)
 	int rc = client_init(&b.client, host, NULL, NULL, &err) < 0 ? build_fail(&b, EINVAL, "%s", err.message) : 0;
 	if (rc == 0 && nargs > DOCKERFILE_BUILD_ARGS_MAX)
 		rc = build_fail(&b, E2BIG, "more than %d build arguments", DOCKERFILE_BUILD_ARGS_MAX);
-	if (rc == 0 && archive && context_unpack(archive, context, b.msg, sizeof(b.msg)) < 0)
+	if (rc == 0 && archive && context_unpack(archive, context, "the build context", b.msg, sizeof(b.msg)) < 0)
 		rc = -EINVAL;
 	if (rc == 0 && (b.context = open(context, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		rc = build_fail(&b, errno, "cannot open the build context: %s", strerror(errno));

@@ -2,7 +2,8 @@
  * daemon/store/template_oci.c - templates imported from container images (template.h).
  *
  * skopeo copies the image, from whatever transport the source names, into an OCI layout of
- * its own under the cache; its manifest's digest names the template's folder, so an image
+ * its own under the cache (an OCI archive, already such a layout in a tar file, is unpacked
+ * there by the builder instead); its manifest's digest names the template's folder, so an image
  * is unpacked once per machine however many names it has. umoci unpacks it there (layers
  * in order, whiteouts applied, owners kept) as a cache entry (cache.h): rootfs/ and the
  * runtime config.json it derives from the image's, whose environment, working folder, user
@@ -12,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +73,8 @@ static int run_logged(char *const argv[], const char *logpath, struct err *e)
 	if (f)
 		fclose(f);
 	why[strcspn(why, "\n")] = '\0';
-	return err_set(e, 400, "invalid_argument", EIO, "%s failed (status %d): %s", argv[0], rc,
+	const char *prog = strrchr(argv[0], '/');
+	return err_set(e, 400, "invalid_argument", EIO, "%s failed (status %d): %s", prog ? prog + 1 : argv[0], rc,
 		       why[0] ? why : "no message");
 }
 
@@ -105,6 +108,40 @@ static int manifest_digest(const char *dir, char out[65], struct err *e)
 		rc = err_set(e, 500, "internal", EIO, "the image copied to %s has no sha256 manifest", dir);
 	else
 		memcpy(out, d + 7, 65);
+	json_decref(idx);
+	return rc;
+}
+
+/* An OCI archive is an OCI layout in a tar file: the builder unpacks it (as a build context
+ * is: as nobody, nothing outside the folder), and the index's one image is tagged "img", as
+ * skopeo's copy would have it, without copying its blobs again. The index is replaced by
+ * rename, never written through whatever the archive put at its name. */
+static int unpack_archive(struct daemon *d, const char *archive, const char *layout, const char *logpath,
+			  struct err *e)
+{
+	char *argv[] = { d->build_path, "--unpack-image", (char *)archive, (char *)layout, NULL };
+	int rc = run_logged(argv, logpath, e);
+	if (rc < 0)
+		return rc;
+	char p[760], tmp[780];
+	snprintf(p, sizeof(p), "%s/index.json", layout);
+	snprintf(tmp, sizeof(tmp), "%s/index.json.space", layout);
+	int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	json_t *idx = fd >= 0 ? json_loadfd(fd, 0, NULL) : NULL;
+	if (fd >= 0)
+		close(fd);
+	json_t *m = json_object_get(idx, "manifests"), *one = json_array_get(m, 0);
+	if (json_array_size(m) != 1 || !json_is_object(one)) {
+		rc = err_set(e, 400, "invalid_argument", EINVAL, "the archive is not an OCI layout of one image (%zu in its index)",
+			     json_array_size(m));
+	} else {
+		json_t *ann = json_object_get(one, "annotations");
+		if (!json_is_object(ann))
+			json_object_set_new(one, "annotations", ann = json_object());
+		json_object_set_new(ann, "org.opencontainers.image.ref.name", json_string("img"));
+		if (json_dump_file(idx, tmp, JSON_COMPACT) < 0 || rename(tmp, p) < 0)
+			rc = err_set(e, 500, "internal", errno, "cannot tag the image in %s: %s", layout, strerror(errno));
+	}
 	json_decref(idx);
 	return rc;
 }
@@ -180,7 +217,11 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 			 ? err_set(e, 500, "internal", errno, "cannot create %s: %s", parent, strerror(errno))
 			 : 0;
 	json_t *layers = NULL;
-	if (rc == 0 && (rc = run_logged(copy, logpath, e)) == 0 && (rc = manifest_digest(layout, digest, e)) == 0) {
+	/* an archive here is unpacked, not copied: skopeo would untar it and copy its blobs too */
+	bool archive = strncmp(t->source, "oci-archive:", 12) == 0 && access(d->build_path, X_OK) == 0;
+	if (rc == 0)
+		rc = archive ? unpack_archive(d, t->source + 12, layout, logpath, e) : run_logged(copy, logpath, e);
+	if (rc == 0 && (rc = manifest_digest(layout, digest, e)) == 0) {
 		layers = manifest_layers(layout, digest);
 		snprintf(name, sizeof(name), "oci-%s", digest);
 		/* marked before it is looked for: a release sees it (template_release) */
