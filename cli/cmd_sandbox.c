@@ -572,6 +572,28 @@ static void print_isolation(json_t *version)
 	}
 }
 
+/* The warm pools: "pools:      default (gvisor, 1 cpu, 512 MiB): 4 of 5 ready, 1 filling, 12
+ * claims", a line a pool, and the last failure of one that failed. */
+static void print_pools(json_t *version)
+{
+	json_t *p;
+	size_t i;
+	json_array_foreach(json_object_get(version, "pools"), i, p) {
+		printf("%s %s (%s, %lld cpu, %lld MiB): %lld of %lld ready, %lld filling, %lld claims\n",
+		       i ? "           " : "pools:     ", json_string_value(json_object_get(p, "template")) ?: "-",
+		       json_string_value(json_object_get(p, "isolation")) ?: "-",
+		       (long long)json_integer_value(json_object_get(p, "cpus")),
+		       (long long)json_integer_value(json_object_get(p, "memory_mb")),
+		       (long long)json_integer_value(json_object_get(p, "ready")),
+		       (long long)json_integer_value(json_object_get(p, "size")),
+		       (long long)json_integer_value(json_object_get(p, "filling")),
+		       (long long)json_integer_value(json_object_get(p, "claims")));
+		const char *why = json_string_value(json_object_get(p, "last_error"));
+		if (why)
+			printf("            last failure: %s\n", why);
+	}
+}
+
 int cmd_status(struct cli *cli, int argc, char **argv)
 {
 	struct client_err err = { 0 };
@@ -600,6 +622,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 	       (long long)json_integer_value(json_object_get(version, "api")));
 	print_isolation(version);
 	printf("sandboxes:  %lld\n", (long long)json_integer_value(json_object_get(health, "sandboxes")));
+	print_pools(version);
 out:
 	json_decref(health);
 	json_decref(version);

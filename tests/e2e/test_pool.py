@@ -2,10 +2,12 @@
 matches, given that create's settings, never shown to anyone before, and made again behind it."""
 
 import os
+import re
 import subprocess
 
 import pytest
 
+from conftest import Cli, gvisor_only
 from spacetest import SPACED, Api, free_port, wait_until
 from test_build import build, done
 
@@ -40,6 +42,9 @@ def test_a_create_claims_a_pooled_sandbox_with_its_own_settings_and_the_pool_fil
     assert listed(d.api) == set()
     pooled = folders(d)
     assert len(pooled) == 2 and {shares(x) for x in pooled} == {64}, pooled
+    status = Cli(f"unix://{d.socket}")("status").stdout
+    assert re.search(r"^pools: +default \((gvisor|microvm), 1 cpu, 512 MiB\): 2 of 2 ready, 0 filling, 0 claims$",
+                     status, re.M), status
 
     alice = Api(tcp=("127.0.0.1", port), token=d.token("alice"))
     bob = Api(tcp=("127.0.0.1", port), token=d.token("bob"))
@@ -71,6 +76,7 @@ def test_a_create_claims_a_pooled_sandbox_with_its_own_settings_and_the_pool_fil
     assert pools(d.api)[0]["claims"] >= 3
 
 
+@gvisor_only("what a pool does is the same for either kind; the microVM suite claims, refills and restarts")
 def test_a_create_that_matches_no_pool_makes_its_own_sandbox(make_daemon):
     d = make_daemon(args=["--pool", "default=1,memory_mb=256"])
     wait_until(lambda: full(d.api), 300, "the pool to fill")
@@ -99,6 +105,7 @@ def test_a_restarted_spaced_empties_the_last_pool_keeps_what_was_claimed_and_fil
     assert len(folders(d)) == 3
 
 
+@gvisor_only("what a pool does is the same for either kind; the microVM suite claims, refills and restarts")
 def test_a_pool_of_a_template_made_later_fills_once_it_exists_and_keeps_it(make_daemon):
     d = make_daemon(args=["--pool", "web:v1=1"])
     # no such template yet: the pool says why, and tries again later
@@ -113,6 +120,7 @@ def test_a_pool_of_a_template_made_later_fills_once_it_exists_and_keeps_it(make_
     assert pools(d.api)[0]["claims"] == 1 and d.api.ok("GET", f"/v1/sandboxes/{sbid}")["template"] == "web:v1"
 
 
+@gvisor_only("what a pool does is the same for either kind; the microVM suite claims, refills and restarts")
 def test_only_spaced_sets_space_metadata(make_daemon):
     port = free_port()
     d = make_daemon(listen=f"127.0.0.1:{port}")
@@ -142,6 +150,7 @@ def test_the_largest_pool_and_size_are_accepted(tmp_path):
     assert r.returncode != 0 and "--ready-timeout wants" in r.stderr and "--pool" not in r.stderr, r.stderr
 
 
+@gvisor_only("what a pool does is the same for either kind; the microVM suite claims, refills and restarts")
 def test_a_templates_own_pool_setting_makes_and_resizes_its_pool(make_daemon):
     d = make_daemon()
     name = "pooled-" + os.urandom(3).hex()
