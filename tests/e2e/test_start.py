@@ -4,6 +4,7 @@ running, and answering, in every new sandbox of the template, on either kind of 
 import secrets
 import subprocess
 
+from conftest import gvisor_only
 from spacetest import SPACED
 from test_build import build, done
 
@@ -66,6 +67,7 @@ def test_a_start_command_that_ends_fails_the_create_with_its_output_and_leaves_n
     assert {s["id"] for s in api.ok("GET", "/v1/sandboxes")["sandboxes"]} == before
 
 
+@gvisor_only("how a failed start or ready is answered is the same for either kind")
 def test_a_ready_command_that_never_succeeds_fails_the_create_at_the_ready_timeout(make_daemon):
     d = make_daemon(args=["--ready-timeout", "3"])
     name = template(d.api, "echo still warming up; exec sleep 600", "test -e /nothing")
