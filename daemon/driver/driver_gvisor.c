@@ -430,14 +430,6 @@ static void raise_backstop(struct sandbox *sb)
 			 strerror(-rc), sb->memory_mb);
 }
 
-static int gv_weigh(struct driver *drv, struct sandbox *sb, struct err *e)
-{
-	(void)drv;
-	int rc = host_cpu_shares(sb->id, sb->cpu_shares);
-	return rc < 0 ? err_set(e, 500, "internal", -rc, "cannot set the CPU share of sandbox %s: %s", sb->id, strerror(-rc))
-		      : 0;
-}
-
 static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	char bundle[700];
@@ -536,7 +528,7 @@ static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 	if (rc == 0)
 		raise_backstop(sb);
 	struct err we = { 0 };
-	if (rc == 0 && gv_weigh(drv, sb, &we) < 0) /* the bundle's share was its boot's */
+	if (rc == 0 && host_weigh(drv, sb, &we) < 0) /* the bundle's share was its boot's */
 		log_warn("sandbox %s: %s", sb->id, we.msg);
 	return rc;
 }
@@ -801,7 +793,7 @@ const struct driver_ops driver_gvisor = {
 	.destroy = gv_destroy,
 	.state = gv_state,
 	.stats = gv_stats,
-	.weigh = gv_weigh,
+	.weigh = host_weigh,
 	.exit_reason = gv_exit_reason,
 	.leftovers = gv_leftovers,
 	.release = gv_release,

@@ -881,14 +881,6 @@ static enum driver_state vm_state(struct driver *drv, struct sandbox *sb)
 	return DRV_STOPPED; /* shutdown, guest-panicked, internal-error, ... */
 }
 
-static int vm_weigh(struct driver *drv, struct sandbox *sb, struct err *e)
-{
-	(void)drv;
-	int rc = host_cpu_shares(sb->id, sb->cpu_shares);
-	return rc < 0 ? err_set(e, 500, "internal", -rc, "cannot set the CPU share of sandbox %s: %s", sb->id, strerror(-rc))
-		      : 0;
-}
-
 static int vm_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out)
 {
 	(void)drv;
@@ -1021,7 +1013,7 @@ const struct driver_ops driver_vm = {
 	.destroy = vm_destroy,
 	.state = vm_state,
 	.stats = vm_stats,
-	.weigh = vm_weigh,
+	.weigh = host_weigh,
 	.exit_reason = vm_exit_reason,
 	.leftovers = vm_leftovers,
 	.release = vm_release,

@@ -15,6 +15,9 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include "daemon/daemon.h"
+#include "daemon/base/err.h"
+
 #define HOST_PATH_MAX 4096
 
 /* Whether path lies strictly below dir (both canonical). */
@@ -149,15 +152,16 @@ int host_loop_detach(const char *dev, const char *file)
 	return rc;
 }
 
-int host_cpu_shares(const char *id, int shares)
+int host_weigh(struct driver *drv, struct sandbox *sb, struct err *e)
 {
+	(void)drv;
 	char p[256], v[16];
-	snprintf(p, sizeof(p), "/sys/fs/cgroup/cpu/space/%s/cpu.shares", id);
-	int n = snprintf(v, sizeof(v), "%d", shares > 0 ? shares : 1024);
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/cpu/space/%s/cpu.shares", sb->id);
+	int n = snprintf(v, sizeof(v), "%d", sb->cpu_shares > 0 ? sb->cpu_shares : 1024);
 	int fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = write(fd, v, (size_t)n) == n ? 0 : -errno;
-	close(fd);
-	return rc;
+	int rc = fd < 0 ? -errno : write(fd, v, (size_t)n) == n ? 0 : -errno;
+	if (fd >= 0)
+		close(fd);
+	return rc < 0 ? err_set(e, 500, "internal", -rc, "cannot set the CPU share of sandbox %s: %s", sb->id, strerror(-rc))
+		      : 0;
 }

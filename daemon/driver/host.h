@@ -6,7 +6,8 @@
  * The start-of-day sweep (core/sweep.c, through the driver's leftovers and
  * release) uses it to find what a spaced that stopped at the wrong moment
  * left behind. Paths are canonical (realpath): the kernel names them so.
- * Nothing here logs; every call returns 0 or a negative errno.
+ * Nothing here logs; every call returns 0 or a negative errno. It also holds the drivers'
+ * shared weigh op (host_weigh).
  */
 #ifndef SPACE_DAEMON_HOST_H
 #define SPACE_DAEMON_HOST_H
@@ -37,8 +38,12 @@ int host_umount(const char *mnt);
  */
 int host_loop_detach(const char *dev, const char *file);
 
-/* Writes shares (0: the kernel's default, 1024) to the cgroup v1 cpu.shares of sandbox id's
- * runtime, which both drivers keep in cpu/space/<id>. */
-int host_cpu_shares(const char *id, int shares);
+/* Both drivers' weigh op (driver.h): writes sb->cpu_shares (0: the kernel's default, 1024) to
+ * the cgroup v1 cpu.shares of sb's runtime, which both keep in cpu/space/<id>. 0 or -errno with
+ * e filled. */
+struct driver;
+struct sandbox;
+struct err;
+int host_weigh(struct driver *drv, struct sandbox *sb, struct err *e);
 
 #endif
