@@ -40,6 +40,17 @@ def cell(text, limit=600):
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def scaled_note(attempts, base):
+    """How often the other jobs' load raised the allowed ratio, and the highest it rose to."""
+    scaled = [a for a in attempts if a.get("allowed_ratio") and a.get("reference_ratio")
+              and a["allowed_ratio"] > base and a["reference_ratio"] > base]
+    if not scaled:
+        return ": it never had to"
+    top = max(scaled, key=lambda a: a["allowed_ratio"])
+    return (f"; {len(scaled)} attempts needed that, the most {top['reference_ratio']:.2f}x against "
+            f"{top['allowed_ratio']:.2f}x allowed under {top['other_load_cpus'][1]:.2f} CPUs of other load")
+
+
 def table(data):
     meta = data["meta"]
     rows = ["| # | attempt | expected | observed | verdict | neighbour exec median during / control before, ms "
@@ -80,7 +91,8 @@ def table(data):
         f"{controls[0]:.0f}-{controls[-1]:.0f} ms (other jobs share this machine); during the attempts the "
         f"medians ranged {medians[0]:.0f}-{medians[-1]:.0f} ms: at most {max(ratios):.2f}x the session "
         f"baseline and {max(ref_ratios):.2f}x the larger of baseline and control "
-        f"(allowed: {meta.get('latency_ratio_allowed')}x the larger)." if ref_ratios and controls
+        f"(allowed: {meta.get('latency_ratio_allowed')}x the larger, more beside other jobs' load "
+        f"(the CPUs over those they left){scaled_note(data['attempts'], meta.get('latency_ratio_allowed') or 3)})." if ref_ratios and controls
         else "No latency samples.",
     ]
     return "\n".join(summary) + "\n\n" + "\n".join(rows) + "\n"
