@@ -1,7 +1,7 @@
 /*
  * cli/cmd_lifecycle.c - the commands that move sandboxes through their
  * lifecycle (docs/lifecycle.md): pause, resume, suspend, sync, snapshot
- * (with its ls, inspect and rm) and fork.
+ * (with its ls, inspect and rm), fork, and timeout, which moves when one ends.
  *
  * pause, resume, suspend and sync take several ids and work like `space rm`:
  * one POST per id, each id printed once it is done, each failure reported on
@@ -55,6 +55,20 @@ const char cmd_suspend_usage[] =
 	"cp) brings it back. Exits 1 if any could not be suspended.\n"
 	"\n"
 	"Options:\n"
+	"  -h, --help           show this help\n";
+
+const char cmd_timeout_usage[] =
+	"Usage: space timeout [--lifetime] [--action suspend|kill] ID SECONDS\n"
+	"\n"
+	"Give sandbox ID a new idle timeout of SECONDS, counted from now (0: none),\n"
+	"and print its id. With --lifetime, SECONDS is its new lifetime instead: it\n"
+	"ends then, counted from now, whatever it does meanwhile (0: never). `space\n"
+	"inspect` shows when each fires (timeout_at, expires_at).\n"
+	"\n"
+	"Options:\n"
+	"      --lifetime       SECONDS is the lifetime, not the idle timeout\n"
+	"      --action A       what either does when it passes: suspend (keep the\n"
+	"                       sandbox on disk) or kill (remove it)\n"
 	"  -h, --help           show this help\n";
 
 const char cmd_sync_usage[] =
@@ -200,6 +214,42 @@ int cmd_resume(struct cli *cli, int argc, char **argv)
 	}
 	status = post_each(cli, argv + optind, argc - optind, "/resume", body);
 out:
+	json_decref(body);
+	return status;
+}
+
+int cmd_timeout(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "lifetime", no_argument, NULL, 'L' },
+		{ "action", required_argument, NULL, 'A' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *field = "timeout", *action = NULL;
+	json_t *seconds;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h')
+			return cli_help(cli);
+		if (c == 'L')
+			field = "lifetime";
+		else if (c == 'A' && (strcmp(optarg, "suspend") == 0 || strcmp(optarg, "kill") == 0))
+			action = optarg;
+		else if (c == 'A')
+			return cli_usage_error(cli, "--action wants suspend or kill, not '%s'", optarg);
+		else
+			return cli_bad_option(cli);
+	}
+	if (argc - optind != 2)
+		return cli_usage_error(cli, "wants a sandbox ID and SECONDS");
+	if (cli_parse_seconds(argv[optind + 1], &seconds))
+		return cli_usage_error(cli, "wants SECONDS, not '%s'", argv[optind + 1]);
+	json_t *body = json_pack("{s:o, s:s*}", field, seconds, "timeout_action", action);
+	if (!body)
+		return cli_error("out of memory");
+	int status = post_each(cli, argv + optind, 1, "/timeout", body);
 	json_decref(body);
 	return status;
 }

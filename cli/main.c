@@ -38,6 +38,8 @@ static const struct command commands[] = {
 	{ "suspend", cmd_suspend, "Write sandboxes to disk and release their memory", cmd_suspend_usage, CLI_EXIT_USAGE },
 	{ "snapshot", cmd_snapshot, "Snapshot a sandbox; list or remove snapshots", cmd_snapshot_usage, CLI_EXIT_USAGE },
 	{ "fork", cmd_fork, "Copy a running sandbox into new ones", cmd_fork_usage, CLI_EXIT_USAGE },
+	{ "timeout", cmd_timeout, "Move when a sandbox's idle timeout or lifetime ends", cmd_timeout_usage,
+	  CLI_EXIT_USAGE },
 	{ "sync", cmd_sync, "Make what sandboxes wrote durable on disk", cmd_sync_usage, CLI_EXIT_USAGE },
 	{ "rm", cmd_rm, "Remove sandboxes", cmd_rm_usage, CLI_EXIT_USAGE },
 	{ "ps", cmd_ps, "List the processes of a sandbox", cmd_ps_usage, CLI_EXIT_USAGE },

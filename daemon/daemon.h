@@ -128,7 +128,8 @@ struct sandbox {
 	int cpus, memory_mb;
 	int disk_mb;                /* size of its disk; 0 for one made before disks */
 	double timeout_s;           /* idle timeout, 0: none */
-	double lifetime_s;          /* maximum lifetime from creation, 0: none */
+	double lifetime_s;          /* its lifetime in seconds as last set (create, claim, timeout route) */
+	int64_t expires_ms;         /* [L] wall clock when that lifetime ends, 0: none */
 	bool timeout_kill;          /* on expiry: delete instead of suspend */
 	bool keepalive;             /* a running process counts as activity */
 	int64_t deadline_ms;        /* [L] wall clock when the idle timeout fires, 0: not armed */

@@ -95,6 +95,7 @@ int api_sandbox_pause(struct op *op);
 int api_sandbox_resume(struct op *op);
 int api_sandbox_suspend(struct op *op);
 int api_sandbox_sync(struct op *op);
+int api_sandbox_timeout(struct op *op);
 int api_sandbox_network(struct op *op);
 int api_sandbox_snapshot(struct op *op);
 int api_sandbox_fork(struct op *op);

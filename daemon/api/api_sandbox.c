@@ -356,6 +356,36 @@ int api_sandbox_network(struct op *op)
 	return rc == 0 ? API_PENDING : API_DONE;
 }
 
+int api_sandbox_timeout(struct op *op)
+{
+	static const struct field fields[] = {
+		{ "timeout", F_NUMBER }, { "lifetime", F_NUMBER }, { "timeout_action", F_STRING }, { NULL, 0 },
+	};
+	json_t *b;
+	if (api_body(op, fields, &b) < 0)
+		return API_DONE;
+	json_t *timeout = json_object_get(b, "timeout"), *lifetime = json_object_get(b, "lifetime");
+	const char *action = json_string_value(json_object_get(b, "timeout_action"));
+	struct sb_timeouts t = { .set_timeout = timeout != NULL, .set_lifetime = lifetime != NULL,
+				 .set_action = action != NULL, .timeout_s = json_number_value(timeout),
+				 .lifetime_s = json_number_value(lifetime), .kill = action && strcmp(action, "kill") == 0 };
+	json_decref(b);
+	int rc = 0;
+	if (!t.set_timeout && !t.set_lifetime && !t.set_action)
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "give timeout, lifetime or timeout_action");
+	else if (t.set_timeout && !(t.timeout_s >= 0 && t.timeout_s <= MAX_TIMEOUT_S))
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
+	else if (t.set_lifetime && !(t.lifetime_s >= 0 && t.lifetime_s <= MAX_TIMEOUT_S))
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "lifetime must be 0..%d seconds", MAX_TIMEOUT_S);
+	else if (action && !t.kill && strcmp(action, "suspend") != 0)
+		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout_action must be \"suspend\" or \"kill\"");
+	struct sandbox *sb = rc == 0 ? api_sandbox(op, false) : NULL;
+	if (!sb)
+		return API_DONE;
+	op->kind = OP_JOB;
+	return lifecycle_set_timeouts(op->d, sb, &t, op, &op->err) == 0 ? API_PENDING : API_DONE;
+}
+
 int api_sandbox_sync(struct op *op)
 {
 	struct sandbox *sb = api_sandbox(op, false);

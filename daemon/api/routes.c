@@ -32,6 +32,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/sandboxes/:id/resume", api_sandbox_resume, NULL },
 	{ "POST", "/v1/sandboxes/:id/suspend", api_sandbox_suspend, NULL },
 	{ "POST", "/v1/sandboxes/:id/sync", api_sandbox_sync, NULL },
+	{ "POST", "/v1/sandboxes/:id/timeout", api_sandbox_timeout, NULL },
 	{ "PATCH", "/v1/sandboxes/:id/network", api_sandbox_network, NULL },
 	{ "POST", "/v1/sandboxes/:id/snapshot", api_sandbox_snapshot, NULL },
 	{ "POST", "/v1/sandboxes/:id/fork", api_sandbox_fork, NULL },

@@ -534,13 +534,54 @@ const struct peer_events lifecycle_peer_events = {
 	.unresponsive = sandbox_unresponsive,
 };
 
+static void timeouts_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	daemon_lock(d);
+	/* written with the lock held: two changes in a row leave the newer one recorded */
+	if (store_put_timeouts(d->store, j->sb) < 0) {
+		struct err e = { 0 };
+		err_set(&e, 500, "internal", EIO, "sandbox %s: its new timeouts apply but could not be recorded "
+			"(a restart of spaced would bring back the old ones)", j->sb->id);
+		op_fail(j->op, &e);
+	} else {
+		j->op->status = 200;
+		j->op->json = sandbox_json(j->sb);
+		op_finish(j->op);
+	}
+	daemon_unlock(d);
+}
+
+int lifecycle_set_timeouts(struct daemon *d, struct sandbox *sb, const struct sb_timeouts *t, struct op *op,
+			   struct err *e)
+{
+	if (sb->state != SB_RUNNING && sb->state != SB_PAUSED && sb->state != SB_SUSPENDED) {
+		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
+		return -EBUSY;
+	}
+	if (t->set_timeout) {
+		sb->timeout_s = t->timeout_s;
+		if (sb->state == SB_SUSPENDED) /* its clock stands still until it resumes */
+			sb->remaining_ms = (int64_t)(t->timeout_s * 1000);
+		else
+			sandbox_touch(sb);
+	}
+	if (t->set_lifetime)
+		sandbox_set_lifetime(sb, t->lifetime_s);
+	if (t->set_action)
+		sb->timeout_kill = t->kill;
+	struct job j = { .fn = timeouts_job, .sb = sb, .op = op };
+	return job_start(d, &j, e);
+}
+
 void lifecycle_expire(struct daemon *d)
 {
 	int64_t now = now_ms();
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
 		if (sb->state != SB_RUNNING && sb->state != SB_PAUSED)
 			continue;
-		bool lifetime = sb->lifetime_s > 0 && now >= sb->created_ms + (int64_t)(sb->lifetime_s * 1000);
+		bool lifetime = sb->expires_ms > 0 && now >= sb->expires_ms;
 		bool idle = sb->deadline_ms > 0 && now >= sb->deadline_ms;
 		if (idle && !lifetime && sb->keepalive && proc_any_running(sb)) {
 			sandbox_touch(sb); /* busy counts as activity for this sandbox */

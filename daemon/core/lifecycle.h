@@ -44,6 +44,20 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 /* Restores a suspended sb; returns the state it ends in. Blocks; no d->lock. */
 enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct err *e);
 
+/* What a change of a sandbox's timeouts sets (the rest stays). */
+struct sb_timeouts {
+	bool set_timeout, set_lifetime, set_action;
+	double timeout_s;  /* a new idle timeout, counted from now (0: none) */
+	double lifetime_s; /* a new lifetime, counted from now (0: none) */
+	bool kill;         /* the new timeout action: delete instead of suspend */
+};
+
+/* Changes sb's timeouts as t says (at once: the next check of timeouts sees them) and records
+ * them on a job, which answers op with the sandbox. A suspended sandbox's new idle timeout is
+ * what it gets when it resumes. 409 in *e while sb is in a transition, failed or deleting. [L] */
+int lifecycle_set_timeouts(struct daemon *d, struct sandbox *sb, const struct sb_timeouts *t, struct op *op,
+			   struct err *e);
+
 /* Suspends or deletes every sandbox whose idle timeout or lifetime has passed. [L] */
 void lifecycle_expire(struct daemon *d);
 /* Once a second on the I/O thread: timeouts, then every sandbox's peer_tick. [L] */

@@ -131,7 +131,7 @@ json_t *sandbox_json(const struct sandbox *sb)
 			      "lifetime", sb->lifetime_s, "timeout_action", sb->timeout_kill ? "kill" : "suspend",
 			      "keepalive_processes", sb->keepalive, "timeout_at",
 			      time_or_null(ticking ? sb->deadline_ms : 0), "expires_at",
-			      time_or_null(sb->lifetime_s > 0 ? sb->created_ms + (int64_t)(sb->lifetime_s * 1000) : 0),
+			      time_or_null(sb->expires_ms),
 			      "isolation", sb->isolation);
 	json_object_set_new(o, "driver", json_string(sb->isolation)); /* isolation's older name */
 	if (sb->state == SB_SUSPENDED && sb->timeout_s > 0)
@@ -147,6 +147,12 @@ json_t *sandbox_json(const struct sandbox *sb)
 void sandbox_touch(struct sandbox *sb)
 {
 	sb->deadline_ms = sb->timeout_s > 0 ? now_ms() + (int64_t)(sb->timeout_s * 1000) : 0;
+}
+
+void sandbox_set_lifetime(struct sandbox *sb, double seconds)
+{
+	sb->lifetime_s = seconds;
+	sb->expires_ms = seconds > 0 ? now_ms() + (int64_t)(seconds * 1000) : 0;
 }
 
 
@@ -651,6 +657,7 @@ int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *
 	sb->keepalive = cfg->keepalive;
 	sb->public_ports = cfg->public_ports;
 	sb->created_ms = now_ms(); /* its lifetime counts from the claim */
+	sandbox_set_lifetime(sb, cfg->lifetime_s);
 	sandbox_touch(sb);
 	(void)d;
 	return 0;
@@ -699,6 +706,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sb->lifetime_s = cfg->lifetime_s;
 	sb->timeout_kill = cfg->timeout_kill;
 	sb->keepalive = cfg->keepalive;
+	sandbox_set_lifetime(sb, cfg->lifetime_s); /* counted from now, as created_ms below */
 	sandbox_touch(sb);
 	/* an image's environment is every sandbox's of it; the create's own wins (template.h) */
 	json_t *tpl = store_template_config(d->store, cfg->template), *tenv = json_object_get(tpl, "env");

@@ -123,6 +123,8 @@ void sandbox_unresponsive(struct daemon *d, struct sandbox *sb);
 bool sandbox_wait(struct daemon *d, struct sandbox *sb, bool (*cond)(struct sandbox *), int timeout_ms);
 /* Records activity on sb: its idle timeout starts again. [L] */
 void sandbox_touch(struct sandbox *sb);
+/* Gives sb a lifetime of seconds from now (0: none): it expires then, whatever it does. [L] */
+void sandbox_set_lifetime(struct sandbox *sb, double seconds);
 /* syncfs of the filesystem holding sb's writable layer. Blocks. */
 int sandbox_sync_layer(struct daemon *d, struct sandbox *sb);
 

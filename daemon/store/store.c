@@ -98,6 +98,8 @@ int store_open(const char *path, struct store **out)
 		/* every sandbox and snapshot made before there was a choice ran under gVisor */
 		"ALTER TABLE sandboxes ADD COLUMN isolation TEXT NOT NULL DEFAULT 'gvisor'",
 		"ALTER TABLE snapshots ADD COLUMN isolation TEXT NOT NULL DEFAULT 'gvisor'",
+		/* 0 in a row from before: its lifetime ended lifetime seconds after its creation */
+		"ALTER TABLE sandboxes ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0",
 		/* NULL: made before sandboxes had a network */
 		"ALTER TABLE sandboxes ADD COLUMN network TEXT",
 		"ALTER TABLE snapshots ADD COLUMN network TEXT",
@@ -174,17 +176,26 @@ int store_put_sandbox(struct store *st, const struct sandbox *sb)
 		rc = exec_args(st,
 			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
 			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms,"
-			       " tenant, disk_mb, seq, isolation, network, access_token, public_ports)"
-			       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiidssidiiisiisssi", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       " tenant, disk_mb, seq, isolation, network, access_token, public_ports, expires_ms)"
+			       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiiisiisssii", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
 			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
 			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
 			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq, sb->isolation, net,
-			       sb->access_token, (int64_t)sb->public_ports);
+			       sb->access_token, (int64_t)sb->public_ports, sb->expires_ms);
 	free(env);
 	free(meta);
 	free(net);
 	return rc;
+}
+
+int store_put_timeouts(struct store *st, const struct sandbox *sb)
+{
+	return exec_args(st,
+			 "UPDATE sandboxes SET timeout = ?, lifetime = ?, expires_ms = ?, timeout_kill = ?, remaining_ms = ?"
+			 " WHERE id = ?",
+			 "ddiiis", sb->timeout_s, sb->lifetime_s, sb->expires_ms, (int64_t)sb->timeout_kill,
+			 sb->remaining_ms, sb->id);
 }
 
 int store_put_network(struct store *st, const struct sandbox *sb)
@@ -246,7 +257,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
 			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb, seq, isolation,"
-			       " network, access_token, public_ports FROM sandboxes"
+			       " network, access_token, public_ports, expires_ms FROM sandboxes"
 			       " ORDER BY created_ms",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
@@ -290,6 +301,9 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		const unsigned char *tok = sqlite3_column_text(stmt, 19);
 		snprintf(sb->access_token, sizeof(sb->access_token), "%s", tok ? (const char *)tok : "");
 		sb->public_ports = sqlite3_column_int(stmt, 20) != 0;
+		sb->expires_ms = sqlite3_column_int64(stmt, 21);
+		if (sb->expires_ms == 0 && sb->lifetime_s > 0) /* recorded before lifetimes could move */
+			sb->expires_ms = sb->created_ms + (int64_t)(sb->lifetime_s * 1000);
 		*tail = sb;
 		tail = &sb->next;
 	}

@@ -43,6 +43,8 @@ int store_save(struct store *st, const struct sb_record *r);
 /* store_record and store_save together, with d->lock held: for a write that decides the
  * request's answer before anything else may happen to the sandbox. [L] */
 int store_save_now(struct store *st, struct sandbox *sb);
+/* Records sb's timeouts (after a change of them: core/lifecycle.h). */
+int store_put_timeouts(struct store *st, const struct sandbox *sb);
 /* Records sb's network policy (after a change of it). */
 int store_put_network(struct store *st, const struct sandbox *sb);
 

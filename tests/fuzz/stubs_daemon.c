@@ -63,6 +63,12 @@ int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 	return NOT_HERE(e);
 }
 
+int lifecycle_set_timeouts(struct daemon *d, struct sandbox *sb, const struct sb_timeouts *t, struct op *op,
+			   struct err *e)
+{
+	return NOT_HERE(e);
+}
+
 void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e)
 {
 }

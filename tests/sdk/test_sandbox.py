@@ -1,6 +1,7 @@
 """Sandboxes through the SDK: create, list, connect, the lifecycle, snapshots, forks, errors."""
 
 import builtins
+import datetime
 import socket
 import uuid
 
@@ -37,6 +38,23 @@ def test_create_passes_timeouts_and_sizes(spaced):
         r = sb.commands.run("df -m --output=size / | tail -1")
         assert abs(int(r.stdout) - 128) < 10, r.stdout
         assert info.expires_at is not None and info.timeout_at is None
+
+
+def test_set_timeout_moves_either_from_now(spaced):
+    with Sandbox.create(timeout=0) as sb:
+        before = datetime.datetime.now(datetime.timezone.utc)
+        info = sb.set_timeout(lifetime=3600, timeout_action="kill")
+        assert (info.timeout, info.lifetime, info.timeout_action) == (0, 3600, "kill")
+        assert 3590 <= (info.expires_at - before).total_seconds() <= 3610, info.expires_at
+        info = sb.set_timeout(timeout=600)
+        assert (info.timeout, info.lifetime) == (600, 3600) and info.timeout_at is not None
+        assert sb.get_info().timeout == 600
+        with pytest.raises(space.InvalidArgumentError):
+            sb.set_timeout(timeout=-1)
+        with pytest.raises(space.InvalidArgumentError):
+            sb.set_timeout()
+    with pytest.raises(space.SandboxNotFound):
+        sb.set_timeout(timeout=5)
 
 
 def test_a_with_block_kills_the_sandbox(spaced):

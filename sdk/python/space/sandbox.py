@@ -329,6 +329,23 @@ class Sandbox:
         """
         return self._transition("resume", {"timeout": timeout} if timeout is not None else None)
 
+    def set_timeout(self, timeout=None, lifetime=None, timeout_action=None):
+        """Moves when the sandbox ends; what is left None stays as it is.
+
+        Args:
+            timeout: a new idle timeout in seconds, counted from now (0: none); any request
+                to the sandbox's processes or files starts it again.
+            lifetime: a new lifetime in seconds, counted from now (0: none); the sandbox
+                ends then whatever it does.
+            timeout_action: "suspend" or "kill", what either does when it passes.
+
+        Returns the SandboxInfo (``timeout_at`` and ``expires_at`` say when each fires).
+        """
+        body = {k: v for k, v in (("timeout", timeout), ("lifetime", lifetime),
+                                  ("timeout_action", timeout_action)) if v is not None}
+        return SandboxInfo(self._transport.json("POST", self._path("/timeout"), body=body,
+                                                not_found=errors.SandboxNotFound))
+
     def suspend(self):
         """Writes memory, processes and files to disk, durably, and frees the sandbox's resources.
 

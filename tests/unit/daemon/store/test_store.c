@@ -104,6 +104,7 @@ static struct sandbox *sandbox_make(const char *id, int64_t created_ms)
 	sb->env = json_pack("{s:s, s:s}", "LANG", "C.UTF-8", "QUOTE", "it's \"quoted\"; --");
 	sb->metadata = json_pack("{s:s}", "owner", "caf\xc3\xa9");
 	sb->created_ms = created_ms;
+	sb->expires_ms = created_ms + 7200000; /* moved since its creation: not created_ms + lifetime */
 	assert_non_null(sb->env);
 	assert_non_null(sb->metadata);
 	return sb;
@@ -154,6 +155,7 @@ static void expect_same_sandbox(const struct sandbox *got, const struct sandbox 
 	assert_int_equal(got->keepalive, want->keepalive);
 	assert_int_equal(got->remaining_ms, want->remaining_ms);
 	assert_int_equal(got->created_ms, want->created_ms);
+	assert_int_equal(got->expires_ms, want->expires_ms);
 	assert_true(json_equal(got->env, want->env));
 	assert_true(json_equal(got->metadata, want->metadata));
 }
@@ -627,6 +629,45 @@ static void test_reopen_keeps_everything(void **state)
 
 /* A database an older spaced wrote, before sandboxes chose their isolation (the first
  * schema, with a row in each table), opens, and its sandboxes and snapshots are gVisor's. */
+static void test_timeouts_change_alone(void **state)
+{
+	struct fixture *fx = *state;
+	struct sandbox *sb = sandbox_make("aaaaaaaaaaaa", 1000);
+	assert_int_equal(store_put_sandbox(fx->st, sb), 0);
+	assert_int_equal(save(fx->st, sb, SB_SUSPENDED, NULL), 0);
+	sb->timeout_s = 0;
+	sb->lifetime_s = 60;
+	sb->expires_ms = 99000;
+	sb->timeout_kill = false;
+	sb->remaining_ms = 0;
+	sb->cpus = 7; /* not a timeout: not written */
+	assert_int_equal(store_put_timeouts(fx->st, sb), 0);
+	struct sandbox *list = NULL;
+	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
+	sb->cpus = 3;
+	expect_same_sandbox(list, sb); /* and its state is still the one saved */
+	sandbox_list_free(list);
+	sandbox_list_free(sb);
+}
+
+/* A row written before lifetimes could move has no expires_ms: its lifetime counts from its creation. */
+static void test_old_row_expires_a_lifetime_after_creation(void **state)
+{
+	struct fixture *fx = *state;
+	struct sandbox *sb = sandbox_make("aaaaaaaaaaaa", 1000);
+	assert_int_equal(store_put_sandbox(fx->st, sb), 0);
+	raw_sql(fx, "UPDATE sandboxes SET expires_ms = 0, lifetime = 30");
+	struct sandbox *list = NULL;
+	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
+	assert_int_equal(list->expires_ms, 31000);
+	raw_sql(fx, "UPDATE sandboxes SET lifetime = 0");
+	sandbox_list_free(list);
+	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
+	assert_int_equal(list->expires_ms, 0);
+	sandbox_list_free(list);
+	sandbox_list_free(sb);
+}
+
 static void test_old_database_is_gvisor(void **state)
 {
 	struct fixture *fx = *state;
@@ -675,6 +716,8 @@ int main(void)
 		T(test_templates),
 		T(test_reopen_keeps_everything),
 		T(test_old_database_is_gvisor),
+		T(test_timeouts_change_alone),
+		T(test_old_row_expires_a_lifetime_after_creation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
