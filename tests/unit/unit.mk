@@ -15,7 +15,8 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
               agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host \
-              daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/base/test_dir
+              daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/base/test_dir \
+              e2b/test_connect
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -25,6 +26,9 @@ UNIT_LIBS_test_codec := -ljansson
 
 UNIT_test_frame      := lib/frame.c
 UNIT_LIBS_test_frame :=
+
+UNIT_test_connect      := e2b/connect.c lib/codec.c lib/buf.c
+UNIT_LIBS_test_connect := -ljansson
 
 UNIT_test_dir        := daemon/base/dir.c
 UNIT_LIBS_test_dir   :=
