@@ -96,18 +96,22 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
 	return MHD_YES;
 }
 
-static bool authorized(struct daemon *d, struct MHD_Connection *conn, char *tenant, size_t n)
+/* Whether token is one of spaced's; its tenant into tenant[0..n). */
+static bool token_tenant(struct daemon *d, const char *token, char *tenant, size_t n)
 {
-	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!h || strncmp(h, "Bearer ", 7) != 0)
-		return false;
 	char hex[65];
-	if (hash_sha256_hex(h + 7, strlen(h + 7), hex) < 0)
+	if (hash_sha256_hex(token, strlen(token), hex) < 0)
 		return false;
 	int rc = store_token_tenant(d->store, hex, tenant, n);
 	if (rc == -ENAMETOOLONG)
 		log_warn("a token was refused: its tenant's name is over %d bytes (make a new token)", TENANT_NAME_MAX);
 	return rc == 1;
+}
+
+static bool authorized(struct daemon *d, struct MHD_Connection *conn, char *tenant, size_t n)
+{
+	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	return h && strncmp(h, "Bearer ", 7) == 0 && token_tenant(d, h + 7, tenant, n);
 }
 
 /* Counts a request of tenant; false when it has TENANT_MAX_REQUESTS in flight already. [L] */
@@ -231,7 +235,14 @@ static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const 
 		err_set(&op->err, 401, "unauthorized", EACCES, "a valid bearer token is required");
 		return op;
 	}
-	if (l->tcp) {
+	/* the administrator acting for a tenant (the E2B front, which holds that tenant's key) */
+	const char *as = l->tcp ? NULL : MHD_lookup_connection_value(conn, MHD_HEADER_KIND, SPACE_TENANT_TOKEN);
+	if (as && !token_tenant(l->d, as, op->tenant, sizeof(op->tenant))) {
+		err_set(&op->err, 401, "unauthorized", EACCES, "the %s header holds no valid token", SPACE_TENANT_TOKEN);
+		return op;
+	}
+	op->tcp = l->tcp || as;
+	if (op->tcp) {
 		daemon_lock(l->d);
 		op->counted = tenant_admit(l->d, op->tenant);
 		daemon_unlock(l->d);

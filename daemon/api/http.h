@@ -9,6 +9,9 @@
 #include "daemon/daemon.h"
 
 #define HTTP_TLS_MAX_PEM (1 << 20) /* bytes of a --tls-cert or --tls-key file */
+/* On the Unix socket: a token whose tenant the request acts as, seeing and touching only that
+ * tenant's sandboxes as a TCP request with the token would (the E2B front's requests). */
+#define SPACE_TENANT_TOKEN "Space-Tenant-Token"
 
 /* Checks --tls-cert/--tls-key (both or neither, and only with --listen) and reads their PEM
  * text into d, so that a mistake is told at start, before anything slow. Returns 0 (also

@@ -146,3 +146,28 @@ def test_tenant_names_over_the_limit_are_refused_not_cut(make_daemon):
     # nor is a token taken for an option it does not know
     r = token_create(d, "--tenat", "x")
     assert r.returncode == 2 and r.stdout == "" and "--tenat" in r.stderr, r
+
+
+def test_the_administrator_acting_for_a_tenant(make_daemon):
+    """On the Unix socket, a Space-Tenant-Token header makes a request the token's tenant's
+    (what the E2B front does with a client's key): it sees and makes only that tenant's
+    sandboxes. A header with a token spaced does not know is 401; without it, the socket is
+    the administrator as ever."""
+    d = make_daemon()
+    alice = {"Space-Tenant-Token": d.token("alice")}
+    bob = {"Space-Tenant-Token": d.token("bob")}
+    status, made = d.api.json("POST", "/v1/sandboxes", {"metadata": {"who": "alice"}}, headers=alice)
+    assert status == 201, made
+    mine = made["id"]
+    try:
+        listed = d.api.ok("GET", "/v1/sandboxes", headers=alice)["sandboxes"]
+        assert [s["id"] for s in listed] == [mine]
+        assert d.api.ok("GET", "/v1/sandboxes", headers=bob)["sandboxes"] == []
+        status, err = d.api.json("POST", f"/v1/sandboxes/{mine}/exec", {"cmd": ["true"]}, headers=bob)
+        assert status == 404 and err["error"]["code"] == "not_found", err
+        status, err = d.api.json("GET", "/v1/sandboxes", headers={"Space-Tenant-Token": "sp_00"})
+        assert status == 401 and "Space-Tenant-Token" in err["error"]["message"], err
+        # the administrator, without the header, sees it
+        assert mine in [s["id"] for s in d.api.ok("GET", "/v1/sandboxes")["sandboxes"]]
+    finally:
+        d.api.delete(mine)
