@@ -43,6 +43,9 @@ CLI_SRC     := $(wildcard cli/*.c)
 BUILDER_SRC := $(wildcard builder/*.c) $(wildcard daemon/template/*.c) daemon/base/err.c daemon/base/hash.c \
                daemon/base/spawn.c daemon/base/dir.c daemon/store/cache.c cli/client.c
 AGENT_SRC   := $(wildcard agent/*.c)
+# space-e2b (e2b/): the E2B front spaced starts for --e2b-listen; it asks spaced with the
+# CLI's client.
+E2B_SRC     := $(wildcard e2b/*.c) cli/client.c
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ  := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
@@ -58,17 +61,19 @@ PYTEST := /usr/bin/python3 -m pytest -q --durations=10
 DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 BUILDER_LIBS := -lcurl -ljansson -lcrypto -larchive -lpthread
+E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lpthread
 
 # the microvm isolation: QEMU, and mkfs.erofs for the templates' block images
 VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
                 e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev libarchive-dev chromium skopeo umoci busybox-static docker-registry \
+                nodejs npm \
                 $(VM_APT_PACKAGES)
 
-.PHONY: all deps compat-deps up down test quick stress layers unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm security security-vm \
+.PHONY: all deps compat-deps up down test quick stress layers unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test security security-vm \
 	compat compat-quick asan bench clean
-all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
+all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -90,6 +95,10 @@ $(BUILD)/spaced: $(DAEMON_OBJ) $(BUILD)/libspace.a
 $(BUILD)/space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(BUILDER_LIBS)
+
+$(BUILD)/space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace.a
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(E2B_LIBS)
 
 $(BUILD)/space: $(CLI_OBJ) $(BUILD)/libspace.a
 	@echo "  LD      $@"
@@ -201,6 +210,11 @@ quick: deps all
 sdk-test: all
 	$(PYTEST) tests/sdk
 
+# The E2B front driven by E2B's own JavaScript SDK (tests/e2b/run.py installs it, once per
+# machine, outside the checkout).
+e2b-test: all
+	/usr/bin/python3 tests/e2b/run.py
+
 # The SDK and escape suites with every sandbox a microVM. make test runs security-vm; the SDK is a
 # client of the API, which e2e-vm drives on microVMs already, so sdk-vm (4-9 minutes here) is
 # left to its own target: the hour make test may take is spent on what depends on the kind.
@@ -259,7 +273,7 @@ vm-test: vm-guest
 # when the suite ends, one suite at a time.
 TEST_FUZZ_SECONDS ?= 5
 TEST_GVISOR  := e2e net-test compat-quick security
-TEST_MICROVM := vm-test e2e-vm net-test-vm security-vm sdk-test
+TEST_MICROVM := vm-test e2e-vm net-test-vm security-vm sdk-test e2b-test
 .PHONY: test-gvisor test-microvm
 test: deps all
 	$(MAKE) unit

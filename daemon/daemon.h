@@ -227,6 +227,8 @@ struct daemon {
 
 	void *mhd_unix, *mhd_tcp;   /* struct MHD_Daemon * */
 	char proxy_listen[128];     /* --proxy-listen HOST:PORT, "" for no port proxy */
+	char e2b_listen[128];       /* --e2b-listen HOST:PORT, "" for no E2B front */
+	char e2b_path[512];         /* space-e2b beside the agent: the E2B front (e2b/) */
 	char proxy_domain[128];     /* --proxy-domain (default "localhost") */
 	struct proxy *proxy;        /* the port proxy, when it runs (net/proxy.h) */
 	char dns_upstream[64];      /* --dns-upstream ADDR[:PORT], "" for /etc/resolv.conf's */

@@ -89,6 +89,7 @@ static void usage(FILE *f)
 		   "              [--proxy-listen HOST:PORT [--proxy-domain DOMAIN]]\n"
 		   "              [--dns-upstream ADDR[:PORT]] [--dns-port PORT] [--ready-timeout SECONDS]\n"
 		   "              [--pool TEMPLATE=N[,cpus=C][,memory_mb=M][,disk_mb=D][,isolation=KIND]]...\n"
+		   "              [--e2b-listen HOST:PORT]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
 }
 
@@ -194,6 +195,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 		{ "proxy-listen", required_argument, NULL, 'x' }, { "proxy-domain", required_argument, NULL, 'y' },
 		{ "dns-upstream", required_argument, NULL, 'U' }, { "dns-port", required_argument, NULL, 'N' },
 		{ "ready-timeout", required_argument, NULL, 'Y' }, { "pool", required_argument, NULL, 'o' },
+		{ "e2b-listen", required_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
@@ -282,6 +284,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 			break;
 		}
 		case 'x': snprintf(d->proxy_listen, sizeof(d->proxy_listen), "%s", optarg); break;
+		case 'e': snprintf(d->e2b_listen, sizeof(d->e2b_listen), "%s", optarg); break;
 		case 'y':
 			if (!*optarg || strlen(optarg) >= sizeof(d->proxy_domain) || strchr(optarg, ':') || strchr(optarg, '/')) {
 				fprintf(stderr, "spaced: --proxy-domain wants a DNS name, not %s\n", optarg);
@@ -422,6 +425,12 @@ int main(int argc, char **argv)
 	}
 	if (access(d->build_path, X_OK) != 0)
 		log_warn("%s is missing: templates cannot be built (POST /v1/templates)", d->build_path);
+	snprintf(d->e2b_path, sizeof(d->e2b_path), "%.*s/space-e2b", slash ? (int)(slash - d->shim_path) : 1,
+		 slash ? d->shim_path : ".");
+	if (d->e2b_listen[0] && access(d->e2b_path, X_OK) != 0) {
+		fprintf(stderr, "spaced: --e2b-listen needs %s, which is missing (build it with make)\n", d->e2b_path);
+		return 1;
+	}
 	if (access(d->agent_path, X_OK) != 0) {
 		fprintf(stderr, "spaced: the agent binary %s is missing (build it with make, or pass --agent)\n",
 			d->agent_path);

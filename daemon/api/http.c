@@ -26,6 +26,7 @@
 #include "daemon/api/api.h"
 #include "daemon/base/hash.h"
 #include "daemon/base/log.h"
+#include "daemon/base/spawn.h"
 #include "daemon/store/store.h"
 
 #define HTTP_MAX_CONNECTIONS 1024
@@ -536,6 +537,24 @@ int http_start(struct daemon *d)
 		if (!d->mhd_tcp)
 			return -EIO;
 	}
+	return d->e2b_listen[0] ? e2b_start(d) : 0;
+}
+
+int e2b_start(struct daemon *d)
+{
+	int fd = tcp_socket(d->e2b_listen);
+	if (fd < 0) {
+		log_error("cannot listen on %s: %s", d->e2b_listen, strerror(-fd));
+		return fd;
+	}
+	char *argv[] = { d->e2b_path, "--listen-fd", "3", "--name", d->e2b_listen, "--socket", d->socket_path, NULL };
+	pid_t pid = spawn_start_keep(argv, &fd, 1, STDERR_FILENO, STDERR_FILENO);
+	close(fd);
+	if (pid < 0) {
+		log_error("cannot start %s: %s", d->e2b_path, strerror((int)-pid));
+		return (int)pid;
+	}
+	log_info("the E2B front (pid %d) serves on %s", (int)pid, d->e2b_listen);
 	return 0;
 }
 

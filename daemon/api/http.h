@@ -20,6 +20,9 @@ int http_tls_load(struct daemon *d, struct err *e);
 /* Opens the listeners and starts serving: the Unix socket plain, TCP with TLS when loaded.
  * Returns 0 or -errno. */
 int http_start(struct daemon *d);
+/* Listens on --e2b-listen and starts the E2B front (space-e2b) on that socket, asking spaced
+ * on its Unix socket; it ends with spaced. Called by http_start. Returns 0 or -errno. */
+int e2b_start(struct daemon *d);
 /* Stops accepting connections and removes the socket. */
 void http_stop(struct daemon *d);
 

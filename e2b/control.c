@@ -1,0 +1,460 @@
+/*
+ * e2b/control.c - E2B's control plane on spaced's API (docs/e2b.md, "control plane").
+ *
+ * An E2B sandbox's timeout is a deadline that activity does not move: spaced's lifetime,
+ * with no idle timeout. Its action is kill, or suspend when the create asked autoPause; E2B's
+ * pause is spaced's suspend (it keeps memory and files on disk, and does not expire). State:
+ * running and resuming read "running"; pausing, paused, suspending and suspended read
+ * "paused"; a sandbox being made, failed or being deleted is not shown. E2B's template "base"
+ * is spaced's "default".
+ */
+#include "e2b/gateway.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define FAR_FUTURE "9999-12-31T23:59:59Z" /* endAt of a sandbox without a deadline */
+#define LIST_MAX 1000                     /* the most sandboxes one page may hold */
+
+/* E2B's name for spaced's template, and back. */
+static const char *e2b_template(const char *space)
+{
+	return space && strcmp(space, "default") == 0 ? "base" : space ? space : "";
+}
+
+static const char *space_template(const char *e2b)
+{
+	return !e2b || strcmp(e2b, "base") == 0 ? "default" : e2b;
+}
+
+/* E2B's state of a spaced state, or NULL for one E2B does not show. */
+static const char *e2b_state(const char *st)
+{
+	if (!st)
+		return NULL;
+	if (strcmp(st, "running") == 0 || strcmp(st, "resuming") == 0)
+		return "running";
+	if (strcmp(st, "pausing") == 0 || strcmp(st, "paused") == 0 || strcmp(st, "suspending") == 0 ||
+	    strcmp(st, "suspended") == 0)
+		return "paused";
+	return NULL;
+}
+
+/* The Sandbox object of a create or connect. */
+static json_t *sandbox_obj(const json_t *sb)
+{
+	const char *tpl = e2b_template(json_string_value(json_object_get(sb, "template")));
+	return json_pack("{s:s?, s:s, s:s, s:s, s:s, s:s?, s:n, s:n}", "sandboxID",
+			 json_string_value(json_object_get(sb, "id")), "templateID", tpl, "alias", tpl, "clientID", "space",
+			 "envdVersion", GW_ENVD_VERSION, "envdAccessToken",
+			 json_string_value(json_object_get(sb, "access_token")), "trafficAccessToken", "domain");
+}
+
+/* A ListedSandbox (detail adds what GET of one gives), or NULL for a sandbox E2B does not see. */
+static json_t *listed_obj(const json_t *sb, bool detail)
+{
+	const char *state = e2b_state(json_string_value(json_object_get(sb, "state")));
+	if (!state)
+		return NULL;
+	const char *tpl = e2b_template(json_string_value(json_object_get(sb, "template")));
+	const char *end = json_string_value(json_object_get(sb, "expires_at"));
+	json_t *o = json_pack("{s:s?, s:s, s:s, s:s, s:s?, s:s, s:s, s:O, s:O, s:O, s:s, s:O?, s:[]}", "sandboxID",
+			      json_string_value(json_object_get(sb, "id")), "templateID", tpl, "alias", tpl, "clientID",
+			      "space", "startedAt", json_string_value(json_object_get(sb, "created_at")), "endAt",
+			      end ? end : FAR_FUTURE, "state", state, "cpuCount", json_object_get(sb, "cpus"), "memoryMB",
+			      json_object_get(sb, "memory_mb"), "diskSizeMB", json_object_get(sb, "disk_mb"),
+			      "envdVersion", GW_ENVD_VERSION, "metadata", json_object_get(sb, "metadata"), "volumeMounts");
+	if (o && detail) {
+		const char *action = json_string_value(json_object_get(sb, "timeout_action"));
+		const json_t *net = json_object_get(sb, "network");
+		const char *egress = json_string_value(json_object_get(net, "egress"));
+		json_object_set_new(o, "envdAccessToken", json_incref(json_object_get(sb, "access_token")));
+		json_object_set_new(o, "domain", json_null());
+		json_object_set_new(o, "allowInternetAccess", json_boolean(egress && strcmp(egress, "none") != 0));
+		json_object_set_new(o, "lifecycle", json_pack("{s:s, s:b}", "onTimeout",
+							       action && strcmp(action, "kill") == 0 ? "kill" : "pause",
+							       "autoResume", 0));
+	}
+	return o;
+}
+
+/* The request's JSON body: an object (an empty body is {}), or NULL when it is not one. */
+static json_t *body_object(struct req *r)
+{
+	if (buf_avail(&r->body) == 0)
+		return json_object();
+	json_t *b = json_loadb((const char *)buf_head(&r->body), buf_avail(&r->body), 0, NULL);
+	if (!json_is_object(b)) {
+		json_decref(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* The seconds of a "timeout" field: def when absent; -1 when it is not a whole number of
+ * seconds spaced takes (0 < S <= 86400). */
+static long timeout_of(const json_t *b, long def)
+{
+	const json_t *t = json_object_get(b, "timeout");
+	if (!t || json_is_null(t))
+		return def;
+	if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400)
+		return -1;
+	return (long)json_integer_value(t);
+}
+
+static enum MHD_Result create(struct req *r, struct client *c)
+{
+	json_t *b = body_object(r);
+	if (!b)
+		return gw_error(r, 400, "the body is not a JSON object");
+	long timeout = timeout_of(b, GW_DEFAULT_TIMEOUT_S);
+	const json_t *meta = json_object_get(b, "metadata"), *env = json_object_get(b, "envVars");
+	const char *tpl = json_string_value(json_object_get(b, "templateID"));
+	bool pause = json_is_true(json_object_get(b, "autoPause"));
+	if (timeout < 0) {
+		json_decref(b);
+		return gw_error(r, 400, "timeout must be whole seconds, 1..86400");
+	}
+	json_t *ask = json_pack("{s:s, s:i, s:i, s:s}", "template", space_template(tpl), "timeout", 0, "lifetime",
+				(int)timeout, "timeout_action", pause ? "suspend" : "kill");
+	if (json_is_object(meta))
+		json_object_set(ask, "metadata", (json_t *)meta);
+	if (json_is_object(env))
+		json_object_set(ask, "env", (json_t *)env);
+	json_decref(b);
+	json_t *sb = NULL;
+	struct client_err e = { 0 };
+	int rc = client_request(c, "POST", "/v1/sandboxes", ask, &sb, &e);
+	json_decref(ask);
+	if (rc < 0)
+		return gw_error_from(r, &e);
+	json_t *out = sandbox_obj(sb);
+	if (tpl) /* the name the client used: its alias */
+		json_object_set_new(out, "templateID", json_string(tpl)), json_object_set_new(out, "alias", json_string(tpl));
+	json_decref(sb);
+	return gw_json(r, 201, out);
+}
+
+/* spaced's sandbox id (as c sees it) into *sb; or an answer already queued (*rc). */
+static json_t *get_sandbox(struct req *r, struct client *c, const char *id, enum MHD_Result *rc)
+{
+	char path[64];
+	json_t *sb = NULL;
+	struct client_err e = { 0 };
+	if (!gw_sandbox_path(path, sizeof(path), id, "")) {
+		*rc = gw_error(r, 404, "sandbox %s not found", id);
+		return NULL;
+	}
+	if (client_request(c, "GET", path, NULL, &sb, &e) < 0) {
+		*rc = e.status == 404 ? gw_error(r, 404, "sandbox %s not found", id) : gw_error_from(r, &e);
+		return NULL;
+	}
+	if (!e2b_state(json_string_value(json_object_get(sb, "state")))) {
+		json_decref(sb);
+		*rc = gw_error(r, 404, "sandbox %s not found", id);
+		return NULL;
+	}
+	return sb;
+}
+
+/* Asks spaced to act on sandbox id (POST rest with body); 0, or an answer queued in *rc. */
+static int act(struct req *r, struct client *c, const char *id, const char *rest, json_t *body, enum MHD_Result *rc)
+{
+	char path[96];
+	struct client_err e = { 0 };
+	gw_sandbox_path(path, sizeof(path), id, rest);
+	if (client_request(c, "POST", path, body, NULL, &e) == 0)
+		return 0;
+	*rc = e.status == 404 ? gw_error(r, 404, "sandbox %s not found", id) : gw_error_from(r, &e);
+	return -1;
+}
+
+/* The seconds left until an RFC 3339 time (UTC, as spaced writes it), or 0 when past or NULL. */
+static long seconds_until(const char *t)
+{
+	struct tm tm = { 0 };
+	if (!t || !strptime(t, "%Y-%m-%dT%H:%M:%S", &tm))
+		return 0;
+	long left = (long)(timegm(&tm) - time(NULL));
+	return left > 0 ? left : 0;
+}
+
+/* connect (and the older resume): a running sandbox's deadline only moves later; a paused
+ * one is resumed with the deadline from now. */
+static enum MHD_Result connect_to(struct req *r, struct client *c, const char *id, bool resume_only)
+{
+	json_t *b = body_object(r);
+	long timeout = b ? timeout_of(b, GW_DEFAULT_TIMEOUT_S) : -1;
+	json_decref(b);
+	if (timeout < 0)
+		return gw_error(r, 400, "timeout must be whole seconds, 1..86400");
+	enum MHD_Result rc = MHD_NO;
+	json_t *sb = get_sandbox(r, c, id, &rc);
+	if (!sb)
+		return rc;
+	bool paused = strcmp(e2b_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
+	long left = seconds_until(json_string_value(json_object_get(sb, "expires_at")));
+	json_decref(sb);
+	if (!paused && resume_only)
+		return gw_error(r, 409, "sandbox %s is not paused", id);
+	if (paused && act(r, c, id, "/resume", NULL, &rc) < 0)
+		return rc;
+	json_t *t = json_pack("{s:i}", "lifetime", (int)(paused || timeout > left ? timeout : left));
+	int a = act(r, c, id, "/timeout", t, &rc);
+	json_decref(t);
+	if (a < 0)
+		return rc;
+	if (!(sb = get_sandbox(r, c, id, &rc)))
+		return rc;
+	json_t *out = sandbox_obj(sb);
+	json_decref(sb);
+	return gw_json(r, paused ? 201 : 200, out);
+}
+
+static enum MHD_Result pause_sandbox(struct req *r, struct client *c, const char *id)
+{
+	json_t *b = body_object(r);
+	bool no_memory = json_is_false(json_object_get(b, "memory"));
+	json_decref(b);
+	if (no_memory)
+		return gw_error(r, 400, "a pause without memory (a cold boot on resume) is not offered: space's pause "
+				"(its suspend) keeps memory and files");
+	enum MHD_Result rc = MHD_NO;
+	json_t *sb = get_sandbox(r, c, id, &rc);
+	if (!sb)
+		return rc;
+	bool paused = strcmp(e2b_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
+	json_decref(sb);
+	if (paused)
+		return gw_error(r, 409, "sandbox %s is already paused", id);
+	if (act(r, c, id, "/suspend", NULL, &rc) < 0)
+		return rc;
+	return gw_json(r, 204, NULL);
+}
+
+/* Percent-decodes s in place (form decoding: '+' is a space when plus). */
+static void unescape(char *s, bool plus)
+{
+	char *w = s;
+	for (char *p = s; *p; p++) {
+		unsigned v;
+		if (*p == '%' && p[1] && p[2] && sscanf(p + 1, "%2x", &v) == 1 && strspn(p + 1, "0123456789abcdefABCDEF") >= 2) {
+			*w++ = (char)v;
+			p += 2;
+		} else {
+			*w++ = plus && *p == '+' ? ' ' : *p;
+		}
+	}
+	*w = '\0';
+}
+
+/* The metadata filter of a list: "k=v&k2=v2" with each key and value percent-encoded once
+ * more, as the SDK sends it; NULL (with *bad) when it is malformed. */
+static json_t *metadata_filter(const char *q, bool *bad)
+{
+	json_t *f = json_object();
+	char *copy = strdup(q ? q : ""), *save = NULL;
+	for (char *pair = strtok_r(copy, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(pair, '=');
+		if (!eq) {
+			*bad = true;
+			break;
+		}
+		*eq = '\0';
+		unescape(pair, true);
+		unescape(eq + 1, true);
+		unescape(pair, false);
+		unescape(eq + 1, false);
+		json_object_set_new(f, pair, json_string(eq + 1));
+	}
+	free(copy);
+	return f;
+}
+
+static bool matches(const json_t *sb, const json_t *filter, const char *states, const char *tpl,
+		    const char *after, const char *e2b_st)
+{
+	const char *k;
+	json_t *v;
+	const json_t *meta = json_object_get(sb, "metadata");
+	json_object_foreach((json_t *)filter, k, v) {
+		const char *have = json_string_value(json_object_get(meta, k));
+		if (!have || strcmp(have, json_string_value(v)) != 0)
+			return false;
+	}
+	if (states) {
+		size_t n = strlen(e2b_st);
+		bool in = false;
+		for (const char *p = states; *p && !in; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 1 : 0))
+			in = strncmp(p, e2b_st, n) == 0 && (p[n] == ',' || p[n] == '\0');
+		if (!in)
+			return false;
+	}
+	if (tpl && strcmp(tpl, e2b_template(json_string_value(json_object_get(sb, "template")))) != 0)
+		return false;
+	const char *started = json_string_value(json_object_get(sb, "created_at"));
+	return !after || (started && strcmp(started, after) > 0);
+}
+
+/* The cursor of item x: its startedAt and id, which orders the list (times are all as long). */
+static void cursor_of(const json_t *x, char *dst, size_t n)
+{
+	snprintf(dst, n, "%s_%s", json_string_value(json_object_get(x, "startedAt")),
+		 json_string_value(json_object_get(x, "sandboxID")));
+}
+
+static int oldest_first(const void *a, const void *b)
+{
+	char x[128], y[128];
+	cursor_of(*(json_t *const *)a, x, sizeof(x));
+	cursor_of(*(json_t *const *)b, y, sizeof(y));
+	return strcmp(x, y);
+}
+
+static int newest_first(const void *a, const void *b)
+{
+	return oldest_first(b, a);
+}
+
+static enum MHD_Result list(struct req *r, struct client *c, bool v2)
+{
+	bool bad = false;
+	json_t *filter = metadata_filter(gw_arg(r, "metadata"), &bad);
+	const char *states = v2 ? gw_arg(r, "state") : "running", *limit_s = gw_arg(r, "limit");
+	const char *next = gw_arg(r, "nextToken"), *order = gw_arg(r, "order");
+	long limit = limit_s ? strtol(limit_s, NULL, 10) : LIST_MAX;
+	if (bad || limit < 1 || limit > LIST_MAX) {
+		json_decref(filter);
+		return gw_error(r, 400, bad ? "metadata must be key=value pairs joined by &" : "limit must be 1..%d", LIST_MAX);
+	}
+	json_t *all = NULL;
+	struct client_err e = { 0 };
+	if (client_request(c, "GET", "/v1/sandboxes", NULL, &all, &e) < 0) {
+		json_decref(filter);
+		return gw_error_from(r, &e);
+	}
+	size_t i, n = 0;
+	json_t *sb, *items = json_array();
+	json_array_foreach(json_object_get(all, "sandboxes"), i, sb) {
+		json_t *o = listed_obj(sb, false);
+		if (o && matches(sb, filter, states, gw_arg(r, "template"), gw_arg(r, "startedAfter"),
+				 json_string_value(json_object_get(o, "state"))))
+			json_array_append(items, o);
+		json_decref(o);
+	}
+	json_decref(all);
+	json_decref(filter);
+	n = json_array_size(items);
+	json_t **v = calloc(n ? n : 1, sizeof(*v));
+	for (i = 0; i < n; i++)
+		v[i] = json_array_get(items, i);
+	bool asc = order && strcmp(order, "asc") == 0;
+	qsort(v, n, sizeof(*v), asc ? oldest_first : newest_first);
+	json_t *page = json_array();
+	char cur[128] = "";
+	bool more = false;
+	for (i = 0; i < n; i++) {
+		char k[128];
+		cursor_of(v[i], k, sizeof(k));
+		/* after the cursor, in this order */
+		if (next && *next && (asc ? strcmp(k, next) <= 0 : strcmp(k, next) >= 0))
+			continue;
+		if ((long)json_array_size(page) == limit) {
+			more = true;
+			break;
+		}
+		json_array_append(page, v[i]);
+		snprintf(cur, sizeof(cur), "%s", k);
+	}
+	free(v);
+	json_decref(items);
+	char *text = json_dumps(page, JSON_COMPACT);
+	json_decref(page);
+	struct MHD_Response *resp = text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE) : NULL;
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (more)
+		MHD_add_response_header(resp, "X-Next-Token", cur);
+	enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+/* The id in url after prefix ("/sandboxes/"), up to the next '/', into id; the rest in *rest. */
+static bool split_id(const char *url, const char *prefix, char *id, size_t n, const char **rest)
+{
+	size_t p = strlen(prefix);
+	if (strncmp(url, prefix, p) != 0)
+		return false;
+	size_t len = strcspn(url + p, "/");
+	if (len == 0 || len >= n)
+		return false;
+	memcpy(id, url + p, len);
+	id[len] = '\0';
+	*rest = url + p + len;
+	return true;
+}
+
+enum MHD_Result control_handle(struct req *r)
+{
+	const char *m = r->method, *u = r->url, *rest;
+	if (strcmp(u, "/health") == 0)
+		return gw_json(r, 200, json_pack("{s:s}", "message", "Health check successful"));
+	struct client tenant;
+	char hdr[300];
+	struct client *c = gw_as_tenant(r->gw, gw_header(r, "X-API-KEY"), &tenant, hdr, sizeof(hdr));
+	if (!c)
+		return gw_error(r, 401, "an API key is required (X-API-KEY: a space token)");
+	bool post = strcmp(m, "POST") == 0, get = strcmp(m, "GET") == 0;
+	if (post && (strcmp(u, "/v2/sandboxes") == 0 || strcmp(u, "/sandboxes") == 0))
+		return create(r, c);
+	if (get && (strcmp(u, "/v2/sandboxes") == 0 || strcmp(u, "/sandboxes") == 0))
+		return list(r, c, u[1] == 'v');
+	char id[32];
+	if (split_id(u, "/v2/sandboxes/", id, sizeof(id), &rest) && post && strcmp(rest, "/connect") == 0)
+		return connect_to(r, c, id, false);
+	if (!split_id(u, "/sandboxes/", id, sizeof(id), &rest))
+		return gw_error(r, 404, "no route %s %s", m, u);
+	enum MHD_Result rc = MHD_NO;
+	if (get && !*rest) {
+		json_t *sb = get_sandbox(r, c, id, &rc);
+		return sb ? (rc = gw_json(r, 200, listed_obj(sb, true)), json_decref(sb), rc) : rc;
+	}
+	if (strcmp(m, "DELETE") == 0 && !*rest) {
+		char path[64];
+		struct client_err e = { 0 };
+		if (!gw_sandbox_path(path, sizeof(path), id, "") || client_request(c, "DELETE", path, NULL, NULL, &e) < 0)
+			return e.status == 404 || !e.kind ? gw_error(r, 404, "sandbox %s not found", id) : gw_error_from(r, &e);
+		return gw_json(r, 204, NULL);
+	}
+	if (post && strcmp(rest, "/timeout") == 0) {
+		json_t *b = body_object(r);
+		long t = b ? timeout_of(b, -1) : -1;
+		json_decref(b);
+		if (t < 0)
+			return gw_error(r, 400, "timeout must be whole seconds, 1..86400");
+		if (!(b = get_sandbox(r, c, id, &rc)))
+			return rc;
+		json_decref(b);
+		json_t *body = json_pack("{s:i}", "lifetime", (int)t);
+		int a = act(r, c, id, "/timeout", body, &rc);
+		json_decref(body);
+		return a < 0 ? rc : gw_json(r, 204, NULL);
+	}
+	if (post && strcmp(rest, "/pause") == 0)
+		return pause_sandbox(r, c, id);
+	if (post && (strcmp(rest, "/connect") == 0 || strcmp(rest, "/resume") == 0))
+		return connect_to(r, c, id, strcmp(rest, "/resume") == 0);
+	if (get && strcmp(rest, "/metrics") == 0) {
+		json_t *sb = get_sandbox(r, c, id, &rc);
+		return sb ? (json_decref(sb), gw_json(r, 200, json_array())) : rc;
+	}
+	return gw_error(r, 501, "%s %s is not offered by space's E2B front (docs/e2b.md)", m, u);
+}

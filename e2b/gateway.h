@@ -1,0 +1,79 @@
+/*
+ * e2b/gateway.h - space-e2b, the E2B front (docs/e2b.md): E2B's two planes, served at the root
+ * of one TCP listener, turned into requests to spaced's own API on its Unix socket.
+ *
+ * A request with an E2b-Sandbox-Id header belongs to the sandbox plane (envd.c: health, files,
+ * the Process and Filesystem services over Connect), every other to the control plane
+ * (control.c: create, list, get, kill, timeout, pause, connect). The control plane's
+ * X-API-KEY is a space token (e2b_<rest> is read as sp_<rest>); spaced is asked with it in
+ * Space-Tenant-Token, so tenants apply as they do everywhere. The sandbox plane's
+ * X-Access-Token is the sandbox's own access token, handed out as envdAccessToken.
+ *
+ * Threads: libmicrohttpd gives each connection a thread, which may block on spaced; a stream
+ * (a command's output, a download) is carried by a worker thread writing into a pipe that the
+ * connection's thread reads, so a slow reader slows spaced's stream, never fills memory.
+ */
+#ifndef SPACE_E2B_GATEWAY_H
+#define SPACE_E2B_GATEWAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "cli/client.h"
+#include "lib/buf.h"
+
+#define GW_ENVD_VERSION "0.5.6"      /* what the SDKs are told (docs/e2b.md: their version gates) */
+#define GW_DEFAULT_TIMEOUT_S 300     /* a sandbox's deadline when a create or connect gives none */
+#define GW_MAX_BODY (1 << 20)        /* a REST or unary RPC body */
+#define GW_KEEPALIVE_S 50            /* a silent command stream gets a keepalive this often */
+
+struct gw {
+	struct client up;            /* spaced's Unix socket, as the administrator */
+};
+
+/* One request, the connection's own (libmicrohttpd's *req_cls). */
+struct req {
+	struct gw *gw;
+	struct MHD_Connection *conn;
+	char method[16];
+	char url[1024];
+	struct buf body;
+	bool too_large;
+	void *upload;                /* a multipart upload under way (envd.c) */
+	void (*upload_free)(void *upload);
+};
+
+/* A header of the request, or NULL. */
+const char *gw_header(struct req *r, const char *name);
+/* A query argument of the request, or NULL. */
+const char *gw_arg(struct req *r, const char *name);
+
+/* Answers with body as JSON (stolen; NULL: no body). MHD_YES or MHD_NO. */
+enum MHD_Result gw_json(struct req *r, unsigned status, json_t *body);
+/* Answers an E2B error: {"code": status, "message"}. */
+enum MHD_Result gw_error(struct req *r, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Answers spaced's error as E2B's (status kept; 5xx other than 502/503/507 as 500). */
+enum MHD_Result gw_error_from(struct req *r, const struct client_err *e);
+/* Answers a unary Connect error: the code's HTTP status, {"code", "message"}. */
+enum MHD_Result gw_connect_error(struct req *r, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A copy of gw->up that asks spaced as the tenant of key (an E2B key or a space token), in
+ * hdr (room for the header line); NULL without a key. */
+struct client *gw_as_tenant(struct gw *gw, const char *key, struct client *c, char *hdr, size_t n);
+
+/* "/v1/sandboxes/<id><rest>" into dst; false when it does not fit or id is not a sandbox id. */
+bool gw_sandbox_path(char *dst, size_t n, const char *id, const char *rest);
+
+/* The control plane (control.c) and the sandbox plane (envd.c). */
+enum MHD_Result control_handle(struct req *r);
+enum MHD_Result envd_handle(struct req *r, const char *sbid);
+/* A chunk of a sandbox-plane request's body, before it is whole: true when it was taken (a
+ * streamed upload), false when it is to be kept in r->body. */
+bool envd_upload(struct req *r, const char *data, size_t n);
+
+#endif

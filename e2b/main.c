@@ -1,0 +1,241 @@
+/*
+ * e2b/main.c - space-e2b: the E2B front's process (gateway.h). spaced starts it for
+ * --e2b-listen HOST:PORT on a socket it listens on (so a taken port is spaced's error at its
+ * start), with spaced's Unix socket; it ends with spaced.
+ *
+ *   space-e2b --listen HOST:PORT | --listen-fd FD [--name NAME] --socket PATH
+ */
+#include "e2b/gateway.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "e2b/connect.h"
+
+const char *gw_header(struct req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *gw_arg(struct req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+enum MHD_Result gw_json(struct req *r, unsigned status, json_t *body)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	size_t n = text ? strlen(text) : 0;
+	struct MHD_Response *resp = MHD_create_response_from_buffer(n, text ? text : "", text ? MHD_RESPMEM_MUST_FREE
+											 : MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	if (text)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+enum MHD_Result gw_error(struct req *r, unsigned status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return gw_json(r, status, json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
+}
+
+enum MHD_Result gw_error_from(struct req *r, const struct client_err *e)
+{
+	if (e->kind != CLIENT_ERR_API)
+		return gw_error(r, 502, "spaced cannot be reached: %s", e->message);
+	unsigned st = (unsigned)e->status;
+	if (st >= 500 && st != 502 && st != 503 && st != 507)
+		st = 500;
+	return gw_error(r, st, "%s", e->message);
+}
+
+enum MHD_Result gw_connect_error(struct req *r, const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return gw_json(r, (unsigned)connect_http_status(code), json_pack("{s:s, s:s}", "code", code, "message", msg));
+}
+
+struct client *gw_as_tenant(struct gw *gw, const char *key, struct client *c, char *hdr, size_t n)
+{
+	if (!key || !*key)
+		return NULL;
+	/* the Python SDK wants keys to look like E2B's: e2b_<rest> is the token sp_<rest> */
+	if (strncmp(key, "e2b_", 4) == 0)
+		snprintf(hdr, n, "Space-Tenant-Token: sp_%s", key + 4);
+	else
+		snprintf(hdr, n, "Space-Tenant-Token: %s", key);
+	*c = gw->up;
+	c->auth = hdr;
+	return c;
+}
+
+bool gw_sandbox_path(char *dst, size_t n, const char *id, const char *rest)
+{
+	size_t len = strlen(id);
+	if (len == 0 || len > 12 || strspn(id, "0123456789abcdef") != len)
+		return false;
+	return (size_t)snprintf(dst, n, "/v1/sandboxes/%s%s", id, rest) < n;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
+{
+	struct req *r = *req_cls;
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		r->gw = cls;
+		r->conn = conn;
+		snprintf(r->method, sizeof(r->method), "%s", method);
+		snprintf(r->url, sizeof(r->url), "%s", url);
+		*req_cls = r;
+		return MHD_YES;
+	}
+	const char *sbid = gw_header(r, "E2b-Sandbox-Id");
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+		*upload_data_size = 0;
+		if (sbid && envd_upload(r, upload_data, n))
+			return MHD_YES;
+		if (r->body.len + n > GW_MAX_BODY)
+			r->too_large = true;
+		else if (buf_put(&r->body, upload_data, n) < 0)
+			return MHD_NO;
+		return MHD_YES;
+	}
+	if (r->too_large)
+		return gw_error(r, 413, "the body is over %d bytes", GW_MAX_BODY);
+	return sbid ? envd_handle(r, sbid) : control_handle(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls, enum MHD_RequestTerminationCode why)
+{
+	struct req *r = *req_cls;
+	if (!r)
+		return;
+	if (r->upload && r->upload_free)
+		r->upload_free(r->upload);
+	buf_free(&r->body);
+	free(r);
+	*req_cls = NULL;
+}
+
+static int parse_listen(const char *s, struct sockaddr_in *sa)
+{
+	const char *colon = strrchr(s, ':');
+	if (!colon || colon == s || colon - s > 63)
+		return -EINVAL;
+	char host[64];
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	if (*end || port < 1 || port > 65535)
+		return -EINVAL;
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	if (strcmp(host, "localhost") == 0)
+		snprintf(host, sizeof(host), "127.0.0.1");
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -EINVAL;
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "space-e2b: ");
+	vfprintf(stderr, fmt, ap);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "listen-fd", required_argument, NULL, 'f' },
+		{ "name", required_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *listen = NULL, *sock = NULL;
+	int c, fd = -1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'l' || c == 'n')
+			listen = optarg;
+		else if (c == 's')
+			sock = optarg;
+		else if (c == 'f')
+			fd = atoi(optarg);
+		else
+			return 2;
+	}
+	struct sockaddr_in sa;
+	if (!listen || !sock || optind != argc || (fd < 0 && parse_listen(listen, &sa) < 0) || (fd >= 0 && fd < 3)) {
+		fprintf(stderr, "usage: space-e2b --listen HOST:PORT | --listen-fd FD [--name NAME] --socket PATH\n");
+		return 2;
+	}
+	/* it ends with spaced, which started it */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread made from here on too */
+
+	static struct gw gw;
+	struct client_err err = { 0 };
+	char host[600];
+	snprintf(host, sizeof(host), "unix://%s", sock);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || client_init(&gw.up, host, NULL, NULL, &err) < 0) {
+		fprintf(stderr, "space-e2b: %s\n", err.message[0] ? err.message : "cannot set up the client");
+		return 1;
+	}
+	struct MHD_OptionItem where[] = {
+		fd >= 0 ? (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, fd, NULL }
+			: (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &sa },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	struct MHD_Daemon *d = MHD_start_daemon(
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+		on_request, &gw, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_ARRAY, where,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &gw, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "space-e2b: cannot listen on %s: %s\n", listen, strerror(errno));
+		return 1;
+	}
+	fprintf(stderr, "space-e2b: serving E2B's API on http://%s\n", listen);
+	if (getppid() == 1) /* spaced was gone before the death signal was asked for */
+		raise(SIGTERM);
+	int sig;
+	sigwait(&set, &sig);
+	MHD_stop_daemon(d);
+	client_fini(&gw.up);
+	curl_global_cleanup();
+	return 0;
+}

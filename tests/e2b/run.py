@@ -1,0 +1,77 @@
+"""Runs the E2B suite (tests/e2b/*.test.mjs, Node's own test runner) against a private spaced
+with an E2B front, driven by E2B's unmodified JavaScript SDK.
+
+The SDK (e2b@SDK_VERSION from the npm registry) is installed once per machine into
+SPACE_E2B_SDK_DIR (default /var/cache/space/e2b-js/<version>), outside the checkout: a fresh
+machine installs it, a warm one reuses it. The tests get the three variables an E2B program
+needs (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY: a token of tenant "e2b"), SPACE_OTHER_KEY
+(a token of another tenant), and SPACE_SOCKET, the administrator's socket, to look behind the
+front.
+
+Run: /usr/bin/python3 tests/e2b/run.py [node --test arguments, e.g. a file]
+"""
+
+import fcntl
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
+
+import spacetest  # noqa: E402
+
+SDK_VERSION = "2.51.0"
+SDK_DIR = os.environ.get("SPACE_E2B_SDK_DIR", f"/var/cache/space/e2b-js/{SDK_VERSION}")
+SUITE_TIMEOUT = 1800
+
+
+def sdk_ready():
+    try:
+        with open(os.path.join(SDK_DIR, "node_modules", "e2b", "package.json")) as f:
+            return json.load(f)["version"] == SDK_VERSION
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def ensure_sdk():
+    """Installs the SDK into SDK_DIR unless it is there; one installer at a time."""
+    os.makedirs(os.path.dirname(SDK_DIR), exist_ok=True)
+    with open(SDK_DIR + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if sdk_ready():
+            return
+        tmp = tempfile.mkdtemp(prefix="e2b-js-", dir=os.path.dirname(SDK_DIR))
+        with open(os.path.join(tmp, "package.json"), "w") as f:
+            json.dump({"name": "space-e2b-tests", "private": True}, f)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", f"e2b@{SDK_VERSION}"],
+                       cwd=tmp, check=True, timeout=600)
+        shutil.rmtree(SDK_DIR, ignore_errors=True)
+        os.rename(tmp, SDK_DIR)
+
+
+def main():
+    ensure_sdk()
+    port = spacetest.free_port()
+    d = spacetest.Daemon(prefix="space-e2b-", args=["--e2b-listen", f"127.0.0.1:{port}"])
+    d.start()
+    try:
+        url = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": d.token("e2b"),
+               "SPACE_SOCKET": d.socket, "SPACE_E2B_SDK": os.path.join(SDK_DIR, "node_modules", "e2b"),
+               "SPACE_OTHER_KEY": d.token("other")}
+        files = sys.argv[1:] or sorted(glob.glob(os.path.join(HERE, "*.test.mjs")))
+        r = subprocess.run(["node", "--test", "--test-reporter=spec", *files], env=env, timeout=SUITE_TIMEOUT)
+        if r.returncode != 0:
+            print(f"spaced's log ({d.log_path}), the end:\n{d.log_tail(60)}")
+        return r.returncode
+    finally:
+        d.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
