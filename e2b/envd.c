@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "e2b/connect.h"
+#include "e2b/process.h"
 
 /* Constant-time comparison of two NUL-terminated strings. */
 static bool same_secret(const char *a, const char *b)
@@ -76,5 +77,7 @@ enum MHD_Result envd_handle(struct req *r, const char *sbid)
 		return running ? gw_json(r, 204, NULL)
 			       : gw_json(r, 502, json_pack("{s:i, s:s, s:s}", "code", 502, "message",
 							   "sandbox is paused", "sandboxId", sbid));
+	if (strcmp(r->method, "POST") == 0 && strncmp(r->url, "/process.Process/", 17) == 0)
+		return process_handle(r, sbid, r->url + 17);
 	return gw_connect_error(r, "unimplemented", "%s is not offered by space's E2B front yet", r->url);
 }

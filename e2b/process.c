@@ -1,0 +1,496 @@
+/*
+ * e2b/process.c - E2B's process.Process service on spaced's processes (docs/e2b.md).
+ *
+ * Start is spaced's process start (POST .../processes) followed by its output stream, both
+ * carried as one Connect stream: a start event with the pid first, the output as data events
+ * in the order spaced read it, then the end event and the end of the stream. The command's
+ * Connect-Timeout-Ms is its lifetime (spaced's timeout kills its process group; the stream
+ * ends with deadline_exceeded). Connect reads a running process's output; its deadline bounds
+ * only the stream. A client that goes away leaves the process running.
+ *
+ * spaced keeps a process's command as one line; what E2B's List shows (cmd, args, envs, cwd)
+ * is kept here, for the processes this front started, while they run.
+ */
+#include "e2b/process.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "e2b/connect.h"
+#include "e2b/stream.h"
+
+/* What List shows of a process this front started. */
+struct started {
+	struct started *next;
+	char sbid[16];
+	uint32_t pid;
+	json_t *config; /* ProcessConfig */
+	char *tag;
+};
+
+static pthread_mutex_t started_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct started *started_list;
+
+static void remember(const char *sbid, uint32_t pid, const json_t *config, const char *tag)
+{
+	struct started *p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	snprintf(p->sbid, sizeof(p->sbid), "%s", sbid);
+	p->pid = pid;
+	p->config = json_deep_copy(config);
+	p->tag = tag ? strdup(tag) : NULL;
+	pthread_mutex_lock(&started_lock);
+	p->next = started_list;
+	started_list = p;
+	pthread_mutex_unlock(&started_lock);
+}
+
+static void forget(const char *sbid, uint32_t pid)
+{
+	pthread_mutex_lock(&started_lock);
+	for (struct started **pp = &started_list; *pp; pp = &(*pp)->next) {
+		struct started *p = *pp;
+		if (p->pid == pid && strcmp(p->sbid, sbid) == 0) {
+			*pp = p->next;
+			json_decref(p->config);
+			free(p->tag);
+			free(p);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&started_lock);
+}
+
+/* The ProcessInfo of a running process of spaced's listing (new reference). */
+static json_t *process_info(const char *sbid, const json_t *proc)
+{
+	uint32_t pid = (uint32_t)json_integer_value(json_object_get(proc, "pid"));
+	json_t *out = NULL;
+	pthread_mutex_lock(&started_lock);
+	for (struct started *p = started_list; p; p = p->next)
+		if (p->pid == pid && strcmp(p->sbid, sbid) == 0) {
+			out = json_pack("{s:O, s:i}", "config", p->config, "pid", (int)pid);
+			if (p->tag)
+				json_object_set_new(out, "tag", json_string(p->tag));
+			break;
+		}
+	pthread_mutex_unlock(&started_lock);
+	if (!out) /* started some other way: its command line is all spaced knows */
+		out = json_pack("{s:{s:s?, s:[], s:{}}, s:i}", "config", "cmd",
+				json_string_value(json_object_get(proc, "cmd")), "args", "envs", "pid", (int)pid);
+	return out;
+}
+
+/* The pid of a ProcessSelector ({"pid": N} or {"tag": T}, by what this front started), or 0. */
+static uint32_t selected_pid(const char *sbid, const json_t *msg)
+{
+	const json_t *sel = json_object_get(msg, "process");
+	int64_t pid = 0;
+	if (connect_int(json_object_get(sel, "pid"), &pid) == 0)
+		return pid > 0 && pid <= UINT32_MAX ? (uint32_t)pid : 0;
+	const char *tag = json_string_value(json_object_get(sel, "tag"));
+	uint32_t found = 0;
+	pthread_mutex_lock(&started_lock);
+	for (struct started *p = started_list; tag && p && !found; p = p->next)
+		if (p->tag && strcmp(p->tag, tag) == 0 && strcmp(p->sbid, sbid) == 0)
+			found = p->pid;
+	pthread_mutex_unlock(&started_lock);
+	return found;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* One Start or Connect stream. */
+struct call {
+	struct gw *gw;
+	char sbid[16];
+	json_t *ask;          /* Start: spaced's process start body; NULL for Connect */
+	json_t *config;       /* Start: the ProcessConfig, for List */
+	char *tag;
+	uint32_t pid;
+	int64_t deadline;     /* Connect: when the stream ends (mono ms; 0: never) */
+	struct gw_stream *s;
+	int64_t last;         /* when the last envelope went */
+	bool ended;           /* the end event went */
+	bool gone;            /* the client left */
+	const char *code;     /* the end of the stream: an error code, or NULL */
+	char msg[300];
+};
+
+static void call_free(void *p)
+{
+	struct call *c = p;
+	json_decref(c->ask);
+	json_decref(c->config);
+	free(c->tag);
+	free(c);
+}
+
+static int send_msg(struct call *c, uint8_t flags, json_t *msg)
+{
+	struct buf b = { 0 };
+	int rc = msg && connect_put(&b, flags, msg) == 0 ? gw_stream_write(c->s, buf_head(&b), buf_avail(&b)) : -ENOMEM;
+	json_decref(msg);
+	buf_free(&b);
+	c->last = mono_ms();
+	if (rc == -EPIPE)
+		c->gone = true;
+	return rc;
+}
+
+/* Go's name of a signal, as E2B's status strings carry it. */
+static const char *signal_name(int sig)
+{
+	static const char *const names[] = { NULL, "hangup", "interrupt", "quit", "illegal instruction",
+					     "trace/breakpoint trap", "aborted", "bus error",
+					     "floating point exception", "killed", "user defined signal 1",
+					     "segmentation fault", "user defined signal 2", "broken pipe", "alarm clock",
+					     "terminated" };
+	return sig > 0 && sig < (int)(sizeof(names) / sizeof(names[0])) ? names[sig] : NULL;
+}
+
+/* The end event of spaced's exit event. */
+static json_t *end_event(const json_t *ev)
+{
+	const json_t *sig = json_object_get(ev, "signal");
+	char status[64];
+	json_t *end;
+	if (json_is_integer(sig)) {
+		int n = (int)json_integer_value(sig);
+		const char *name = signal_name(n);
+		if (name)
+			snprintf(status, sizeof(status), "signal: %s", name);
+		else
+			snprintf(status, sizeof(status), "signal: signal %d", n);
+		end = json_pack("{s:i, s:s, s:s}", "exitCode", -1, "status", status, "error", status);
+	} else {
+		int code = (int)json_integer_value(json_object_get(ev, "exit_code"));
+		snprintf(status, sizeof(status), "exit status %d", code);
+		end = json_pack("{s:b, s:s}", "exited", 1, "status", status);
+		if (code != 0) {
+			json_object_set_new(end, "exitCode", json_integer(code));
+			json_object_set_new(end, "error", json_string(status));
+		}
+	}
+	return json_pack("{s:{s:o}}", "event", "end", end);
+}
+
+static int on_event(json_t *ev, void *arg)
+{
+	struct call *c = arg;
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	if (!type)
+		return 0;
+	if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
+		const json_t *text = json_object_get(ev, "data");
+		uint8_t *raw = NULL;
+		size_t n = 0;
+		json_t *b64;
+		if (text)
+			b64 = connect_bytes_json((const uint8_t *)json_string_value(text), json_string_length(text));
+		else if (connect_bytes(json_string_value(json_object_get(ev, "data_b64")) ?: "", &raw, &n) == 0)
+			b64 = connect_bytes_json(raw, n);
+		else
+			b64 = NULL;
+		free(raw);
+		if (!b64)
+			return 0;
+		return send_msg(c, 0, json_pack("{s:{s:{s:o}}}", "event", "data", type, b64)) < 0 ? -EPIPE : 0;
+	}
+	if (strcmp(type, "exit") == 0) {
+		if (json_is_true(json_object_get(ev, "timed_out"))) {
+			c->code = "deadline_exceeded";
+			snprintf(c->msg, sizeof(c->msg), "the command ran past its timeout and was killed");
+			return 1;
+		}
+		c->ended = true;
+		return send_msg(c, 0, end_event(ev)) < 0 ? -EPIPE : 1;
+	}
+	if (strcmp(type, "error") == 0) {
+		const json_t *e = json_object_get(ev, "error");
+		c->code = connect_code_of(json_string_value(json_object_get(e, "code")), 0);
+		snprintf(c->msg, sizeof(c->msg), "%s", json_string_value(json_object_get(e, "message")) ?: "spaced failed");
+		return 1;
+	}
+	return 0; /* keepalive, oom: nothing E2B shows */
+}
+
+static int on_tick(void *arg)
+{
+	struct call *c = arg;
+	if (gw_stream_gone(c->s)) {
+		c->gone = true;
+		return -EPIPE;
+	}
+	int64_t now = mono_ms();
+	if (c->deadline && now >= c->deadline) {
+		c->code = "deadline_exceeded";
+		snprintf(c->msg, sizeof(c->msg), "the stream reached its timeout (the process goes on)");
+		return -ETIMEDOUT;
+	}
+	if (now - c->last >= GW_KEEPALIVE_S * 1000 &&
+	    send_msg(c, 0, json_pack("{s:{s:{}}}", "event", "keepalive")) < 0)
+		return -EPIPE;
+	return 0;
+}
+
+static void run_call(struct gw_stream *s, void *arg)
+{
+	struct call *c = arg;
+	c->s = s;
+	c->last = mono_ms();
+	char path[96];
+	struct client_err e = { 0 };
+	json_t *reply = NULL;
+	if (c->code) /* refused before it began */
+		goto end;
+	if (c->ask) {
+		gw_sandbox_path(path, sizeof(path), c->sbid, "/processes");
+		if (client_request(&c->gw->up, "POST", path, c->ask, &reply, &e) < 0) {
+			c->code = e.kind == CLIENT_ERR_API ? connect_code_of(e.code, e.status) : "unavailable";
+			if (strcmp(e.code, "exec_failed") == 0 || (e.status == 400 && e.kind == CLIENT_ERR_API))
+				c->code = "invalid_argument";
+			snprintf(c->msg, sizeof(c->msg), "%s", e.message);
+			goto end;
+		}
+		c->pid = (uint32_t)json_integer_value(json_object_get(reply, "pid"));
+		json_decref(reply);
+		remember(c->sbid, c->pid, c->config, c->tag);
+	} else {
+		char one[96];
+		snprintf(one, sizeof(one), "/processes/%u", c->pid);
+		gw_sandbox_path(path, sizeof(path), c->sbid, one);
+		if (client_request(&c->gw->up, "GET", path, NULL, &reply, &e) < 0 ||
+		    strcmp(json_string_value(json_object_get(reply, "state")) ?: "", "running") != 0) {
+			c->code = e.kind && e.status != 404 ? connect_code_of(e.code, e.status) : "not_found";
+			snprintf(c->msg, sizeof(c->msg), "process %u is not running", c->pid);
+			json_decref(reply);
+			goto end;
+		}
+		json_decref(reply);
+	}
+	if (send_msg(c, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)c->pid)) < 0)
+		return;
+	char out[96];
+	snprintf(out, sizeof(out), "/processes/%u/output", c->pid);
+	gw_sandbox_path(path, sizeof(path), c->sbid, out);
+	struct client_stream_ops ops = { .event = on_event, .tick = on_tick, .wake_fd = -1, .arg = c };
+	memset(&e, 0, sizeof(e));
+	int rc = client_stream(&c->gw->up, "GET", path, NULL, &ops, &e);
+	if (c->gone)
+		return;
+	if (rc < 0 && !c->code) {
+		c->code = e.kind == CLIENT_ERR_API ? connect_code_of(e.code, e.status) : "unavailable";
+		snprintf(c->msg, sizeof(c->msg), "%s", e.message[0] ? e.message : "the output stream ended early");
+	} else if (!c->ended && !c->code) {
+		c->code = "unavailable";
+		snprintf(c->msg, sizeof(c->msg), "the output stream ended before the process did");
+	}
+	if (c->ended || (c->code && strcmp(c->code, "deadline_exceeded") == 0 && c->ask))
+		forget(c->sbid, c->pid);
+end:;
+	struct buf b = { 0 };
+	if (connect_end(&b, c->code, c->msg) == 0)
+		gw_stream_write(s, buf_head(&b), buf_avail(&b));
+	buf_free(&b);
+}
+
+/* The user of a request: Authorization: Basic base64("<user>:"), or NULL; into dst. */
+static const char *basic_user(struct req *r, char *dst, size_t n)
+{
+	const char *h = gw_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
+	uint8_t *raw = NULL;
+	size_t len = 0;
+	if (!h || strncmp(h, "Basic ", 6) != 0 || connect_bytes(h + 6, &raw, &len) < 0)
+		return NULL;
+	size_t user = 0;
+	while (user < len && raw[user] != ':')
+		user++;
+	const char *out = NULL;
+	if (user > 0 && user < n && memchr(raw, '\0', user) == NULL) {
+		memcpy(dst, raw, user);
+		dst[user] = '\0';
+		out = dst;
+	}
+	free(raw);
+	return out;
+}
+
+/* Connect-Timeout-Ms in seconds (rounded up), or 0 when absent or 0. */
+static long timeout_header(struct req *r)
+{
+	const char *h = gw_header(r, "Connect-Timeout-Ms");
+	char *end;
+	long ms = h ? strtol(h, &end, 10) : 0;
+	return h && !*end && ms > 0 ? (ms + 999) / 1000 : 0;
+}
+
+static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
+{
+	const json_t *proc = json_object_get(msg, "process");
+	const char *cmd = json_string_value(json_object_get(proc, "cmd"));
+	const json_t *args = json_object_get(proc, "args"), *envs = json_object_get(proc, "envs");
+	const char *cwd = json_string_value(json_object_get(proc, "cwd"));
+	if (!cmd || !*cmd || (args && !json_is_array(args)) || (envs && !json_is_object(envs)))
+		return gw_connect_error(r, "invalid_argument", "process.cmd is required; args a list, envs an object");
+	if (json_object_get(msg, "pty") && !json_is_null(json_object_get(msg, "pty")))
+		return gw_connect_error(r, "unimplemented", "terminals (pty) are not offered by space's E2B front yet");
+	struct call *c = calloc(1, sizeof(*c));
+	if (!c)
+		return MHD_NO;
+	c->gw = r->gw;
+	snprintf(c->sbid, sizeof(c->sbid), "%s", sbid);
+	json_t *argv = json_pack("[s]", cmd);
+	size_t i;
+	json_t *a;
+	json_array_foreach(args, i, a)
+		json_array_append_new(argv, json_is_string(a) ? json_incref(a) : json_string(""));
+	c->ask = json_pack("{s:o, s:b}", "cmd", argv, "stdin_open", json_is_true(json_object_get(msg, "stdin")));
+	if (envs)
+		json_object_set(c->ask, "env", (json_t *)envs);
+	char cwd_abs[4200];
+	if (cwd && *cwd) { /* relative to the default working folder */
+		snprintf(cwd_abs, sizeof(cwd_abs), "%s%s", cwd[0] == '/' ? "" : "/work/", cwd);
+		json_object_set_new(c->ask, "cwd", json_string(cwd_abs));
+	}
+	char user[64];
+	if (basic_user(r, user, sizeof(user)))
+		json_object_set_new(c->ask, "user", json_string(user));
+	long t = timeout_header(r);
+	if (t > 0)
+		json_object_set_new(c->ask, "timeout", json_integer(t));
+	c->config = json_pack("{s:s, s:O, s:O}", "cmd", cmd, "args", args ? args : json_array(), "envs",
+			      envs ? envs : json_object());
+	if (cwd && *cwd)
+		json_object_set_new(c->config, "cwd", json_string(cwd_abs));
+	const char *tag = json_string_value(json_object_get(msg, "tag"));
+	c->tag = tag ? strdup(tag) : NULL;
+	return gw_stream_start(r, "application/connect+json", run_call, c, call_free);
+}
+
+static enum MHD_Result attach(struct req *r, const char *sbid, json_t *msg)
+{
+	uint32_t pid = selected_pid(sbid, msg);
+	struct call *c = calloc(1, sizeof(*c));
+	if (!c)
+		return MHD_NO;
+	c->gw = r->gw;
+	snprintf(c->sbid, sizeof(c->sbid), "%s", sbid);
+	c->pid = pid;
+	long t = timeout_header(r);
+	c->deadline = t > 0 ? mono_ms() + t * 1000 : 0;
+	if (!pid) {
+		c->code = "not_found";
+		snprintf(c->msg, sizeof(c->msg), "no such process");
+	}
+	return gw_stream_start(r, "application/connect+json", run_call, c, call_free);
+}
+
+/* A unary call on one process: spaced's answer mapped, {} on success. */
+static enum MHD_Result on_process(struct req *r, const char *sbid, uint32_t pid, const char *method, const char *rest,
+				  json_t *body, const void *raw, size_t n)
+{
+	char one[96], path[128];
+	snprintf(one, sizeof(one), "/processes/%u%s", pid, rest);
+	gw_sandbox_path(path, sizeof(path), sbid, one);
+	struct client_err e = { 0 };
+	int rc = raw ? client_request_raw(&r->gw->up, method, path, raw, n, NULL, &e)
+		     : client_request(&r->gw->up, method, path, body, NULL, &e);
+	if (rc == 0)
+		return gw_json(r, 200, json_object());
+	if (e.kind != CLIENT_ERR_API)
+		return gw_connect_error(r, "unavailable", "%s", e.message);
+	if (e.status == 404 || (e.status == 409 && strstr(e.message, "exited")))
+		return gw_connect_error(r, "not_found", "process %u is not running", pid);
+	return gw_connect_error(r, connect_code_of(e.code, e.status), "%s", e.message);
+}
+
+static enum MHD_Result list(struct req *r, const char *sbid)
+{
+	char path[96];
+	json_t *reply = NULL;
+	struct client_err e = { 0 };
+	gw_sandbox_path(path, sizeof(path), sbid, "/processes");
+	if (client_request(&r->gw->up, "GET", path, NULL, &reply, &e) < 0)
+		return gw_connect_error(r, e.kind == CLIENT_ERR_API ? connect_code_of(e.code, e.status) : "unavailable", "%s",
+					e.message);
+	json_t *out = json_array(), *p;
+	size_t i;
+	json_array_foreach(json_object_get(reply, "processes"), i, p)
+		if (strcmp(json_string_value(json_object_get(p, "state")) ?: "", "running") == 0)
+			json_array_append_new(out, process_info(sbid, p));
+	json_decref(reply);
+	return gw_json(r, 200, json_pack("{s:o}", "processes", out));
+}
+
+enum MHD_Result process_handle(struct req *r, const char *sbid, const char *method)
+{
+	char why[200];
+	bool stream = strcmp(method, "Start") == 0 || strcmp(method, "Connect") == 0;
+	json_t *msg = stream ? connect_request(buf_head(&r->body), buf_avail(&r->body), why, sizeof(why))
+			     : connect_unary_request(buf_head(&r->body), buf_avail(&r->body), why, sizeof(why));
+	if (!msg) { /* a stream's errors go in its end, under 200 */
+		if (!stream)
+			return gw_connect_error(r, "invalid_argument", "%s", why);
+		struct call *c = calloc(1, sizeof(*c));
+		if (!c)
+			return MHD_NO;
+		c->code = "invalid_argument";
+		snprintf(c->msg, sizeof(c->msg), "%s", why);
+		return gw_stream_start(r, "application/connect+json", run_call, c, call_free);
+	}
+	enum MHD_Result rc;
+	uint32_t pid = stream ? 0 : selected_pid(sbid, msg);
+	if (strcmp(method, "Start") == 0) {
+		rc = start(r, sbid, msg);
+	} else if (strcmp(method, "Connect") == 0) {
+		rc = attach(r, sbid, msg);
+	} else if (strcmp(method, "List") == 0) {
+		rc = list(r, sbid);
+	} else if ((strcmp(method, "SendInput") == 0 || strcmp(method, "SendSignal") == 0 ||
+		    strcmp(method, "CloseStdin") == 0) && !pid) {
+		rc = gw_connect_error(r, "not_found", "no such process");
+	} else if (strcmp(method, "SendInput") == 0) {
+		const json_t *in = json_object_get(msg, "input");
+		const char *b64 = json_string_value(json_object_get(in, "stdin"));
+		uint8_t *raw = NULL;
+		size_t n = 0;
+		if (json_object_get(in, "pty"))
+			rc = gw_connect_error(r, "unimplemented", "terminals (pty) are not offered by space's E2B front yet");
+		else if (!b64 || connect_bytes(b64, &raw, &n) < 0)
+			rc = gw_connect_error(r, "invalid_argument", "input.stdin must be base64 bytes");
+		else if (n == 0)
+			rc = gw_json(r, 200, json_object());
+		else
+			rc = on_process(r, sbid, pid, "POST", "/stdin", NULL, raw, n);
+		free(raw);
+	} else if (strcmp(method, "CloseStdin") == 0) {
+		rc = on_process(r, sbid, pid, "DELETE", "/stdin", NULL, NULL, 0);
+	} else if (strcmp(method, "SendSignal") == 0) {
+		const json_t *s = json_object_get(msg, "signal");
+		const char *name = json_string_value(s);
+		int64_t num = 0;
+		int sig = name ? (strcmp(name, "SIGNAL_SIGKILL") == 0 ? 9 : strcmp(name, "SIGNAL_SIGTERM") == 0 ? 15 : 0)
+			       : (connect_int(s, &num) == 0 && (num == 9 || num == 15) ? (int)num : 0);
+		json_t *body = json_pack("{s:i}", "signal", sig);
+		rc = sig ? on_process(r, sbid, pid, "POST", "/signal", body, NULL, 0)
+			 : gw_connect_error(r, "invalid_argument", "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+		json_decref(body);
+	} else if (strcmp(method, "Update") == 0 || strcmp(method, "StreamInput") == 0) {
+		rc = gw_connect_error(r, "unimplemented", "terminals (pty) are not offered by space's E2B front yet");
+	} else {
+		rc = gw_connect_error(r, "unimplemented", "process.Process/%s does not exist", method);
+	}
+	json_decref(msg);
+	return rc;
+}
