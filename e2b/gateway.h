@@ -43,7 +43,8 @@ struct req {
 	char url[1024];
 	struct buf body;
 	bool too_large;
-	void *upload;                /* a multipart upload under way (envd.c) */
+	bool checked, refused;       /* an upload's sandbox was checked before its first byte (envd.c) */
+	void *upload;                /* a multipart upload under way (files.c) */
 	void (*upload_free)(void *upload);
 };
 

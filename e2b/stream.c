@@ -113,6 +113,11 @@ int gw_stream_write(struct gw_stream *s, const void *p, size_t n)
 	return 0;
 }
 
+int gw_stream_fd(struct gw_stream *s)
+{
+	return s->wr;
+}
+
 bool gw_stream_gone(struct gw_stream *s)
 {
 	struct pollfd p = { .fd = s->wr, .events = POLLOUT };

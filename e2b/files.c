@@ -1,0 +1,476 @@
+/*
+ * e2b/files.c - E2B's files on spaced's (docs/e2b.md): GET /files streams a file down, POST
+ * /files takes multipart/form-data (libmicrohttpd's post processor parses it) and streams each
+ * part up to spaced as it arrives, and the filesystem.Filesystem service's unary calls.
+ *
+ * A relative path is taken from /work, space's default working folder (as a command's cwd).
+ * spaced's entries have no owner, group or link target yet: EntryInfo leaves them out.
+ */
+#include "e2b/files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "e2b/connect.h"
+#include "e2b/stream.h"
+
+#define WORKDIR "/work"
+#define LIST_MAX_DEPTH 32 /* ListDir's depth, at most */
+
+/* An absolute path for p (relative ones from WORKDIR) into dst; false when too long or empty. */
+static bool abs_path(const char *p, char *dst, size_t n)
+{
+	if (!p || !*p)
+		return false;
+	return (size_t)snprintf(dst, n, "%s%s", p[0] == '/' ? "" : WORKDIR "/", p) < n;
+}
+
+/* "/v1/sandboxes/ID<route>?path=<escaped abs>" into dst. */
+static bool path_url(char *dst, size_t n, const char *sbid, const char *route, const char *abs)
+{
+	char *e = client_escape(abs);
+	char rest[8400];
+	bool ok = e && (size_t)snprintf(rest, sizeof(rest), "%s?path=%s", route, e) < sizeof(rest) &&
+		  gw_sandbox_path(dst, n, sbid, rest);
+	free(e);
+	return ok;
+}
+
+/* spaced's entry of abs (new reference), or NULL with e filled. */
+static json_t *stat_of(struct gw *gw, const char *sbid, const char *abs, struct client_err *e)
+{
+	char url[9000];
+	json_t *entry = NULL;
+	if (!path_url(url, sizeof(url), sbid, "/files/stat", abs)) {
+		e->kind = CLIENT_ERR_API;
+		e->status = 400;
+		snprintf(e->code, sizeof(e->code), "invalid_argument");
+		snprintf(e->message, sizeof(e->message), "the path is too long");
+		return NULL;
+	}
+	return client_request(&gw->up, "GET", url, NULL, &entry, e) == 0 ? entry : NULL;
+}
+
+/* Go's FileMode.String() of a type and permission bits ("-rw-r--r--", "drwxr-xr-x"). */
+static void permissions(char *dst, const char *type, unsigned mode)
+{
+	static const char rwx[] = "rwxrwxrwx";
+	dst[0] = strcmp(type, "dir") == 0 ? 'd' : strcmp(type, "symlink") == 0 ? 'L' : '-';
+	for (int i = 0; i < 9; i++)
+		dst[1 + i] = mode & (1u << (8 - i)) ? rwx[i] : '-';
+	dst[10] = '\0';
+}
+
+/* E2B's EntryInfo of spaced's entry. */
+static json_t *entry_info(const json_t *en)
+{
+	const char *type = json_string_value(json_object_get(en, "type")) ?: "other";
+	unsigned mode = (unsigned)strtoul(json_string_value(json_object_get(en, "mode")) ?: "0", NULL, 8) & 0777;
+	char perm[12], size[24];
+	permissions(perm, type, mode);
+	snprintf(size, sizeof(size), "%lld", (long long)json_integer_value(json_object_get(en, "size")));
+	const char *t = strcmp(type, "file") == 0	 ? "FILE_TYPE_FILE"
+			: strcmp(type, "dir") == 0	 ? "FILE_TYPE_DIRECTORY"
+			: strcmp(type, "symlink") == 0 ? "FILE_TYPE_SYMLINK"
+							 : "FILE_TYPE_UNSPECIFIED";
+	return json_pack("{s:O, s:s, s:O, s:s, s:i, s:s, s:O?}", "name", json_object_get(en, "name"), "type", t,
+			 "path", json_object_get(en, "path"), "size", size, "mode", (int)mode, "permissions", perm,
+			 "modifiedTime", json_object_get(en, "mtime"));
+}
+
+/* A unary call's answer for spaced's error e. */
+static enum MHD_Result fs_error(struct req *r, const struct client_err *e, const char *path)
+{
+	if (e->kind != CLIENT_ERR_API)
+		return gw_connect_error(r, "unavailable", "%s", e->message);
+	if (e->status == 404)
+		return gw_connect_error(r, "not_found", "%s does not exist", path);
+	return gw_connect_error(r, connect_code_of(e->code, e->status), "%s", e->message);
+}
+
+/* Appends the entries of dir (and below, depth levels in all) to out. 0, or -1 with e. */
+static int list_into(struct gw *gw, const char *sbid, const char *dir, int depth, json_t *out, struct client_err *e)
+{
+	char url[9000], *after = NULL;
+	for (;;) {
+		char route[600] = "/files/list";
+		if (!path_url(url, sizeof(url), sbid, route, dir))
+			return -1;
+		if (after) {
+			char *esc = client_escape(after);
+			size_t len = strlen(url);
+			snprintf(url + len, sizeof(url) - len, "&after=%s", esc ? esc : "");
+			free(esc);
+		}
+		json_t *page = NULL;
+		if (client_request(&gw->up, "GET", url, NULL, &page, e) < 0) {
+			free(after);
+			return -1;
+		}
+		size_t i;
+		json_t *en;
+		json_array_foreach(json_object_get(page, "entries"), i, en) {
+			json_t *info = entry_info(en);
+			if (strcmp(json_string_value(json_object_get(info, "type")), "FILE_TYPE_UNSPECIFIED") != 0)
+				json_array_append(out, info);
+			json_decref(info);
+			const char *type = json_string_value(json_object_get(en, "type"));
+			if (depth > 1 && type && strcmp(type, "dir") == 0 &&
+			    list_into(gw, sbid, json_string_value(json_object_get(en, "path")), depth - 1, out, e) < 0) {
+				json_decref(page);
+				free(after);
+				return -1;
+			}
+		}
+		bool more = json_is_true(json_object_get(page, "truncated"));
+		free(after);
+		after = more ? strdup(json_string_value(json_object_get(page, "next")) ?: "") : NULL;
+		json_decref(page);
+		if (!more)
+			return 0;
+	}
+}
+
+/* The folder part of abs ("/" for one at the root) into dst. */
+static void dir_of(const char *abs, char *dst, size_t n)
+{
+	snprintf(dst, n, "%s", abs);
+	char *slash = strrchr(dst, '/');
+	if (slash == dst)
+		dst[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+}
+
+enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *method)
+{
+	char why[200], abs[4200], abs2[4200], url[9000];
+	json_t *msg = connect_unary_request(buf_head(&r->body), buf_avail(&r->body), why, sizeof(why));
+	if (!msg)
+		return gw_connect_error(r, "invalid_argument", "%s", why);
+	struct gw *gw = r->gw;
+	struct client_err e = { 0 };
+	enum MHD_Result rc;
+	const char *path = json_string_value(json_object_get(msg, "path"));
+	bool move = strcmp(method, "Move") == 0;
+	if (move)
+		path = json_string_value(json_object_get(msg, "source"));
+	if (strcmp(method, "WatchDir") == 0 || strcmp(method, "CreateWatcher") == 0 ||
+	    strcmp(method, "GetWatcherEvents") == 0 || strcmp(method, "RemoveWatcher") == 0) {
+		rc = gw_connect_error(r, "unimplemented", "watching folders is not offered by space's E2B front yet");
+	} else if (!abs_path(path, abs, sizeof(abs))) {
+		rc = gw_connect_error(r, "invalid_argument", "a path is required (at most 4096 bytes)");
+	} else if (strcmp(method, "Stat") == 0) {
+		json_t *en = stat_of(gw, sbid, abs, &e);
+		rc = en ? gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en))) : fs_error(r, &e, abs);
+		json_decref(en);
+	} else if (strcmp(method, "ListDir") == 0) {
+		int64_t depth = 1;
+		const json_t *d = json_object_get(msg, "depth");
+		if (d && connect_int(d, &depth) < 0)
+			depth = -1;
+		json_t *out = json_array();
+		json_t *en = depth >= 0 && depth <= LIST_MAX_DEPTH ? stat_of(gw, sbid, abs, &e) : NULL;
+		if (depth < 0 || depth > LIST_MAX_DEPTH)
+			rc = gw_connect_error(r, "invalid_argument", "depth must be 0..%d", LIST_MAX_DEPTH);
+		else if (!en)
+			rc = fs_error(r, &e, abs);
+		else if (strcmp(json_string_value(json_object_get(en, "type")) ?: "", "dir") != 0)
+			rc = gw_connect_error(r, "invalid_argument", "%s is not a folder", abs);
+		else if (list_into(gw, sbid, abs, depth ? (int)depth : 1, out, &e) < 0)
+			rc = fs_error(r, &e, abs);
+		else
+			rc = gw_json(r, 200, json_pack("{s:O}", "entries", out));
+		json_decref(en);
+		json_decref(out);
+	} else if (strcmp(method, "MakeDir") == 0) {
+		json_t *en = stat_of(gw, sbid, abs, &e);
+		const char *type = json_string_value(json_object_get(en, "type"));
+		json_t *body = json_pack("{s:s}", "path", abs);
+		if (en)
+			rc = strcmp(type ?: "", "dir") == 0 ? gw_connect_error(r, "already_exists", "%s exists", abs)
+							    : gw_connect_error(r, "invalid_argument", "%s exists and is not a folder", abs);
+		else if (e.status != 404)
+			rc = fs_error(r, &e, abs);
+		else if (!gw_sandbox_path(url, sizeof(url), sbid, "/files/mkdir") ||
+			 client_request(&gw->up, "POST", url, body, NULL, &e) < 0 || !(en = stat_of(gw, sbid, abs, &e)))
+			rc = fs_error(r, &e, abs);
+		else
+			rc = gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en)));
+		json_decref(body);
+		json_decref(en);
+	} else if (move) {
+		const char *to = json_string_value(json_object_get(msg, "destination"));
+		char parent[4200];
+		json_t *mk = NULL, *mv = NULL, *en = NULL;
+		if (!abs_path(to, abs2, sizeof(abs2))) {
+			rc = gw_connect_error(r, "invalid_argument", "a destination is required (at most 4096 bytes)");
+		} else if (!(en = stat_of(gw, sbid, abs, &e))) {
+			rc = fs_error(r, &e, abs);
+		} else {
+			json_decref(en);
+			en = NULL;
+			dir_of(abs2, parent, sizeof(parent));
+			mk = json_pack("{s:s}", "path", parent);
+			mv = json_pack("{s:s, s:s}", "from", abs, "to", abs2);
+			if (!gw_sandbox_path(url, sizeof(url), sbid, "/files/mkdir") ||
+			    client_request(&gw->up, "POST", url, mk, NULL, &e) < 0 ||
+			    !gw_sandbox_path(url, sizeof(url), sbid, "/files/rename") ||
+			    client_request(&gw->up, "POST", url, mv, NULL, &e) < 0 || !(en = stat_of(gw, sbid, abs2, &e)))
+				rc = fs_error(r, &e, abs);
+			else
+				rc = gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en)));
+		}
+		json_decref(mk);
+		json_decref(mv);
+		json_decref(en);
+	} else if (strcmp(method, "Remove") == 0) {
+		if (!path_url(url, sizeof(url), sbid, "/files", abs) ||
+		    (client_request(&gw->up, "DELETE", url, NULL, NULL, &e) < 0 && e.status != 404))
+			rc = fs_error(r, &e, abs);
+		else
+			rc = gw_json(r, 200, json_object());
+	} else {
+		rc = gw_connect_error(r, "unimplemented", "filesystem.Filesystem/%s does not exist", method);
+	}
+	json_decref(msg);
+	return rc;
+}
+
+/* An E2B HTTP error for spaced's error e about path. */
+static enum MHD_Result http_error(struct req *r, const struct client_err *e, const char *path)
+{
+	if (e->kind == CLIENT_ERR_API && e->status == 404)
+		return gw_error(r, 404, "%s does not exist", path);
+	return gw_error_from(r, e);
+}
+
+struct download {
+	struct gw *gw;
+	char url[9000];
+};
+
+static void run_download(struct gw_stream *s, void *arg)
+{
+	struct download *dl = arg;
+	long long written;
+	struct client_err e = { 0 };
+	client_download(&dl->gw->up, dl->url, gw_stream_fd(s), &written, &e);
+}
+
+enum MHD_Result files_download(struct req *r, const char *sbid)
+{
+	char abs[4200];
+	struct client_err e = { 0 };
+	if (!abs_path(gw_arg(r, "path"), abs, sizeof(abs)))
+		return gw_error(r, 400, "path is required (at most 4096 bytes)");
+	json_t *en = stat_of(r->gw, sbid, abs, &e);
+	if (!en)
+		return http_error(r, &e, abs);
+	bool file = strcmp(json_string_value(json_object_get(en, "type")) ?: "", "dir") != 0;
+	json_decref(en);
+	if (!file)
+		return gw_error(r, 400, "%s is a folder", abs);
+	struct download *dl = calloc(1, sizeof(*dl));
+	if (!dl)
+		return MHD_NO;
+	dl->gw = r->gw;
+	path_url(dl->url, sizeof(dl->url), sbid, "/files", abs);
+	return gw_stream_start(r, "application/octet-stream", run_download, dl, free);
+}
+
+/* One part of a multipart upload on its way to spaced: a thread uploads what the pipe holds. */
+struct part {
+	pthread_t t;
+	int rd, wr;
+	struct gw *gw;
+	char url[9000];
+	char path[4200];
+	int rc;
+	struct client_err e;
+	uint64_t given;       /* bytes written into the pipe so far */
+	char filename[4200];  /* as the part named it */
+};
+
+struct upload {
+	struct req *r;
+	char sbid[16];
+	struct MHD_PostProcessor *pp;
+	struct part *cur;
+	json_t *written;      /* [{"name", "type", "path"}...] */
+	struct client_err e;  /* the first failure; the rest of the body is read and dropped */
+	bool failed;
+	char failed_path[4200];
+};
+
+static void *run_part(void *arg)
+{
+	struct part *p = arg;
+	p->rc = client_upload(&p->gw->up, p->url, p->rd, -1, NULL, &p->e);
+	close(p->rd);
+	return NULL;
+}
+
+/* Ends the part under way: its last byte was given; waits for spaced's answer. */
+static void part_end(struct upload *u)
+{
+	struct part *p = u->cur;
+	if (!p)
+		return;
+	u->cur = NULL;
+	close(p->wr);
+	pthread_join(p->t, NULL);
+	if (p->rc < 0 && !u->failed) {
+		u->failed = true;
+		u->e = p->e;
+		snprintf(u->failed_path, sizeof(u->failed_path), "%s", p->path);
+	} else if (p->rc == 0) {
+		const char *slash = strrchr(p->path, '/');
+		json_array_append_new(u->written, json_pack("{s:s, s:s, s:s}", "name", slash ? slash + 1 : p->path, "type",
+							       "file", "path", p->path));
+	}
+	free(p);
+}
+
+/* A part's filename as the browser-style FormData wrote it: %22, %0D and %0A are its only escapes. */
+static void unescape_filename(const char *in, char *out, size_t n)
+{
+	size_t k = 0;
+	for (const char *c = in; *c && k + 1 < n; c++) {
+		if (c[0] == '%' && c[1] == '2' && c[2] == '2')
+			out[k++] = '"', c += 2;
+		else if (c[0] == '%' && c[1] == '0' && (c[2] == 'D' || c[2] == 'd'))
+			out[k++] = '\r', c += 2;
+		else if (c[0] == '%' && c[1] == '0' && (c[2] == 'A' || c[2] == 'a'))
+			out[k++] = '\n', c += 2;
+		else
+			out[k++] = *c;
+	}
+	out[k] = '\0';
+}
+
+static int part_begin(struct upload *u, const char *filename)
+{
+	struct part *p = calloc(1, sizeof(*p));
+	int fds[2];
+	char name[4200];
+	const char *given = gw_arg(u->r, "path");
+	unescape_filename(filename ? filename : "", name, sizeof(name));
+	if (!p || pipe2(fds, O_CLOEXEC) < 0) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->rd = fds[0];
+	p->wr = fds[1];
+	p->gw = u->r->gw;
+	snprintf(p->filename, sizeof(p->filename), "%s", filename ? filename : "");
+	if (!abs_path(given ? given : name, p->path, sizeof(p->path)) ||
+	    !path_url(p->url, sizeof(p->url), u->sbid, "/files", p->path)) {
+		close(p->rd);
+		close(p->wr);
+		free(p);
+		if (!u->failed) {
+			u->failed = true;
+			u->e = (struct client_err){ .kind = CLIENT_ERR_API, .status = 400 };
+			snprintf(u->e.message, sizeof(u->e.message), "a part names no path (or one over 4096 bytes)");
+		}
+		return -EINVAL;
+	}
+	if (pthread_create(&p->t, NULL, run_part, p) != 0) {
+		close(p->rd);
+		close(p->wr);
+		free(p);
+		return -ENOMEM;
+	}
+	u->cur = p;
+	return 0;
+}
+
+static enum MHD_Result on_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
+				const char *content_type, const char *transfer_encoding, const char *data, uint64_t off,
+				size_t size)
+{
+	struct upload *u = cls;
+	if (!key || strcmp(key, "file") != 0)
+		return MHD_YES; /* other fields are not files */
+	/* A new part starts at offset 0; so may a second call for a part not given a byte yet. */
+	bool same = u->cur && u->cur->given == 0 && strcmp(u->cur->filename, filename ? filename : "") == 0;
+	if (off == 0 && !same) {
+		part_end(u);
+		if (!u->failed)
+			part_begin(u, filename);
+	}
+	if (u->cur)
+		u->cur->given += size;
+	if (u->cur && size && write(u->cur->wr, data, size) != (ssize_t)size) {
+		part_end(u); /* spaced refused it midway: its answer says why */
+		if (!u->failed) {
+			u->failed = true;
+			snprintf(u->e.message, sizeof(u->e.message), "the upload broke off");
+		}
+	}
+	return MHD_YES;
+}
+
+static void upload_free(void *arg)
+{
+	struct upload *u = arg;
+	if (u->pp)
+		MHD_destroy_post_processor(u->pp);
+	u->pp = NULL;
+	part_end(u);
+	json_decref(u->written);
+	free(u);
+}
+
+bool files_upload(struct req *r, const char *sbid, const char *data, size_t n)
+{
+	struct upload *u = r->upload;
+	if (!u) {
+		const char *ct = gw_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+		if (strcmp(r->method, "POST") != 0 || strcmp(r->url, "/files") != 0 || !ct ||
+		    strncasecmp(ct, "multipart/form-data", 19) != 0)
+			return false;
+		u = calloc(1, sizeof(*u));
+		if (!u)
+			return false;
+		u->r = r;
+		snprintf(u->sbid, sizeof(u->sbid), "%s", sbid);
+		u->written = json_array();
+		u->pp = MHD_create_post_processor(r->conn, 64 * 1024, on_field, u);
+		r->upload = u;
+		r->upload_free = upload_free;
+		if (!u->pp) {
+			u->failed = true;
+			u->e = (struct client_err){ .kind = CLIENT_ERR_API, .status = 400 };
+			snprintf(u->e.message, sizeof(u->e.message), "the multipart body has no boundary");
+		}
+	}
+	if (u->pp && MHD_post_process(u->pp, data, n) != MHD_YES && !u->failed) {
+		u->failed = true;
+		u->e = (struct client_err){ .kind = CLIENT_ERR_API, .status = 400 };
+		snprintf(u->e.message, sizeof(u->e.message), "the multipart body is malformed");
+	}
+	return true;
+}
+
+enum MHD_Result files_upload_end(struct req *r, const char *sbid)
+{
+	struct upload *u = r->upload;
+	if (!u)
+		return gw_error(r, 400, "POST /files takes multipart/form-data");
+	if (u->pp)
+		MHD_destroy_post_processor(u->pp);
+	u->pp = NULL;
+	part_end(u);
+	if (u->failed)
+		return http_error(r, &u->e, u->failed_path);
+	if (json_array_size(u->written) == 0)
+		return gw_error(r, 400, "the body holds no file (a part named \"file\")");
+	return gw_json(r, 200, json_incref(u->written));
+}

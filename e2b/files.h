@@ -1,0 +1,22 @@
+/*
+ * e2b/files.h - E2B's files and filesystem.Filesystem service (files.c).
+ */
+#ifndef SPACE_E2B_FILES_H
+#define SPACE_E2B_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "e2b/gateway.h"
+
+/* POST /filesystem.Filesystem/<method> on sandbox sbid (checked). */
+enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *method);
+/* GET /files?path=P on sandbox sbid (checked): the file, streamed. */
+enum MHD_Result files_download(struct req *r, const char *sbid);
+/* A chunk of a POST /files multipart body for sandbox sbid (checked before the first chunk is
+ * taken): true when taken, false when the request is not such an upload. */
+bool files_upload(struct req *r, const char *sbid, const char *data, size_t n);
+/* The end of a POST /files: the files written, or the first failure. */
+enum MHD_Result files_upload_end(struct req *r, const char *sbid);
+
+#endif

@@ -1,0 +1,106 @@
+// tests/e2b/files.test.mjs - files through the unmodified SDK: read and write (one file, several,
+// 1 MiB of binary, empty), exists, getInfo, list with depth, makeDir, rename, remove, the
+// errors the SDK raises; and the sandbox plane's guard: a sandbox's access token, 502 for one
+// that is gone.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { e2b, Sandbox } from './helpers.mjs'
+
+let sb
+before(async () => { sb = await Sandbox.create() })
+after(async () => { await sb.kill() })
+
+test('write and read back: text, 1 MiB of every byte value, an empty file, parents made', async () => {
+  const w = await sb.files.write('/tmp/f/a/b/x.txt', 'hello é')
+  assert.deepEqual([w.name, w.type, w.path], ['x.txt', 'file', '/tmp/f/a/b/x.txt'])
+  assert.equal(await sb.files.read('/tmp/f/a/b/x.txt'), 'hello é')
+  const big = Buffer.alloc(1 << 20)
+  for (let i = 0; i < big.length; i++) big[i] = (i * 7 + (i >> 11)) & 255
+  await sb.files.write('/tmp/f/big.bin', big)
+  const back = Buffer.from(await sb.files.read('/tmp/f/big.bin', { format: 'bytes' }))
+  assert.equal(back.length, big.length)
+  assert.ok(back.equals(big))
+  assert.equal((await sb.commands.run('sha256sum < /tmp/f/big.bin')).stdout.split(' ')[0],
+    (await import('node:crypto')).createHash('sha256').update(big).digest('hex'))
+  await sb.files.write('/tmp/f/empty', '')
+  assert.equal(await sb.files.read('/tmp/f/empty'), '')
+  // an existing file is replaced
+  await sb.files.write('/tmp/f/a/b/x.txt', 'new')
+  assert.equal(await sb.files.read('/tmp/f/a/b/x.txt'), 'new')
+})
+
+test('several files in one write; a relative path is taken from /work', async () => {
+  const w = await sb.files.write([{ path: '/tmp/g/one', data: '1' }, { path: 'rel/two.txt', data: '2' },
+    { path: '/tmp/g/quote"d name', data: '3' }])
+  assert.deepEqual(w.map((x) => x.path), ['/tmp/g/one', '/work/rel/two.txt', '/tmp/g/quote"d name'])
+  assert.equal((await sb.commands.run('cat /tmp/g/one /work/rel/two.txt "/tmp/g/quote\\"d name"')).stdout, '123')
+  assert.equal(await sb.files.read('rel/two.txt'), '2')
+})
+
+test('reading what is missing or a folder is an error of the right class', async () => {
+  await assert.rejects(sb.files.read('/tmp/no/such/file'), e2b.FileNotFoundError)
+  await assert.rejects(sb.files.read('/tmp'), e2b.InvalidArgumentError)
+})
+
+test('exists, getInfo and list (depth 1 and 2)', async () => {
+  await sb.files.write([{ path: '/tmp/h/top.txt', data: 'abc' }, { path: '/tmp/h/sub/deep.txt', data: 'd' }])
+  assert.equal(await sb.files.exists('/tmp/h/top.txt'), true)
+  assert.equal(await sb.files.exists('/tmp/h/nothing'), false)
+  const info = await sb.files.getInfo('/tmp/h/top.txt')
+  assert.equal(info.name, 'top.txt')
+  assert.equal(info.type, 'file')
+  assert.equal(info.path, '/tmp/h/top.txt')
+  assert.equal(info.size, 3)
+  assert.equal(info.mode, 0o644)
+  assert.equal(info.permissions, '-rw-r--r--')
+  assert.ok(Math.abs(info.modifiedTime.getTime() - Date.now()) < 120_000, info.modifiedTime)
+  assert.equal((await sb.files.getInfo('/tmp/h/sub')).type, 'dir')
+  await assert.rejects(sb.files.getInfo('/tmp/h/nothing'), e2b.FileNotFoundError)
+
+  const one = (await sb.files.list('/tmp/h')).map((e) => [e.path, e.type])
+  assert.deepEqual(one, [['/tmp/h/sub', 'dir'], ['/tmp/h/top.txt', 'file']])
+  const two = (await sb.files.list('/tmp/h', { depth: 2 })).map((e) => e.path)
+  assert.deepEqual(two, ['/tmp/h/sub', '/tmp/h/sub/deep.txt', '/tmp/h/top.txt'])
+  await assert.rejects(sb.files.list('/tmp/h/nothing'), e2b.FileNotFoundError)
+  await assert.rejects(sb.files.list('/tmp/h/top.txt'), e2b.InvalidArgumentError)
+})
+
+test('makeDir, rename (parents made) and remove (a missing path is no error)', async () => {
+  assert.equal(await sb.files.makeDir('/tmp/k/l/m'), true)
+  assert.equal(await sb.files.makeDir('/tmp/k/l/m'), false)
+  await sb.files.write('/tmp/k/file', 'x')
+  await assert.rejects(sb.files.makeDir('/tmp/k/file'), e2b.InvalidArgumentError)
+  const moved = await sb.files.rename('/tmp/k/file', '/tmp/k2/new/place.txt')
+  assert.equal(moved.path, '/tmp/k2/new/place.txt')
+  assert.equal(moved.type, 'file')
+  assert.equal(await sb.files.read('/tmp/k2/new/place.txt'), 'x')
+  await assert.rejects(sb.files.rename('/tmp/k/file', '/tmp/k/other'), e2b.FileNotFoundError)
+  await sb.files.remove('/tmp/k2')
+  assert.equal(await sb.files.exists('/tmp/k2/new/place.txt'), false)
+  await sb.files.remove('/tmp/k2')
+})
+
+test('the sandbox plane wants the sandbox\'s own access token; a sandbox that is gone is 502', async () => {
+  const url = process.env.E2B_SANDBOX_URL
+  const headers = { 'E2b-Sandbox-Id': sb.sandboxId, 'E2b-Sandbox-Port': '49983' }
+  let r = await fetch(`${url}/health`, { headers: { ...headers, 'X-Access-Token': 'not-it' } })
+  assert.equal(r.status, 401)
+  assert.equal((await r.json()).code, 401)
+  r = await fetch(`${url}/files?path=/etc/hostname`, { headers })
+  assert.equal(r.status, 401)
+  // nothing of an upload is taken before the token is checked
+  const form = new FormData()
+  form.append('file', new Blob(['sneaky']), '/tmp/sneaky')
+  r = await fetch(`${url}/files`, { method: 'POST', body: form, headers: { ...headers, 'X-Access-Token': 'not-it' } })
+  assert.equal(r.status, 401)
+  assert.equal(await sb.files.exists('/tmp/sneaky'), false)
+
+  const gone = await Sandbox.create()
+  await gone.kill()
+  assert.equal(await gone.isRunning(), false)
+  r = await fetch(`${url}/health`, { headers: { 'E2b-Sandbox-Id': gone.sandboxId } })
+  assert.equal(r.status, 502)
+  assert.equal((await r.json()).sandboxId, gone.sandboxId)
+  await assert.rejects(gone.commands.run('true'))
+  await assert.rejects(gone.files.read('/etc/hostname'))
+})
