@@ -1,7 +1,7 @@
 /*
  * e2b/files.c - E2B's files on spaced's (docs/e2b.md): GET /files streams a file down, POST
- * /files takes multipart/form-data (libmicrohttpd's post processor parses it) and streams each
- * part up to spaced as it arrives, and the filesystem.Filesystem service's unary calls.
+ * /files takes multipart/form-data (multipart.h) and streams each part up to spaced as it
+ * arrives, and the filesystem.Filesystem service's unary calls.
  *
  * A relative path is taken from /work, space's default working folder (as a command's cwd).
  * spaced's entries have no owner, group or link target yet: EntryInfo leaves them out.
@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "e2b/connect.h"
+#include "e2b/multipart.h"
 #include "e2b/stream.h"
 
 #define WORKDIR "/work"
@@ -293,14 +294,12 @@ struct part {
 	char path[4200];
 	int rc;
 	struct client_err e;
-	uint64_t given;       /* bytes written into the pipe so far */
-	char filename[4200];  /* as the part named it */
 };
 
 struct upload {
 	struct req *r;
 	char sbid[16];
-	struct MHD_PostProcessor *pp;
+	struct multipart *mp;
 	struct part *cur;
 	json_t *written;      /* [{"name", "type", "path"}...] */
 	struct client_err e;  /* the first failure; the rest of the body is read and dropped */
@@ -337,30 +336,11 @@ static void part_end(struct upload *u)
 	free(p);
 }
 
-/* A part's filename as the browser-style FormData wrote it: %22, %0D and %0A are its only escapes. */
-static void unescape_filename(const char *in, char *out, size_t n)
-{
-	size_t k = 0;
-	for (const char *c = in; *c && k + 1 < n; c++) {
-		if (c[0] == '%' && c[1] == '2' && c[2] == '2')
-			out[k++] = '"', c += 2;
-		else if (c[0] == '%' && c[1] == '0' && (c[2] == 'D' || c[2] == 'd'))
-			out[k++] = '\r', c += 2;
-		else if (c[0] == '%' && c[1] == '0' && (c[2] == 'A' || c[2] == 'a'))
-			out[k++] = '\n', c += 2;
-		else
-			out[k++] = *c;
-	}
-	out[k] = '\0';
-}
-
-static int part_begin(struct upload *u, const char *filename)
+static int part_begin(struct upload *u, const char *name)
 {
 	struct part *p = calloc(1, sizeof(*p));
 	int fds[2];
-	char name[4200];
 	const char *given = gw_arg(u->r, "path");
-	unescape_filename(filename ? filename : "", name, sizeof(name));
 	if (!p || pipe2(fds, O_CLOEXEC) < 0) {
 		free(p);
 		return -ENOMEM;
@@ -368,7 +348,6 @@ static int part_begin(struct upload *u, const char *filename)
 	p->rd = fds[0];
 	p->wr = fds[1];
 	p->gw = u->r->gw;
-	snprintf(p->filename, sizeof(p->filename), "%s", filename ? filename : "");
 	if (!abs_path(given ? given : name, p->path, sizeof(p->path)) ||
 	    !path_url(p->url, sizeof(p->url), u->sbid, "/files", p->path)) {
 		close(p->rd);
@@ -391,38 +370,38 @@ static int part_begin(struct upload *u, const char *filename)
 	return 0;
 }
 
-static enum MHD_Result on_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
-				const char *content_type, const char *transfer_encoding, const char *data, uint64_t off,
-				size_t size)
+static void on_begin(void *arg, const char *filename)
 {
-	struct upload *u = cls;
-	if (!key || strcmp(key, "file") != 0)
-		return MHD_YES; /* other fields are not files */
-	/* A new part starts at offset 0; so may a second call for a part not given a byte yet. */
-	bool same = u->cur && u->cur->given == 0 && strcmp(u->cur->filename, filename ? filename : "") == 0;
-	if (off == 0 && !same) {
-		part_end(u);
-		if (!u->failed)
-			part_begin(u, filename);
-	}
-	if (u->cur)
-		u->cur->given += size;
-	if (u->cur && size && write(u->cur->wr, data, size) != (ssize_t)size) {
+	struct upload *u = arg;
+	part_end(u);
+	if (!u->failed)
+		part_begin(u, filename);
+}
+
+static void on_data(void *arg, const char *data, size_t n)
+{
+	struct upload *u = arg;
+	if (u->cur && write(u->cur->wr, data, n) != (ssize_t)n) {
 		part_end(u); /* spaced refused it midway: its answer says why */
 		if (!u->failed) {
 			u->failed = true;
 			snprintf(u->e.message, sizeof(u->e.message), "the upload broke off");
 		}
 	}
-	return MHD_YES;
 }
+
+static void on_end(void *arg)
+{
+	part_end(arg);
+}
+
+static const struct mp_sink sink = { .begin = on_begin, .data = on_data, .end = on_end };
 
 static void upload_free(void *arg)
 {
 	struct upload *u = arg;
-	if (u->pp)
-		MHD_destroy_post_processor(u->pp);
-	u->pp = NULL;
+	multipart_finish(u->mp);
+	u->mp = NULL;
 	part_end(u);
 	json_decref(u->written);
 	free(u);
@@ -442,16 +421,16 @@ bool files_upload(struct req *r, const char *sbid, const char *data, size_t n)
 		u->r = r;
 		snprintf(u->sbid, sizeof(u->sbid), "%s", sbid);
 		u->written = json_array();
-		u->pp = MHD_create_post_processor(r->conn, 64 * 1024, on_field, u);
+		u->mp = multipart_new(r->conn, &sink, u);
 		r->upload = u;
 		r->upload_free = upload_free;
-		if (!u->pp) {
+		if (!u->mp) {
 			u->failed = true;
 			u->e = (struct client_err){ .kind = CLIENT_ERR_API, .status = 400 };
 			snprintf(u->e.message, sizeof(u->e.message), "the multipart body has no boundary");
 		}
 	}
-	if (u->pp && MHD_post_process(u->pp, data, n) != MHD_YES && !u->failed) {
+	if (u->mp && !u->failed && multipart_feed(u->mp, data, n) < 0) {
 		u->failed = true;
 		u->e = (struct client_err){ .kind = CLIENT_ERR_API, .status = 400 };
 		snprintf(u->e.message, sizeof(u->e.message), "the multipart body is malformed");
@@ -464,9 +443,8 @@ enum MHD_Result files_upload_end(struct req *r, const char *sbid)
 	struct upload *u = r->upload;
 	if (!u)
 		return gw_error(r, 400, "POST /files takes multipart/form-data");
-	if (u->pp)
-		MHD_destroy_post_processor(u->pp);
-	u->pp = NULL;
+	multipart_finish(u->mp);
+	u->mp = NULL;
 	part_end(u);
 	if (u->failed)
 		return http_error(r, &u->e, u->failed_path);

@@ -27,6 +27,8 @@
 #   dockerfile     the Dockerfiles templates are built from, with build arguments
 #                  (daemon/template/dockerfile.c, dockerfile_lex.c, dockerfile_words.c)
 #   connect        the E2B front's Connect envelopes and proto3 JSON values (e2b/connect.c)
+#   multipart      the E2B front's multipart/form-data uploads (e2b/multipart.c), as a real
+#                  libmicrohttpd server on loopback hands a body over
 #
 # Needs clang and libclang-rt-14-dev (Debian); FUZZ_CC overrides the compiler.
 # New inputs found while fuzzing go to $(FUZZ_DIR)/work/<name>/, crashes to
@@ -36,7 +38,7 @@ FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_DIR      ?= $(or $(BUILD),build)/fuzz
 FUZZ_FLAGS    ?=
-FUZZ_TARGETS  := frame agent_frames daemon_frames api_route api_body codec passwd ports net dockerfile connect
+FUZZ_TARGETS  := frame agent_frames daemon_frames api_route api_body codec passwd ports net dockerfile connect multipart
 
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS   := -std=gnu11 -g -O1 -D_GNU_SOURCE -U_FORTIFY_SOURCE -DSPACE_VERSION='"fuzz"' -I. \
@@ -62,6 +64,7 @@ fuzz_obj = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(1))
 FUZZ_SRC_frame         := lib/frame.c
 FUZZ_SRC_codec         := lib/codec.c
 FUZZ_SRC_connect       := e2b/connect.c lib/codec.c lib/buf.c
+FUZZ_SRC_multipart     := e2b/multipart.c
 FUZZ_SRC_passwd        := agent/user.c
 FUZZ_SRC_ports         := agent/ports.c
 FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/net/dns_wire.c daemon/base/err.c
@@ -107,7 +110,7 @@ $(FUZZ_DIR)/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(call fuzz_obj,$(FUZZ_SRC_$(1)))
 	@echo "  LD      $$@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $$@ $$^ $(FUZZ_LIBS)
 endef
-$(foreach t,frame codec api_route api_body passwd ports net dockerfile connect,$(eval $(call FUZZ_LINK,$(t))))
+$(foreach t,frame codec api_route api_body passwd ports net dockerfile connect multipart,$(eval $(call FUZZ_LINK,$(t))))
 
 # Runs every target for FUZZ_SECONDS; the seed corpus is read, new inputs go to work/.
 fuzz-smoke: FUZZ_SECONDS = 10

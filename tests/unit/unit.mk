@@ -16,7 +16,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/base/test_dir \
-              e2b/test_connect
+              e2b/test_connect e2b/test_multipart
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -29,6 +29,10 @@ UNIT_LIBS_test_frame :=
 
 UNIT_test_connect      := e2b/connect.c lib/codec.c lib/buf.c
 UNIT_LIBS_test_connect := -ljansson
+
+# on a real libmicrohttpd server on loopback
+UNIT_test_multipart      := e2b/multipart.c lib/buf.c
+UNIT_LIBS_test_multipart := -lmicrohttpd
 
 UNIT_test_dir        := daemon/base/dir.c
 UNIT_LIBS_test_dir   :=
