@@ -94,28 +94,28 @@ static enum MHD_Result fs_error(struct req *r, const struct client_err *e, const
 	return gw_connect_error(r, connect_code_of(e->code, e->status), "%s", e->message);
 }
 
+#define URL_MAX 9000
+
 /* Appends the entries of dir (and below, depth levels in all) to out. 0, or -1 with e. */
 static int list_into(struct gw *gw, const char *sbid, const char *dir, int depth, json_t *out, struct client_err *e)
 {
-	char url[9000], *after = NULL;
-	for (;;) {
-		char route[600] = "/files/list";
-		if (!path_url(url, sizeof(url), sbid, route, dir))
-			return -1;
-		if (after) {
+	char *after = NULL, *url = malloc(URL_MAX); /* on the heap: this recurses, up to LIST_MAX_DEPTH deep */
+	int rc = url ? 1 : -1;
+	while (rc == 1) {
+		json_t *page = NULL;
+		rc = path_url(url, URL_MAX, sbid, "/files/list", dir) ? 1 : -1;
+		if (rc == 1 && after) {
 			char *esc = client_escape(after);
 			size_t len = strlen(url);
-			snprintf(url + len, sizeof(url) - len, "&after=%s", esc ? esc : "");
+			if (!esc || (size_t)snprintf(url + len, URL_MAX - len, "&after=%s", esc) >= URL_MAX - len)
+				rc = -1;
 			free(esc);
 		}
-		json_t *page = NULL;
-		if (client_request(&gw->up, "GET", url, NULL, &page, e) < 0) {
-			free(after);
-			return -1;
-		}
+		if (rc == 1 && client_request(&gw->up, "GET", url, NULL, &page, e) < 0)
+			rc = -1;
 		size_t i;
 		json_t *en;
-		json_array_foreach(json_object_get(page, "entries"), i, en) {
+		json_array_foreach(rc == 1 ? json_object_get(page, "entries") : NULL, i, en) {
 			json_t *info = entry_info(en);
 			if (strcmp(json_string_value(json_object_get(info, "type")), "FILE_TYPE_UNSPECIFIED") != 0)
 				json_array_append(out, info);
@@ -123,18 +123,21 @@ static int list_into(struct gw *gw, const char *sbid, const char *dir, int depth
 			const char *type = json_string_value(json_object_get(en, "type"));
 			if (depth > 1 && type && strcmp(type, "dir") == 0 &&
 			    list_into(gw, sbid, json_string_value(json_object_get(en, "path")), depth - 1, out, e) < 0) {
-				json_decref(page);
-				free(after);
-				return -1;
+				rc = -1;
+				break;
 			}
 		}
-		bool more = json_is_true(json_object_get(page, "truncated"));
 		free(after);
-		after = more ? strdup(json_string_value(json_object_get(page, "next")) ?: "") : NULL;
+		after = NULL;
+		if (rc == 1 && json_is_true(json_object_get(page, "truncated")))
+			after = strdup(json_string_value(json_object_get(page, "next")) ?: "");
+		else if (rc == 1)
+			rc = 0;
 		json_decref(page);
-		if (!more)
-			return 0;
 	}
+	free(after);
+	free(url);
+	return rc;
 }
 
 /* The folder part of abs ("/" for one at the root) into dst. */

@@ -30,6 +30,14 @@
 #define GW_DEFAULT_TIMEOUT_S 300     /* a sandbox's deadline when a create or connect gives none */
 #define GW_MAX_BODY (1 << 20)        /* a REST or unary RPC body */
 #define GW_KEEPALIVE_S 50            /* a silent command stream gets a keepalive this often */
+/* Connections the front holds at once, and from one address: E2B's SDKs keep up to 200 to a
+ * sandbox's plane and one per running command (each holds a thread here, and a stream worker
+ * beside it). An idle connection is closed after GW_IDLE_S; a command's stream is never idle
+ * that long (keepalives). */
+#define GW_MAX_CONNECTIONS 1024
+#define GW_MAX_PER_IP 512
+#define GW_IDLE_S 600
+#define GW_THREAD_STACK (512 * 1024) /* a connection's or a stream worker's thread */
 
 struct gw {
 	struct client up;            /* spaced's Unix socket, as the administrator */

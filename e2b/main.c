@@ -223,7 +223,9 @@ int main(int argc, char **argv)
 	struct MHD_Daemon *d = MHD_start_daemon(
 		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 		on_request, &gw, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_ARRAY, where,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &gw, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &gw, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GW_IDLE_S,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)GW_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned)GW_MAX_PER_IP, MHD_OPTION_THREAD_STACK_SIZE, (size_t)GW_THREAD_STACK,
 		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "space-e2b: cannot listen on %s: %s\n", listen, strerror(errno));

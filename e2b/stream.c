@@ -79,6 +79,7 @@ enum MHD_Result gw_stream_start(struct req *r, const char *content_type, gw_stre
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, GW_THREAD_STACK);
 	if (!resp || pthread_create(&t, &attr, worker, s) != 0) {
 		pthread_attr_destroy(&attr);
 		if (resp)
