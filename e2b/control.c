@@ -113,11 +113,13 @@ static enum MHD_Result create(struct req *r, struct client *c)
 		return gw_error(r, 400, "the body is not a JSON object");
 	long timeout = timeout_of(b, GW_DEFAULT_TIMEOUT_S);
 	const json_t *meta = json_object_get(b, "metadata"), *env = json_object_get(b, "envVars");
-	const char *tpl = json_string_value(json_object_get(b, "templateID"));
+	const char *given = json_string_value(json_object_get(b, "templateID"));
+	char name[256] = "";
+	const char *tpl = given && snprintf(name, sizeof(name), "%s", given) < (int)sizeof(name) ? name : NULL;
 	bool pause = json_is_true(json_object_get(b, "autoPause"));
-	if (timeout < 0) {
+	if (timeout < 0 || (given && !tpl)) {
 		json_decref(b);
-		return gw_error(r, 400, "timeout must be whole seconds, 1..86400");
+		return gw_error(r, 400, timeout < 0 ? "timeout must be whole seconds, 1..86400" : "templateID is too long");
 	}
 	json_t *ask = json_pack("{s:s, s:i, s:i, s:s}", "template", space_template(tpl), "timeout", 0, "lifetime",
 				(int)timeout, "timeout_action", pause ? "suspend" : "kill");

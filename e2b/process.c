@@ -32,8 +32,19 @@ struct started {
 	char *tag;
 };
 
+/* At most this many are kept (newest first): one whose end no stream saw (its client left
+ * before it exited) is dropped when List finds it gone, or at last by this bound. */
+#define STARTED_MAX 4096
+
 static pthread_mutex_t started_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct started *started_list;
+
+static void started_free(struct started *p)
+{
+	json_decref(p->config);
+	free(p->tag);
+	free(p);
+}
 
 static void remember(const char *sbid, uint32_t pid, const json_t *config, const char *tag)
 {
@@ -47,6 +58,16 @@ static void remember(const char *sbid, uint32_t pid, const json_t *config, const
 	pthread_mutex_lock(&started_lock);
 	p->next = started_list;
 	started_list = p;
+	int n = 0;
+	for (struct started **pp = &started_list; *pp; n++) {
+		struct started *q = *pp;
+		if (n < STARTED_MAX) {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		started_free(q);
+	}
 	pthread_mutex_unlock(&started_lock);
 }
 
@@ -57,9 +78,7 @@ static void forget(const char *sbid, uint32_t pid)
 		struct started *p = *pp;
 		if (p->pid == pid && strcmp(p->sbid, sbid) == 0) {
 			*pp = p->next;
-			json_decref(p->config);
-			free(p->tag);
-			free(p);
+			started_free(p);
 			break;
 		}
 	}
@@ -369,8 +388,8 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 	long t = timeout_header(r);
 	if (t > 0)
 		json_object_set_new(c->ask, "timeout", json_integer(t));
-	c->config = json_pack("{s:s, s:O, s:O}", "cmd", cmd, "args", args ? args : json_array(), "envs",
-			      envs ? envs : json_object());
+	c->config = json_pack("{s:s, s:o, s:o}", "cmd", cmd, "args", args ? json_incref((json_t *)args) : json_array(),
+			      "envs", envs ? json_incref((json_t *)envs) : json_object());
 	if (cwd && *cwd)
 		json_object_set_new(c->config, "cwd", json_string(cwd_abs));
 	const char *tag = json_string_value(json_object_get(msg, "tag"));
@@ -429,6 +448,8 @@ static enum MHD_Result list(struct req *r, const char *sbid)
 	json_array_foreach(json_object_get(reply, "processes"), i, p)
 		if (strcmp(json_string_value(json_object_get(p, "state")) ?: "", "running") == 0)
 			json_array_append_new(out, process_info(sbid, p));
+		else /* what exited while no stream read it */
+			forget(sbid, (uint32_t)json_integer_value(json_object_get(p, "pid")));
 	json_decref(reply);
 	return gw_json(r, 200, json_pack("{s:o}", "processes", out));
 }
