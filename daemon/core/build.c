@@ -350,6 +350,7 @@ static void import_job(struct job *j)
 	if (b->transport[0]) { /* the archive is a file of the request's: the record says so */
 		snprintf(t.source, sizeof(t.source), "%s:%s/context.tar", b->transport, b->dir);
 		snprintf(t.recorded, sizeof(t.recorded), "%s:(uploaded)", b->transport);
+		t.consume = true;
 	} else {
 		snprintf(t.source, sizeof(t.source), "%s", b->source);
 	}

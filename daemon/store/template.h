@@ -42,6 +42,8 @@ struct template_spec {
 					       * template_is_image */
 	char recorded[TEMPLATE_SOURCE_MAX + 1]; /* what the record says it came from; "": source
 						 * (an upload's file is no place to name) */
+	bool consume;                           /* source is a file of spaced's own (an upload):
+						 * removed as soon as it has been read */
 };
 
 /* Whether s is a template name: NAME or NAME:TAG, NAME [A-Za-z0-9][A-Za-z0-9._-]* and TAG

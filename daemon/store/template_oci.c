@@ -146,13 +146,18 @@ static int unpack_archive(struct daemon *d, const char *archive, const char *lay
 	return rc;
 }
 
+/* umoci unpacks the layout into tmp; the layout goes at once, before the cache makes tmp
+ * durable (cache_get): what is removed before its pages were written is never written. */
 static int unpack(const char *tmp, void *layout, struct err *e)
 {
 	char image[760], logpath[800];
 	snprintf(image, sizeof(image), "%s:img", (const char *)layout);
 	snprintf(logpath, sizeof(logpath), "%s.unpack.log", (const char *)layout);
 	char *argv[] = { "umoci", "unpack", "--image", image, (char *)tmp, NULL };
-	return run_logged(argv, logpath, e);
+	int rc = run_logged(argv, logpath, e);
+	char *rm[] = { "rm", "-rf", "--one-file-system", (char *)layout, NULL };
+	spawn_run(rm, -1, -1);
+	return rc;
 }
 
 /* The template's defaults from the runtime config umoci wrote: {"env": {...}, "workdir",
@@ -221,6 +226,8 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 	bool archive = strncmp(t->source, "oci-archive:", 12) == 0 && access(d->build_path, X_OK) == 0;
 	if (rc == 0)
 		rc = archive ? unpack_archive(d, t->source + 12, layout, logpath, e) : run_logged(copy, logpath, e);
+	if (archive && t->consume) /* an upload of spaced's own: read, and not to be made durable */
+		unlink(t->source + 12);
 	if (rc == 0 && (rc = manifest_digest(layout, digest, e)) == 0) {
 		layers = manifest_layers(layout, digest);
 		snprintf(name, sizeof(name), "oci-%s", digest);
