@@ -229,6 +229,9 @@ struct daemon {
 	char proxy_listen[128];     /* --proxy-listen HOST:PORT, "" for no port proxy */
 	char e2b_listen[128];       /* --e2b-listen HOST:PORT, "" for no E2B front */
 	char e2b_path[512];         /* space-e2b beside the agent: the E2B front (e2b/) */
+	int e2b_fd;                 /* its listening socket, kept to start it again; -1: none */
+	int e2b_pidfd;              /* the running front's pidfd; -1: none */
+	int64_t e2b_started_ms;     /* when it was last started (mono ms) */
 	char proxy_domain[128];     /* --proxy-domain (default "localhost") */
 	struct proxy *proxy;        /* the port proxy, when it runs (net/proxy.h) */
 	char dns_upstream[64];      /* --dns-upstream ADDR[:PORT], "" for /etc/resolv.conf's */

@@ -61,6 +61,7 @@ static void io_tick(void *ctx)
 	lifecycle_tick(ctx);
 	build_tick(ctx);
 	pool_tick(ctx);
+	e2b_tick(ctx);
 }
 
 static void io_after(void *ctx)
@@ -370,6 +371,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	d->loop.epfd = d->loop.wakefd = d->reaperfd = -1;
+	d->e2b_fd = d->e2b_pidfd = -1;
 
 	/* 1. configuration (and the durability tests' crash step, when they set one) */
 	crash_init();

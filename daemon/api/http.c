@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -540,22 +542,47 @@ int http_start(struct daemon *d)
 	return d->e2b_listen[0] ? e2b_start(d) : 0;
 }
 
-int e2b_start(struct daemon *d)
+/* Starts space-e2b on d->e2b_fd; 0 or -errno. */
+static int e2b_spawn(struct daemon *d)
 {
-	int fd = tcp_socket(d->e2b_listen);
-	if (fd < 0) {
-		log_error("cannot listen on %s: %s", d->e2b_listen, strerror(-fd));
-		return fd;
-	}
 	char *argv[] = { d->e2b_path, "--listen-fd", "3", "--name", d->e2b_listen, "--socket", d->socket_path, NULL };
-	pid_t pid = spawn_start_keep(argv, &fd, 1, STDERR_FILENO, STDERR_FILENO);
-	close(fd);
+	pid_t pid = spawn_start_keep(argv, &d->e2b_fd, 1, STDERR_FILENO, STDERR_FILENO);
 	if (pid < 0) {
 		log_error("cannot start %s: %s", d->e2b_path, strerror((int)-pid));
 		return (int)pid;
 	}
+	d->e2b_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	d->e2b_started_ms = mono_ms();
 	log_info("the E2B front (pid %d) serves on %s", (int)pid, d->e2b_listen);
 	return 0;
+}
+
+int e2b_start(struct daemon *d)
+{
+	d->e2b_pidfd = -1;
+	d->e2b_fd = tcp_socket(d->e2b_listen);
+	if (d->e2b_fd < 0) {
+		log_error("cannot listen on %s: %s", d->e2b_listen, strerror(-d->e2b_fd));
+		return d->e2b_fd;
+	}
+	return e2b_spawn(d);
+}
+
+void e2b_tick(struct daemon *d)
+{
+	if (d->e2b_pidfd < 0 || !d->e2b_listen[0])
+		return;
+	struct pollfd p = { .fd = d->e2b_pidfd, .events = POLLIN };
+	if (poll(&p, 1, 0) != 1)
+		return; /* it runs */
+	/* it ended, which it does only when something went wrong: start it again, at most once
+	 * every E2B_RESTART_MS, on the same socket (connections made meanwhile wait in its queue) */
+	if (mono_ms() - d->e2b_started_ms < E2B_RESTART_MS)
+		return;
+	close(d->e2b_pidfd);
+	d->e2b_pidfd = -1;
+	log_warn("the E2B front ended; starting it again");
+	e2b_spawn(d);
 }
 
 void http_stop(struct daemon *d)

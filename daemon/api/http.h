@@ -23,6 +23,10 @@ int http_start(struct daemon *d);
 /* Listens on --e2b-listen and starts the E2B front (space-e2b) on that socket, asking spaced
  * on its Unix socket; it ends with spaced. Called by http_start. Returns 0 or -errno. */
 int e2b_start(struct daemon *d);
+/* Once a second: an E2B front that ended is started again on its socket (at most once every
+ * E2B_RESTART_MS). */
+#define E2B_RESTART_MS 2000
+void e2b_tick(struct daemon *d);
 /* Stops accepting connections and removes the socket. */
 void http_stop(struct daemon *d);
 
