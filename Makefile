@@ -68,7 +68,6 @@ VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
                 e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev libarchive-dev chromium skopeo umoci busybox-static docker-registry \
-                nodejs npm \
                 $(VM_APT_PACKAGES)
 
 .PHONY: all deps compat-deps up down test quick stress layers unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test security security-vm \
@@ -126,6 +125,10 @@ endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call UNIT_LINK,$(t))))
 
 # Installs those of the packages $(1) that are missing (apt-get).
+# apt-get install of the packages given, at once (for a recipe line's own condition)
+APT_INSTALL_NOW = { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1); }
+
 define APT_INSTALL
 	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -135,8 +138,11 @@ define APT_INSTALL
 	fi
 endef
 
+# Node.js and npm (the E2B suite's SDK) from Debian only where neither is there: a machine may
+# have both from elsewhere (NodeSource's nodejs carries its own npm, which Debian's conflicts with).
 deps:
 	$(call APT_INSTALL,$(APT_PACKAGES))
+	@command -v node >/dev/null && command -v npm >/dev/null || $(call APT_INSTALL_NOW,nodejs npm)
 
 # What the compatibility suite's native side runs: the packages of its template
 # (tests/compat/suite.py, PACKAGES).
