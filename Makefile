@@ -312,6 +312,7 @@ bench: all
 	/usr/bin/python3 bench/run.py
 	/usr/bin/python3 bench/net.py
 	/usr/bin/python3 bench/templates.py
+	/usr/bin/python3 bench/e2b.py
 
 clean:
 	rm -rf build build-asan
