@@ -38,6 +38,7 @@
 #define SANDBOX_TOKEN_LEN 32             /* hex characters of a sandbox's access token */
 #define SANDBOX_MAX_EXITED 128           /* exited processes remembered per sandbox */
 #define SANDBOX_MAX_PROCS_TRACKED 512    /* process records per sandbox (running + remembered) */
+#define PROC_TAG_MAX 128                 /* bytes of a process's tag (its start's "tag") */
 #define SANDBOX_MAX_PENDING (64u * 2u * 256u * 1024u) /* unread output held for one sandbox */
 #define AGENT_HELLO_TIMEOUT_MS 30000     /* from runsc start to the agent's hello */
 /* Liveness: an agent someone waits on that said nothing for AGENT_PING_AFTER_MS is pinged; a
@@ -80,6 +81,8 @@ struct proc {
 	struct proc *next;
 	uint32_t pid;
 	char *cmd;
+	json_t *spec;               /* [L] {"argv", "env", "cwd"[, "tag"]} of a start spaced asked for;
+	                               NULL for one known only from the agent (after a restart) */
 	int64_t started_ms;
 	bool exited;
 	int32_t code, signo;

@@ -8,8 +8,8 @@
  * ends with deadline_exceeded). Connect reads a running process's output; its deadline bounds
  * only the stream. A client that goes away leaves the process running.
  *
- * spaced keeps a process's command as one line; what E2B's List shows (cmd, args, envs, cwd)
- * is kept here, for the processes this front started, while they run.
+ * E2B's List shows what spaced's process records keep of each start (argv, env, cwd, tag);
+ * the front also remembers the processes it started, to find one by its tag.
  */
 #include "e2b/process.h"
 
@@ -90,6 +90,17 @@ static json_t *process_info(const char *sbid, const json_t *proc)
 {
 	uint32_t pid = (uint32_t)json_integer_value(json_object_get(proc, "pid"));
 	json_t *out = NULL;
+	const json_t *argv = json_object_get(proc, "argv");
+	if (json_array_size(argv) > 0) { /* what spaced kept of the start: argv, env, cwd, tag */
+		json_t *args = json_array();
+		for (size_t i = 1; i < json_array_size(argv); i++)
+			json_array_append(args, json_array_get(argv, i));
+		out = json_pack("{s:{s:O, s:o, s:O?, s:O?}, s:i}", "config", "cmd", json_array_get(argv, 0), "args", args,
+				"envs", json_object_get(proc, "env"), "cwd", json_object_get(proc, "cwd"), "pid", (int)pid);
+		if (json_is_string(json_object_get(proc, "tag")))
+			json_object_set(out, "tag", json_object_get(proc, "tag"));
+		return out;
+	}
 	pthread_mutex_lock(&started_lock);
 	for (struct started *p = started_list; p; p = p->next)
 		if (p->pid == pid && strcmp(p->sbid, sbid) == 0) {
@@ -394,6 +405,8 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 		json_object_set_new(c->config, "cwd", json_string(cwd_abs));
 	const char *tag = json_string_value(json_object_get(msg, "tag"));
 	c->tag = tag ? strdup(tag) : NULL;
+	if (tag)
+		json_object_set_new(c->ask, "tag", json_string(tag));
 	return gw_stream_start(r, "application/connect+json", run_call, c, call_free);
 }
 

@@ -21,7 +21,7 @@
 static const struct field exec_fields[] = {
 	{ "cmd", F_ARGV_OR_STRING }, { "env", F_STRMAP }, { "cwd", F_STRING }, { "stdin", F_STRING },
 	{ "stdin_b64", F_STRING }, { "timeout", F_NUMBER }, { "user", F_STRING }, { "stream", F_BOOL },
-	{ "stdin_open", F_BOOL }, { NULL, 0 },
+	{ "stdin_open", F_BOOL }, { "tag", F_STRING }, { NULL, 0 },
 };
 
 static int put_str(struct buf *b, const char *s)
@@ -53,11 +53,14 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	json_t *env = json_object_get(body, "env");
 	const char *cwd = json_string_value(json_object_get(body, "cwd"));
 	const char *user = json_string_value(json_object_get(body, "user"));
+	const char *tag = json_string_value(json_object_get(body, "tag"));
 	json_t *tmo = json_object_get(body, "timeout");
 	double timeout = tmo ? json_number_value(tmo) : 0;
 
 	if (!cmd)
 		return err_set(&op->err, 400, "invalid_argument", EINVAL, "field \"cmd\" is required");
+	if (tag && strlen(tag) > PROC_TAG_MAX)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "a tag is at most %d bytes", PROC_TAG_MAX);
 	if (cwd && api_check_path(op, cwd, strlen(cwd), "cwd") < 0)
 		return -EINVAL;
 	if (!(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S))
@@ -122,6 +125,10 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 			       SP_MAX_PAYLOAD - (unsigned)sizeof(x));
 	}
 	op->what = join_cmd(cmd);
+	/* what the process listing shows of it: argv, the environment and folder asked, its tag */
+	json_t *argv = json_is_string(cmd) ? json_pack("[s, s, O]", "/bin/sh", "-c", cmd) : json_incref(cmd);
+	op->spec = json_pack("{s:o, s:o, s:s, s:s*}", "argv", argv, "env", env ? json_incref(env) : json_object(),
+			     "cwd", cwd ? cwd : sb->workdir[0] ? sb->workdir : "/work", "tag", tag);
 	op->kind = OP_EXEC;
 	op->t0 = mono_ms();
 	op_link(op, sb);

@@ -513,6 +513,8 @@ static int on_started(struct op *op, const struct frame *f, char *why)
 	p->stdin_credit = SP_WINDOW;
 	free(p->cmd);
 	p->cmd = op->what ? strdup(op->what) : NULL;
+	json_decref(p->spec);
+	p->spec = json_incref(op->spec);
 	op->pid = st.pid;
 	if (op->stdin_pending) {
 		/* inline stdin (at most one window): hand it over, then end of file */
@@ -775,6 +777,7 @@ void op_free(struct op *op)
 	buf_free(&op->cap[1]);
 	json_decref(op->json);
 	json_decref(op->query);
+	json_decref(op->spec);
 	free(op->what);
 	free(op);
 }

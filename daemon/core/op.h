@@ -64,6 +64,7 @@ struct op {
 	struct buf body;
 	bool body_too_large;
 	json_t *query;              /* object: query arguments */
+	json_t *spec;               /* an exec's argv, env, cwd and tag, for its process record */
 	bool started;               /* handler ran */
 	bool deferred;              /* [L] waits in sb->deferred for a resume */
 	bool resumed;               /* the request resumed its sandbox: said in a response header */

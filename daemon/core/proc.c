@@ -46,6 +46,7 @@ static void proc_free(struct sandbox *sb, struct proc *p)
 	sb->pending_bytes -= p->pending_raw < sb->pending_bytes ? p->pending_raw : sb->pending_bytes;
 	buf_free(&p->pending);
 	free(p->cmd);
+	json_decref(p->spec);
 	free(p);
 }
 
@@ -104,9 +105,12 @@ json_t *proc_json(const struct proc *p)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return json_pack("{s:i, s:s, s:s, s:o, s:o, s:s, s:b, s:i}", "pid", p->pid, "cmd", p->cmd ? p->cmd : "",
-			 "state", p->exited ? "exited" : "running", "exit_code",
-			 p->exited ? json_integer(p->code) : json_null(), "signal",
-			 p->exited && p->signo ? json_integer(p->signo) : json_null(), "started_at", when, "oom_killed",
-			 p->oom_killed, "oom_kills", (int)p->oom_kills);
+	json_t *o = json_pack("{s:i, s:s, s:s, s:o, s:o, s:s, s:b, s:i}", "pid", p->pid, "cmd", p->cmd ? p->cmd : "",
+			      "state", p->exited ? "exited" : "running", "exit_code",
+			      p->exited ? json_integer(p->code) : json_null(), "signal",
+			      p->exited && p->signo ? json_integer(p->signo) : json_null(), "started_at", when,
+			      "oom_killed", p->oom_killed, "oom_kills", (int)p->oom_kills);
+	if (o && p->spec) /* started by this spaced: argv, env, cwd, tag as asked */
+		json_object_update(o, p->spec);
+	return o;
 }

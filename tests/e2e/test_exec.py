@@ -307,6 +307,26 @@ def test_process_list_get_and_wait(api, sandbox):
     assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 7
 
 
+def test_a_process_record_keeps_its_start(api, sandbox):
+    """argv, the environment and folder the start gave, and its tag (at most 128 bytes)."""
+    tag = "t" * 128
+    pid = start_proc(api, sandbox, ["sleep", "300"], env={"A": "1"}, cwd="/tmp", tag=tag)
+    shell = start_proc(api, sandbox, "sleep 301")
+    try:
+        by_pid = {p["pid"]: p for p in api.ok("GET", f"/v1/sandboxes/{sandbox}/processes")["processes"]}
+        p = by_pid[pid]
+        assert (p["argv"], p["env"], p["cwd"], p["tag"], p["cmd"]) == (["sleep", "300"], {"A": "1"}, "/tmp", tag,
+                                                                       "sleep 300"), p
+        q = api.ok("GET", proc_path(sandbox, shell))
+        assert (q["argv"], q["env"], q["cwd"]) == (["/bin/sh", "-c", "sleep 301"], {}, "/work"), q
+        assert "tag" not in q
+        status, err = api.json("POST", f"/v1/sandboxes/{sandbox}/processes", {"cmd": ["true"], "tag": tag + "u"})
+        assert status == 400 and "tag" in err["error"]["message"], err
+    finally:
+        for x in (pid, shell):
+            api.json("POST", proc_path(sandbox, x, "/signal"), {"signal": 9})
+
+
 def test_unknown_process_is_404(api, sandbox):
     for path in ("", "/wait", "/output"):
         status, body = api.json("GET", proc_path(sandbox, 99999, path))

@@ -428,9 +428,21 @@ class Daemon:
             subprocess.run(["umount", "-l", mnt], capture_output=True)
         if not mounts_under(self.state_dir):
             shutil.rmtree(self.state_dir, ignore_errors=True)
+        # spaced's nftables table outlives it (its sandboxes' rules do): with them all gone, it
+        # goes too. Left behind, a machine's tables would pile up to the kernel's limit of
+        # 1,024 hooks on one hook point, after which no spaced can start.
+        subprocess.run(["nft", "delete", "table", "inet", f"space_{net_tag(self.state_dir)}"], capture_output=True)
         if self.slot_fd is not None:
             os.close(self.slot_fd)  # the transit range and DNS port go back to the machine
             self.slot_fd = None
+
+
+def net_tag(state_dir):
+    """The tag of spaced's nftables table for state_dir (daemon/net/net.c: FNV-1a, 16 bits)."""
+    h = 2166136261
+    for b in state_dir.encode():
+        h = ((h ^ b) * 16777619) & 0xffffffff
+    return f"{h & 0xffff:04x}"
 
 
 def mounts_under(d):
