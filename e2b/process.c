@@ -8,13 +8,12 @@
  * ends with deadline_exceeded). Connect reads a running process's output; its deadline bounds
  * only the stream. A client that goes away leaves the process running.
  *
- * E2B's List shows what spaced's process records keep of each start (argv, env, cwd, tag);
- * the front also remembers the processes it started, to find one by its tag.
+ * E2B's List, and a selector by tag, read what spaced's process records keep of each start
+ * (argv, env, cwd, tag).
  */
 #include "e2b/process.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,113 +22,47 @@
 #include "e2b/connect.h"
 #include "e2b/stream.h"
 
-/* What List shows of a process this front started. */
-struct started {
-	struct started *next;
-	char sbid[16];
-	uint32_t pid;
-	json_t *config; /* ProcessConfig */
-	char *tag;
-};
-
-/* At most this many are kept (newest first): one whose end no stream saw (its client left
- * before it exited) is dropped when List finds it gone, or at last by this bound. */
-#define STARTED_MAX 4096
-
-static pthread_mutex_t started_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct started *started_list;
-
-static void started_free(struct started *p)
-{
-	json_decref(p->config);
-	free(p->tag);
-	free(p);
-}
-
-static void remember(const char *sbid, uint32_t pid, const json_t *config, const char *tag)
-{
-	struct started *p = calloc(1, sizeof(*p));
-	if (!p)
-		return;
-	snprintf(p->sbid, sizeof(p->sbid), "%s", sbid);
-	p->pid = pid;
-	p->config = json_deep_copy(config);
-	p->tag = tag ? strdup(tag) : NULL;
-	pthread_mutex_lock(&started_lock);
-	p->next = started_list;
-	started_list = p;
-	int n = 0;
-	for (struct started **pp = &started_list; *pp; n++) {
-		struct started *q = *pp;
-		if (n < STARTED_MAX) {
-			pp = &q->next;
-			continue;
-		}
-		*pp = q->next;
-		started_free(q);
-	}
-	pthread_mutex_unlock(&started_lock);
-}
-
-static void forget(const char *sbid, uint32_t pid)
-{
-	pthread_mutex_lock(&started_lock);
-	for (struct started **pp = &started_list; *pp; pp = &(*pp)->next) {
-		struct started *p = *pp;
-		if (p->pid == pid && strcmp(p->sbid, sbid) == 0) {
-			*pp = p->next;
-			started_free(p);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&started_lock);
-}
-
 /* The ProcessInfo of a running process of spaced's listing (new reference). */
-static json_t *process_info(const char *sbid, const json_t *proc)
+static json_t *process_info(const json_t *proc)
 {
 	uint32_t pid = (uint32_t)json_integer_value(json_object_get(proc, "pid"));
-	json_t *out = NULL;
 	const json_t *argv = json_object_get(proc, "argv");
-	if (json_array_size(argv) > 0) { /* what spaced kept of the start: argv, env, cwd, tag */
-		json_t *args = json_array();
-		for (size_t i = 1; i < json_array_size(argv); i++)
-			json_array_append(args, json_array_get(argv, i));
-		out = json_pack("{s:{s:O, s:o, s:O?, s:O?}, s:i}", "config", "cmd", json_array_get(argv, 0), "args", args,
-				"envs", json_object_get(proc, "env"), "cwd", json_object_get(proc, "cwd"), "pid", (int)pid);
-		if (json_is_string(json_object_get(proc, "tag")))
-			json_object_set(out, "tag", json_object_get(proc, "tag"));
-		return out;
-	}
-	pthread_mutex_lock(&started_lock);
-	for (struct started *p = started_list; p; p = p->next)
-		if (p->pid == pid && strcmp(p->sbid, sbid) == 0) {
-			out = json_pack("{s:O, s:i}", "config", p->config, "pid", (int)pid);
-			if (p->tag)
-				json_object_set_new(out, "tag", json_string(p->tag));
-			break;
-		}
-	pthread_mutex_unlock(&started_lock);
-	if (!out) /* started some other way: its command line is all spaced knows */
-		out = json_pack("{s:{s:s?, s:[], s:{}}, s:i}", "config", "cmd",
-				json_string_value(json_object_get(proc, "cmd")), "args", "envs", "pid", (int)pid);
+	if (json_array_size(argv) == 0) /* adopted after a restart of spaced: its command line only */
+		return json_pack("{s:{s:s?, s:[], s:{}}, s:i}", "config", "cmd",
+				 json_string_value(json_object_get(proc, "cmd")), "args", "envs", "pid", (int)pid);
+	json_t *args = json_array();
+	for (size_t i = 1; i < json_array_size(argv); i++)
+		json_array_append(args, json_array_get(argv, i));
+	json_t *out = json_pack("{s:{s:O, s:o, s:O?, s:O?}, s:i}", "config", "cmd", json_array_get(argv, 0), "args",
+				args, "envs", json_object_get(proc, "env"), "cwd", json_object_get(proc, "cwd"), "pid",
+				(int)pid);
+	if (json_is_string(json_object_get(proc, "tag")))
+		json_object_set(out, "tag", json_object_get(proc, "tag"));
 	return out;
 }
 
-/* The pid of a ProcessSelector ({"pid": N} or {"tag": T}, by what this front started), or 0. */
-static uint32_t selected_pid(const char *sbid, const json_t *msg)
+/* The pid of a ProcessSelector ({"pid": N}, or {"tag": T}: the running process spaced's
+ * records give that tag), or 0. */
+static uint32_t selected_pid(struct gw *gw, const char *sbid, const json_t *msg)
 {
 	const json_t *sel = json_object_get(msg, "process");
 	int64_t pid = 0;
 	if (connect_int(json_object_get(sel, "pid"), &pid) == 0)
 		return pid > 0 && pid <= UINT32_MAX ? (uint32_t)pid : 0;
 	const char *tag = json_string_value(json_object_get(sel, "tag"));
+	char path[96];
+	json_t *reply = NULL, *p;
+	struct client_err e = { 0 };
 	uint32_t found = 0;
-	pthread_mutex_lock(&started_lock);
-	for (struct started *p = started_list; tag && p && !found; p = p->next)
-		if (p->tag && strcmp(p->tag, tag) == 0 && strcmp(p->sbid, sbid) == 0)
-			found = p->pid;
-	pthread_mutex_unlock(&started_lock);
+	size_t i;
+	if (!tag || !gw_sandbox_path(path, sizeof(path), sbid, "/processes") ||
+	    client_request(&gw->up, "GET", path, NULL, &reply, &e) < 0)
+		return 0;
+	json_array_foreach(json_object_get(reply, "processes"), i, p)
+		if (!found && strcmp(json_string_value(json_object_get(p, "state")) ?: "", "running") == 0 &&
+		    strcmp(json_string_value(json_object_get(p, "tag")) ?: "", tag) == 0)
+			found = (uint32_t)json_integer_value(json_object_get(p, "pid"));
+	json_decref(reply);
 	return found;
 }
 
@@ -145,8 +78,6 @@ struct call {
 	struct gw *gw;
 	char sbid[16];
 	json_t *ask;          /* Start: spaced's process start body; NULL for Connect */
-	json_t *config;       /* Start: the ProcessConfig, for List */
-	char *tag;
 	uint32_t pid;
 	int64_t deadline;     /* Connect: when the stream ends (mono ms; 0: never) */
 	struct gw_stream *s;
@@ -161,8 +92,6 @@ static void call_free(void *p)
 {
 	struct call *c = p;
 	json_decref(c->ask);
-	json_decref(c->config);
-	free(c->tag);
 	free(c);
 }
 
@@ -295,7 +224,6 @@ static void run_call(struct gw_stream *s, void *arg)
 		}
 		c->pid = (uint32_t)json_integer_value(json_object_get(reply, "pid"));
 		json_decref(reply);
-		remember(c->sbid, c->pid, c->config, c->tag);
 	} else {
 		char one[96];
 		snprintf(one, sizeof(one), "/processes/%u", c->pid);
@@ -326,8 +254,6 @@ static void run_call(struct gw_stream *s, void *arg)
 		c->code = "unavailable";
 		snprintf(c->msg, sizeof(c->msg), "the output stream ended before the process did");
 	}
-	if (c->ended || (c->code && strcmp(c->code, "deadline_exceeded") == 0 && c->ask))
-		forget(c->sbid, c->pid);
 end:;
 	struct buf b = { 0 };
 	if (connect_end(&b, c->code, c->msg) == 0)
@@ -399,12 +325,7 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 	long t = timeout_header(r);
 	if (t > 0)
 		json_object_set_new(c->ask, "timeout", json_integer(t));
-	c->config = json_pack("{s:s, s:o, s:o}", "cmd", cmd, "args", args ? json_incref((json_t *)args) : json_array(),
-			      "envs", envs ? json_incref((json_t *)envs) : json_object());
-	if (cwd && *cwd)
-		json_object_set_new(c->config, "cwd", json_string(cwd_abs));
 	const char *tag = json_string_value(json_object_get(msg, "tag"));
-	c->tag = tag ? strdup(tag) : NULL;
 	if (tag)
 		json_object_set_new(c->ask, "tag", json_string(tag));
 	return gw_stream_start(r, "application/connect+json", run_call, c, call_free);
@@ -412,7 +333,7 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 
 static enum MHD_Result attach(struct req *r, const char *sbid, json_t *msg)
 {
-	uint32_t pid = selected_pid(sbid, msg);
+	uint32_t pid = selected_pid(r->gw, sbid, msg);
 	struct call *c = calloc(1, sizeof(*c));
 	if (!c)
 		return MHD_NO;
@@ -460,9 +381,7 @@ static enum MHD_Result list(struct req *r, const char *sbid)
 	size_t i;
 	json_array_foreach(json_object_get(reply, "processes"), i, p)
 		if (strcmp(json_string_value(json_object_get(p, "state")) ?: "", "running") == 0)
-			json_array_append_new(out, process_info(sbid, p));
-		else /* what exited while no stream read it */
-			forget(sbid, (uint32_t)json_integer_value(json_object_get(p, "pid")));
+			json_array_append_new(out, process_info(p));
 	json_decref(reply);
 	return gw_json(r, 200, json_pack("{s:o}", "processes", out));
 }
@@ -484,7 +403,7 @@ enum MHD_Result process_handle(struct req *r, const char *sbid, const char *meth
 		return gw_stream_start(r, "application/connect+json", run_call, c, call_free);
 	}
 	enum MHD_Result rc;
-	uint32_t pid = stream ? 0 : selected_pid(sbid, msg);
+	uint32_t pid = stream ? 0 : selected_pid(r->gw, sbid, msg);
 	if (strcmp(method, "Start") == 0) {
 		rc = start(r, sbid, msg);
 	} else if (strcmp(method, "Connect") == 0) {
