@@ -91,6 +91,20 @@ static const struct driver_slot *create_isolation(struct op *op, const char *ask
 	return isolation_pick(op->d, of ? of : asked, &op->err);
 }
 
+/* 400 in op->err (and -EINVAL) when a timeout or lifetime given (NULL: not given) is out of
+ * 0..MAX_TIMEOUT_S seconds, or a timeout_action given is neither suspend nor kill; else 0. */
+static int check_timeouts(struct op *op, const json_t *timeout, const json_t *lifetime, const char *action)
+{
+	double t = json_number_value(timeout), l = json_number_value(lifetime);
+	if (timeout && !(t >= 0 && t <= MAX_TIMEOUT_S))
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
+	if (lifetime && !(l >= 0 && l <= MAX_TIMEOUT_S))
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "lifetime must be 0..%d seconds", MAX_TIMEOUT_S);
+	if (action && strcmp(action, "kill") != 0 && strcmp(action, "suspend") != 0)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout_action must be \"suspend\" or \"kill\"");
+	return 0;
+}
+
 int api_sandbox_create(struct op *op)
 {
 	static const struct field fields[] = {
@@ -143,12 +157,8 @@ int api_sandbox_create(struct op *op)
 			     MAX_MEMORY_MB);
 	else if (cfg.disk_mb < DISK_MIN_MB || cfg.disk_mb > DISK_MAX_MB)
 		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "disk_mb must be %d..%d", DISK_MIN_MB, DISK_MAX_MB);
-	else if (!(cfg.timeout_s >= 0 && cfg.timeout_s <= MAX_TIMEOUT_S))
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
-	else if (!(cfg.lifetime_s >= 0 && cfg.lifetime_s <= MAX_TIMEOUT_S))
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "lifetime must be 0..%d seconds", MAX_TIMEOUT_S);
-	else if (action && strcmp(action, "kill") != 0 && strcmp(action, "suspend") != 0)
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout_action must be \"suspend\" or \"kill\"");
+	else if ((rc = check_timeouts(op, json_object_get(b, "timeout"), json_object_get(b, "lifetime"), action)) < 0)
+		;
 	else if (strlen(tpl ? tpl : "") >= sizeof(cfg.template))
 		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "template name too long");
 	else if (map_bytes(cfg.env) > MAX_ENV_BYTES || map_bytes(cfg.metadata) > MAX_ENV_BYTES)
@@ -313,11 +323,10 @@ int api_sandbox_resume(struct op *op)
 		return API_DONE;
 	json_t *t = json_object_get(b, "timeout");
 	double timeout = t ? json_number_value(t) : -1;
+	int bad = check_timeouts(op, t, NULL, NULL);
 	json_decref(b);
-	if (t && !(timeout >= 0 && timeout <= MAX_TIMEOUT_S)) {
-		err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
+	if (bad < 0)
 		return API_DONE;
-	}
 	struct sandbox *sb = api_sandbox(op, false);
 	if (sb && t) {
 		/* a new idle timeout, counted from now, instead of what was left */
@@ -369,16 +378,12 @@ int api_sandbox_timeout(struct op *op)
 	struct sb_timeouts t = { .set_timeout = timeout != NULL, .set_lifetime = lifetime != NULL,
 				 .set_action = action != NULL, .timeout_s = json_number_value(timeout),
 				 .lifetime_s = json_number_value(lifetime), .kill = action && strcmp(action, "kill") == 0 };
-	json_decref(b);
 	int rc = 0;
 	if (!t.set_timeout && !t.set_lifetime && !t.set_action)
 		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "give timeout, lifetime or timeout_action");
-	else if (t.set_timeout && !(t.timeout_s >= 0 && t.timeout_s <= MAX_TIMEOUT_S))
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
-	else if (t.set_lifetime && !(t.lifetime_s >= 0 && t.lifetime_s <= MAX_TIMEOUT_S))
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "lifetime must be 0..%d seconds", MAX_TIMEOUT_S);
-	else if (action && !t.kill && strcmp(action, "suspend") != 0)
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout_action must be \"suspend\" or \"kill\"");
+	else
+		rc = check_timeouts(op, timeout, lifetime, action);
+	json_decref(b); /* timeout, lifetime and action were its */
 	struct sandbox *sb = rc == 0 ? api_sandbox(op, false) : NULL;
 	if (!sb)
 		return API_DONE;
