@@ -123,6 +123,7 @@ static const struct handler handlers[] = {
 	[SP_H_IDENTITY] = { on_identity, sizeof(struct sp_identity) + 1 },
 	[SP_H_PORTS] = { ports_list, 0 },
 	[SP_H_ENV] = { on_env, 0 },
+	[SP_H_RESIZE] = { proc_resize, sizeof(struct sp_winsize) },
 };
 
 int dispatch_frame(struct agent *a, const struct frame *f)

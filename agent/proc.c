@@ -15,12 +15,16 @@
 #include "agent.h"
 #include "oom.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "spawn.h"
@@ -113,6 +117,7 @@ static char *join_cmdline(const char *const *argv, size_t argc)
 /* Everything proc_exec has parsed from the frame (strings point into it). */
 struct exec_args {
 	uint32_t flags, uid, gid, timeout_ms, argc, envc;
+	uint16_t rows, cols; /* SP_EXEC_PTY */
 	const char *user, *cwd;
 	const char **argv; /* argc + NULL */
 	const char **env;  /* envc */
@@ -134,6 +139,15 @@ static int exec_parse(const struct frame *f, struct exec_args *x)
 	if (x->argc < 1 || x->argc > SP_MAX_ARGS || x->envc > SP_MAX_ARGS - x->argc)
 		return -EINVAL;
 	size_t off = sizeof(struct sp_exec);
+	if (x->flags & SP_EXEC_PTY) {
+		if (f->len < off + sizeof(struct sp_winsize))
+			return -EPROTO;
+		x->rows = frame_get_u16(p + off + offsetof(struct sp_winsize, rows));
+		x->cols = frame_get_u16(p + off + offsetof(struct sp_winsize, cols));
+		off += sizeof(struct sp_winsize);
+		if (!x->rows || !x->cols || x->rows > SP_PTY_MAX || x->cols > SP_PTY_MAX)
+			return -EINVAL;
+	}
 	x->user = frame_str(f, &off);
 	x->cwd = frame_str(f, &off);
 	x->argv = calloc(x->argc + 1, sizeof(*x->argv));
@@ -186,6 +200,9 @@ static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
 		.cwd = *x->cwd ? x->cwd : WORKDIR,
 		.user = &ui,
 		.want_stdin = x->flags & SP_EXEC_STDIN,
+		.pty = x->flags & SP_EXEC_PTY,
+		.rows = x->rows,
+		.cols = x->cols,
 	};
 	struct spawn_out so;
 	err = spawn_start(&req, &so, msg, sizeof(msg));
@@ -198,6 +215,7 @@ static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
 		.pid = so.pid,
 		.out = { so.out, so.err },
 		.in = so.in,
+		.pty = req.pty,
 		.credit = SP_WINDOW,
 		.deadline = x->timeout_ms ? agent_now_ms() + x->timeout_ms : 0,
 		.started_ms = agent_wall_ms(),
@@ -219,8 +237,8 @@ int proc_exec(struct agent *a, const struct frame *f)
 	int err = exec_parse(f, &x);
 	if (err == -EINVAL)
 		err = conn_send_error(a, f->chan, EINVAL,
-				      "exec: need argc >= 1, argc + envc <= %u and every string",
-				      SP_MAX_ARGS);
+				      "exec: need argc >= 1, argc + envc <= %u, every string and a terminal of "
+				      "1..%u rows and columns", SP_MAX_ARGS, SP_PTY_MAX);
 	else if (err == -ENOMEM)
 		err = conn_send_error(a, f->chan, ENOMEM, "exec: out of memory");
 	else if (err == 0)
@@ -429,6 +447,26 @@ static void stdin_flush(struct agent *a, struct proc *p)
 	}
 }
 
+/* Queues len bytes for p's stdin; counted against the host's credit when they came from it. */
+static int stdin_queue(struct agent *a, struct proc *p, const uint8_t *data, size_t len, bool from_host)
+{
+	struct stdin_chunk *c = malloc(sizeof(*c) + len);
+	if (!c)
+		return -ENOMEM;
+	/* a generation no connection has: nothing is credited for the agent's own bytes */
+	*c = (struct stdin_chunk){ .generation = from_host ? a->conn.generation : UINT64_MAX, .len = len };
+	memcpy(c->data, data, len);
+	if (p->in_tail)
+		p->in_tail->next = c;
+	else
+		p->in_head = c;
+	p->in_tail = c;
+	if (from_host)
+		p->in_unacked += len;
+	stdin_flush(a, p);
+	return 0;
+}
+
 int proc_stdin(struct agent *a, const struct frame *f)
 {
 	struct proc *p = proc_find(a, f->chan);
@@ -436,6 +474,11 @@ int proc_stdin(struct agent *a, const struct frame *f)
 		return 0; /* gone: nothing to deliver to */
 	if (f->len > SP_WINDOW - p->in_unacked)
 		return -EPROTO; /* more than the host's credit */
+	if (f->len == 0 && p->pty) { /* a terminal's input ends as a person ends it: its EOF character */
+		struct termios t;
+		uint8_t eof = tcgetattr(p->in, &t) == 0 && t.c_cc[VEOF] ? t.c_cc[VEOF] : 4;
+		return stdin_queue(a, p, &eof, 1, false);
+	}
 	if (f->len == 0) {
 		p->in_close = true;
 		stdin_flush(a, p);
@@ -443,18 +486,62 @@ int proc_stdin(struct agent *a, const struct frame *f)
 	}
 	if (p->in < 0) /* no stdin pipe (any more): the bytes are consumed as lost */
 		return send_credit(a, f->chan, f->len);
-	struct stdin_chunk *c = malloc(sizeof(*c) + f->len);
-	if (!c)
-		return -ENOMEM;
-	*c = (struct stdin_chunk){ .generation = a->conn.generation, .len = f->len };
-	memcpy(c->data, f->payload, f->len);
-	if (p->in_tail)
-		p->in_tail->next = c;
-	else
-		p->in_head = c;
-	p->in_tail = c;
-	p->in_unacked += f->len;
-	stdin_flush(a, p);
+	return stdin_queue(a, p, f->payload, f->len, true);
+}
+
+/*
+ * Under gVisor a terminal changes size without signalling anyone, and its foreground process
+ * group cannot be asked for from outside its session (measured, runsc 20221219): SIGWINCH goes
+ * to every process group of the session instead. Its default is to be ignored, so a background
+ * job that does not ask for it is not disturbed.
+ */
+static void winch_session(pid_t sid)
+{
+	DIR *d = opendir("/proc");
+	pid_t sent[16];
+	unsigned nsent = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[64], buf[512];
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		const char *rest = strrchr(buf, ')'); /* after the command's name, which may hold anything */
+		int pgrp, session;
+		if (!rest || sscanf(rest, ") %*c %*d %d %d", &pgrp, &session) != 2 || session != sid)
+			continue;
+		bool dup = false;
+		for (unsigned i = 0; i < nsent; i++)
+			dup |= sent[i] == pgrp;
+		if (!dup && kill(-pgrp, SIGWINCH) == 0 && nsent < sizeof(sent) / sizeof(sent[0]))
+			sent[nsent++] = pgrp;
+	}
+	if (d)
+		closedir(d);
+}
+
+int proc_resize(struct agent *a, const struct frame *f)
+{
+	struct proc *p = proc_find(a, f->chan);
+	struct winsize ws = {
+		.ws_row = frame_get_u16(f->payload + offsetof(struct sp_winsize, rows)),
+		.ws_col = frame_get_u16(f->payload + offsetof(struct sp_winsize, cols)),
+	};
+	/* the kernel signals the terminal's foreground process group (SIGWINCH) */
+	if (!p || !p->pty || p->in < 0 || !ws.ws_row || !ws.ws_col || ws.ws_row > SP_PTY_MAX ||
+	    ws.ws_col > SP_PTY_MAX)
+		return 0;
+	if (ioctl(p->in, TIOCSWINSZ, &ws) < 0)
+		agent_log("pid %d: resize: %s", (int)p->pid, strerror(errno));
+	else if (!a->vm_env) /* a VM's kernel signals the foreground group itself */
+		winch_session(p->pid);
 	return 0;
 }
 

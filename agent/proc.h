@@ -42,6 +42,7 @@ struct proc {
 	pid_t pid;              /* also the process group and session */
 	int out[2];             /* stdout, stderr read ends; -1 once done */
 	int in;                 /* stdin write end; -1 if none or closed */
+	bool pty;               /* out[0] and in are a terminal's master (SP_EXEC_PTY) */
 	uint64_t credit;        /* output bytes the agent may still queue */
 	uint64_t queued;        /* output bytes queued, not yet written to the host */
 	struct stdin_chunk *in_head, *in_tail;
@@ -75,6 +76,7 @@ void proc_init(struct agent *a);
 int proc_exec(struct agent *a, const struct frame *f);
 int proc_stdin(struct agent *a, const struct frame *f);
 int proc_signal(struct agent *a, const struct frame *f);
+int proc_resize(struct agent *a, const struct frame *f);
 int proc_ps(struct agent *a, const struct frame *f);
 
 /* Whether pid is a process the host started that still runs. */

@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -293,11 +295,17 @@ static void child_run(const struct spawn_req *r, const int in[2], const int out[
 	child_limits();
 	if (setsid() < 0)
 		child_fail(report, STAGE_SETUP, errno);
-	int stdin_fd = r->want_stdin ? in[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (stdin_fd < 0)
-		child_fail(report, STAGE_SETUP, errno);
-	if (dup2(stdin_fd, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
-		child_fail(report, STAGE_SETUP, errno);
+	if (r->pty) { /* out[1] is the terminal: the session's controlling one, and all three */
+		if (ioctl(out[1], TIOCSCTTY, 0) < 0 || dup2(out[1], 0) < 0 || dup2(out[1], 1) < 0 ||
+		    dup2(out[1], 2) < 0)
+			child_fail(report, STAGE_SETUP, errno);
+	} else {
+		int stdin_fd = r->want_stdin ? in[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (stdin_fd < 0)
+			child_fail(report, STAGE_SETUP, errno);
+		if (dup2(stdin_fd, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+			child_fail(report, STAGE_SETUP, errno);
+	}
 	if (r->user) {
 		const struct user_info *u = r->user;
 		if (getuid() == 0) {
@@ -349,6 +357,22 @@ static void describe(const struct spawn_req *r, const struct child_report *rep, 
 	}
 }
 
+/* A new terminal of size rows x cols: t[0] its master, t[1] its other end (both O_CLOEXEC). */
+static int open_pty(const struct spawn_req *r, int t[2], char *msg, size_t msglen)
+{
+	char name[64];
+	struct winsize ws = { .ws_row = r->rows, .ws_col = r->cols };
+	t[0] = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (t[0] < 0 || grantpt(t[0]) < 0 || unlockpt(t[0]) < 0 || ptsname_r(t[0], name, sizeof(name)) != 0 ||
+	    (t[1] = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0 || ioctl(t[1], TIOCSWINSZ, &ws) < 0 ||
+	    (r->user && fchown(t[1], r->user->uid, (gid_t)-1) < 0)) { /* its user's, as login makes it */
+		int e = errno;
+		snprintf(msg, msglen, "terminal: %s", strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
 /*
  * vfork: under gVisor's ptrace platform a copy of the address space is the dominant cost of
  * starting a command (measured: fork+exec 35 ms, vfork+exec 22 ms). The child only makes system
@@ -374,8 +398,21 @@ int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_
 		snprintf(msg, msglen, "out of memory");
 		goto out;
 	}
-	if ((r->want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
-	    pipe2(err, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+	if (r->pty) { /* the master twice: its input closes apart from its output, as a pipe's */
+		if ((ret = open_pty(r, out, msg, msglen)) < 0)
+			goto out;
+		if ((in[1] = fcntl(out[0], F_DUPFD_CLOEXEC, 0)) < 0) {
+			ret = -errno;
+			snprintf(msg, msglen, "terminal: %s", strerror(errno));
+			goto out;
+		}
+	} else if ((r->want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
+		   pipe2(err, O_CLOEXEC) < 0) {
+		ret = -errno;
+		snprintf(msg, msglen, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	if (pipe2(rep, O_CLOEXEC) < 0) {
 		ret = -errno;
 		snprintf(msg, msglen, "pipe: %s", strerror(errno));
 		goto out;
@@ -412,7 +449,8 @@ int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_
 	if (o->in >= 0)
 		set_nonblock(o->in);
 	set_nonblock(o->out);
-	set_nonblock(o->err);
+	if (o->err >= 0)
+		set_nonblock(o->err);
 out:
 	close_pair(in);
 	close_pair(out);

@@ -4,7 +4,8 @@
  *
  * The child runs in a new session (its pid is its process group), with
  * signals reset, stdin from a pipe or /dev/null, stdout and stderr on
- * separate pipes. A failure before exec comes back to the parent through a
+ * separate pipes; or, asked for a terminal, with a new pseudo-terminal as its
+ * controlling terminal and all three. A failure before exec comes back to the parent through a
  * close-on-exec pipe, so the caller gets the errno instead of a pid.
  */
 #ifndef SPACE_AGENT_SPAWN_H
@@ -24,13 +25,15 @@ struct spawn_req {
 	const char *cwd;
 	const struct user_info *user; /* ids to switch to */
 	bool want_stdin;          /* stdin is a pipe (else /dev/null) */
+	bool pty;                 /* a terminal of its own instead (want_stdin is then implied) */
+	unsigned short rows, cols; /* the terminal's size */
 };
 
 struct spawn_out {
 	pid_t pid;
-	int in;      /* write end of stdin, or -1 */
-	int out;     /* read end of stdout */
-	int err;     /* read end of stderr */
+	int in;      /* write end of stdin, or -1 (a terminal: its master, a descriptor of its own) */
+	int out;     /* read end of stdout (a terminal: its master, where all its output comes) */
+	int err;     /* read end of stderr, or -1 for a terminal */
 };
 
 /*

@@ -146,6 +146,7 @@ int cmd_status(struct cli *cli, int argc, char **argv);
 int cmd_version(struct cli *cli, int argc, char **argv);
 int cmd_exec(struct cli *cli, int argc, char **argv);
 int cmd_run(struct cli *cli, int argc, char **argv);
+int cmd_shell(struct cli *cli, int argc, char **argv);
 int cmd_ps(struct cli *cli, int argc, char **argv);
 int cmd_attach(struct cli *cli, int argc, char **argv);
 int cmd_cp(struct cli *cli, int argc, char **argv);
@@ -162,7 +163,7 @@ int cmd_port_forward(struct cli *cli, int argc, char **argv);
 
 extern const char cmd_create_usage[], cmd_ls_usage[], cmd_inspect_usage[], cmd_rm_usage[],
 	cmd_template_usage[], cmd_status_usage[], cmd_version_usage[], cmd_exec_usage[],
-	cmd_run_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[], cmd_pause_usage[],
+	cmd_run_usage[], cmd_shell_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[], cmd_pause_usage[],
 	cmd_resume_usage[], cmd_suspend_usage[], cmd_sync_usage[], cmd_timeout_usage[], cmd_snapshot_usage[],
 	cmd_fork_usage[], cmd_ports_usage[], cmd_port_forward_usage[], cmd_network_usage[];
 

@@ -16,11 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "sigfwd.h"
 #include "stdinfwd.h"
 #include "stream.h"
+#include "tty.h"
+
+/* What `space shell` runs when given no command: the user's login shell, bash where there is one */
+static const char *const SHELL_CMD[] = {
+	"/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; fi; exec sh -l",
+};
 
 const char cmd_exec_usage[] =
 	"Usage: space exec [OPTIONS] ID [--] CMD [ARGS...]\n"
@@ -33,6 +40,10 @@ const char cmd_exec_usage[] =
 	"\n"
 	"Options:\n"
 	"  -i, --interactive    pass our stdin to the command (else it gets none)\n"
+	"  -t, --tty            give the command a terminal of its own, the size of\n"
+	"                       ours and following it; with -i our terminal is put in\n"
+	"                       raw mode, so every key (Ctrl-C too) goes to the command,\n"
+	"                       and is restored when space exits\n"
 	"  -d, --detach         start the command in the background, print its pid\n"
 	"  -e, --env K=V        set an environment variable (repeatable)\n"
 	"  -w, --cwd DIR        working directory (default /work)\n"
@@ -67,6 +78,20 @@ const char cmd_run_usage[] =
 	"  -u, --user USER      run as USER (default root)\n"
 	"  -h, --help           show this help\n";
 
+const char cmd_shell_usage[] =
+	"Usage: space shell [OPTIONS] ID [--] [CMD [ARGS...]]\n"
+	"\n"
+	"Open an interactive terminal in sandbox ID: its login shell (bash where the\n"
+	"sandbox has it, else sh), or CMD. The same as `space exec -it ID CMD`: every\n"
+	"key goes to the sandbox, its size follows our terminal's, and space exits with\n"
+	"the shell's exit status once it ends. Needs a terminal as stdin.\n"
+	"\n"
+	"Options:\n"
+	"  -e, --env K=V        set an environment variable (repeatable)\n"
+	"  -w, --cwd DIR        working directory (default /work)\n"
+	"  -u, --user USER      run as USER (default root)\n"
+	"  -h, --help           show this help\n";
+
 const char cmd_ps_usage[] =
 	"Usage: space ps [--json] ID\n"
 	"\n"
@@ -87,6 +112,7 @@ const char cmd_attach_usage[] =
 /* What to run and how: the parsed options of exec and run. */
 struct proc_opts {
 	int interactive;
+	int tty;
 	int detach;
 	json_t *env; /* object; NULL until a --env */
 	const char *cwd;
@@ -112,7 +138,7 @@ static json_t *proc_body(const struct proc_opts *o)
 	for (int i = 0; i < o->ncmd; i++)
 		if (json_array_append_new(cmd, json_string(o->cmd[i])))
 			goto fail;
-	if (o->env && json_object_set(body, "env", o->env))
+	if (o->env && json_object_set_new(body, "env", json_copy(o->env)))
 		goto fail;
 	if (o->cwd && json_object_set_new(body, "cwd", json_string(o->cwd)))
 		goto fail;
@@ -120,6 +146,19 @@ static json_t *proc_body(const struct proc_opts *o)
 		goto fail;
 	if (o->timeout && json_object_set(body, "timeout", o->timeout))
 		goto fail;
+	if (o->tty) { /* our terminal's size, and its kind unless the command is given one */
+		int cols, rows;
+		const char *term = getenv("TERM");
+		tty_size(&cols, &rows);
+		json_t *env = json_object_get(body, "env");
+		if (!env && json_object_set_new(body, "env", env = json_object()))
+			goto fail;
+		if (!json_object_get(env, "TERM") &&
+		    json_object_set_new(env, "TERM", json_string(term && *term ? term : "xterm")))
+			goto fail;
+		if (json_object_set_new(body, "pty", json_pack("{s:i, s:i}", "cols", cols, "rows", rows)))
+			goto fail;
+	}
 	return body;
 fail:
 	if (!json_object_get(body, "cmd"))
@@ -183,7 +222,7 @@ static int run_foreground(struct cli *cli, const char *id, const struct proc_opt
 	struct client_err err = { 0 };
 	int code = 0, r;
 
-	if (!o->interactive) {
+	if (!o->interactive && !o->tty) {
 		json_t *body = proc_body(o);
 		if (!body)
 			return cli_error("out of memory"), CLI_EXIT_DAEMON;
@@ -191,17 +230,51 @@ static int run_foreground(struct cli *cli, const char *id, const struct proc_opt
 		json_decref(body);
 	} else {
 		struct stdinfwd fwd = { 0 };
+		unsigned what = (o->interactive ? STDINFWD_INPUT : 0) | (o->tty ? STDINFWD_RESIZE : 0);
 		long pid;
 		r = start_process(cli, id, o, &pid, &err);
-		if (!r && (r = stdinfwd_start(&fwd, &cli->client, id, pid)) < 0) {
+		/* raw mode only once the process runs, so that a failure to start reads as usual */
+		if (!r && o->tty && o->interactive && (r = tty_raw()) < 0) {
+			err.kind = CLIENT_ERR_LOCAL;
+			snprintf(err.message, sizeof(err.message), "cannot put the terminal in raw mode: %s", strerror(-r));
+			stream_signal(&cli->client, id, pid, SIGKILL, &(struct client_err){ 0 });
+		}
+		if (!r && (r = stdinfwd_start(&fwd, &cli->client, id, pid, what)) < 0) {
 			err.kind = CLIENT_ERR_LOCAL;
 			snprintf(err.message, sizeof(err.message), "cannot forward stdin: %s", strerror(-r));
 		}
 		if (!r)
 			r = stream_output(&cli->client, id, pid, &code, &err);
 		stdinfwd_stop(&fwd);
+		tty_restore();
 	}
 	return r ? exec_failure(cli, r, &err) : code;
+}
+
+/* Takes -w, -u or -e (c) of exec or shell into o. Returns 0 or an exit status. */
+static int where_and_who(struct cli *cli, struct proc_opts *o, int c, const char *arg)
+{
+	if (c == 'w') {
+		o->cwd = arg;
+	} else if (c == 'u') {
+		o->user = arg;
+	} else {
+		if (!o->env && !(o->env = json_object()))
+			return cli_error("out of memory"), CLI_EXIT_DAEMON;
+		if (cli_kv_add(o->env, arg))
+			return cli_usage_error(cli, "--env wants K=V, not '%s'", arg);
+	}
+	return 0;
+}
+
+/* Catches the signals to forward, then runs the command in the foreground: its exit status. */
+static int forward_and_run(struct cli *cli, const char *id, const struct proc_opts *o)
+{
+	if (sigfwd_install() < 0) {
+		cli_error("cannot catch signals: %s", strerror(errno));
+		return CLI_EXIT_DAEMON;
+	}
+	return run_foreground(cli, id, o);
 }
 
 /* Parses exec's options: ID [--] CMD... */
@@ -209,29 +282,29 @@ static int exec_parse(struct cli *cli, int argc, char **argv, struct proc_opts *
 {
 	static const struct option opts[] = {
 		{ "interactive", no_argument, NULL, 'i' },
+		{ "tty", no_argument, NULL, 't' },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "env", required_argument, NULL, 'e' },
 		{ "cwd", required_argument, NULL, 'w' },
 		{ "user", required_argument, NULL, 'u' },
-		{ "timeout", required_argument, NULL, 't' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+ide:w:u:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+itde:w:u:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o->interactive = 1; break;
+		case 't': o->tty = 1; break;
 		case 'd': o->detach = 1; break;
-		case 'w': o->cwd = optarg; break;
-		case 'u': o->user = optarg; break;
-		case 'e':
-			if (!o->env && !(o->env = json_object()))
-				return cli_error("out of memory"), CLI_EXIT_DAEMON;
-			if (cli_kv_add(o->env, optarg))
-				return cli_usage_error(cli, "--env wants K=V, not '%s'", optarg);
+		case 'w': case 'u': case 'e': {
+			int r = where_and_who(cli, o, c, optarg);
+			if (r)
+				return r;
 			break;
-		case 't':
+		}
+		case 'T':
 			json_decref(o->timeout);
 			o->timeout = NULL;
 			if (cli_parse_seconds(optarg, &o->timeout))
@@ -248,8 +321,10 @@ static int exec_parse(struct cli *cli, int argc, char **argv, struct proc_opts *
 		optind++;
 	if (optind >= argc)
 		return cli_usage_error(cli, "missing the command to run");
-	if (o->interactive && o->detach)
-		return cli_usage_error(cli, "-i and -d do not go together");
+	if ((o->interactive || o->tty) && o->detach)
+		return cli_usage_error(cli, "-i and -t do not go with -d");
+	if (o->tty && o->interactive && !isatty(STDIN_FILENO))
+		return cli_usage_error(cli, "-it needs a terminal as stdin (without -t, -i takes a pipe)");
 	o->cmd = argv + optind;
 	o->ncmd = argc - optind;
 	return 0;
@@ -276,12 +351,48 @@ int cmd_exec(struct cli *cli, int argc, char **argv)
 			printf("%ld\n", pid);
 		goto out;
 	}
-	if (sigfwd_install() < 0) {
-		cli_error("cannot catch signals: %s", strerror(errno));
-		status = CLI_EXIT_DAEMON;
+	status = forward_and_run(cli, id, &o);
+out:
+	proc_opts_free(&o);
+	return status;
+}
+
+int cmd_shell(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "env", required_argument, NULL, 'e' },
+		{ "cwd", required_argument, NULL, 'w' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct proc_opts o = { .interactive = 1, .tty = 1 };
+	int c, status = 0;
+
+	while ((c = getopt_long(argc, argv, "+e:w:u:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'w': case 'u': case 'e':
+			if ((status = where_and_who(cli, &o, c, optarg)))
+				goto out;
+			break;
+		case 'h': status = cli_help(cli); goto out;
+		default: status = cli_bad_option(cli); goto out;
+		}
+	}
+	if (optind >= argc) {
+		status = cli_usage_error(cli, "missing sandbox ID");
 		goto out;
 	}
-	status = run_foreground(cli, id, &o);
+	const char *id = argv[optind++];
+	if (optind < argc && !strcmp(argv[optind], "--"))
+		optind++;
+	o.cmd = optind < argc ? argv + optind : (char **)SHELL_CMD;
+	o.ncmd = optind < argc ? argc - optind : (int)(sizeof(SHELL_CMD) / sizeof(SHELL_CMD[0]));
+	if (!isatty(STDIN_FILENO)) {
+		status = cli_usage_error(cli, "a shell needs a terminal as stdin; `space exec -i` takes a pipe");
+		goto out;
+	}
+	status = forward_and_run(cli, id, &o);
 out:
 	proc_opts_free(&o);
 	return status;

@@ -81,7 +81,7 @@ static int forward_one(struct cli *cli, const char *id, long remote, int conn)
 	json_decref(reply);
 	if (pid < 0)
 		return r == -ENOMEM ? cli_error("out of memory") : cli_report(cli, &err);
-	if ((r = stdinfwd_start(&fwd, &cli->client, id, pid)) == 0)
+	if ((r = stdinfwd_start(&fwd, &cli->client, id, pid, STDINFWD_INPUT)) == 0)
 		r = stream_output(&cli->client, id, pid, &code, &err);
 	stdinfwd_stop(&fwd);
 	if (r) { /* our side ended first: the connection inside ends too */

@@ -31,6 +31,7 @@ static const struct command commands[] = {
 	{ "ls", cmd_ls, "List sandboxes", cmd_ls_usage, CLI_EXIT_USAGE },
 	{ "inspect", cmd_inspect, "Show sandboxes as JSON", cmd_inspect_usage, CLI_EXIT_USAGE },
 	{ "exec", cmd_exec, "Run a command in a sandbox, streaming its output", cmd_exec_usage, CLI_EXIT_DAEMON },
+	{ "shell", cmd_shell, "Open an interactive terminal in a sandbox", cmd_shell_usage, CLI_EXIT_DAEMON },
 	{ "run", cmd_run, "Create a sandbox, run one command in it, remove it", cmd_run_usage, CLI_EXIT_DAEMON },
 	{ "cp", cmd_cp, "Copy a file into or out of a sandbox", cmd_cp_usage, CLI_EXIT_USAGE },
 	{ "pause", cmd_pause, "Freeze sandboxes in memory", cmd_pause_usage, CLI_EXIT_USAGE },

@@ -10,6 +10,10 @@
  * process no longer takes input. Call stdinfwd_start after the process was
  * started with "stdin_open": true, and stdinfwd_stop (always) when its output
  * stream ended; stop does not wait for more input.
+ *
+ * For a process with a terminal (`space exec -t`), the same thread also
+ * carries our terminal's size changes (SIGWINCH, tty.c) to
+ * /processes/{pid}/resize, with or without our input.
  */
 #ifndef SPACE_CLI_STDINFWD_H
 #define SPACE_CLI_STDINFWD_H
@@ -20,16 +24,22 @@
 
 #define STDINFWD_CHUNK (64u << 10)
 
+#define STDINFWD_INPUT 0x1u  /* our stdin to the process's */
+#define STDINFWD_RESIZE 0x2u /* our terminal's size to the process's terminal */
+
 struct stdinfwd {
 	struct client *c;
+	unsigned what;    /* STDINFWD_* */
+	int winch;        /* tty_winch_fd() with STDINFWD_RESIZE, else -1 */
 	char *stdin_path; /* /v1/sandboxes/{id}/processes/{pid}/stdin */
+	char *resize_path; /* ... /resize */
 	int stop[2];      /* stop[1] written by stdinfwd_stop */
 	pthread_t thread;
 	int running;
 };
 
 /* Returns 0 or -errno; on error nothing is left to stop. */
-int stdinfwd_start(struct stdinfwd *f, struct client *c, const char *id, long pid);
+int stdinfwd_start(struct stdinfwd *f, struct client *c, const char *id, long pid, unsigned what);
 /* Stops and joins the thread, frees everything. Safe on a zeroed or stopped struct. */
 void stdinfwd_stop(struct stdinfwd *f);
 

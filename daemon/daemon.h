@@ -81,7 +81,8 @@ struct proc {
 	struct proc *next;
 	uint32_t pid;
 	char *cmd;
-	json_t *spec;               /* [L] {"argv", "env", "cwd"[, "tag"]} of a start spaced asked for;
+	json_t *spec;               /* [L] {"argv", "env", "cwd"[, "tag"][, "pty"]} of a start spaced asked for
+	                               ("pty": its terminal's {"cols", "rows"}, kept as resized);
 	                               NULL for one known only from the agent (after a restart) */
 	int64_t started_ms;
 	bool exited;
@@ -103,6 +104,7 @@ struct proc {
 /* What spaced knows of the agent on the other end of a sandbox's channel. [L] */
 struct peer {
 	uint64_t boot_id;
+	uint32_t version;           /* the protocol its hello named (SP_PROTO_MIN_VERSION..) */
 	bool listing;               /* a process listing on AGENT_TAG_HELLO_PS is outstanding */
 	bool relist;                /* ... and another is wanted once it ends */
 	int64_t ping_ms;            /* when the unanswered ping went out, 0: none */

@@ -8,6 +8,19 @@
 #include <errno.h>
 #include <string.h>
 
+uint16_t frame_get_u16(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint16_t)(b[0] | b[1] << 8);
+}
+
+void frame_put_u16(void *p, uint16_t v)
+{
+	uint8_t *b = p;
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+}
+
 uint32_t frame_get_u32(const void *p)
 {
 	const uint8_t *b = p;

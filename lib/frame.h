@@ -44,6 +44,8 @@ int frame_need(const struct frame *f, size_t fixed);
 const char *frame_str(const struct frame *f, size_t *off);
 
 /* Little-endian accessors for fields of packed payload structs. */
+uint16_t frame_get_u16(const void *p);
+void frame_put_u16(void *p, uint16_t v);
 uint32_t frame_get_u32(const void *p);
 uint64_t frame_get_u64(const void *p);
 void frame_put_u32(void *p, uint32_t v);

@@ -36,7 +36,11 @@
 
 #include <stdint.h>
 
-#define SP_PROTO_VERSION 1u
+#define SP_PROTO_VERSION 2u
+/* The oldest agent a host still speaks with: a sandbox suspended, or a snapshot taken, under an
+ * earlier release resumes with the agent it had. Version 2 added terminals (SP_EXEC_PTY,
+ * H_RESIZE); a host never sends them to an older agent. */
+#define SP_PROTO_MIN_VERSION 1u
 #define SP_HDR_SIZE 12u
 #define SP_MAX_PAYLOAD (64u * 1024u)  /* largest payload of any frame */
 #define SP_WINDOW (256u * 1024u)      /* initial credit per channel */
@@ -102,6 +106,9 @@ enum sp_msg {
 	SP_H_ENV = 22,        /* chan=tag, "NAME=VALUE\0" strings: into the agent's environment,
 	                         which every process it starts afterwards inherits (a sandbox of the
 	                         warm pool given its create's env) -> A_OK | A_ERROR, all or none */
+	SP_H_RESIZE = 23,     /* chan=pid, struct sp_winsize: the new size of a process's terminal
+	                         (SP_EXEC_PTY), whose foreground process group gets SIGWINCH; no
+	                         answer, like H_SIGNAL (version 2) */
 
 	/* agent -> host */
 	SP_A_HELLO = 64,      /* chan=0, struct sp_hello; first frame on every connection */
@@ -130,6 +137,11 @@ enum sp_msg {
 #define SP_EXEC_AGENT 0x2u   /* argv is for the agent's own program (/proc/self/exe), not a
                                 command to look up: `space-agent --connect PORT` relays its
                                 stdin and stdout to a TCP connection made inside the sandbox */
+#define SP_EXEC_PTY 0x4u     /* (version 2) the process gets a terminal of its own as its
+                                controlling terminal and stdin, stdout and stderr: a struct
+                                sp_winsize follows struct sp_exec, before the strings; its output
+                                comes as A_STDOUT only, H_STDIN is what is typed (always open), and
+                                an H_STDIN of length 0 types the terminal's end-of-file character */
 
 struct sp_exec {
 	uint32_t flags;
@@ -142,6 +154,13 @@ struct sp_exec {
 	 * user is a name looked up in /etc/passwd when uid is 0xffffffff, else "";
 	 * cwd "" means /work. env entries are KEY=VALUE and extend the defaults. */
 } __attribute__((packed));
+
+struct sp_winsize {
+	uint16_t rows;       /* 1..SP_PTY_MAX */
+	uint16_t cols;       /* 1..SP_PTY_MAX */
+} __attribute__((packed));
+
+#define SP_PTY_MAX 4096u /* rows or columns of a terminal */
 
 struct sp_signal {
 	uint32_t signo;

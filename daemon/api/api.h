@@ -111,6 +111,7 @@ int api_proc_stdin(struct op *op);
 int api_proc_stdin_upload(struct op *op, const char *data, size_t *size);
 int api_proc_stdin_close(struct op *op);
 int api_proc_signal(struct op *op);
+int api_proc_resize(struct op *op);
 int api_proc_wait(struct op *op);
 int api_file_read(struct op *op);
 int api_file_write(struct op *op);

@@ -4,6 +4,7 @@
  * output, stdin, signals and waiting.
  */
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,8 +22,36 @@
 static const struct field exec_fields[] = {
 	{ "cmd", F_ARGV_OR_STRING }, { "env", F_STRMAP }, { "cwd", F_STRING }, { "stdin", F_STRING },
 	{ "stdin_b64", F_STRING }, { "timeout", F_NUMBER }, { "user", F_STRING }, { "stream", F_BOOL },
-	{ "stdin_open", F_BOOL }, { "tag", F_STRING }, { NULL, 0 },
+	{ "stdin_open", F_BOOL }, { "tag", F_STRING }, { "pty", F_OBJECT_OR_FALSE }, { NULL, 0 },
 };
+
+/* A terminal's size from {"cols": C, "rows": R}, each 1..SP_PTY_MAX. Returns 0 or -EINVAL with
+ * op->err set. */
+static int parse_winsize(struct op *op, json_t *o, uint8_t ws[sizeof(struct sp_winsize)])
+{
+	json_t *cols = json_object_get(o, "cols"), *rows = json_object_get(o, "rows");
+	if (!json_is_integer(cols) || !json_is_integer(rows) || json_object_size(o) != 2)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL,
+			       "a terminal's size is {\"cols\": C, \"rows\": R}, both integers");
+	json_int_t c = json_integer_value(cols), r = json_integer_value(rows);
+	if (c < 1 || c > SP_PTY_MAX || r < 1 || r > SP_PTY_MAX)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL,
+			       "a terminal has 1..%u columns and 1..%u rows", SP_PTY_MAX, SP_PTY_MAX);
+	frame_put_u16(ws + offsetof(struct sp_winsize, cols), (uint16_t)c);
+	frame_put_u16(ws + offsetof(struct sp_winsize, rows), (uint16_t)r);
+	return 0;
+}
+
+/* Whether sb's agent can start terminals; else op->err says why (409). */
+static bool agent_has_pty(struct op *op, const struct sandbox *sb)
+{
+	if (sb->peer.version >= 2)
+		return true;
+	err_set(&op->err, 409, "conflict", ENOTSUP,
+		"sandbox %s runs an agent of protocol %u, from before terminals: start one in a new sandbox",
+		sb->id, sb->peer.version);
+	return false;
+}
 
 static int put_str(struct buf *b, const char *s)
 {
@@ -66,8 +95,12 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	if (!(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S))
 		return err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds",
 			       EXEC_MAX_TIMEOUT_S);
+	json_t *pty = json_object_get(body, "pty");
+	uint8_t ws[sizeof(struct sp_winsize)] = { 0 };
+	if (json_is_object(pty) && (parse_winsize(op, pty, ws) < 0 || !agent_has_pty(op, sb)))
+		return -EINVAL;
 
-	struct sp_exec x = { .flags = flags };
+	struct sp_exec x = { .flags = flags | (json_is_object(pty) ? SP_EXEC_PTY | SP_EXEC_STDIN : 0) };
 	struct buf strs = { 0 };
 	unsigned long long uid, gid;
 	int used = 0;
@@ -118,21 +151,28 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	if (json_is_true(json_object_get(body, "stdin_open")) || json_object_get(body, "stdin") ||
 	    json_object_get(body, "stdin_b64"))
 		x.flags |= SP_EXEC_STDIN;
-	if (x.argc + x.envc > SP_MAX_ARGS || sizeof(x) + buf_avail(&strs) > SP_MAX_PAYLOAD) {
+	/* the fixed part: struct sp_exec, and a terminal's size after it */
+	uint8_t fixed[sizeof(x) + sizeof(ws)];
+	size_t nfixed = sizeof(x) + (x.flags & SP_EXEC_PTY ? sizeof(ws) : 0);
+	if (x.argc + x.envc > SP_MAX_ARGS || nfixed + buf_avail(&strs) > SP_MAX_PAYLOAD) {
 		buf_free(&strs);
 		return err_set(&op->err, 413, "too_large", E2BIG,
 			       "command and environment are limited to %u entries and %u bytes", SP_MAX_ARGS,
 			       SP_MAX_PAYLOAD - (unsigned)sizeof(x));
 	}
+	memcpy(fixed, &x, sizeof(x));
+	memcpy(fixed + sizeof(x), ws, sizeof(ws));
 	op->what = join_cmd(cmd);
 	/* what the process listing shows of it: argv, the environment and folder asked, its tag */
 	json_t *argv = json_is_string(cmd) ? json_pack("[s, s, O]", "/bin/sh", "-c", cmd) : json_incref(cmd);
 	op->spec = json_pack("{s:o, s:o, s:s, s:s*}", "argv", argv, "env", env ? json_incref(env) : json_object(),
 			     "cwd", cwd ? cwd : sb->workdir[0] ? sb->workdir : "/work", "tag", tag);
+	if (op->spec && json_is_object(pty))
+		json_object_set_new(op->spec, "pty", json_deep_copy(pty));
 	op->kind = OP_EXEC;
 	op->t0 = mono_ms();
 	op_link(op, sb);
-	int rc = chan_send(&sb->chan, SP_H_EXEC, op->tag, &x, sizeof(x), buf_head(&strs), buf_avail(&strs));
+	int rc = chan_send(&sb->chan, SP_H_EXEC, op->tag, fixed, nfixed, buf_head(&strs), buf_avail(&strs));
 	buf_free(&strs);
 	if (rc < 0) {
 		op_unlink(op);
@@ -381,6 +421,28 @@ int api_proc_signal(struct op *op)
 	frame_put_u32(payload, (uint32_t)signo);
 	chan_send(&sb->chan, SP_H_SIGNAL, p->pid, payload, sizeof(payload), NULL, 0);
 	op->status = 204;
+	return API_DONE;
+}
+
+int api_proc_resize(struct op *op)
+{
+	static const struct field fields[] = { { "cols", F_INT }, { "rows", F_INT }, { NULL, 0 } };
+	json_t *body;
+	if (api_body(op, fields, &body) < 0)
+		return API_DONE;
+	uint8_t ws[sizeof(struct sp_winsize)];
+	int rc = parse_winsize(op, body, ws);
+	struct sandbox *sb;
+	struct proc *p = rc == 0 ? running_proc(op, &sb) : NULL;
+	json_t *pty = p ? json_object_get(p->spec, "pty") : NULL;
+	if (p && !pty)
+		err_set(&op->err, 409, "conflict", ENOTTY, "process %u has no terminal", p->pid);
+	if (pty) {
+		json_object_update(pty, body); /* the listing shows the size it has now */
+		chan_send(&sb->chan, SP_H_RESIZE, p->pid, ws, sizeof(ws), NULL, 0);
+		op->status = 204;
+	}
+	json_decref(body);
 	return API_DONE;
 }
 

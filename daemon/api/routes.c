@@ -47,6 +47,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/sandboxes/:id/processes/:pid/stdin", api_proc_stdin, api_proc_stdin_upload },
 	{ "DELETE", "/v1/sandboxes/:id/processes/:pid/stdin", api_proc_stdin_close, NULL },
 	{ "POST", "/v1/sandboxes/:id/processes/:pid/signal", api_proc_signal, NULL },
+	{ "POST", "/v1/sandboxes/:id/processes/:pid/resize", api_proc_resize, NULL },
 	{ "GET", "/v1/sandboxes/:id/processes/:pid/wait", api_proc_wait, NULL },
 	{ "GET", "/v1/sandboxes/:id/files", api_file_read, NULL },
 	{ "PUT", "/v1/sandboxes/:id/files", api_file_write, api_file_write_upload },

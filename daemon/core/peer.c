@@ -96,11 +96,13 @@ static int on_hello(void *ctx, const struct frame *f, char *why)
 	struct sandbox *sb = ctx;
 	struct sp_hello h;
 	memcpy(&h, f->payload, sizeof(h));
-	if (h.version != SP_PROTO_VERSION) {
-		snprintf(why, CHAN_MAX_WHY, "the agent speaks protocol %u, not %u", h.version, SP_PROTO_VERSION);
+	if (h.version < SP_PROTO_MIN_VERSION || h.version > SP_PROTO_VERSION) {
+		snprintf(why, CHAN_MAX_WHY, "the agent speaks protocol %u, not %u..%u", h.version,
+			 SP_PROTO_MIN_VERSION, SP_PROTO_VERSION);
 		return -EPROTO;
 	}
 	chan_advance(&sb->chan, CHAN_GREETED);
+	sb->peer.version = h.version;
 	sb->peer.boot_id = h.boot_id;
 	sb->peer.ping_ms = 0;
 	/* A fresh connection starts every window afresh: nothing is owed. */

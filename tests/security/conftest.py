@@ -62,7 +62,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 
 from spacetest import (  # noqa: E402,F401  (re-exported to the tests)
-    Api, ApiError, event_bytes, free_port, q, result_bytes, wait_until)
+    Api, ApiError, OtherLoad, event_bytes, free_port, q, result_bytes, wait_until)
 import spacetest  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -245,66 +245,6 @@ class Neighbour:
         except (ApiError, OSError, http.client.HTTPException) as e:
             bad.append(f"neighbour exec failed: {e}")
         return bad
-
-
-def _ticks_of_tree(root):
-    """CPU clock ticks spent by root's process tree: each live process's own and its reaped
-    children's (so a process that exits between two readings is still counted, by its parent)."""
-    parent, spent = {}, {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # after the command: state ppid ... utime(12) stime(13) cutime(14) cstime(15)
-        parent[int(name)] = int(fields[1])
-        spent[int(name)] = sum(int(x) for x in fields[11:15])
-    total = 0
-    for pid, ticks in spent.items():
-        p, hops = pid, 0
-        while p not in (0, 1, root) and hops < 64:
-            p, hops = parent.get(p, 0), hops + 1
-        if p == root:
-            total += ticks
-    return total
-
-
-def _busy_ticks():
-    """CPU clock ticks the whole machine has spent busy since boot (/proc/stat, all CPUs)."""
-    with open("/proc/stat") as f:
-        t = [int(x) for x in f.readline().split()[1:]]
-    return sum(t) - t[3] - t[4]     # less idle and iowait
-
-
-class OtherLoad:
-    """The CPUs' worth of load on this machine from outside this test session between two
-    readings: busy time less the time of this process's tree (pytest, spaced, its sandboxes:
-    spaced is a child subreaper, so every process it starts stays in the tree).
-
-    scale(before, during) is how much slower the neighbour may fairly be beside that load:
-    all the CPUs over those the heavier of the two readings left to this session."""
-
-    CPUS = os.cpu_count() or 1
-    FLOOR = 0.25            # CPUs this session is taken to have left at the very worst
-
-    def __init__(self):
-        self.t, self.busy, self.ours = time.monotonic(), _busy_ticks(), _ticks_of_tree(os.getpid())
-
-    def since(self, earlier):
-        """Other load in CPUs between an earlier reading and this one."""
-        secs = self.t - earlier.t
-        if secs <= 0:
-            return 0.0
-        hz = os.sysconf("SC_CLK_TCK")
-        other = (self.busy - earlier.busy) - (self.ours - earlier.ours)
-        return max(0.0, min(self.CPUS, other / hz / secs))
-
-    @classmethod
-    def scale(cls, before, during):
-        return cls.CPUS / max(cls.FLOOR, cls.CPUS - max(before, during))
 
 
 class Sampler(threading.Thread):
