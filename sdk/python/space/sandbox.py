@@ -18,6 +18,7 @@ from . import errors
 from ._transport import Transport
 from .code import CodeContext, DEFAULT_CODE_TIMEOUT, NAME_RE
 from .commands import Commands
+from .pty import Pty
 from .files import Files
 
 __all__ = ["Sandbox", "SandboxInfo", "Snapshot", "Template"]
@@ -164,6 +165,7 @@ class Sandbox:
         id: the sandbox id.
         commands: run and manage processes (a Commands).
         files: read and write files (a Files).
+        pty: terminals, for interactive programs (a Pty).
     """
 
     def __init__(self, sandbox_id, host=None, token=None, request_timeout=None, ca=None, _transport=None):
@@ -175,6 +177,7 @@ class Sandbox:
         self._transport = _transport or Transport(host, token, request_timeout, ca)
         self.commands = Commands(self)
         self.files = Files(self)
+        self.pty = Pty(self)
         self._contexts = {}
         self._contexts_lock = threading.Lock()
         self._fresh = False
