@@ -79,6 +79,7 @@ struct call {
 	char sbid[16];
 	json_t *ask;          /* Start: spaced's process start body; NULL for Connect */
 	uint32_t pid;
+	bool pty;             /* its output is a terminal's: data events carry "pty" */
 	int64_t deadline;     /* Connect: when the stream ends (mono ms; 0: never) */
 	struct gw_stream *s;
 	int64_t last;         /* when the last envelope went */
@@ -164,7 +165,8 @@ static int on_event(json_t *ev, void *arg)
 		free(raw);
 		if (!b64)
 			return 0;
-		return send_msg(c, 0, json_pack("{s:{s:{s:o}}}", "event", "data", type, b64)) < 0 ? -EPIPE : 0;
+		return send_msg(c, 0, json_pack("{s:{s:{s:o}}}", "event", "data", c->pty ? "pty" : type, b64)) < 0 ? -EPIPE
+															     : 0;
 	}
 	if (strcmp(type, "exit") == 0) {
 		if (json_is_true(json_object_get(ev, "timed_out"))) {
@@ -235,6 +237,7 @@ static void run_call(struct gw_stream *s, void *arg)
 			json_decref(reply);
 			goto end;
 		}
+		c->pty = json_is_object(json_object_get(reply, "pty"));
 		json_decref(reply);
 	}
 	if (send_msg(c, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)c->pid)) < 0)
@@ -291,6 +294,19 @@ static long timeout_header(struct req *r)
 	return h && !*end && ms > 0 ? (ms + 999) / 1000 : 0;
 }
 
+/* spaced's {"cols", "rows"} of an E2B PTY ({"size": {"cols", "rows"}}), or NULL if it is not one.
+ * spaced judges the numbers (400 for a size no terminal has). */
+static json_t *pty_size(const json_t *pty)
+{
+	const json_t *size = json_object_get(pty, "size");
+	int64_t cols = 0, rows = 0; /* proto3 leaves a 0 out */
+	const json_t *jc = json_object_get(size, "cols"), *jr = json_object_get(size, "rows");
+	if (!json_is_object(size) || (jc && connect_int(jc, &cols) < 0) || (jr && connect_int(jr, &rows) < 0) ||
+	    cols < 0 || cols > INT32_MAX || rows < 0 || rows > INT32_MAX)
+		return NULL;
+	return json_pack("{s:I, s:I}", "cols", (json_int_t)cols, "rows", (json_int_t)rows);
+}
+
 static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 {
 	const json_t *proc = json_object_get(msg, "process");
@@ -299,8 +315,10 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 	const char *cwd = json_string_value(json_object_get(proc, "cwd"));
 	if (!cmd || !*cmd || (args && !json_is_array(args)) || (envs && !json_is_object(envs)))
 		return gw_connect_error(r, "invalid_argument", "process.cmd is required; args a list, envs an object");
-	if (json_object_get(msg, "pty") && !json_is_null(json_object_get(msg, "pty")))
-		return gw_connect_error(r, "unimplemented", "terminals (pty) are not offered by space's E2B front yet");
+	json_t *size = NULL;
+	const json_t *pty = json_object_get(msg, "pty");
+	if (pty && !json_is_null(pty) && !(size = pty_size(pty)))
+		return gw_connect_error(r, "invalid_argument", "pty.size must be {cols, rows}");
 	struct call *c = calloc(1, sizeof(*c));
 	if (!c)
 		return MHD_NO;
@@ -312,6 +330,11 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 	json_array_foreach(args, i, a)
 		json_array_append_new(argv, json_is_string(a) ? json_incref(a) : json_string(""));
 	c->ask = json_pack("{s:o, s:b}", "cmd", argv, "stdin_open", json_is_true(json_object_get(msg, "stdin")));
+	if (size) { /* a terminal's input is always open */
+		c->pty = true;
+		json_object_set_new(c->ask, "pty", size);
+		json_object_del(c->ask, "stdin_open");
+	}
 	if (envs)
 		json_object_set(c->ask, "env", (json_t *)envs);
 	char cwd_abs[4200];
@@ -411,17 +434,18 @@ enum MHD_Result process_handle(struct req *r, const char *sbid, const char *meth
 	} else if (strcmp(method, "List") == 0) {
 		rc = list(r, sbid);
 	} else if ((strcmp(method, "SendInput") == 0 || strcmp(method, "SendSignal") == 0 ||
-		    strcmp(method, "CloseStdin") == 0) && !pid) {
+		    strcmp(method, "CloseStdin") == 0 || strcmp(method, "Update") == 0) && !pid) {
 		rc = gw_connect_error(r, "not_found", "no such process");
 	} else if (strcmp(method, "SendInput") == 0) {
 		const json_t *in = json_object_get(msg, "input");
+		/* typed at a terminal or written to a pipe: spaced's stdin either way */
 		const char *b64 = json_string_value(json_object_get(in, "stdin"));
+		if (!b64)
+			b64 = json_string_value(json_object_get(in, "pty"));
 		uint8_t *raw = NULL;
 		size_t n = 0;
-		if (json_object_get(in, "pty"))
-			rc = gw_connect_error(r, "unimplemented", "terminals (pty) are not offered by space's E2B front yet");
-		else if (!b64 || connect_bytes(b64, &raw, &n) < 0)
-			rc = gw_connect_error(r, "invalid_argument", "input.stdin must be base64 bytes");
+		if (!b64 || connect_bytes(b64, &raw, &n) < 0)
+			rc = gw_connect_error(r, "invalid_argument", "input.stdin or input.pty must be base64 bytes");
 		else if (n == 0)
 			rc = gw_json(r, 200, json_object());
 		else
@@ -439,8 +463,13 @@ enum MHD_Result process_handle(struct req *r, const char *sbid, const char *meth
 		rc = sig ? on_process(r, sbid, pid, "POST", "/signal", body, NULL, 0)
 			 : gw_connect_error(r, "invalid_argument", "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
 		json_decref(body);
-	} else if (strcmp(method, "Update") == 0 || strcmp(method, "StreamInput") == 0) {
-		rc = gw_connect_error(r, "unimplemented", "terminals (pty) are not offered by space's E2B front yet");
+	} else if (strcmp(method, "Update") == 0) {
+		json_t *size = pty_size(json_object_get(msg, "pty"));
+		rc = size ? on_process(r, sbid, pid, "POST", "/resize", size, NULL, 0)
+			  : gw_connect_error(r, "invalid_argument", "pty.size must be {cols, rows}");
+		json_decref(size);
+	} else if (strcmp(method, "StreamInput") == 0) {
+		rc = gw_connect_error(r, "unimplemented", "StreamInput (a client stream) is not offered; SendInput is");
 	} else {
 		rc = gw_connect_error(r, "unimplemented", "process.Process/%s does not exist", method);
 	}
