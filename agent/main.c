@@ -13,6 +13,7 @@
  * wakes it. Nothing below main() exits; the loop runs forever.
  */
 #include "agent.h"
+#include "spawn.h"
 #include "connect.h"
 
 #include <arpa/inet.h>
@@ -266,6 +267,8 @@ int main(int argc, char **argv)
 		return connect_main(argv[2]);
 	if (argc == 2 && strcmp(argv[1], RELAY_ARG) == 0)
 		return relay_main();
+	if (argc >= 2 && strcmp(argv[1], KEEPER_ARG) == 0)
+		return spawn_keeper_main(argc, argv);
 	a.relay_fd = -1;
 
 	a.pid1 = getpid() == 1;

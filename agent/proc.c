@@ -40,7 +40,7 @@ void proc_init(struct agent *a)
 	struct proc_table *t = &a->procs;
 	memset(t, 0, sizeof(*t));
 	for (unsigned i = 0; i < AGENT_MAX_PROCS; i++) {
-		t->slots[i].out[0] = t->slots[i].out[1] = t->slots[i].in = -1;
+		t->slots[i].out[0] = t->slots[i].out[1] = t->slots[i].in = t->slots[i].keeper = -1;
 	}
 }
 
@@ -90,6 +90,14 @@ static int send_credit(struct agent *a, uint32_t chan, uint64_t bytes)
 	uint8_t c[sizeof(struct sp_credit)];
 	frame_put_u32(c, (uint32_t)bytes);
 	return conn_send(a, SP_A_CREDIT, chan, c, sizeof(c), NULL);
+}
+
+/* Asks p's keeper to send sig to its terminal's foreground group. */
+static void keeper_send(struct proc *p, int sig)
+{
+	uint8_t b = (uint8_t)sig;
+	if (p->keeper >= 0 && write(p->keeper, &b, 1) != 1)
+		agent_log("pid %d: its terminal's keeper missed signal %d: %s", (int)p->pid, sig, strerror(errno));
 }
 
 /* ---- starting ---- */
@@ -203,6 +211,7 @@ static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
 		.pty = x->flags & SP_EXEC_PTY,
 		.rows = x->rows,
 		.cols = x->cols,
+		.keeper = !a->vm_env, /* gVisor's terminal raises no signals itself */
 	};
 	struct spawn_out so;
 	err = spawn_start(&req, &so, msg, sizeof(msg));
@@ -216,6 +225,7 @@ static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
 		.out = { so.out, so.err },
 		.in = so.in,
 		.pty = req.pty,
+		.keeper = so.keeper,
 		.credit = SP_WINDOW,
 		.deadline = x->timeout_ms ? agent_now_ms() + x->timeout_ms : 0,
 		.started_ms = agent_wall_ms(),
@@ -320,9 +330,11 @@ static void proc_finish(struct agent *a, struct proc *p)
 	if (conn_send(a, SP_A_EXIT, (uint32_t)p->pid, ex, sizeof(ex), NULL) < 0)
 		agent_log("pid %d: exit report lost (out of memory)", (int)p->pid);
 	stdin_close(p);
+	if (p->keeper >= 0)
+		close(p->keeper);
 	conn_disown(a, p);
 	remember_exit(a, p);
-	*p = (struct proc){ .state = PROC_FREE, .out = { -1, -1 }, .in = -1 };
+	*p = (struct proc){ .state = PROC_FREE, .out = { -1, -1 }, .in = -1, .keeper = -1 };
 }
 
 /* Has the pipe bytes waiting? (EOF and "no writer yet" both say no.) */
@@ -467,6 +479,36 @@ static int stdin_queue(struct agent *a, struct proc *p, const uint8_t *data, siz
 	return 0;
 }
 
+/*
+ * What is typed at a terminal gVisor keeps: its signal keys (VINTR, VQUIT, VSUSP, while ISIG is
+ * on, as the program set them) become the keeper's signals, as a terminal would make them, and
+ * are taken out; the rest is queued. The keys taken out are credited back at once.
+ */
+static int keys_typed(struct agent *a, struct proc *p, const uint8_t *data, size_t len)
+{
+	struct termios t;
+	if (tcgetattr(p->in, &t) < 0 || !(t.c_lflag & ISIG))
+		return stdin_queue(a, p, data, len, true);
+	static const struct { int cc, sig; } keys[] = { { VINTR, SIGINT }, { VQUIT, SIGQUIT }, { VSUSP, SIGTSTP } };
+	size_t from = 0, taken = 0;
+	for (size_t i = 0; i <= len; i++) {
+		int sig = 0;
+		for (size_t k = 0; i < len && k < sizeof(keys) / sizeof(keys[0]); k++)
+			if (t.c_cc[keys[k].cc] != _POSIX_VDISABLE && data[i] == t.c_cc[keys[k].cc])
+				sig = keys[k].sig;
+		if (!sig && i < len)
+			continue;
+		if (i > from && stdin_queue(a, p, data + from, i - from, true) < 0)
+			return -ENOMEM;
+		if (sig) {
+			keeper_send(p, sig);
+			taken++;
+		}
+		from = i + 1;
+	}
+	return taken ? send_credit(a, (uint32_t)p->pid, taken) : 0;
+}
+
 int proc_stdin(struct agent *a, const struct frame *f)
 {
 	struct proc *p = proc_find(a, f->chan);
@@ -486,16 +528,16 @@ int proc_stdin(struct agent *a, const struct frame *f)
 	}
 	if (p->in < 0) /* no stdin pipe (any more): the bytes are consumed as lost */
 		return send_credit(a, f->chan, f->len);
+	if (p->keeper >= 0)
+		return keys_typed(a, p, f->payload, f->len);
 	return stdin_queue(a, p, f->payload, f->len, true);
 }
 
 /*
- * Under gVisor a terminal changes size without signalling anyone, and its foreground process
- * group cannot be asked for from outside its session (measured, runsc 20221219): SIGWINCH goes
- * to every process group of the session instead. Its default is to be ignored, so a background
- * job that does not ask for it is not disturbed.
+ * Sends sig to every process group of the session sid: what a signal to a terminal's process
+ * means, since an interactive shell moves itself and each of its jobs into groups of their own.
  */
-static void winch_session(pid_t sid)
+static void signal_session(pid_t sid, int sig)
 {
 	DIR *d = opendir("/proc");
 	pid_t sent[16];
@@ -520,11 +562,21 @@ static void winch_session(pid_t sid)
 		bool dup = false;
 		for (unsigned i = 0; i < nsent; i++)
 			dup |= sent[i] == pgrp;
-		if (!dup && kill(-pgrp, SIGWINCH) == 0 && nsent < sizeof(sent) / sizeof(sent[0]))
+		if (!dup && kill(-pgrp, sig) == 0 && nsent < sizeof(sent) / sizeof(sent[0]))
 			sent[nsent++] = pgrp;
 	}
 	if (d)
 		closedir(d);
+	kill(-sid, sig); /* the leader's own group, whatever the listing showed */
+}
+
+/* Signals p: its process group, or for a terminal every group of its session. */
+static void proc_kill(struct proc *p, int sig)
+{
+	if (p->pty)
+		signal_session(p->pid, sig);
+	else
+		kill(-p->pid, sig);
 }
 
 int proc_resize(struct agent *a, const struct frame *f)
@@ -538,10 +590,11 @@ int proc_resize(struct agent *a, const struct frame *f)
 	if (!p || !p->pty || p->in < 0 || !ws.ws_row || !ws.ws_col || ws.ws_row > SP_PTY_MAX ||
 	    ws.ws_col > SP_PTY_MAX)
 		return 0;
+	(void)a;
 	if (ioctl(p->in, TIOCSWINSZ, &ws) < 0)
 		agent_log("pid %d: resize: %s", (int)p->pid, strerror(errno));
-	else if (!a->vm_env) /* a VM's kernel signals the foreground group itself */
-		winch_session(p->pid);
+	else /* a VM's kernel signals the foreground group itself; gVisor's keeper does it there */
+		keeper_send(p, SIGWINCH);
 	return 0;
 }
 
@@ -552,7 +605,7 @@ int proc_signal(struct agent *a, const struct frame *f)
 	uint32_t signo = frame_get_u32(f->payload);
 	struct proc *p = proc_find(a, f->chan);
 	if (p && p->state == PROC_RUNNING && signo >= 1 && signo <= 64)
-		kill(-p->pid, (int)signo);
+		proc_kill(p, (int)signo);
 	return 0;
 }
 
@@ -562,7 +615,7 @@ void proc_tick(struct agent *a, uint64_t now)
 		struct proc *p = &a->procs.slots[i];
 		if (p->state != PROC_RUNNING || !p->deadline || now < p->deadline)
 			continue;
-		kill(-p->pid, SIGKILL);
+		proc_kill(p, SIGKILL);
 		p->timedout = true;
 		p->deadline = 0;
 	}

@@ -43,6 +43,7 @@ struct proc {
 	int out[2];             /* stdout, stderr read ends; -1 once done */
 	int in;                 /* stdin write end; -1 if none or closed */
 	bool pty;               /* out[0] and in are a terminal's master (SP_EXEC_PTY) */
+	int keeper;             /* the terminal's keeper's control pipe (spawn.h, gVisor), or -1 */
 	uint64_t credit;        /* output bytes the agent may still queue */
 	uint64_t queued;        /* output bytes queued, not yet written to the host */
 	struct stdin_chunk *in_head, *in_tail;

@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -318,6 +320,8 @@ static void child_run(const struct spawn_req *r, const int in[2], const int out[
 	}
 	if (chdir(r->cwd) < 0)
 		child_fail(report, STAGE_CHDIR, errno);
+	if (r->pty && r->keeper && (fcntl(in[0], F_SETFD, 0) < 0 || fcntl(report, F_SETFD, 0) < 0))
+		child_fail(report, STAGE_SETUP, errno); /* the keeper's control and report pipes */
 	child_exec(r, shargv);
 	child_fail(report, STAGE_EXEC, errno);
 }
@@ -388,10 +392,31 @@ static __attribute__((noinline)) pid_t start_child(const struct spawn_req *r, co
 	return pid;
 }
 
-int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_t msglen)
+/* argv of a terminal's keeper for r, with the numbers of its pipes in nums (two of 12 bytes). */
+static char **keeper_argv(const struct spawn_req *r, int ctl, int report, char nums[2][12])
 {
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, rep[2] = { -1, -1 };
-	char **shargv = calloc(r->argc + 2, sizeof(*shargv));
+	char **argv = calloc(r->argc + 6, sizeof(*argv));
+	if (!argv)
+		return NULL;
+	snprintf(nums[0], 12, "%d", ctl);
+	snprintf(nums[1], 12, "%d", report);
+	argv[0] = (char *)"space-agent";
+	argv[1] = (char *)KEEPER_ARG;
+	argv[2] = nums[0];
+	argv[3] = nums[1];
+	argv[4] = (char *)"--";
+	for (size_t i = 0; i < r->argc; i++)
+		argv[5 + i] = r->argv[i];
+	return argv;
+}
+
+int spawn_start(const struct spawn_req *req, struct spawn_out *o, char *msg, size_t msglen)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, rep[2] = { -1, -1 }, ctl[2] = { -1, -1 };
+	struct spawn_req keeper = *req;
+	const struct spawn_req *r = req;
+	char nums[2][12], **kargv = NULL;
+	char **shargv = calloc(req->argc + 7, sizeof(*shargv));
 	int ret = 0;
 	if (!shargv) {
 		ret = -ENOMEM;
@@ -412,10 +437,23 @@ int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_
 		snprintf(msg, msglen, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	if (pipe2(rep, O_CLOEXEC) < 0) {
+	if (pipe2(rep, O_CLOEXEC) < 0 || (req->pty && req->keeper && pipe2(ctl, O_CLOEXEC) < 0)) {
 		ret = -errno;
 		snprintf(msg, msglen, "pipe: %s", strerror(errno));
 		goto out;
+	}
+	if (ctl[0] >= 0) { /* the keeper runs the program: its control pipe's end takes stdin's place */
+		if (!(kargv = keeper_argv(req, ctl[0], rep[1], nums))) {
+			ret = -ENOMEM;
+			snprintf(msg, msglen, "out of memory");
+			goto out;
+		}
+		keeper.path = "/proc/self/exe";
+		keeper.argv = kargv;
+		keeper.argc = req->argc + 5;
+		in[0] = ctl[0];
+		ctl[0] = -1;
+		r = &keeper;
 	}
 	cpus_init();
 	pid_t pid = start_child(r, in, out, err, rep[1], shargv);
@@ -442,6 +480,10 @@ int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_
 	}
 	/* exec happened (n == 0). Keep the parent's ends. */
 	o->pid = pid;
+	o->keeper = ctl[1];
+	ctl[1] = -1;
+	if (o->keeper >= 0)
+		set_nonblock(o->keeper);
 	o->in = in[1];
 	o->out = out[0];
 	o->err = err[0];
@@ -456,6 +498,81 @@ out:
 	close_pair(out);
 	close_pair(err);
 	close_pair(rep);
+	close_pair(ctl);
 	free(shargv);
+	free(kargv);
 	return ret;
+}
+
+/* ---- a terminal's keeper (spawn.h) ---- */
+
+/* Ends the keeper as its program ended: the same exit status, or the same signal. */
+static void keeper_exit(int st)
+{
+	if (!WIFSIGNALED(st))
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 127);
+	int sig = WTERMSIG(st);
+	signal(sig, SIG_DFL);
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_UNBLOCK, &all, NULL);
+	kill(getpid(), sig);
+	_exit(128 + sig);
+}
+
+int spawn_keeper_main(int argc, char **argv)
+{
+	extern char **environ;
+	if (argc < 6 || strcmp(argv[4], "--") != 0)
+		return 127;
+	int ctl = atoi(argv[2]), report = atoi(argv[3]);
+	struct spawn_req r = { .argv = argv + 5, .argc = (size_t)argc - 5, .envp = environ };
+	char **shargv = calloc(r.argc + 2, sizeof(*shargv));
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC);
+	pid_t pid = shargv && sfd >= 0 ? fork() : -1;
+	if (pid == 0) {
+		sigprocmask(SIG_UNBLOCK, &chld, NULL);
+		close(ctl);
+		if (fcntl(report, F_SETFD, FD_CLOEXEC) < 0)
+			child_fail(report, STAGE_SETUP, errno);
+		child_exec(&r, shargv);
+		child_fail(report, STAGE_EXEC, errno);
+	}
+	if (pid < 0)
+		child_fail(report, STAGE_SETUP, errno ? errno : ENOMEM);
+	close(report);
+	/* what the terminal's keys and the host send go to the program's groups, not to the keeper */
+	static const int ignored[] = { SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGTERM, SIGWINCH, SIGPIPE };
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		signal(ignored[i], SIG_IGN);
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = ctl, .events = POLLIN } };
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			_exit(127);
+		if (pfd[0].revents) {
+			struct signalfd_siginfo si;
+			int st;
+			pid_t w;
+			if (read(sfd, &si, sizeof(si)) < 0) {
+				/* nothing to do: the wait below looks anyway */
+			}
+			while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+				if (w == pid)
+					keeper_exit(st);
+		}
+		if (pfd[1].revents) {
+			unsigned char sig[64];
+			ssize_t n = read(ctl, sig, sizeof(sig));
+			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+				ctl = -1; /* the agent is gone: the program goes on */
+			pid_t fg = n > 0 ? tcgetpgrp(STDIN_FILENO) : -1;
+			for (ssize_t i = 0; fg > 0 && i < n; i++)
+				if (sig[i] == SIGINT || sig[i] == SIGQUIT || sig[i] == SIGTSTP || sig[i] == SIGWINCH)
+					kill(-fg, sig[i]);
+		}
+	}
 }

@@ -27,10 +27,12 @@ struct spawn_req {
 	bool want_stdin;          /* stdin is a pipe (else /dev/null) */
 	bool pty;                 /* a terminal of its own instead (want_stdin is then implied) */
 	unsigned short rows, cols; /* the terminal's size */
+	bool keeper;              /* with pty: under a keeper (below) */
 };
 
 struct spawn_out {
 	pid_t pid;
+	int keeper;  /* the keeper's control pipe (write end), or -1 */
 	int in;      /* write end of stdin, or -1 (a terminal: its master, a descriptor of its own) */
 	int out;     /* read end of stdout (a terminal: its master, where all its output comes) */
 	int err;     /* read end of stderr, or -1 for a terminal */
@@ -42,6 +44,20 @@ struct spawn_out {
  * directory") in msg.
  */
 int spawn_start(const struct spawn_req *r, struct spawn_out *o, char *msg, size_t msglen);
+
+/*
+ * The keeper of a terminal, for gVisor, whose terminal raises no signal itself (neither the
+ * SIGINT of Ctrl-C nor the SIGWINCH of a resize) and tells no one outside its session which
+ * process group is in its foreground (docs/architecture.md). The process spawn_start starts
+ * is then `space-agent KEEPER_ARG CTL REPORT -- argv...`: it leads the terminal's session, runs
+ * the program as its child and ends as the program ends (its exit status, or killed by the
+ * same signal). Each byte the agent writes to its control pipe is a signal number (SIGINT,
+ * SIGQUIT, SIGTSTP, SIGWINCH) for the terminal's foreground process group, which the keeper,
+ * in the session, can ask for (tcgetpgrp). The program's failure to start comes back through
+ * the report pipe as if no keeper stood between.
+ */
+#define KEEPER_ARG "--pty-keeper"
+int spawn_keeper_main(int argc, char **argv);
 
 /*
  * Builds the environment of a process: the agent's own minus SPACE_*

@@ -22,10 +22,6 @@ import pytest
 from conftest import MICROVM, SPACE, collect, event_bytes, wait_until
 
 MAX = 4096  # rows or columns of a terminal (SP_PTY_MAX)
-# What gVisor's terminal lacks (runsc 20221219, measured; docs/api.md "Terminals"): typing Ctrl-C
-# (and the other signal keys) reaches the program as the byte, not as SIGINT, and the
-# end-of-file key does not end a read.
-CTRL_C = "gVisor's terminal does not turn Ctrl-C into SIGINT"
 
 
 def proc_path(sbid, pid, tail=""):
@@ -87,29 +83,51 @@ def test_an_interactive_python_session(api, sandbox):
     with api.stream("GET", proc_path(sandbox, pid, "/output")) as s:
         term = Screen(s)
         term.expect(b">>> ")
-        type_(api, sandbox, pid, b"import os, signal, time\r")
+        type_(api, sandbox, pid, b"import os, time\r")
         term.expect(b">>> ")
         type_(api, sandbox, pid, b"print('sum', 6 * 7)\r")
         assert b"print('sum', 6 * 7)" in term.expect(b"sum 42")  # what was typed is echoed
 
-        # a size change reaches the program: SIGWINCH, then the new size
-        type_(api, sandbox, pid, b"signal.signal(signal.SIGWINCH, lambda *a: print('winch', "
-                                 b"*os.get_terminal_size())); print('armed')\r")
-        term.expect(b"armed\r\n")
-        api.ok("POST", proc_path(sandbox, pid, "/resize"), {"cols": 132, "rows": 43}, expect=(204,))
-        term.expect(b"winch 132 43")
+        term.expect(b">>> ")  # typed only at the prompt, as a person would
+        type_(api, sandbox, pid, b"print('size', *os.get_terminal_size())\r")
+        term.expect(b"size 100 30")
+        term.expect(b">>> ")
 
-        if MICROVM:  # gVisor's terminal does not turn the key into a signal (CTRL_C below)
-            # Ctrl-C is a keystroke: the terminal turns it into SIGINT for the foreground job
-            type_(api, sandbox, pid, b"print('sleeping'); time.sleep(600)\r")
-            term.expect(b"sleeping\r\n")
-            type_(api, sandbox, pid, b"\x03")
-            term.expect(b"KeyboardInterrupt")
+        # Ctrl-C is a keystroke: the terminal turns it into SIGINT for the foreground job
+        # (short sleeps: one SIGINT landing just before a long sleep's system call would wait it out,
+        # in Python itself; between two short ones it is seen at once)
+        type_(api, sandbox, pid, b"print('sleeping'); [time.sleep(0.05) for _ in range(12000)]\r")
+        term.expect(b"sleeping\r\n")
+        type_(api, sandbox, pid, b"\x03")
+        term.expect(b"KeyboardInterrupt")
+        term.expect(b">>> ")
 
         type_(api, sandbox, pid, b"raise SystemExit(3)\r")
         _, _, events = collect(s)
     assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 3, events[-1]
     assert all(ev["type"] in ("stdout", "exit", "keepalive") for ev in events)
+
+
+WINCH = """
+import os, signal
+signal.signal(signal.SIGWINCH, lambda *a: print("winch", *os.get_terminal_size(), flush=True))
+print("armed", flush=True)
+while True:
+    signal.pause()
+"""
+
+
+def test_a_resize_signals_the_program(api, sandbox):
+    pid = start_pty(api, sandbox, ["python3", "-c", WINCH])
+    with api.stream("GET", proc_path(sandbox, pid, "/output")) as s:
+        term = Screen(s)
+        term.expect(b"armed")
+        for cols, rows in ((132, 43), (20, 5)):
+            api.ok("POST", proc_path(sandbox, pid, "/resize"), {"cols": cols, "rows": rows}, expect=(204,))
+            term.expect(b"winch %d %d" % (cols, rows))
+        api.ok("POST", proc_path(sandbox, pid, "/signal"), {"signal": "KILL"}, expect=(204,))
+        _, _, events = collect(s)
+    assert events[-1]["signal"] == 9
 
 
 def test_the_listing_shows_the_terminal_and_its_size_now(api, sandbox):
@@ -257,7 +275,7 @@ def tmux(spaced):
 PROMPT = r"root@[^\s:]+:/work#\s*$"  # bash's, as a Debian login shell sets it
 
 
-def test_space_shell_runs_an_interactive_session(tmux, sandbox):
+def test_space_shell_runs_an_interactive_session(tmux, api, sandbox):
     space = shlex.quote(SPACE)
     tmux.line(f"saved=$(stty -g); {space} shell {sandbox}; echo \"EXIT=$?\"; "
               f"[ \"$(stty -g)\" = \"$saved\" ] && echo TERMINAL-RESTORED")
@@ -273,13 +291,19 @@ def test_space_shell_runs_an_interactive_session(tmux, sandbox):
     tmux.wait_for(r"(?s)size 120 40.*>>>\s*$")
     tmux.line("print('size', *os.get_terminal_size())")
     tmux.wait_for(r"size 100 30")
-    if MICROVM:  # CTRL_C
-        tmux.line("print('sleeping'); time.sleep(600)")
-        tmux.wait_for(r"sleeping\n")
-        tmux.keys("C-c")  # a keystroke to the sandbox's terminal, not a signal to space
-        tmux.wait_for(r"KeyboardInterrupt")
+    tmux.line("print('sleeping'); [time.sleep(0.05) for _ in range(12000)]")
+    tmux.wait_for(r"sleeping\n")
+    tmux.keys("C-c")  # a keystroke to the sandbox's terminal, not a signal to space
+    tmux.wait_for(r"KeyboardInterrupt")
     tmux.line("exit()")
-    tmux.wait_for(r"(?s)size 100 30.*" + PROMPT)
+    tmux.wait_for(r"(?s)KeyboardInterrupt.*" + PROMPT)
+    # a job of the shell's own, in the foreground: Ctrl-C stops it and the shell goes on
+    tmux.line("sleep 600")
+    wait_until(lambda: api.exec(sandbox, ["pgrep", "-x", "sleep"])["exit_code"] == 0, 60, "the shell's sleep to run")
+    tmux.keys("C-c")
+    tmux.wait_for(r"(?s)sleep 600\s+(\^C\s*)?" + PROMPT)  # back at the prompt (Linux echoes the ^C)
+    tmux.line("echo \"sleep-ended=$?\"")
+    tmux.wait_for(r"sleep-ended=130")
     tmux.line("exit 7")
     tmux.wait_for(r"EXIT=7\s+TERMINAL-RESTORED")
 
