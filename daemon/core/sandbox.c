@@ -121,8 +121,10 @@ static json_t *network_json(const struct sandbox *sb)
 
 json_t *sandbox_json(const struct sandbox *sb)
 {
-	char created[32];
-	format_time(created, sizeof(created), sb->created_ms);
+	/* to the millisecond: creates a moment apart still list in the order they were made */
+	char created[40], whole[32];
+	format_time(whole, sizeof(whole), sb->created_ms);
+	snprintf(created, sizeof(created), "%.*s.%03dZ", (int)strlen(whole) - 1, whole, (int)(sb->created_ms % 1000));
 	bool ticking = sb->state == SB_RUNNING || sb->state == SB_PAUSED;
 	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:f, s:f, s:s, s:b, s:o, s:o, s:s}", "id",
 			      sb->id, "state", sb_state_name(sb->state), "template", sb->template, "cpus", sb->cpus,

@@ -33,10 +33,12 @@ def _time(s):
     """A datetime (UTC) for an RFC 3339 string from the daemon, or None."""
     if not s:
         return None
-    try:
-        return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
-    except ValueError:
-        return None
+    for shape in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):  # a sandbox's created_at has milliseconds
+        try:
+            return datetime.datetime.strptime(s, shape).replace(tzinfo=datetime.timezone.utc)
+        except ValueError:
+            pass
+    return None
 
 
 class SandboxInfo:
