@@ -31,6 +31,7 @@ AGENT = os.path.join(BUILD, "space-agent")
 
 START_DEADLINE = 15 * 60   # a fresh machine builds the default template at start
 IO_TIMEOUT = 120           # seconds any single read from spaced may take, unless a suite says otherwise
+CREATE_TIMEOUT = 300       # ... and a create's answer
 # SPACE_TEST_ISOLATION=microvm runs a suite's sandboxes as microVMs (spaced --isolation); a
 # test that cannot apply to one kind says why in its skip reason (docs/microvm.md lists them).
 ISOLATION = os.environ.get("SPACE_TEST_ISOLATION", "")
@@ -203,7 +204,9 @@ class Api:
     # -- conveniences for what almost every test does
 
     def create(self, **fields):
-        sb = self.ok("POST", "/v1/sandboxes", fields, expect=(201,))
+        # a create may first wait for what it needs in the machine's cache (a microVM template's
+        # booted image), which another suite's spaced may be building on a cold, busy machine
+        sb = self.ok("POST", "/v1/sandboxes", fields, expect=(201,), timeout=max(self.io_timeout, CREATE_TIMEOUT))
         assert set(sb["id"]) <= SANDBOX_ID_CHARS, sb
         return sb["id"]
 
