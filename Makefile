@@ -109,10 +109,10 @@ $(BUILD)/space-agent: $(AGENT_OBJ)
 	@$(CC) $(CFLAGS) -static -o $@ $^
 
 # Preloaded into sandboxed commands to work around runsc limits (see the source).
-$(BUILD)/libspace-shim.so: agent/shim/statx.c
+$(BUILD)/libspace-shim.so: agent/shim/statx.c agent/shim/termios.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -fPIC -shared -nostartfiles -o $@ $<
+	@$(CC) $(CFLAGS) -fPIC -shared -nostartfiles -o $@ $^
 
 # A unit test links its own object, the sources tests/unit/unit.mk lists for it and their
 # libraries: $(BUILD)/tests/lib/test_buf from tests/unit/lib/test_buf.c and UNIT_test_buf.

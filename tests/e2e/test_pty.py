@@ -152,6 +152,17 @@ def test_a_bad_terminal_size_is_refused_and_nothing_starts(api, sandbox, pty):
     assert api.ok("GET", f"/v1/sandboxes/{sandbox}/processes")["processes"] == []
 
 
+def test_a_program_sets_its_terminal_as_python_and_password_prompts_do(api, sandbox):
+    """tcsetattr(TCSAFLUSH), which tty.setraw and getpass use (gVisor's terminal refuses the
+    call itself; the shim under /.space does what it means, docs/api.md)."""
+    code = ("import termios, tty\n"
+            "tty.setraw(0)\n"
+            "print('raw', not termios.tcgetattr(0)[3] & termios.ICANON, end='\\r\\n')\n"
+            "termios.tcsetattr(0, termios.TCSAFLUSH, termios.tcgetattr(0))\n")
+    res = api.exec(sandbox, ["python3", "-c", code], pty={"cols": 80, "rows": 24})
+    assert res["exit_code"] == 0 and res["stdout"] == "raw True\r\n", res
+
+
 def test_the_largest_terminal_is_taken(api, sandbox):
     res = api.exec(sandbox, ["stty", "size"], pty={"cols": MAX, "rows": MAX})
     assert res["stdout"] == f"{MAX} {MAX}\r\n", res
