@@ -108,12 +108,14 @@ def test_an_interactive_python_session(api, sandbox):
     assert all(ev["type"] in ("stdout", "exit", "keepalive") for ev in events)
 
 
+# taken with sigwait, not in a handler: a second signal during a handler's print would stop it
 WINCH = """
 import os, signal
-signal.signal(signal.SIGWINCH, lambda *a: print("winch", *os.get_terminal_size(), flush=True))
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGWINCH})
 print("armed", flush=True)
 while True:
-    signal.pause()
+    signal.sigwait({signal.SIGWINCH})
+    print("winch", *os.get_terminal_size(), flush=True)
 """
 
 
