@@ -92,6 +92,25 @@ def _to_bytes(data):
     raise TypeError("expected str or bytes, not %s" % type(data).__name__)
 
 
+def _process_body(cmd, env, cwd, user, timeout):
+    """The body of a process start from what commands.run and pty.create take; checks them."""
+    if not isinstance(cmd, str) and not (isinstance(cmd, (list, tuple)) and cmd
+                                         and all(isinstance(a, str) for a in cmd)):
+        raise errors.InvalidArgumentError("cmd must be a shell string or a non-empty list of strings")
+    body = {"cmd": cmd if isinstance(cmd, str) else list(cmd)}
+    if env:
+        body["env"] = dict(env)
+    if cwd:
+        body["cwd"] = cwd
+    if user:
+        body["user"] = user
+    if timeout is not None:
+        if timeout <= 0:
+            raise errors.InvalidArgumentError("timeout must be positive (None for no timeout)")
+        body["timeout"] = timeout
+    return body
+
+
 class _Collector:
     """Accumulates output and hands decoded text to the callbacks."""
 
@@ -162,20 +181,7 @@ class Commands:
             ExecFailedError: an argv command could not be started.
             SandboxNotFound, ConflictError, AuthError, SpaceError.
         """
-        if not isinstance(cmd, str) and not (isinstance(cmd, (list, tuple)) and cmd
-                                             and all(isinstance(a, str) for a in cmd)):
-            raise errors.InvalidArgumentError("cmd must be a shell string or a non-empty list of strings")
-        body = {"cmd": cmd if isinstance(cmd, str) else list(cmd)}
-        if env:
-            body["env"] = dict(env)
-        if cwd:
-            body["cwd"] = cwd
-        if user:
-            body["user"] = user
-        if timeout is not None:
-            if timeout <= 0:
-                raise errors.InvalidArgumentError("timeout must be positive (None for no timeout)")
-            body["timeout"] = timeout
+        body = _process_body(cmd, env, cwd, user, timeout)
         data = None if stdin is None else _to_bytes(stdin)
         # Inline stdin goes with the request; larger stdin, and any stdin of a background
         # command (the daemon ignores inline stdin on POST /processes), goes through the

@@ -10,7 +10,7 @@ suspend and resume, connect() follows it again.
 """
 
 from . import errors
-from .commands import CommandHandle, _to_bytes
+from .commands import CommandHandle, _process_body, _to_bytes
 
 __all__ = ["Pty", "PtyHandle"]
 
@@ -53,20 +53,10 @@ class Pty:
         """
         if cmd is None:
             cmd = LOGIN_SHELL
-        if not isinstance(cmd, str) and not (isinstance(cmd, (list, tuple)) and cmd
-                                             and all(isinstance(a, str) for a in cmd)):
-            raise errors.InvalidArgumentError("cmd must be a shell string or a non-empty list of strings")
         env = dict(env or {})
         env.setdefault("TERM", term)
-        body = {"cmd": cmd if isinstance(cmd, str) else list(cmd), "pty": _size(cols, rows), "env": env}
-        if cwd:
-            body["cwd"] = cwd
-        if user:
-            body["user"] = user
-        if timeout is not None:
-            if timeout <= 0:
-                raise errors.InvalidArgumentError("timeout must be positive (None for no timeout)")
-            body["timeout"] = timeout
+        body = _process_body(cmd, env, cwd, user, timeout)
+        body["pty"] = _size(cols, rows)
         pid = self._sb._transport.json("POST", self._path(), body=body)["pid"]
         return PtyHandle(self._sb, pid, on_data)
 
