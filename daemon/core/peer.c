@@ -24,6 +24,8 @@
 
 #define ANY (CHAN_IN(CHAN_GREETED) | CHAN_IN(CHAN_READY))
 #define READY CHAN_IN(CHAN_READY)
+/* a process's own stream, read on after a suspend from what the VM's port held (chan.h) */
+#define CARRIED (ANY | CHAN_IN(CHAN_TAIL))
 
 static void sock_path(const struct sandbox *sb, char *out, size_t n)
 {
@@ -338,9 +340,9 @@ static const struct chan_msg msgs[] = {
 	{ SP_A_HELLO, sizeof(struct sp_hello), CHAN_IN(CHAN_OPEN), on_hello },
 	{ SP_A_PONG, 0, ANY, on_reply },
 	{ SP_A_STARTED, sizeof(struct sp_started), READY, on_reply },
-	{ SP_A_STDOUT, 0, ANY, on_output },
-	{ SP_A_STDERR, 0, ANY, on_output },
-	{ SP_A_EXIT, sizeof(struct sp_exit), ANY, on_exit_frame },
+	{ SP_A_STDOUT, 0, CARRIED, on_output },
+	{ SP_A_STDERR, 0, CARRIED, on_output },
+	{ SP_A_EXIT, sizeof(struct sp_exit), CARRIED, on_exit_frame },
 	{ SP_A_ERROR, sizeof(struct sp_error), ANY, on_reply },
 	{ SP_A_OK, 0, ANY, on_reply },
 	{ SP_A_CREDIT, sizeof(struct sp_credit), ANY, on_credit },
@@ -348,7 +350,7 @@ static const struct chan_msg msgs[] = {
 	{ SP_A_STAT, sizeof(struct sp_stat), ANY, on_reply },
 	{ SP_A_DATA, 0, ANY, on_reply },
 	{ SP_A_END, 0, ANY, on_reply },
-	{ SP_A_OOM, sizeof(struct sp_oom), ANY, on_oom },
+	{ SP_A_OOM, sizeof(struct sp_oom), CARRIED, on_oom },
 	{ SP_A_PORT, sizeof(struct sp_port), ANY, on_reply },
 };
 
@@ -393,7 +395,9 @@ int peer_detach(struct sandbox *sb)
 	if (sb->chan.dial[0]) {
 		/* A microVM's checkpoint keeps the agent's side of the port, queue and all, in its
 		 * memory: nothing is asked of the agent; the connection ends when QEMU does, after
-		 * everything QEMU passed on has been read. */
+		 * everything QEMU passed on has been read, and what the port still held comes
+		 * after the restore, ahead of the next connection's A_OPEN. */
+		chan_keep_tail(&sb->chan, true);
 		peer_unlisten(sb);
 		return 1;
 	}

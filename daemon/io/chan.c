@@ -187,6 +187,7 @@ void chan_close(struct chan *c)
 	c->phase = CHAN_DOWN;
 	c->dial[0] = '\0';
 	c->opening = false;
+	chan_keep_tail(c, false);
 	buf_free(&c->rbuf);
 	buf_free(&c->wq);
 }
@@ -207,6 +208,14 @@ void chan_drop(struct chan *c, const char *reason)
 	c->high = false;
 	c->credit_tail = false;
 	buf_free(&c->wq);
+	if (c->keep_tail) {
+		/* the VM stopped for a suspend: its port holds the rest, after the restore */
+		buf_free(&c->tail);
+		c->tail = c->rbuf;
+		memset(&c->rbuf, 0, sizeof(c->rbuf));
+		c->tail_live = true;
+	}
+	c->keep_tail = false;
 	buf_free(&c->rbuf);
 	snprintf(c->why, sizeof(c->why), "%s", why);
 	c->proto->dropped(c->ctx, reason ? why : NULL);
@@ -283,6 +292,7 @@ int chan_dial(struct chan *c, struct loop *l, const char *path)
 		return -ENAMETOOLONG;
 	c->loop = l;
 	snprintf(c->dial, sizeof(c->dial), "%s", path);
+	c->keep_tail = false; /* a connection that outlived a suspend refused (the tail stays) */
 	chan_redial(c);
 	return 0;
 }
@@ -317,8 +327,54 @@ bool chan_open_overdue(const struct chan *c, int64_t now, int ms)
 	return c->fd >= 0 && c->opening && now - c->open_ms >= ms;
 }
 
+void chan_keep_tail(struct chan *c, bool keep)
+{
+	c->keep_tail = keep;
+	if (!keep) {
+		c->tail_live = false;
+		buf_free(&c->tail);
+	}
+}
+
+/* Reads the n bytes at the head of rbuf as the rest of the connection a suspend ended: each
+ * whole frame among them that CHAN_TAIL allows goes to its handler; the others belonged to that
+ * connection alone (answers to requests failed with it, credit its successor's hello starts
+ * afresh) and are passed over. A malformed frame or a refusal ends the tail there, without
+ * blaming the new connection. What is left is at most one partial frame: one the agent rewound
+ * and sends whole again after its hello, when the A_OPEN comes next. */
+static void read_tail(struct chan *c, size_t n)
+{
+	if (buf_put(&c->tail, buf_head(&c->rbuf), n) < 0)
+		chan_keep_tail(c, false);
+	buf_consume(&c->rbuf, n);
+	while (c->tail_live) {
+		struct frame f;
+		long used = frame_parse(buf_head(&c->tail), buf_avail(&c->tail), &f);
+		if (used == 0)
+			return;
+		const struct chan_msg *m = used > 0 ? chan_lookup(c->proto, f.type) : NULL;
+		if (used < 0) {
+			chan_keep_tail(c, false);
+			return;
+		}
+		if (m && (m->phases & CHAN_IN(CHAN_TAIL))) {
+			enum chan_phase was = c->phase;
+			char why[CHAN_MAX_WHY];
+			c->phase = CHAN_TAIL;
+			int rc = chan_dispatch(c, &f, why);
+			c->phase = was;
+			if (rc < 0) {
+				chan_keep_tail(c, false);
+				return;
+			}
+		}
+		buf_consume(&c->tail, (size_t)used);
+	}
+}
+
 /* While the connection is opening, drops what came before the peer's A_OPEN with this
- * connection's nonce (an earlier connection's output) and the A_OPEN itself. */
+ * connection's nonce (an earlier connection's output; read on as its tail after a suspend) and
+ * the A_OPEN itself. */
 static void skip_to_open(struct chan *c)
 {
 	uint8_t want[SP_HDR_SIZE + sizeof(struct sp_open)];
@@ -327,11 +383,16 @@ static void skip_to_open(struct chan *c)
 	const uint8_t *h = buf_head(&c->rbuf);
 	size_t n = buf_avail(&c->rbuf);
 	const uint8_t *m = memmem(h, n, want, sizeof(want));
+	/* without it, the tail of what came may be the start of it */
+	size_t before = m ? (size_t)(m - h) : n >= sizeof(want) ? n - (sizeof(want) - 1) : 0;
+	if (c->tail_live)
+		read_tail(c, before);
+	else
+		buf_consume(&c->rbuf, before);
 	if (m) {
-		buf_consume(&c->rbuf, (size_t)(m - h) + sizeof(want));
+		chan_keep_tail(c, false);
+		buf_consume(&c->rbuf, sizeof(want));
 		c->opening = false;
-	} else if (n >= sizeof(want)) {
-		buf_consume(&c->rbuf, n - (sizeof(want) - 1)); /* the tail may be the start of it */
 	}
 }
 

@@ -21,7 +21,11 @@
  * socket of the guest's virtio-serial port, spaced connects to it, and since
  * the port has no connections of its own, spaced opens each one with H_OPEN
  * and drops every byte before the agent's A_OPEN carrying the same nonce
- * (docs/agent-protocol.md, "The virtio-serial port").
+ * (docs/agent-protocol.md, "The virtio-serial port"). The exception is the
+ * connection after a suspend of the whole VM (chan_keep_tail): the guest's
+ * port may still hold frames the agent counted as sent when QEMU stopped, and
+ * QEMU passes them on, after the restore, ahead of the A_OPEN. They are the
+ * rest of the connection that ended, so they are read on from where it ended.
  *
  * Locking: the owner serialises every call (spaced holds d->lock); reading
  * happens on the I/O thread only. The transport never calls the layer above
@@ -48,6 +52,7 @@ enum chan_phase {
 	CHAN_OPEN = 1,    /* connected, no hello yet */
 	CHAN_GREETED = 2, /* the hello was taken; the upper layer moves it on (chan_advance) */
 	CHAN_READY = 3,   /* in service */
+	CHAN_TAIL = 4,    /* the rest of a connection a suspend ended, read before the next A_OPEN */
 };
 #define CHAN_IN(p) (1u << (p))
 
@@ -88,6 +93,9 @@ struct chan {
 	bool opening;               /* H_OPEN sent; what comes before the peer's A_OPEN is dropped */
 	int64_t open_ms;            /* ... since this monotonic time */
 	uint64_t nonce;             /* ... the nonce that A_OPEN must carry */
+	bool keep_tail;             /* the connection's end is a suspend: keep what it left unparsed */
+	bool tail_live;             /* tail is the ended connection's, read on until the next A_OPEN */
+	struct buf tail;            /* ... its unparsed bytes: at most one partial frame */
 	const struct chan_proto *proto;
 	void *ctx;
 	struct loop *loop;
@@ -105,6 +113,11 @@ int chan_listen(struct chan *c, struct loop *l, const char *path);
 int chan_dial(struct chan *c, struct loop *l, const char *path);
 /* For a channel that dials: connects again if it has no connection. Returns whether it has one. */
 bool chan_redial(struct chan *c);
+/* Says whether the current connection of a channel that dials ends with a suspend of the VM
+ * behind it (chan_dial again undoes it for a connection that outlived a suspend refused): if so, the bytes it leaves unparsed and those before the next connection's A_OPEN
+ * are read as its rest, and the messages allowed in CHAN_TAIL among them are handled (the
+ * output the guest's port held when QEMU stopped). Undone by the next A_OPEN, or by false. */
+void chan_keep_tail(struct chan *c, bool keep);
 /* Whether c's H_OPEN has gone unanswered for ms or more at now. */
 bool chan_open_overdue(const struct chan *c, int64_t now, int ms);
 /* Stops listening and removes the socket file `path`: nothing can connect any more. A channel

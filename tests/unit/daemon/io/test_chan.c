@@ -5,7 +5,8 @@
  * connection is in a phase the message is allowed in; everything else, and a
  * handler's refusal, drops the connection with the reason. The write queue is
  * capped, and queued credit returns for one channel merge. An A_OPEN on a port spaced
- * dials is the agent's end of the connection.
+ * dials is the agent's end of the connection. After a suspend, what the VM's port held is read
+ * on as the rest of the connection that ended.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,11 +23,13 @@
 #include "daemon/io/chan.h"
 
 static int calls, drops;
+static uint32_t payload_bytes; /* of every frame a handler took */
 static char last_why[CHAN_MAX_WHY];
 
 static int ok_fn(void *ctx, const struct frame *f, char *why)
 {
 	calls++;
+	payload_bytes += f->len;
 	return 0;
 }
 
@@ -44,7 +47,7 @@ static void dropped(void *ctx, const char *why)
 
 static const struct chan_msg msgs[] = {
 	{ SP_A_HELLO, 16, CHAN_IN(CHAN_OPEN), ok_fn },
-	{ SP_A_STDOUT, 0, CHAN_IN(CHAN_READY), ok_fn },
+	{ SP_A_STDOUT, 0, CHAN_IN(CHAN_READY) | CHAN_IN(CHAN_TAIL), ok_fn },
 	{ SP_A_ERROR, 4, CHAN_IN(CHAN_READY), refuse_fn },
 };
 static const struct chan_proto proto = { msgs, 3, dropped, NULL };
@@ -63,6 +66,7 @@ static int setup(void **state)
 	c.phase = CHAN_OPEN;
 	peer = sv[1];
 	calls = drops = 0;
+	payload_bytes = 0;
 	last_why[0] = '\0';
 	return 0;
 }
@@ -222,6 +226,92 @@ static void test_queue_cap_breaks_connection(void **state)
 	assert_non_null(strstr(last_why, "unread"));
 }
 
+/* Writes one frame's bytes to out; returns how many. */
+static size_t frame_bytes(uint8_t *out, uint8_t type, uint32_t ch, const void *p, uint32_t n)
+{
+	frame_put_header(out, type, ch, n);
+	memcpy(out + SP_HDR_SIZE, p, n);
+	return SP_HDR_SIZE + n;
+}
+
+/* The old connection of a dialled port carries "abc" (a whole output frame) and the header and
+ * first `part` payload bytes of a 10-byte one, then QEMU ends it; a new connection opens with nonce 77. */
+static void suspend_mid_frame(bool keep, size_t part)
+{
+	uint8_t b[256];
+	c.phase = CHAN_READY;
+	snprintf(c.dial, sizeof(c.dial), "/nonexistent/agent.sock");
+	chan_keep_tail(&c, keep);
+	size_t n = frame_bytes(b, SP_A_STDOUT, 5, "abc", 3);
+	n += frame_bytes(b + n, SP_A_STDOUT, 5, "0123456789", 10) - (10 - part);
+	assert_int_equal(send(peer, b, n, 0), (ssize_t)n);
+	c.csrc.fn(&c.csrc, EPOLLIN);
+	assert_int_equal(calls, 1);
+	close(peer);
+	c.csrc.fn(&c.csrc, EPOLLIN);
+	assert_int_equal(drops, 1);
+	assert_true(c.fd < 0);
+
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+	c.fd = sv[0];
+	c.phase = CHAN_OPEN;
+	c.opening = true;
+	c.nonce = 77;
+	peer = sv[1];
+}
+
+/* Sends `b` (n bytes of what the port held), the A_OPEN for nonce 77 and a hello. */
+static void open_after(const uint8_t *b, size_t n)
+{
+	uint8_t out[512], nonce[8], hello[16] = { 0 };
+	frame_put_u64(nonce, 77);
+	memcpy(out, b, n);
+	n += frame_bytes(out + n, SP_A_OPEN, 0, nonce, sizeof(nonce));
+	n += frame_bytes(out + n, SP_A_HELLO, 0, hello, sizeof(hello));
+	assert_int_equal(send(peer, out, n, 0), (ssize_t)n);
+	c.csrc.fn(&c.csrc, EPOLLIN);
+	assert_false(c.opening);
+	assert_int_equal(drops, 1);
+}
+
+/* After a suspend the rest of the cut frame, and what follows it before the A_OPEN, are the old
+ * connection's output: it reaches the handlers; a frame of a type the tail does not take (here
+ * one the table does not know) is passed over. */
+static void test_what_a_suspend_cut_is_read_on(void **state)
+{
+	suspend_mid_frame(true, 4);
+	uint8_t b[128], credit[4] = { 0 };
+	size_t n = frame_bytes(b, SP_A_STDOUT, 5, "0123456789", 10) - 4 - SP_HDR_SIZE;
+	memmove(b, b + SP_HDR_SIZE + 4, n); /* the 6 bytes the cut frame lacked */
+	n += frame_bytes(b + n, SP_A_CREDIT, 5, credit, sizeof(credit));
+	n += frame_bytes(b + n, SP_A_STDOUT, 5, "xy", 2);
+	open_after(b, n);
+	assert_int_equal(calls, 1 + 2 + 1); /* the cut frame, "xy", the hello */
+	assert_int_equal(payload_bytes, 3 + 10 + 2 + 16);
+	assert_false(c.tail_live);
+}
+
+/* Without a suspend, what comes before the A_OPEN is an earlier connection's and is dropped. */
+static void test_before_the_open_is_dropped_without_a_suspend(void **state)
+{
+	suspend_mid_frame(false, 4);
+	uint8_t b[64];
+	size_t n = frame_bytes(b, SP_A_STDOUT, 5, "xy", 2);
+	open_after(b, n);
+	assert_int_equal(calls, 1 + 1); /* the hello */
+}
+
+/* A frame the agent had only begun to write is rewound and sent whole after its hello: the part
+ * the port held is left out, and does not swallow the A_OPEN. */
+static void test_a_rewound_frame_is_left_out(void **state)
+{
+	suspend_mid_frame(true, 4);
+	open_after(NULL, 0);
+	assert_int_equal(calls, 1 + 1);
+	assert_false(c.tail_live);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +328,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agents_end_on_a_dialled_port, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_overdue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_on_a_socket_drops_as_unknown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_what_a_suspend_cut_is_read_on, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_before_the_open_is_dropped_without_a_suspend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_rewound_frame_is_left_out, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
