@@ -313,6 +313,7 @@ bench: all
 	/usr/bin/python3 bench/net.py
 	/usr/bin/python3 bench/templates.py
 	/usr/bin/python3 bench/e2b.py
+	/usr/bin/python3 bench/streams.py
 
 clean:
 	rm -rf build build-asan

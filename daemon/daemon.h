@@ -28,7 +28,12 @@
 
 #define SPACE_MAX_SANDBOXES 256          /* sandboxes that exist at once */
 #define TENANT_MAX_SANDBOXES 64          /* of them, owned by one tenant (TCP token) */
-#define TENANT_MAX_REQUESTS 64           /* requests of one tenant in flight at once (streams too) */
+#define TENANT_MAX_REQUESTS 64           /* requests of one tenant in flight at once, streams apart */
+/* Requests of one tenant that wait on a process (an exec, a process's output, a wait: the streams
+ * that background commands hold for their whole lives) in flight at once. One costs spaced a
+ * descriptor and 64 KiB (its connection's memory, HTTP_MAX_HEADER_BYTES), no thread
+ * (bench/streams.py): 64 MiB for a tenant at its limit. */
+#define TENANT_MAX_STREAMS 1024
 #define TENANT_NAME_MAX 63               /* bytes of a tenant's name; a longer one is refused, never cut */
 /* Snapshots one tenant may keep, and the disk they may take (sizes measured when each is made);
  * spaced --tenant-snapshots / --tenant-snapshot-mb lower or raise them. */
@@ -179,6 +184,7 @@ struct tenant_load {
 	struct tenant_load *next;
 	char tenant[TENANT_NAME_MAX + 1];
 	int requests;
+	int streams;                /* of them, those that wait on a process (TENANT_MAX_STREAMS) */
 	uint64_t captured;          /* bytes its captures hold (TENANT_MAX_CAPTURE) */
 };
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <linux/close_range.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -354,6 +355,21 @@ static void block_signals(sigset_t *set)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* Every connection a client holds (a stream of a background command's output holds one for the
+ * command's life) is a descriptor: take up to SPACED_NOFILE of them when the hard limit allows
+ * (the usual soft limit, 1,024, is below the listeners' HTTP_MAX_CONNECTIONS). */
+#define SPACED_NOFILE 65536
+static void raise_nofile(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) < 0 || r.rlim_cur >= SPACED_NOFILE || r.rlim_cur == r.rlim_max)
+		return;
+	r.rlim_cur = r.rlim_max < SPACED_NOFILE ? r.rlim_max : SPACED_NOFILE;
+	if (setrlimit(RLIMIT_NOFILE, &r) < 0)
+		log_warn("cannot raise the limit on open files to %llu: %s", (unsigned long long)r.rlim_cur,
+			 strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	static struct daemon dd;
@@ -378,6 +394,7 @@ int main(int argc, char **argv)
 	rc = parse_args(d, &named, &isolation, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
+	raise_nofile();
 	if (optind == argc && http_tls_load(d, &e) < 0) {
 		fprintf(stderr, "spaced: %s\n", e.msg);
 		return 2;

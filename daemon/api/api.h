@@ -10,6 +10,7 @@
 #ifndef SPACE_DAEMON_API_H
 #define SPACE_DAEMON_API_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <jansson.h>
 
@@ -28,6 +29,10 @@ struct route {
 	 * API_PENDING to wait for credit. */
 	int (*upload)(struct op *op, const char *data, size_t *size);
 };
+
+/* Whether requests of route r wait on a process for as long as it runs (an exec, a process's
+ * output, a wait): they count as streams (TENANT_MAX_STREAMS), apart from other requests. */
+bool api_route_waits(const struct route *r);
 
 /*
  * Finds the route for method and url, setting op->sbid / op->pid from the

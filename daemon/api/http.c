@@ -31,9 +31,14 @@
 #include "daemon/base/spawn.h"
 #include "daemon/store/store.h"
 
-#define HTTP_MAX_CONNECTIONS 1024
+/* Connections on one listener, and on TCP from one address: one tenant's streams and other
+ * requests at once (TENANT_MAX_STREAMS + TENANT_MAX_REQUESTS) from a single client host. A
+ * connection waiting on a process costs spaced a descriptor, no thread, and its memory pool
+ * (HTTP_MAX_HEADER_BYTES, which libmicrohttpd fills: 64.4 KiB resident per stream measured by
+ * bench/streams.py, 0.5 KiB for a connection that sent nothing), so 256 MiB at most. */
+#define HTTP_MAX_CONNECTIONS 4096
+#define HTTP_MAX_PER_IP (TENANT_MAX_STREAMS + TENANT_MAX_REQUESTS)
 #define HTTP_IDLE_TIMEOUT_S 60    /* a connection that sends nothing for this long is closed */
-#define HTTP_MAX_PER_IP 64        /* TCP connections from one address */
 #define HTTP_MAX_HEADER_BYTES (64 * 1024) /* per connection, headers included */
 #define HTTP_LOG_BURST 5          /* libmicrohttpd messages logged per window; the rest are counted */
 #define HTTP_LOG_WINDOW_MS 60000
@@ -117,8 +122,9 @@ static bool authorized(struct daemon *d, struct MHD_Connection *conn, char *tena
 	return h && strncmp(h, "Bearer ", 7) == 0 && token_tenant(d, h + 7, tenant, n);
 }
 
-/* Counts a request of tenant; false when it has TENANT_MAX_REQUESTS in flight already. [L] */
-static bool tenant_admit(struct daemon *d, const char *tenant)
+/* Counts a request of tenant, one that waits on a process (`waits`: a stream) or another;
+ * false when it has as many of that kind in flight as it may. [L] */
+static bool tenant_admit(struct daemon *d, const char *tenant, bool waits)
 {
 	struct tenant_load *t = d->loads;
 	while (t && strcmp(t->tenant, tenant) != 0)
@@ -130,20 +136,22 @@ static bool tenant_admit(struct daemon *d, const char *tenant)
 		t->next = d->loads;
 		d->loads = t;
 	}
-	if (t->requests >= TENANT_MAX_REQUESTS)
-		return false;
-	t->requests++;
+	int *n = waits ? &t->streams : &t->requests;
+	if (*n >= (waits ? TENANT_MAX_STREAMS : TENANT_MAX_REQUESTS))
+		return false; /* a record just made holds nothing yet: the next release frees it */
+	(*n)++;
 	return true;
 }
 
 /* The request of tenant has ended. [L] */
-static void tenant_release(struct daemon *d, const char *tenant)
+static void tenant_release(struct daemon *d, const char *tenant, bool waits)
 {
 	for (struct tenant_load **pp = &d->loads; *pp; pp = &(*pp)->next) {
 		struct tenant_load *t = *pp;
 		if (strcmp(t->tenant, tenant) != 0)
 			continue;
-		if (--t->requests <= 0) {
+		(*(waits ? &t->streams : &t->requests))--;
+		if (t->requests <= 0 && t->streams <= 0) {
 			*pp = t->next;
 			free(t);
 		}
@@ -245,21 +253,24 @@ static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const 
 		return op;
 	}
 	op->tcp = l->tcp || as;
-	if (op->tcp) {
-		daemon_lock(l->d);
-		op->counted = tenant_admit(l->d, op->tenant);
-		daemon_unlock(l->d);
-		if (!op->counted) {
-			err_set(&op->err, 429, "too_many", EAGAIN, "tenant %s has %d requests in flight; wait for one to end",
-				op->tenant, TENANT_MAX_REQUESTS);
-			return op;
-		}
-	}
 	if (nul_uri) {
 		err_set(&op->err, 400, "invalid_argument", EINVAL, "the URL encodes a NUL byte (%%00)");
 		return op;
 	}
 	op->route = api_match(op, method, url);
+	if (op->tcp && op->route) {
+		bool waits = api_route_waits(op->route);
+		daemon_lock(l->d);
+		op->counted = tenant_admit(l->d, op->tenant, waits);
+		daemon_unlock(l->d);
+		if (!op->counted && waits)
+			err_set(&op->err, 429, "too_many",
+				EAGAIN, "tenant %s has %d requests waiting on processes (exec, output, wait) in flight; "
+				"wait for one to end", op->tenant, TENANT_MAX_STREAMS);
+		else if (!op->counted)
+			err_set(&op->err, 429, "too_many", EAGAIN, "tenant %s has %d requests in flight; wait for one to end",
+				op->tenant, TENANT_MAX_REQUESTS);
+	}
 	return op;
 }
 
@@ -358,7 +369,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	op_unlink(op);
 	op_release_capture(op);
 	if (op->counted)
-		tenant_release(l->d, op->tenant);
+		tenant_release(l->d, op->tenant, api_route_waits(op->route));
 	daemon_unlock(l->d);
 	op_free(op);
 }

@@ -122,3 +122,8 @@ const struct route *api_match(struct op *op, const char *method, const char *url
 		err_set(&op->err, 404, "not_found", ENOENT, "no such route: %s %s", method, url);
 	return NULL;
 }
+
+bool api_route_waits(const struct route *r)
+{
+	return r->handler == api_exec || r->handler == api_proc_output || r->handler == api_proc_wait;
+}

@@ -5,6 +5,8 @@ administrator and sees everything.
 
 import http.client
 import json
+import resource
+import select
 import subprocess
 
 from conftest import SPACED, Api, free_port, wait_until
@@ -44,6 +46,7 @@ def test_a_tenant_sees_only_its_own(make_daemon):
 
 
 TENANT_MAX_REQUESTS = 64
+TENANT_MAX_STREAMS = 1024  # requests that wait on a process (daemon/daemon.h)
 
 
 def running(d, boxes):
@@ -52,39 +55,57 @@ def running(d, boxes):
                for p in d.api.ok("GET", f"/v1/sandboxes/{b}/processes")["processes"])
 
 
+def send(port, tok, method, path, body=b"", length=None, source="127.0.0.2"):
+    """Sends a request over TCP without reading its answer (a Content-Length above the body's
+    leaves an upload unfinished); the connection."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120, source_address=(source, 0))
+    c.putrequest(method, path)
+    c.putheader("Authorization", f"Bearer {tok}")
+    c.putheader("Content-Length", str(len(body) if length is None else length))
+    c.endheaders(body)
+    return c
+
+
 def hold_execs(port, tok, boxes, streams):
     """Sends TENANT_MAX_REQUESTS execs of `sleep 600` (half of them streamed if streams) over
     TCP from two addresses, spread over boxes, without reading the answers; the connections."""
-    held = []
-    for i in range(TENANT_MAX_REQUESTS):
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120, source_address=(f"127.0.0.{2 + i % 2}", 0))
-        c.request("POST", f"/v1/sandboxes/{boxes[i % len(boxes)]}/exec",
-                  body=json.dumps({"cmd": ["sleep", "600"], "stream": streams and i % 4 < 2}),
-                  headers={"Authorization": f"Bearer {tok}", "Content-Type": "application/json"})
-        held.append(c)
-    return held
+    return [send(port, tok, "POST", f"/v1/sandboxes/{boxes[i % len(boxes)]}/exec",
+                 json.dumps({"cmd": ["sleep", "600"], "stream": streams and i % 4 < 2}).encode(),
+                 source=f"127.0.0.{2 + i % 2}")
+            for i in range(TENANT_MAX_REQUESTS)]
+
+
+def answered(conns):
+    """The connections among conns that have had an answer (or were closed) so far."""
+    ready = []
+    for c in conns:
+        p = select.poll()
+        p.register(c.sock, select.POLLIN)
+        if p.poll(0):
+            ready.append(c)
+    return ready
 
 
 def test_one_tenant_cannot_hold_more_than_its_share_of_requests(make_daemon):
-    """A tenant with TENANT_MAX_REQUESTS requests in flight (here execs of `sleep`, sent from two
-    addresses so the per-address connection limit is not what stops it) gets 429 for the next
-    one; another tenant is served meanwhile, and the first is served again once its requests end."""
+    """A tenant with TENANT_MAX_REQUESTS requests in flight (here uploads left unfinished) gets
+    429 for the next one; another tenant is served meanwhile, and the first is served again once
+    its requests end. Streams are counted apart: the tenant's execs still start."""
     port = free_port()
     d = make_daemon(listen=f"127.0.0.1:{port}")
     alice_token = d.token("alice")
     alice = Api(tcp=("127.0.0.1", port), token=alice_token)
     bob = Api(tcp=("127.0.0.1", port), token=d.token("bob"))
-    boxes = [alice.create(), alice.create()]
+    box = alice.create()
     held = []
     try:
-        held += hold_execs(port, alice_token, boxes, streams=False)
-        wait_until(lambda: running(d, boxes) == TENANT_MAX_REQUESTS, 120, "every held exec to be running")
+        held += [send(port, alice_token, "PUT", f"/v1/sandboxes/{box}/files?path=/tmp/up{i}", b"x", length=1 << 20)
+                 for i in range(TENANT_MAX_REQUESTS)]
+        wait_until(lambda: alice.json("GET", "/v1/sandboxes")[0] == 429, 60, "every upload to be in flight")
         status, body = alice.json("GET", "/v1/sandboxes")
-        assert status == 429 and body["error"]["code"] == "too_many", (status, body)
+        assert status == 429 and body["error"]["code"] == "too_many" and "requests in flight" in body["error"]["message"]
         assert bob.json("GET", "/v1/sandboxes")[0] == 200
-        # the held requests end (their sandboxes go): alice is served again
-        for b in boxes:
-            d.api.delete(b)
+        assert alice.exec(box, ["echo", "a stream"])["stdout"] == "a stream\n"
+        assert answered(held) == []
         for c in held:
             c.close()
         wait_until(lambda: alice.json("GET", "/v1/sandboxes")[0] == 200, 60, "alice to be served again")
@@ -93,27 +114,43 @@ def test_one_tenant_cannot_hold_more_than_its_share_of_requests(make_daemon):
             c.close()
 
 
-def test_requests_whose_clients_left_are_let_go(make_daemon):
-    """A client that sends requests which wait (execs of `sleep`, plain and streamed) and then
-    drops its connections does not keep them: spaced notices the closed connections while the
-    requests wait, so the tenant's share of requests is free again long before the commands end."""
+def test_a_tenant_holds_its_streams_up_to_their_own_limit(make_daemon):
+    """A tenant may hold TENANT_MAX_STREAMS requests that wait on processes at once (here execs of
+    `sleep`, plain and streamed, and waits on one more `sleep`); the next is 429 while its other
+    requests are served. A client that drops its connections does not keep them: spaced notices
+    while they wait, frees their room, and the commands run on."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < TENANT_MAX_STREAMS + 256:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
     port = free_port()
     d = make_daemon(listen=f"127.0.0.1:{port}")
-    alice_token = d.token("alice")
-    alice = Api(tcp=("127.0.0.1", port), token=alice_token)
-    boxes = [alice.create(), alice.create()]
-    held = []
+    tok = d.token("alice")
+    alice = Api(tcp=("127.0.0.1", port), token=tok)
+    boxes = [alice.create(), alice.create()]  # a sandbox runs at most 64 processes
+    box = boxes[0]
+    pid = alice.ok("POST", f"/v1/sandboxes/{box}/processes", {"cmd": ["sleep", "600"]}, expect=(201,))["pid"]
+    wait_path = f"/v1/sandboxes/{box}/processes/{pid}/wait"
+
+    def probe():
+        """A wait of half a second: 429 once the tenant holds every stream it may."""
+        return alice.json("GET", wait_path + "?timeout=0.5")
+
+    execs, waits = [], []
     try:
-        held += hold_execs(port, alice_token, boxes, streams=True)
-        wait_until(lambda: running(d, boxes) == TENANT_MAX_REQUESTS, 120, "every held exec to be running")
-        assert alice.json("GET", "/v1/sandboxes")[0] == 429
-        for c in held:
+        execs += hold_execs(port, tok, boxes, streams=True)
+        wait_until(lambda: running(d, boxes) == 1 + TENANT_MAX_REQUESTS, 120, "every held exec to be running")
+        waits += [send(port, tok, "GET", wait_path) for _ in range(TENANT_MAX_STREAMS - TENANT_MAX_REQUESTS)]
+        wait_until(lambda: probe()[0] == 429, 120, "every wait to be held")
+        status, body = probe()
+        assert status == 429 and "waiting on processes" in body["error"]["message"], (status, body)
+        assert answered(waits) == []  # none of the held ones was refused (streamed execs answer at once)
+        assert alice.json("GET", f"/v1/sandboxes/{box}")[0] == 200  # other requests go on
+        for c in execs:
             c.close()
-        wait_until(lambda: alice.json("GET", "/v1/sandboxes")[0] == 200, 30, "the abandoned requests to be let go")
-        # the commands themselves run on: leaving a request is not killing its process
-        assert running(d, boxes) == TENANT_MAX_REQUESTS
+        wait_until(lambda: probe()[0] == 200, 60, "the abandoned execs' room to be free")
+        assert running(d, boxes) == 1 + TENANT_MAX_REQUESTS  # leaving a request is not killing its process
     finally:
-        for c in held:
+        for c in execs + waits:
             c.close()
 
 

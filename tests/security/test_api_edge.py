@@ -132,18 +132,18 @@ def test_many_connections_on_the_unix_socket(attack, spaced):
 
 
 def test_idle_tcp_connections_cannot_lock_out_clients(attack, spaced, tenants):
-    """1,030 idle TCP connections that never send a byte, from one unauthenticated address, kept
+    """1,100 idle TCP connections that never send a byte, from one unauthenticated address, kept
     open; meanwhile a tenant with a valid token, from another address, asks for its sandboxes.
 
     Expected: one address cannot take every connection slot (spaced holds at
-    most 64 per address and closes the rest), so the token holder is served
+    most 1,088 per address of its 4,096 and closes the rest), so the token holder is served
     well before the idle ones time out (60 s).
     """
     host, port = spaced.listen.rsplit(":", 1)
     http_lines = log_lines(spaced, "warn http: ")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
-    socks = open_idle(1030, lambda: socket.create_connection((host, int(port)), timeout=5,
+    socks = open_idle(1100, lambda: socket.create_connection((host, int(port)), timeout=5,
                                                              source_address=("127.0.0.3", 0)))
     alice = tenants["alice"]  # connects from 127.0.0.1
 
