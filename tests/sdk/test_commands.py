@@ -195,8 +195,10 @@ def test_two_handles_read_one_command_and_the_output_policy(sandbox, wait_until)
     sandbox.commands.send_stdin(d.pid, "go\n")
     info = sandbox.commands.wait(d.pid, timeout=60)
     assert info.state == "exited" and info.output == "drop"
-    late = sandbox.commands.connect(d.pid).wait(timeout=60)
+    handle = sandbox.commands.connect(d.pid)
+    late = handle.wait(timeout=60)
     assert late.stdout.endswith("\nlast\n") and len(late.stdout_bytes) <= 64 * 1024
+    assert handle.dropped + len(late.stdout_bytes) == 3000000 + len("\nlast\n"), handle.dropped
 
 
 def test_a_foreground_command_survives_suspend_and_resume(sandbox, wait_until):

@@ -1,7 +1,8 @@
 """Following the output of one process, across broken streams.
 
-ProcessOutput yields ("stdout", bytes), ("stderr", bytes) and finally
-("exit", info) for one process of a sandbox. It starts from an exec stream
+ProcessOutput yields ("stdout", bytes), ("stderr", bytes), ("dropped", n: output
+bytes of a "drop" process this reader missed) and finally ("exit", info) for
+one process of a sandbox. It starts from an exec stream
 already open (a foreground command) or attaches with
 GET .../processes/{pid}/output, and when the stream ends without an exit
 event (the daemon restarted, the agent reconnected, the connection broke) it
@@ -87,6 +88,8 @@ class ProcessOutput:
                     if kind in ("stdout", "stderr"):
                         failing_since, delay = None, REATTACH_BACKOFF[0]
                         yield kind, event_bytes(ev)
+                    elif kind == "dropped":
+                        yield kind, int(ev.get("bytes") or 0)
                     elif kind == "exit":
                         yield "exit", ev
                         return

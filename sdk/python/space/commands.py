@@ -340,6 +340,7 @@ class CommandHandle:
     """
 
     def __init__(self, sandbox, pid, on_stdout=None, on_stderr=None):
+        self._dropped = 0
         self._sb = sandbox
         self.pid = pid
         self._col = _Collector(on_stdout, on_stderr)
@@ -350,13 +351,17 @@ class CommandHandle:
         self._callback_error = None
         out = ProcessOutput(sandbox._transport, sandbox.id, pid)
         self._follower = Follower(out, self._on_event, "space-cmd-%s-%d" % (sandbox.id, pid)).start()
-        # from here on the output comes to this handle (taken over from any earlier reader)
+        # from here on the output comes to this handle too
         self._follower.wait_attached(sandbox._transport.request_timeout)
 
     def __repr__(self):
         return "CommandHandle(sandbox=%r, pid=%r, exit_code=%r)" % (self._sb.id, self.pid, self.exit_code)
 
     def _on_event(self, kind, payload):
+        if kind == "dropped":
+            with self._lock:
+                self._dropped += payload
+            return
         if kind in ("stdout", "stderr"):
             with self._lock:
                 try:
@@ -374,6 +379,13 @@ class CommandHandle:
             else:
                 self._error = payload
         self._done.set()
+
+    @property
+    def dropped(self):
+        """Output bytes this handle missed: a "drop" command's, printed while nobody read it
+        (beyond what the daemon keeps) or while this handle read too slowly. 0 under "block"."""
+        with self._lock:
+            return self._dropped
 
     @property
     def stdout(self):
