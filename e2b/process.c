@@ -148,6 +148,20 @@ static json_t *end_event(const json_t *ev)
 	return json_pack("{s:{s:o}}", "event", "end", end);
 }
 
+/* The start event: first on the stream, once spaced reads the process for it. */
+static int send_start(struct call *c)
+{
+	c->started = true;
+	return send_msg(c, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)c->pid)) < 0 ? -EPIPE : 0;
+}
+
+/* A Connect's output stream opened: spaced counts it among the process's readers, so what the
+ * process prints from now on comes to it. */
+static int on_opened(void *arg)
+{
+	return send_start(arg);
+}
+
 static int on_event(json_t *ev, void *arg)
 {
 	struct call *c = arg;
@@ -156,8 +170,7 @@ static int on_event(json_t *ev, void *arg)
 		return 0;
 	if (strcmp(type, "start") == 0) { /* a Start's: the pid, first of all */
 		c->pid = (uint32_t)json_integer_value(json_object_get(ev, "pid"));
-		c->started = true;
-		return send_msg(c, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)c->pid)) < 0 ? -EPIPE : 0;
+		return send_start(c);
 	}
 	if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
 		const json_t *text = json_object_get(ev, "data");
@@ -229,16 +242,6 @@ static void run_call(struct gw_stream *s, void *arg)
 		/* one request starts it and reads it, so nothing it prints goes by unread */
 		gw_sandbox_path(path, sizeof(path), c->sbid, "/exec");
 		rc = client_stream(&c->gw->up, "POST", path, c->ask, &ops, &e);
-		if (c->gone)
-			return;
-		if (rc < 0 && !c->code && !c->started) {
-			c->code = e.kind == CLIENT_ERR_API ? connect_code_of(e.code, e.status) : "unavailable";
-			if (strcmp(e.code, "exec_failed") == 0 || (e.status == 400 && e.kind == CLIENT_ERR_API))
-				c->code = "invalid_argument";
-			snprintf(c->msg, sizeof(c->msg), "%s", e.message);
-			goto end;
-		}
-		goto ended;
 	} else {
 		char one[96];
 		snprintf(one, sizeof(one), "/processes/%u", c->pid);
@@ -252,18 +255,21 @@ static void run_call(struct gw_stream *s, void *arg)
 		}
 		c->pty = json_is_object(json_object_get(reply, "pty"));
 		json_decref(reply);
+		char out[96];
+		snprintf(out, sizeof(out), "/processes/%u/output", c->pid);
+		gw_sandbox_path(path, sizeof(path), c->sbid, out);
+		memset(&e, 0, sizeof(e));
+		ops.opened = on_opened;
+		rc = client_stream(&c->gw->up, "GET", path, NULL, &ops, &e);
 	}
-	if (send_msg(c, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)c->pid)) < 0)
-		return;
-	char out[96];
-	snprintf(out, sizeof(out), "/processes/%u/output", c->pid);
-	gw_sandbox_path(path, sizeof(path), c->sbid, out);
-	memset(&e, 0, sizeof(e));
-	rc = client_stream(&c->gw->up, "GET", path, NULL, &ops, &e);
 	if (c->gone)
 		return;
-ended:
-	if (rc < 0 && !c->code) {
+	if (rc < 0 && !c->code && !c->started) { /* refused: an error in place of the start */
+		c->code = e.kind == CLIENT_ERR_API ? connect_code_of(e.code, e.status) : "unavailable";
+		if (e.kind == CLIENT_ERR_API && (strcmp(e.code, "exec_failed") == 0 || e.status == 400))
+			c->code = "invalid_argument";
+		snprintf(c->msg, sizeof(c->msg), "%s", e.message[0] ? e.message : "spaced refused the stream");
+	} else if (rc < 0 && !c->code) {
 		c->code = e.kind == CLIENT_ERR_API ? connect_code_of(e.code, e.status) : "unavailable";
 		snprintf(c->msg, sizeof(c->msg), "%s", e.message[0] ? e.message : "the output stream ended early");
 	} else if (!c->ended && !c->code) {

@@ -104,8 +104,8 @@ test('two handles connected to one background command both get all its output', 
     { background: true, stdin: true })
   const a = await sb.commands.connect(h.pid)
   const b = await sb.commands.connect(h.pid)
-  // the handles are attached once spaced counts their readers (the start event may come first)
-  await until(async () => (await processOf(h.pid)).readers === 3, 60, 'three readers')
+  // a handle's start event comes once spaced counts it among the command's readers
+  assert.equal((await processOf(h.pid)).readers, 3)
   await h.sendStdin('go\n')
   const want = Array.from({ length: 2000 }, (_, i) => `n${i + 1}\n`).join('')
   for (const r of await Promise.all([h.wait(), a.wait(), b.wait()])) {
@@ -122,4 +122,16 @@ test('a background command nobody reads never blocks, however much it prints', a
   await until(async () => (await processOf(h.pid)).state === 'exited', 120, 'the command to finish unread')
   const p = await processOf(h.pid)
   assert.equal(p.exit_code, 0)
+})
+
+test('a command has at most 16 readers: one more connect is refused, the others read on', async () => {
+  const h = await sb.commands.run('read go; echo all', { background: true, stdin: true })
+  const more = []
+  for (let i = 1; i < 16; i++) more.push(await sb.commands.connect(h.pid)) // with h: 16 (PROC_MAX_READERS)
+  await assert.rejects(sb.commands.connect(h.pid), (e) => {
+    assert.match(e.message, /readers/)
+    return true
+  })
+  await h.sendStdin('go\n')
+  for (const r of await Promise.all([h, ...more].map((x) => x.wait()))) assert.equal(r.stdout, 'all\n')
 })
