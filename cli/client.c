@@ -54,6 +54,7 @@ struct stream_ctx {
 	struct client_err *err;
 	struct buf line;
 	int stop;   /* the callback said it has all it needs */
+	int opened; /* ops->opened was called */
 	int cb_err; /* negative: the callback or the parser aborted */
 };
 
@@ -418,6 +419,17 @@ static int stream_line(struct stream_ctx *s, const char *p, size_t n)
 	return 0;
 }
 
+/* Calls ops->opened once the answer is known to be 2xx, before any event; its result, or 0. */
+static int stream_opened(struct stream_ctx *s)
+{
+	long status = 0;
+	if (!s->ops->opened || s->opened || curl_easy_getinfo(s->x->h, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK ||
+	    status < 200 || status >= 300)
+		return 0;
+	s->opened = 1;
+	return s->ops->opened(s->ops->arg);
+}
+
 static size_t on_stream(char *p, size_t size, size_t n, void *arg)
 {
 	struct stream_ctx *s = arg;
@@ -428,6 +440,11 @@ static size_t on_stream(char *p, size_t size, size_t n, void *arg)
 		return on_reply(p, size, n, s->x);
 	if (s->stop || s->cb_err)
 		return 0;
+	int r = stream_opened(s);
+	if (r < 0) {
+		s->cb_err = r;
+		return 0;
+	}
 	if (buf_put_max(&s->line, p, len, CLIENT_MAX_EVENT)) {
 		err_set(s->err, CLIENT_ERR_TRANSPORT, 0, "", "an event from spaced is over %u bytes",
 			CLIENT_MAX_EVENT);
@@ -443,9 +460,11 @@ static size_t on_stream(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
-/* Runs x to completion in a multi loop that ops->wake_fd can wake up. */
-static CURLcode stream_loop(struct xfer *x, const struct client_stream_ops *ops, int *tick_err)
+/* Runs s's transfer to completion in a multi loop that ops->wake_fd can wake up. */
+static CURLcode stream_loop(struct stream_ctx *s, int *tick_err)
 {
+	struct xfer *x = s->x;
+	const struct client_stream_ops *ops = s->ops;
 	CURLcode rc = CURLE_OK;
 	CURLM *m = curl_multi_init();
 	int running = 1;
@@ -461,6 +480,8 @@ static CURLcode stream_loop(struct xfer *x, const struct client_stream_ops *ops,
 			rc = CURLE_RECV_ERROR;
 			break;
 		}
+		if ((*tick_err = stream_opened(s)) < 0)
+			break;
 		if (!running)
 			break;
 		struct curl_waitfd wfd = { .fd = ops->wake_fd, .events = CURL_WAIT_POLLIN };
@@ -491,7 +512,7 @@ static int stream_run(struct xfer *x, const struct client_stream_ops *ops, struc
 
 	curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_stream);
 	curl_easy_setopt(x->h, CURLOPT_WRITEDATA, &s);
-	CURLcode rc = stream_loop(x, ops, &tick_err);
+	CURLcode rc = stream_loop(&s, &tick_err);
 	if (tick_err < 0)
 		r = tick_err;
 	else if (s.cb_err)

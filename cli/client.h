@@ -77,6 +77,9 @@ typedef int (*client_tick_fn)(void *arg);
 struct client_stream_ops {
 	client_event_fn event;
 	client_tick_fn tick; /* may be NULL */
+	/* may be NULL: called once, before any event, when spaced's answer is 2xx (its status line
+	 * arrived: spaced did what opening the stream does, e.g. attach its reader); returns as tick */
+	client_tick_fn opened;
 	int wake_fd;         /* extra fd that wakes the stream loop (e.g. a signal self-pipe), or -1 */
 	void *arg;
 };

@@ -49,6 +49,8 @@ const char cmd_exec_usage[] =
 	"  -w, --cwd DIR        working directory (default /work)\n"
 	"  -u, --user USER      run as USER (default root)\n"
 	"      --timeout S      kill the command after S seconds (exit status 137)\n"
+	"      --output POLICY  block (default): output nobody reads holds the command\n"
+	"                       back; drop: it is discarded but for its last 64 KiB\n"
 	"  -h, --help           show this help\n";
 
 const char cmd_run_usage[] =
@@ -118,6 +120,7 @@ struct proc_opts {
 	const char *cwd;
 	const char *user;
 	json_t *timeout;
+	const char *output; /* "block" or "drop"; NULL: spaced's default */
 	char **cmd;
 	int ncmd;
 };
@@ -145,6 +148,8 @@ static json_t *proc_body(const struct proc_opts *o)
 	if (o->user && json_object_set_new(body, "user", json_string(o->user)))
 		goto fail;
 	if (o->timeout && json_object_set(body, "timeout", o->timeout))
+		goto fail;
+	if (o->output && json_object_set_new(body, "output", json_string(o->output)))
 		goto fail;
 	if (o->tty) { /* our terminal's size, and its kind unless the command is given one */
 		int cols, rows;
@@ -288,6 +293,7 @@ static int exec_parse(struct cli *cli, int argc, char **argv, struct proc_opts *
 		{ "cwd", required_argument, NULL, 'w' },
 		{ "user", required_argument, NULL, 'u' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "output", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -309,6 +315,11 @@ static int exec_parse(struct cli *cli, int argc, char **argv, struct proc_opts *
 			o->timeout = NULL;
 			if (cli_parse_seconds(optarg, &o->timeout))
 				return cli_usage_error(cli, "--timeout wants seconds, not '%s'", optarg);
+			break;
+		case 'O':
+			if (strcmp(optarg, "block") != 0 && strcmp(optarg, "drop") != 0)
+				return cli_usage_error(cli, "--output wants block or drop, not '%s'", optarg);
+			o->output = optarg;
 			break;
 		case 'h': return -1;
 		default: return cli_bad_option(cli);

@@ -167,6 +167,11 @@ static int on_event(json_t *ev, void *arg)
 		s->exited = 1;
 		return 1;
 	}
+	if (!strcmp(type, "dropped")) { /* a process started with --output drop */
+		fprintf(stderr, "space: %lld bytes of output were dropped, unread\n",
+			(long long)json_integer_value(json_object_get(ev, "bytes")));
+		return 0;
+	}
 	if (!strcmp(type, "oom")) {
 		const char *cmd = json_string_value(json_object_get(ev, "cmd"));
 		json_t *limit = json_object_get(ev, "memory_limit_bytes");

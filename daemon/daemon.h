@@ -45,6 +45,11 @@
 #define SANDBOX_MAX_PROCS_TRACKED 512    /* process records per sandbox (running + remembered) */
 #define PROC_TAG_MAX 128                 /* bytes of a process's tag (its start's "tag") */
 #define SANDBOX_MAX_PENDING (64u * 2u * 256u * 1024u) /* unread output held for one sandbox */
+#define PROC_MAX_READERS 16              /* output streams reading one process at once */
+#define SANDBOX_MAX_READERS 128          /* output streams reading one sandbox's processes at once */
+/* A process started with "output": "drop": the most recent unread output kept for a reader that
+ * joins later, and the output one reader may hold untaken before what follows skips it. */
+#define PROC_DROP_KEEP (64u * 1024u)
 #define AGENT_HELLO_TIMEOUT_MS 30000     /* from runsc start to the agent's hello */
 /* Liveness: an agent someone waits on that said nothing for AGENT_PING_AFTER_MS is pinged; a
  * ping unanswered for AGENT_DEADLINE_MS gets the agent continued (something inside may have
@@ -98,9 +103,15 @@ struct proc {
 	bool listed;                /* [L] named by the current connection's agent (started or listed) */
 	bool hearsay;               /* [L] known only from the agent's word (a listing, output, an exit),
 	                               never from a start spaced asked for */
-	struct op *reader;          /* [L] the stream or capture taking the output */
-	struct buf pending;         /* [L] output received while nobody read it */
-	uint32_t pending_raw;       /* [L] output bytes in it (counted in sb->pending_bytes) */
+	struct op *readers;         /* [L] the streams and captures taking its output (op->next_reader) */
+	int nreaders;               /* [L] how many: at most PROC_MAX_READERS through the output route */
+	bool drop;                  /* [L] output policy "drop": unread output is discarded rather than
+	                               holding the process back (else "block") */
+	struct buf pending;         /* [L] output received while nobody read it: all of it under "block"
+	                               (the credit bounds it), the last PROC_DROP_KEEP bytes under "drop" */
+	uint32_t pending_raw;       /* [L] payload bytes in it (counted in sb->pending_bytes) */
+	uint32_t pending_out;       /* [L] of them, output bytes (their credit waits for a reader) */
+	uint64_t dropped;           /* [L] output bytes discarded unread since a reader last joined */
 	uint32_t owed;              /* [L] bytes received on this connection, credit not yet returned */
 	struct op *waiters;         /* [L] waits for its exit, and stdin writers */
 	uint32_t stdin_credit;      /* [L] stdin bytes the agent will take */

@@ -1,12 +1,14 @@
 /*
  * e2b/process.c - E2B's process.Process service on spaced's processes (docs/e2b.md).
  *
- * Start is spaced's process start (POST .../processes) followed by its output stream, both
- * carried as one Connect stream: a start event with the pid first, the output as data events
- * in the order spaced read it, then the end event and the end of the stream. The command's
+ * Start is spaced's exec with an output stream (POST .../exec, "stream": true), carried as one
+ * Connect stream: a start event with the pid first, the output as data events in the order
+ * spaced read it, then the end event and the end of the stream. The command's
  * Connect-Timeout-Ms is its lifetime (spaced's timeout kills its process group; the stream
- * ends with deadline_exceeded). Connect reads a running process's output; its deadline bounds
- * only the stream. A client that goes away leaves the process running.
+ * ends with deadline_exceeded). Connect is one more reader of a running process's output
+ * (spaced gives each reader all of it); its deadline bounds only the stream. A client that goes
+ * away leaves the process running. Commands start with spaced's "drop" output policy: as under
+ * envd, one that nobody reads is never held back (spaced keeps its last output for a Connect).
  *
  * E2B's List, and a selector by tag, read what spaced's process records keep of each start
  * (argv, env, cwd, tag).
@@ -83,6 +85,7 @@ struct call {
 	int64_t deadline;     /* Connect: when the stream ends (mono ms; 0: never) */
 	struct gw_stream *s;
 	int64_t last;         /* when the last envelope went */
+	bool started;         /* the start event went */
 	bool ended;           /* the end event went */
 	bool gone;            /* the client left */
 	const char *code;     /* the end of the stream: an error code, or NULL */
@@ -145,12 +148,30 @@ static json_t *end_event(const json_t *ev)
 	return json_pack("{s:{s:o}}", "event", "end", end);
 }
 
+/* The start event: first on the stream, once spaced reads the process for it. */
+static int send_start(struct call *c)
+{
+	c->started = true;
+	return send_msg(c, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)c->pid)) < 0 ? -EPIPE : 0;
+}
+
+/* A Connect's output stream opened: spaced counts it among the process's readers, so what the
+ * process prints from now on comes to it. */
+static int on_opened(void *arg)
+{
+	return send_start(arg);
+}
+
 static int on_event(json_t *ev, void *arg)
 {
 	struct call *c = arg;
 	const char *type = json_string_value(json_object_get(ev, "type"));
 	if (!type)
 		return 0;
+	if (strcmp(type, "start") == 0) { /* a Start's: the pid, first of all */
+		c->pid = (uint32_t)json_integer_value(json_object_get(ev, "pid"));
+		return send_start(c);
+	}
 	if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
 		const json_t *text = json_object_get(ev, "data");
 		uint8_t *raw = NULL;
@@ -213,19 +234,14 @@ static void run_call(struct gw_stream *s, void *arg)
 	char path[96];
 	struct client_err e = { 0 };
 	json_t *reply = NULL;
+	struct client_stream_ops ops = { .event = on_event, .tick = on_tick, .wake_fd = -1, .arg = c };
+	int rc;
 	if (c->code) /* refused before it began */
 		goto end;
 	if (c->ask) {
-		gw_sandbox_path(path, sizeof(path), c->sbid, "/processes");
-		if (client_request(&c->gw->up, "POST", path, c->ask, &reply, &e) < 0) {
-			c->code = e.kind == CLIENT_ERR_API ? connect_code_of(e.code, e.status) : "unavailable";
-			if (strcmp(e.code, "exec_failed") == 0 || (e.status == 400 && e.kind == CLIENT_ERR_API))
-				c->code = "invalid_argument";
-			snprintf(c->msg, sizeof(c->msg), "%s", e.message);
-			goto end;
-		}
-		c->pid = (uint32_t)json_integer_value(json_object_get(reply, "pid"));
-		json_decref(reply);
+		/* one request starts it and reads it, so nothing it prints goes by unread */
+		gw_sandbox_path(path, sizeof(path), c->sbid, "/exec");
+		rc = client_stream(&c->gw->up, "POST", path, c->ask, &ops, &e);
 	} else {
 		char one[96];
 		snprintf(one, sizeof(one), "/processes/%u", c->pid);
@@ -239,18 +255,21 @@ static void run_call(struct gw_stream *s, void *arg)
 		}
 		c->pty = json_is_object(json_object_get(reply, "pty"));
 		json_decref(reply);
+		char out[96];
+		snprintf(out, sizeof(out), "/processes/%u/output", c->pid);
+		gw_sandbox_path(path, sizeof(path), c->sbid, out);
+		memset(&e, 0, sizeof(e));
+		ops.opened = on_opened;
+		rc = client_stream(&c->gw->up, "GET", path, NULL, &ops, &e);
 	}
-	if (send_msg(c, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)c->pid)) < 0)
-		return;
-	char out[96];
-	snprintf(out, sizeof(out), "/processes/%u/output", c->pid);
-	gw_sandbox_path(path, sizeof(path), c->sbid, out);
-	struct client_stream_ops ops = { .event = on_event, .tick = on_tick, .wake_fd = -1, .arg = c };
-	memset(&e, 0, sizeof(e));
-	int rc = client_stream(&c->gw->up, "GET", path, NULL, &ops, &e);
 	if (c->gone)
 		return;
-	if (rc < 0 && !c->code) {
+	if (rc < 0 && !c->code && !c->started) { /* refused: an error in place of the start */
+		c->code = e.kind == CLIENT_ERR_API ? connect_code_of(e.code, e.status) : "unavailable";
+		if (e.kind == CLIENT_ERR_API && (strcmp(e.code, "exec_failed") == 0 || e.status == 400))
+			c->code = "invalid_argument";
+		snprintf(c->msg, sizeof(c->msg), "%s", e.message[0] ? e.message : "spaced refused the stream");
+	} else if (rc < 0 && !c->code) {
 		c->code = e.kind == CLIENT_ERR_API ? connect_code_of(e.code, e.status) : "unavailable";
 		snprintf(c->msg, sizeof(c->msg), "%s", e.message[0] ? e.message : "the output stream ended early");
 	} else if (!c->ended && !c->code) {
@@ -329,7 +348,8 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 	json_t *a;
 	json_array_foreach(args, i, a)
 		json_array_append_new(argv, json_is_string(a) ? json_incref(a) : json_string(""));
-	c->ask = json_pack("{s:o, s:b}", "cmd", argv, "stdin_open", json_is_true(json_object_get(msg, "stdin")));
+	c->ask = json_pack("{s:o, s:b, s:b, s:s}", "cmd", argv, "stdin_open", json_is_true(json_object_get(msg, "stdin")),
+			   "stream", 1, "output", "drop");
 	if (size) { /* a terminal's input is always open */
 		c->pty = true;
 		json_object_set_new(c->ask, "pty", size);

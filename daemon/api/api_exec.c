@@ -22,7 +22,8 @@
 static const struct field exec_fields[] = {
 	{ "cmd", F_ARGV_OR_STRING }, { "env", F_STRMAP }, { "cwd", F_STRING }, { "stdin", F_STRING },
 	{ "stdin_b64", F_STRING }, { "timeout", F_NUMBER }, { "user", F_STRING }, { "stream", F_BOOL },
-	{ "stdin_open", F_BOOL }, { "tag", F_STRING }, { "pty", F_OBJECT_OR_FALSE }, { NULL, 0 },
+	{ "stdin_open", F_BOOL }, { "tag", F_STRING }, { "pty", F_OBJECT_OR_FALSE }, { "output", F_STRING },
+	{ NULL, 0 },
 };
 
 /* A terminal's size from {"cols": C, "rows": R}, each 1..SP_PTY_MAX. Returns 0 or -EINVAL with
@@ -83,6 +84,7 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	const char *cwd = json_string_value(json_object_get(body, "cwd"));
 	const char *user = json_string_value(json_object_get(body, "user"));
 	const char *tag = json_string_value(json_object_get(body, "tag"));
+	const char *output = json_string_value(json_object_get(body, "output"));
 	json_t *tmo = json_object_get(body, "timeout");
 	double timeout = tmo ? json_number_value(tmo) : 0;
 
@@ -90,6 +92,10 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 		return err_set(&op->err, 400, "invalid_argument", EINVAL, "field \"cmd\" is required");
 	if (tag && strlen(tag) > PROC_TAG_MAX)
 		return err_set(&op->err, 400, "invalid_argument", EINVAL, "a tag is at most %d bytes", PROC_TAG_MAX);
+	if (output && strcmp(output, "block") != 0 && strcmp(output, "drop") != 0)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL,
+			       "\"output\" is \"block\" (unread output holds the process back) or \"drop\"");
+	op->drop = output && strcmp(output, "drop") == 0;
 	if (cwd && api_check_path(op, cwd, strlen(cwd), "cwd") < 0)
 		return -EINVAL;
 	if (!(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S))
@@ -303,12 +309,31 @@ int api_proc_get(struct op *op)
 	return API_DONE;
 }
 
+/* Output streams reading sb's processes. */
+static int readers_of(const struct sandbox *sb)
+{
+	int n = 0;
+	for (const struct proc *p = sb->procs; p; p = p->next)
+		n += p->nreaders;
+	return n;
+}
+
 int api_proc_output(struct op *op)
 {
 	struct sandbox *sb;
 	struct proc *p = find_proc(op, &sb, false);
 	if (!p)
 		return API_DONE;
+	if (p->nreaders >= PROC_MAX_READERS) {
+		err_set(&op->err, 429, "too_many", EBUSY, "process %u has %d readers, the most it may have", p->pid,
+			PROC_MAX_READERS);
+		return API_DONE;
+	}
+	if (readers_of(sb) >= SANDBOX_MAX_READERS) {
+		err_set(&op->err, 429, "too_many", EBUSY, "the processes of sandbox %s have %d readers, the most they may have",
+			sb->id, SANDBOX_MAX_READERS);
+		return API_DONE;
+	}
 	sandbox_touch(sb);
 	op->kind = OP_ATTACH;
 	op->stream = true;

@@ -138,14 +138,29 @@ static void list_remove(struct op **head, struct op *op)
 		}
 }
 
+/* Takes op out of p's readers; false when it was not one. */
+static bool reader_remove(struct proc *p, struct op *op)
+{
+	for (struct op **pp = &p->readers; *pp; pp = &(*pp)->next_reader)
+		if (*pp == op) {
+			*pp = op->next_reader;
+			op->next_reader = NULL;
+			p->nreaders--;
+			return true;
+		}
+	return false;
+}
+
 void op_unlink(struct op *op)
 {
 	loop_timer_del(&op->d->loop, &op->timer);
 	if (op->proc) {
-		if (op->proc->reader == op)
-			op->proc->reader = NULL;
-		list_remove(&op->proc->waiters, op);
+		struct proc *p = op->proc;
 		op->proc = NULL;
+		list_remove(&p->waiters, op);
+		/* a reader that leaves holds nothing back any more: the others go on */
+		if (reader_remove(p, op) && op->sb)
+			op_proc_credit(op->sb, p);
 	}
 	if (op->sb) {
 		list_remove(op->deferred ? &op->sb->deferred : &op->sb->ops, op);
@@ -320,14 +335,35 @@ static void on_oom_event(struct op *op, const uint8_t *data)
 				(json_int_t)o.used, "memory_limit_bytes", (json_int_t)o.limit));
 }
 
+/* Tells a stream how many output bytes it skipped (a "drop" process's, unread or past
+ * PROC_DROP_KEEP untaken), before what follows them. */
+static void report_dropped(struct op *op)
+{
+	if (!op->stream || !op->dropped)
+		return;
+	flush_holds(op);
+	emit_json(op, json_pack("{s:s, s:I}", "type", "dropped", "bytes", (json_int_t)op->dropped));
+	op->dropped = 0;
+}
+
 void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 {
 	if (type == SP_A_OOM) {
+		report_dropped(op);
 		on_oom_event(op, data);
 		return;
 	}
 	int which = type == SP_A_STDERR;
 	if (op->stream) {
+		if (op->proc && op->proc->drop && op->untaken + (uint64_t)n > PROC_DROP_KEEP) {
+			/* a slow client of a "drop" process: this chunk skips it; a sequence held
+			 * back goes out before the gap rather than joined across it */
+			flush_holds(op);
+			op->dropped += n;
+			return;
+		}
+		report_dropped(op);
+		op->untaken += n;
 		stream_output(op, which, data, n);
 		return;
 	}
@@ -347,7 +383,7 @@ void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 	}
 	if (keep < n)
 		op->trunc[which] = true;
-	op_return_credit(op, n);
+	/* nothing held: the credit goes back with the other readers' (op_proc_credit) */
 }
 
 void op_release_capture(struct op *op)
@@ -389,6 +425,7 @@ static json_t *exit_json(struct op *op, const struct proc *p)
 void op_on_exit(struct op *op, const struct proc *p)
 {
 	if (op->stream) {
+		report_dropped(op);
 		flush_holds(op);
 		json_t *ev = exit_json(op, p);
 		json_object_set_new(ev, "type", json_string("exit"));
@@ -415,18 +452,29 @@ void op_on_exit(struct op *op, const struct proc *p)
 	op_finish(op);
 }
 
-/* Attaches op as the reader of p, handing it what p buffered meanwhile. [L] */
+void op_proc_credit(struct sandbox *sb, struct proc *p)
+{
+	uint32_t hold = 0;
+	for (const struct op *r = p->readers; r; r = r->next_reader)
+		if (r->untaken > hold)
+			hold = r->untaken;
+	if (!p->readers && !p->drop)
+		hold = p->pending_out;
+	if (p->owed > hold) {
+		chan_credit(&sb->chan, p->pid, p->owed - hold);
+		p->owed = hold;
+	}
+}
+
 void op_attach(struct op *op, struct proc *p)
 {
-	if (p->reader && p->reader != op) {
-		struct op *old = p->reader;
-		struct err e = { 0 };
-		err_set(&e, 409, "conflict", EBUSY, "another reader took over the output of process %u", p->pid);
-		op_unlink(old);
-		op_fail(old, &e);
-	}
-	p->reader = op;
+	op->next_reader = p->readers;
+	p->readers = op;
+	p->nreaders++;
 	op->proc = p;
+	op->dropped += p->dropped;
+	p->dropped = 0;
+	report_dropped(op);
 	while (buf_avail(&p->pending) >= 5) {
 		const uint8_t *h = buf_head(&p->pending);
 		uint32_t n = frame_get_u32(h + 1);
@@ -436,7 +484,10 @@ void op_attach(struct op *op, struct proc *p)
 	if (op->sb)
 		op->sb->pending_bytes -= p->pending_raw < op->sb->pending_bytes ? p->pending_raw : op->sb->pending_bytes;
 	p->pending_raw = 0;
+	p->pending_out = 0;
 	buf_free(&p->pending);
+	if (op->sb)
+		op_proc_credit(op->sb, p);
 	if (p->exited)
 		op_on_exit(op, p);
 }
@@ -511,6 +562,8 @@ static int on_started(struct op *op, const struct frame *f, char *why)
 	p->hearsay = false;
 	p->started_ms = now_ms();
 	p->stdin_credit = SP_WINDOW;
+	p->drop = op->drop;
+	p->dropped = 0;
 	free(p->cmd);
 	p->cmd = op->what ? strdup(op->what) : NULL;
 	json_decref(p->spec);
@@ -714,9 +767,8 @@ void op_return_credit(struct op *op, uint32_t credit)
 		op->owed -= give;
 		chan_credit(&op->sb->chan, op->tag, give);
 	} else if (op->proc) {
-		uint32_t give = credit < op->proc->owed ? credit : op->proc->owed;
-		op->proc->owed -= give;
-		chan_credit(&op->sb->chan, op->proc->pid, give);
+		op->untaken -= credit < op->untaken ? credit : op->untaken;
+		op_proc_credit(op->sb, op->proc);
 	}
 }
 

@@ -73,6 +73,7 @@ struct op {
 	/* agent link [L] */
 	struct sandbox *sb;         /* set while linked */
 	struct proc *proc;          /* reader or waiter of this process */
+	struct op *next_reader;     /* in proc->readers */
 	uint32_t tag;
 	bool suspended;
 	bool done;                  /* answer ready (status/json) */
@@ -91,6 +92,9 @@ struct op {
 	uint8_t utf8_hold[2][4];    /* incomplete UTF-8 sequence carried to the next chunk */
 	uint8_t hold_len[2];
 	uint32_t raw_carry;         /* output bytes held back whose credit is still to go out */
+	bool drop;                  /* the start asked for "output": "drop" */
+	uint32_t untaken;           /* output bytes handed to this stream that its client has not taken */
+	uint64_t dropped;           /* output bytes this stream skipped, still to report ("dropped") */
 
 	/* streams to the client [L] */
 	struct buf out;             /* bytes for the HTTP client */
@@ -163,8 +167,14 @@ void op_unlink(struct op *op);
 /* Fails op with e: finishes it, or ends its stream with an error event. [L] */
 void op_fail(struct op *op, const struct err *e);
 
-/* Makes op the output reader of p, handing it what p buffered meanwhile. [L] */
+/* Makes op one of the output readers of p; the first after a gap also gets what p kept
+ * meanwhile (and, under "drop", how much it discarded). The caller checks PROC_MAX_READERS.
+ * Every reader gets all output from when it joined, and the exit. [L] */
 void op_attach(struct op *op, struct proc *p);
+/* Returns to the agent the credit of p's output that no reader still holds: under "block", what
+ * the slowest reader's client has taken (what waits for a reader in p->pending is held); under
+ * "drop", everything but what readers hold within PROC_DROP_KEEP. [L] */
+void op_proc_credit(struct sandbox *sb, struct proc *p);
 
 /* Hands one frame for op's tag to it. Returns 0, or -EPROTO with why (CHAN_MAX_WHY bytes)
  * filled when the frame breaks the protocol (the connection is to be dropped). [L] */

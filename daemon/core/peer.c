@@ -225,21 +225,25 @@ static int on_reply(void *ctx, const struct frame *f, char *why)
 	return 0;
 }
 
-/* Keeps a frame for p's next reader (output, or a memory report), bounded per process and per
- * sandbox. */
-static int keep_pending(struct sandbox *sb, struct proc *p, const struct frame *f, char *why)
+/* Hands a frame of p's (output, or a memory report) to every reader of p, or keeps it for the
+ * next one (proc_keep: bounded per process and per sandbox); then gives back the credit no
+ * reader holds. */
+static int deliver(struct sandbox *sb, struct proc *p, const struct frame *f, char *why)
 {
-	if (buf_avail(&p->pending) + f->len > 2 * SP_WINDOW || sb->pending_bytes + f->len > SANDBOX_MAX_PENDING) {
-		snprintf(why, CHAN_MAX_WHY, "more unread output than credit allows");
-		return -EPROTO;
+	int rc = 0;
+	if (p->readers) {
+		for (struct op *r = p->readers, *next; r; r = next) {
+			next = r->next_reader;
+			op_on_output(r, f->type, f->payload, f->len);
+		}
+	} else {
+		/* a real agent keeps unread output within its credit: two windows per process */
+		rc = proc_keep(sb, p, f->type, f->payload, f->len);
+		if (rc == -EPROTO)
+			snprintf(why, CHAN_MAX_WHY, "more unread output than credit allows");
 	}
-	uint8_t h[5] = { f->type };
-	frame_put_u32(h + 1, f->len);
-	if (buf_put(&p->pending, h, sizeof(h)) < 0 || buf_put(&p->pending, f->payload, f->len) < 0)
-		return -ENOMEM;
-	sb->pending_bytes += f->len;
-	p->pending_raw += f->len;
-	return 0;
+	op_proc_credit(sb, p);
+	return rc;
 }
 
 static int on_output(void *ctx, const struct frame *f, char *why)
@@ -253,12 +257,7 @@ static int on_output(void *ctx, const struct frame *f, char *why)
 		return -EPROTO;
 	}
 	p->owed += f->len;
-	if (p->reader) {
-		op_on_output(p->reader, f->type, f->payload, f->len);
-		return 0;
-	}
-	/* unread output waits here; a real agent keeps it within two windows per process */
-	return keep_pending(sb, p, f, why);
+	return deliver(sb, p, f, why);
 }
 
 /* The memory watcher killed a process of p's: an event for whoever reads p's output, kept with
@@ -280,11 +279,7 @@ static int on_oom(void *ctx, const struct frame *f, char *why)
 	p->oom_kills++;
 	if (o.victim == p->pid)
 		p->oom_killed = true;
-	if (p->reader) {
-		op_on_output(p->reader, f->type, f->payload, f->len);
-		return 0;
-	}
-	return keep_pending(sb, p, f, why);
+	return deliver(sb, p, f, why);
 }
 
 static int on_exit_frame(void *ctx, const struct frame *f, char *why)
@@ -300,8 +295,8 @@ static int on_exit_frame(void *ctx, const struct frame *f, char *why)
 	p->signo = x.signo;
 	p->timed_out = (x.flags & SP_EXIT_TIMEDOUT) != 0;
 	p->oom_killed = (x.flags & SP_EXIT_OOM) != 0;
-	if (p->reader)
-		op_on_exit(p->reader, p);
+	while (p->readers) /* each reader's exit unlinks it */
+		op_on_exit(p->readers, p);
 	while (p->waiters) {
 		struct op *w = p->waiters;
 		if (w->kind == OP_WAIT)
@@ -450,7 +445,7 @@ static bool awaited(const struct sandbox *sb)
 	if (sb->ops)
 		return true;
 	for (const struct proc *p = sb->procs; p; p = p->next)
-		if (!p->exited && (p->reader || p->waiters))
+		if (!p->exited && (p->readers || p->waiters))
 			return true;
 	return false;
 }
@@ -459,8 +454,9 @@ static bool awaited(const struct sandbox *sb)
 static void watch_clients(struct sandbox *sb, int64_t now)
 {
 	for (struct proc *p = sb->procs; p; p = p->next) {
-		if (p->reader && !op_check_gone(p->reader))
-			op_keepalive(p->reader, now);
+		for (struct op *r = p->readers; r; r = r->next_reader)
+			if (!op_check_gone(r))
+				op_keepalive(r, now);
 		for (struct op *w = p->waiters; w; w = w->next)
 			op_check_gone(w);
 	}

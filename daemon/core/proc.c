@@ -3,6 +3,7 @@
  */
 #include "daemon/core/proc.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,16 +51,62 @@ static void proc_free(struct sandbox *sb, struct proc *p)
 	free(p);
 }
 
+/* Forgets the oldest frame p keeps, counting its output as dropped. */
+static void forget_oldest(struct sandbox *sb, struct proc *p)
+{
+	const uint8_t *h = buf_head(&p->pending);
+	uint32_t n = frame_get_u32(h + 1);
+	if (h[0] != SP_A_OOM) {
+		p->dropped += n;
+		p->pending_out -= n;
+	}
+	p->pending_raw -= n;
+	sb->pending_bytes -= n;
+	buf_consume(&p->pending, 5 + (size_t)n);
+}
+
+int proc_keep(struct sandbox *sb, struct proc *p, uint8_t type, const uint8_t *data, uint32_t n)
+{
+	bool out = type != SP_A_OOM;
+	if (!p->drop) {
+		if (p->pending_raw + (uint64_t)n > 2 * SP_WINDOW || sb->pending_bytes + n > SANDBOX_MAX_PENDING)
+			return -EPROTO;
+	} else {
+		if (n > PROC_DROP_KEEP) { /* only its end can be kept (a memory report is whole or not at all) */
+			uint32_t cut = out ? n - PROC_DROP_KEEP : n;
+			p->dropped += out ? cut : 0;
+			data += cut;
+			n -= cut;
+		}
+		while (buf_avail(&p->pending) >= 5 &&
+		       (p->pending_raw + n > PROC_DROP_KEEP || sb->pending_bytes + n > SANDBOX_MAX_PENDING))
+			forget_oldest(sb, p);
+		if (n == 0 || sb->pending_bytes + n > SANDBOX_MAX_PENDING) {
+			p->dropped += out ? n : 0; /* the sandbox's room is taken by other processes */
+			return 0;
+		}
+	}
+	uint8_t h[5] = { type };
+	frame_put_u32(h + 1, n);
+	if (buf_put(&p->pending, h, sizeof(h)) < 0 || buf_put(&p->pending, data, n) < 0)
+		return -ENOMEM;
+	sb->pending_bytes += n;
+	p->pending_raw += n;
+	if (out)
+		p->pending_out += n;
+	return 0;
+}
+
 void proc_prune(struct sandbox *sb)
 {
 	int exited = 0;
 	for (struct proc *p = sb->procs; p; p = p->next)
-		exited += p->exited && !p->reader && !p->waiters;
+		exited += p->exited && !p->readers && !p->waiters;
 	/* The list is newest first: drop exited records from the tail. */
 	while (exited > SANDBOX_MAX_EXITED) {
 		struct proc **victim = NULL;
 		for (struct proc **pp = &sb->procs; *pp; pp = &(*pp)->next)
-			if ((*pp)->exited && !(*pp)->reader && !(*pp)->waiters)
+			if ((*pp)->exited && !(*pp)->readers && !(*pp)->waiters)
 				victim = pp;
 		struct proc *p = *victim;
 		*victim = p->next;
@@ -72,7 +119,7 @@ void proc_forget_unlisted(struct sandbox *sb)
 {
 	for (struct proc **pp = &sb->procs; *pp;) {
 		struct proc *p = *pp;
-		if (!p->exited && !p->listed && p->hearsay && !p->reader && !p->waiters) {
+		if (!p->exited && !p->listed && p->hearsay && !p->readers && !p->waiters) {
 			*pp = p->next;
 			proc_free(sb, p);
 		} else {
@@ -112,5 +159,9 @@ json_t *proc_json(const struct proc *p)
 			      "oom_killed", p->oom_killed, "oom_kills", (int)p->oom_kills);
 	if (o && p->spec) /* started by this spaced: argv, env, cwd, tag as asked */
 		json_object_update(o, p->spec);
+	if (o) {
+		json_object_set_new(o, "output", json_string(p->drop ? "drop" : "block"));
+		json_object_set_new(o, "readers", json_integer(p->nreaders));
+	}
 	return o;
 }

@@ -30,6 +30,15 @@ void proc_prune(struct sandbox *sb);
  * current agent's listing did not name and nobody reads or waits on: what an impostor made up.
  * A real process among them is named again by the real agent's next listing. */
 void proc_forget_unlisted(struct sandbox *sb);
+/*
+ * Keeps a frame of p's (output of type SP_A_STDOUT/SP_A_STDERR, or an SP_A_OOM report) for its
+ * next reader; sb->pending_bytes counts what every process keeps. Under "block" everything is
+ * kept: -EPROTO past two windows for p (more than the agent's credit allows) or past
+ * SANDBOX_MAX_PENDING. Under "drop" only the most recent PROC_DROP_KEEP bytes are kept, within
+ * what SANDBOX_MAX_PENDING leaves, and output pushed out or not kept is added to p->dropped.
+ * Returns 0, -EPROTO, or -ENOMEM.
+ */
+int proc_keep(struct sandbox *sb, struct proc *p, uint8_t type, const uint8_t *data, uint32_t n);
 /* Frees every record (the sandbox is being freed). */
 void proc_free_all(struct sandbox *sb);
 

@@ -198,8 +198,8 @@ static void fail_all(struct sandbox *sb, const struct err *e)
 		op_fail(op, e);
 	}
 	for (struct proc *p = sb->procs; p; p = p->next) {
-		if (p->reader) {
-			struct op *op = p->reader;
+		while (p->readers) {
+			struct op *op = p->readers;
 			op_unlink(op);
 			op_fail(op, e);
 		}

@@ -1,6 +1,7 @@
 // tests/e2b/commands.test.mjs - commands through the unmodified SDK: results and exit codes,
 // streamed output in order, envs, cwd, user, stdin, background commands left and re-joined,
-// list, kill, and timeouts that kill.
+// several handles on one command, unread commands that never block, list, kill, and timeouts
+// that kill.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { e2b, Sandbox, spaced } from './helpers.mjs'
@@ -85,4 +86,52 @@ test('a command past its timeoutMs is killed, and says so', async () => {
   assert.equal(r.stdout, 'absent\n')
   const { body } = await spaced('GET', `/v1/sandboxes/${sb.sandboxId}/processes`)
   assert.equal(body.processes.filter((p) => p.state === 'running' && p.cmd.includes('too-late')).length, 0)
+})
+
+// Polls cond() until it is true; fails after `seconds`.
+async function until (cond, seconds, what) {
+  const deadline = Date.now() + seconds * 1000
+  while (!(await cond())) {
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+const processOf = async (pid) => (await spaced('GET', `/v1/sandboxes/${sb.sandboxId}/processes/${pid}`)).body
+
+test('two handles connected to one background command both get all its output', async () => {
+  const h = await sb.commands.run('read go; for i in $(seq 1 2000); do echo n$i; done',
+    { background: true, stdin: true })
+  const a = await sb.commands.connect(h.pid)
+  const b = await sb.commands.connect(h.pid)
+  // a handle's start event comes once spaced counts it among the command's readers
+  assert.equal((await processOf(h.pid)).readers, 3)
+  await h.sendStdin('go\n')
+  const want = Array.from({ length: 2000 }, (_, i) => `n${i + 1}\n`).join('')
+  for (const r of await Promise.all([h.wait(), a.wait(), b.wait()])) {
+    assert.equal(r.exitCode, 0)
+    assert.equal(r.stdout, want)
+  }
+})
+
+test('a background command nobody reads never blocks, however much it prints', async () => {
+  const h = await sb.commands.run('head -c 8000000 /dev/zero | tr "\\0" x; echo; echo finished >&2',
+    { background: true })
+  await h.disconnect()
+  assert.equal((await processOf(h.pid)).output, 'drop')
+  await until(async () => (await processOf(h.pid)).state === 'exited', 120, 'the command to finish unread')
+  const p = await processOf(h.pid)
+  assert.equal(p.exit_code, 0)
+})
+
+test('a command has at most 16 readers: one more connect is refused, the others read on', async () => {
+  const h = await sb.commands.run('read go; echo all', { background: true, stdin: true })
+  const more = []
+  for (let i = 1; i < 16; i++) more.push(await sb.commands.connect(h.pid)) // with h: 16 (PROC_MAX_READERS)
+  await assert.rejects(sb.commands.connect(h.pid), (e) => {
+    assert.match(e.message, /readers/)
+    return true
+  })
+  await h.sendStdin('go\n')
+  for (const r of await Promise.all([h, ...more].map((x) => x.wait()))) assert.equal(r.stdout, 'all\n')
 })

@@ -234,6 +234,22 @@ def test_exec_detach_prints_a_pid_and_attach_streams_it(cli, api, cli_sandbox):
             att.wait()
 
 
+def test_exec_output_drop_and_attach_says_what_was_dropped(cli, api, cli_sandbox):
+    bad = cli("exec", "-d", "--output", "lose", cli_sandbox, "--", "true")
+    assert bad.returncode == 125 and "--output wants block or drop" in bad.stderr, bad
+    script = "head -c 1000000 /dev/zero | tr '\\0' x; echo; echo end"
+    d = cli("exec", "-d", "--output", "drop", cli_sandbox, "--", "sh", "-c", script)
+    assert d.returncode == 0, d.stderr
+    pid = d.stdout.strip()
+    done = api.ok("GET", f"/v1/sandboxes/{cli_sandbox}/processes/{pid}/wait?timeout={IO_TIMEOUT}")
+    assert (done["state"], done["output"]) == ("exited", "drop"), done  # finished unread
+    att = cli("attach", cli_sandbox, pid)
+    assert att.returncode == 0, att.stderr
+    assert att.stdout.endswith("x\nend\n") and len(att.stdout) <= 64 * 1024, len(att.stdout)
+    dropped = int(re.search(r"space: (\d+) bytes of output were dropped, unread", att.stderr).group(1))
+    assert dropped + len(att.stdout) == 1000000 + len("\nend\n"), (dropped, len(att.stdout))
+
+
 def test_exec_interactive_passes_stdin(cli, cli_sandbox):
     text = "hello\nworld\n" * 1000
     r = cli("exec", "-i", cli_sandbox, "--", "python3", "-c",

@@ -446,20 +446,173 @@ def test_a_silent_stream_gets_keepalive_events(api, sandbox):
     assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0
 
 
-def test_a_new_reader_takes_the_stream_over(api, sandbox):
-    pid = start_proc(api, sandbox, ["python3", "-u", "-c", COUNTER], stdin_open=True)
-    first = api.stream("GET", proc_path(sandbox, pid, "/output"))
+# Prints its total in chunks once it reads a line (so every reader can join first), then "end".
+FLOOD = r"""
+import sys
+sys.stdin.readline()
+n = int(sys.argv[1])
+chunk = bytes(range(256)) * 256
+while n > 0:
+    k = min(n, len(chunk))
+    sys.stdout.buffer.write(chunk[:k])
+    n -= k
+sys.stdout.buffer.flush()
+"""
+
+PROC_MAX_READERS = 16
+SANDBOX_MAX_READERS = 128
+PROC_DROP_KEEP = 64 * 1024
+SP_WINDOW = 256 * 1024
+
+
+def flood_bytes(n):
+    return ((bytes(range(256)) * 256) * (n // 65536 + 1))[:n]
+
+
+def open_reader(api, sbid, pid):
+    s = api.stream("GET", proc_path(sbid, pid, "/output"))
+    assert s.status == 200, s.body
+    return s
+
+
+def test_two_readers_get_the_same_bytes(api, sandbox):
+    total = 3 * SP_WINDOW
+    pid = start_proc(api, sandbox, ["python3", "-c", FLOOD, str(total)], stdin_open=True)
+    with open_reader(api, sandbox, pid) as a, open_reader(api, sandbox, pid) as b:
+        assert api.ok("GET", proc_path(sandbox, pid))["readers"] == 2
+        api.ok("POST", proc_path(sandbox, pid, "/stdin"), raw=b"go\n", expect=(204,))
+        # one reader at a time in this thread: under "block" the process waits for the slower
+        got = {}
+        reader = threading.Thread(target=lambda: got.update(a=collect(a)))
+        reader.start()
+        got["b"] = collect(b)
+        reader.join(IO_TIMEOUT)
+        assert not reader.is_alive()
+    for name in "ab":
+        out, _, events = got[name]
+        assert out == flood_bytes(total), name
+        assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0, events[-1]
+
+
+def test_a_reader_that_leaves_does_not_stall_the_others(api, sandbox):
+    total = 4 * SP_WINDOW
+    pid = start_proc(api, sandbox, ["python3", "-c", FLOOD, str(total)], stdin_open=True)
+    left = open_reader(api, sandbox, pid)
+    with open_reader(api, sandbox, pid) as stays:
+        api.ok("POST", proc_path(sandbox, pid, "/stdin"), raw=b"go\n", expect=(204,))
+        ev = left.next_event()
+        assert ev["type"] == "stdout", ev
+        left.close()  # leaves with output untaken: its share of the credit goes back
+        out, _, events = collect(stays)
+    assert out == flood_bytes(total)
+    assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0
+
+
+def test_the_exit_reaches_every_reader(api, sandbox):
+    pid = start_proc(api, sandbox, ["sh", "-c", "read x; echo $x; exit 4"], stdin_open=True)
+    streams = [open_reader(api, sandbox, pid) for _ in range(3)]
     try:
-        ev = first.next_event()
-        assert ev["type"] == "stdout"
-        with api.stream("GET", proc_path(sandbox, pid, "/output")) as second:
-            ev = second.next_event()
-            assert ev["type"] == "stdout"
-            api.ok("DELETE", proc_path(sandbox, pid, "/stdin"), expect=(204,))
-            out, _, events = collect(second)
-            assert out.endswith(b"bye\n") and events[-1]["type"] == "exit"
+        api.ok("POST", proc_path(sandbox, pid, "/stdin"), raw=b"hi\n", expect=(204,))
+        for s in streams:
+            out, _, events = collect(s)
+            assert out == b"hi\n" and events[-1]["type"] == "exit" and events[-1]["exit_code"] == 4, events
     finally:
-        first.close()
+        for s in streams:
+            s.close()
+    assert api.ok("GET", proc_path(sandbox, pid))["readers"] == 0
+
+
+def test_readers_of_one_process_are_limited(api, sandbox):
+    pid = start_proc(api, sandbox, ["sh", "-c", "read x; echo $x"], stdin_open=True)
+    streams = [open_reader(api, sandbox, pid) for _ in range(PROC_MAX_READERS)]
+    try:
+        status, _, body = api.request("GET", proc_path(sandbox, pid, "/output"))
+        assert status == 429 and b"too_many" in body and b"readers" in body, (status, body)
+        streams.pop().close()
+        wait_until(lambda: api.ok("GET", proc_path(sandbox, pid))["readers"] < PROC_MAX_READERS, IO_TIMEOUT,
+                   "the closed reader to be let go")
+        streams.append(open_reader(api, sandbox, pid))  # room again
+        api.ok("POST", proc_path(sandbox, pid, "/stdin"), raw=b"x\n", expect=(204,))
+        for s in streams:
+            out, _, events = collect(s)
+            assert out == b"x\n" and events[-1]["type"] == "exit"
+    finally:
+        for s in streams:
+            s.close()
+
+
+def test_readers_of_one_sandbox_are_limited(api, sandbox):
+    per = SANDBOX_MAX_READERS // PROC_MAX_READERS
+    pids = [start_proc(api, sandbox, ["sh", "-c", "read x"], stdin_open=True) for _ in range(per + 1)]
+    streams = []
+    try:
+        for pid in pids[:per]:
+            streams += [open_reader(api, sandbox, pid) for _ in range(PROC_MAX_READERS)]
+        status, _, body = api.request("GET", proc_path(sandbox, pids[per], "/output"))
+        assert status == 429 and b"too_many" in body, (status, body)
+        streams.pop().close()
+        wait_until(lambda: sum(api.ok("GET", proc_path(sandbox, p))["readers"] for p in pids[:per])
+                   < SANDBOX_MAX_READERS, IO_TIMEOUT, "the closed reader to be let go")
+        streams.append(open_reader(api, sandbox, pids[per]))
+    finally:
+        for s in streams:
+            s.close()
+        for pid in pids:
+            api.ok("DELETE", proc_path(sandbox, pid, "/stdin"), expect=(204,))
+
+
+def test_output_policy_is_checked_and_shown(api, sandbox):
+    status, _, body = api.request("POST", f"/v1/sandboxes/{sandbox}/processes", {"cmd": ["true"], "output": "lose"})
+    assert status == 400 and b"output" in body, body
+    status, _, body = api.request("POST", f"/v1/sandboxes/{sandbox}/exec", {"cmd": ["true"], "output": 1})
+    assert status == 400, body
+    blocked = start_proc(api, sandbox, ["true"])
+    dropped = start_proc(api, sandbox, ["true"], output="drop")
+    assert api.ok("GET", proc_path(sandbox, blocked))["output"] == "block"
+    assert api.ok("GET", proc_path(sandbox, dropped))["output"] == "drop"
+    res = api.ok("POST", f"/v1/sandboxes/{sandbox}/exec", {"cmd": ["echo", "hi"], "output": "drop"})
+    assert res["stdout"] == "hi\n"  # a capture reads everything: nothing is dropped
+
+
+def test_unread_output_of_a_drop_process_is_discarded_and_its_tail_kept(api, sandbox):
+    total = 16 * SP_WINDOW  # far past every buffer on the way
+    pid = start_proc(api, sandbox, ["python3", "-c", FLOOD, str(total)], stdin_open=True, stdin="go\n",
+                     output="drop")
+    done = api.ok("GET", proc_path(sandbox, pid, f"/wait?timeout={IO_TIMEOUT}"))
+    assert (done["state"], done["exit_code"]) == ("exited", 0), done  # never held back
+    with open_reader(api, sandbox, pid) as s:
+        out, _, events = collect(s)
+    assert events[0]["type"] == "dropped", events[:2]
+    dropped = events[0]["bytes"]
+    assert 0 < len(out) <= PROC_DROP_KEEP and dropped + len(out) == total, (dropped, len(out))
+    assert out == flood_bytes(total)[-len(out):], "the tail is the most recent output"
+    assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0
+
+
+def test_a_slow_reader_of_a_drop_process_skips_output_and_is_told(api, sandbox):
+    total = 16 * SP_WINDOW
+    pid = start_proc(api, sandbox, ["python3", "-c", FLOOD, str(total)], stdin_open=True, output="drop")
+    with open_reader(api, sandbox, pid) as s:
+        api.ok("POST", proc_path(sandbox, pid, "/stdin"), raw=b"go\n", expect=(204,))
+        # the client reads nothing until the process ended: it did not wait for this reader
+        done = api.ok("GET", proc_path(sandbox, pid, f"/wait?timeout={IO_TIMEOUT}"))
+        assert (done["state"], done["exit_code"]) == ("exited", 0), done
+        out, _, events = collect(s)
+    dropped = sum(e["bytes"] for e in events if e["type"] == "dropped")
+    assert dropped > 0 and dropped + len(out) == total, (dropped, len(out))
+    assert events[-1]["type"] == "exit"
+
+
+def test_a_block_process_is_held_back_until_read(api, sandbox):
+    total = 16 * SP_WINDOW
+    pid = start_proc(api, sandbox, ["python3", "-c", FLOOD, str(total)], stdin_open=True, stdin="go\n")
+    # unread, it cannot finish: its writes wait for a reader
+    held = api.ok("GET", proc_path(sandbox, pid, "/wait?timeout=1"))
+    assert held["state"] == "running" and held["output"] == "block", held
+    with open_reader(api, sandbox, pid) as s:
+        out, _, events = collect(s)
+    assert out == flood_bytes(total) and all(e["type"] != "dropped" for e in events)
+    assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0
 
 
 def test_output_of_a_finished_process_is_kept_for_its_first_reader(api, sandbox):

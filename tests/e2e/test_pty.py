@@ -73,6 +73,18 @@ def test_a_terminal_process_has_a_terminal_of_the_size_asked(api, sandbox):
     assert res["stderr"] == ""  # stderr is the terminal too: one stream
 
 
+def test_two_clients_read_one_terminal(api, sandbox):
+    pid = start_pty(api, sandbox, ["sh", "-c", "stty -echo; echo ready; read x; echo got-$x"])
+    with api.stream("GET", proc_path(sandbox, pid, "/output")) as a, \
+            api.stream("GET", proc_path(sandbox, pid, "/output")) as b:
+        Screen(a).expect(b"ready")  # the first reader gets what was printed before it joined
+        type_(api, sandbox, pid, b"hi\r")
+        outs = [collect(s) for s in (a, b)]
+    for out, err, events in outs:
+        assert out.endswith(b"got-hi\r\n") and err == b"", out
+        assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0
+
+
 def test_without_a_terminal_nothing_is_one(api, sandbox):
     res = api.exec(sandbox, ["sh", "-c", "test -t 0 || test -t 1 || echo none"])
     assert res["stdout"] == "none\n"

@@ -12,7 +12,8 @@
  * the phase checks are reached too. Before each input, requests of
  * every kind wait on the sandbox: a captured exec, a streamed exec, a
  * background start, a listing, a stat, a download and an upload (each under
- * its tag), a stream reader of process 100 and two waiters on process 101.
+ * its tag), two stream readers of process 100 and two waiters on process 101; process 102
+ * has the "drop" output policy and a stream reader, 103 the same policy and none.
  * The input is written to the socket and read by on_readable until spaced
  * has taken all of it (or dropped the connection). Then the streams are
  * read as the HTTP layer would (op_take), which returns credit to the agent.
@@ -42,7 +43,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-enum { N_OPS = 10 };
+enum { N_OPS = 12 };
 
 static struct op *linked(enum op_kind kind, bool stream, const char *path, bool list)
 {
@@ -59,6 +60,18 @@ static struct op *linked(enum op_kind kind, bool stream, const char *path, bool 
 	return op;
 }
 
+/* A stream reader of p's output, as GET .../output makes. */
+static struct op *reader_of(struct proc *p)
+{
+	struct op *reader = fz_op(&z, NULL, 0);
+	reader->kind = OP_ATTACH;
+	reader->stream = true;
+	reader->responding = true;
+	reader->sb = z.sb;
+	op_attach(reader, p);
+	return reader;
+}
+
 static void setup(struct op *ops[N_OPS])
 {
 	ops[0] = linked(OP_EXEC, false, NULL, false);
@@ -72,13 +85,12 @@ static void setup(struct op *ops[N_OPS])
 	ops[6]->credit = SP_WINDOW;
 
 	struct proc *p = proc_get(z.sb, 100);
-	struct op *reader = fz_op(&z, NULL, 0);
-	reader->kind = OP_ATTACH;
-	reader->stream = true;
-	reader->responding = true;
-	reader->sb = z.sb;
-	op_attach(reader, p);
-	ops[7] = reader;
+	ops[7] = reader_of(p);
+	ops[10] = reader_of(p);
+	struct proc *dropping = proc_get(z.sb, 102);
+	dropping->drop = true;
+	ops[11] = reader_of(dropping);
+	proc_get(z.sb, 103)->drop = true;
 
 	struct proc *q = proc_get(z.sb, 101);
 	for (int i = 8; i < 10; i++) {

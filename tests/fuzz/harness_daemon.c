@@ -84,8 +84,8 @@ void fz_reset(struct fz *z)
 	while (sb->deferred)
 		op_unlink(sb->deferred);
 	for (struct proc *p = sb->procs; p; p = p->next)
-		while (p->reader || p->waiters)
-			op_unlink(p->reader ? p->reader : p->waiters);
+		while (p->readers || p->waiters)
+			op_unlink(p->readers ? p->readers : p->waiters);
 	proc_free_all(sb);
 	sb->pending_bytes = 0; /* the unread output of the processes just freed */
 	buf_free(&sb->chan.wq);

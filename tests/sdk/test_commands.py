@@ -177,6 +177,30 @@ def test_list_connect_kill_and_wait_by_pid(sandbox, wait_until):
         other.commands.connect(999999)
 
 
+def test_two_handles_read_one_command_and_the_output_policy(sandbox, wait_until):
+    with pytest.raises(space.InvalidArgumentError):
+        sandbox.commands.run("true", output="lose")
+    h = sandbox.commands.run("read go; seq 1 3000", background=True)
+    other = Sandbox.connect(sandbox.id).commands.connect(h.pid)
+    wait_until(lambda: sandbox.commands.get(h.pid).readers == 2, 60, "both handles to be reading")
+    assert sandbox.commands.get(h.pid).output == "block"
+    h.send_stdin("go\n")
+    want = "".join("%d\n" % i for i in range(1, 3001))
+    assert h.wait(timeout=60).stdout == want and other.wait(timeout=60).stdout == want
+
+    # "drop": nobody reads it and it still finishes; a later handle gets its last output
+    d = sandbox.commands.run("read go; head -c 3000000 /dev/zero; echo; echo last", background=True, output="drop")
+    d.disconnect()
+    wait_until(lambda: sandbox.commands.get(d.pid).readers == 0, 60, "the handle to be let go")
+    sandbox.commands.send_stdin(d.pid, "go\n")
+    info = sandbox.commands.wait(d.pid, timeout=60)
+    assert info.state == "exited" and info.output == "drop"
+    handle = sandbox.commands.connect(d.pid)
+    late = handle.wait(timeout=60)
+    assert late.stdout.endswith("\nlast\n") and len(late.stdout_bytes) <= 64 * 1024
+    assert handle.dropped + len(late.stdout_bytes) == 3000000 + len("\nlast\n"), handle.dropped
+
+
 def test_a_foreground_command_survives_suspend_and_resume(sandbox, wait_until):
     seen, result = [], {}
 

@@ -11,7 +11,7 @@
 #   UNIT_LIBS_<test>  the libraries they need (cmocka is added for every test)
 
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
-              daemon/api/test_api daemon/core/test_state daemon/core/test_isolation daemon/driver/test_oci \
+              daemon/api/test_api daemon/core/test_state daemon/core/test_proc daemon/core/test_isolation daemon/driver/test_oci \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
               agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host \
@@ -41,6 +41,10 @@ UNIT_test_state      := daemon/core/state.c
 UNIT_LIBS_test_state :=
 
 # the kinds and their drivers, with stand-in drivers of its own
+# process records: the output kept for a process's next reader
+UNIT_test_proc      := daemon/core/proc.c daemon/base/clock.c lib/buf.c lib/frame.c
+UNIT_LIBS_test_proc := -ljansson
+
 UNIT_test_isolation      := daemon/core/isolation.c daemon/base/err.c daemon/base/log.c
 UNIT_LIBS_test_isolation := -ljansson -lpthread
 

@@ -1,14 +1,16 @@
 """Following the output of one process, across broken streams.
 
-ProcessOutput yields ("stdout", bytes), ("stderr", bytes) and finally
-("exit", info) for one process of a sandbox. It starts from an exec stream
+ProcessOutput yields ("stdout", bytes), ("stderr", bytes), ("dropped", n: output
+bytes of a "drop" process this reader missed) and finally ("exit", info) for
+one process of a sandbox. It starts from an exec stream
 already open (a foreground command) or attaches with
 GET .../processes/{pid}/output, and when the stream ends without an exit
 event (the daemon restarted, the agent reconnected, the connection broke) it
 attaches again: the daemon keeps output nobody has read, so nothing is lost
-or repeated. It stops for good when the exit arrives, when another reader
-takes the output over (the daemon allows one reader a process), when the
-sandbox or the process is gone, or when close() is called from any thread.
+or repeated (under the "drop" output policy, the daemon keeps only the last
+of it). It stops for good when the exit arrives, when the sandbox or the
+process is gone, or when close() is called from any thread. Other readers of
+the same process get the same output beside it.
 
 Follower runs a ProcessOutput in a daemon thread and hands each event to a
 callable: the machinery of background commands and code contexts.
@@ -86,6 +88,8 @@ class ProcessOutput:
                     if kind in ("stdout", "stderr"):
                         failing_since, delay = None, REATTACH_BACKOFF[0]
                         yield kind, event_bytes(ev)
+                    elif kind == "dropped":
+                        yield kind, int(ev.get("bytes") or 0)
                     elif kind == "exit":
                         yield "exit", ev
                         return

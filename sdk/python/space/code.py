@@ -16,8 +16,9 @@ KeyboardInterrupt and the namespace is kept.
 
 A context is found again by name from another client (its command line
 carries the name and the marker token), so `Sandbox.connect(id).run_code()`
-reaches the same interpreter. One client should use a context at a time: a
-new reader takes the output over from the previous one.
+reaches the same interpreter. Each client reading a context gets all of its
+output; cells are told apart by their ids, but one client should use a context
+at a time (their cells share one interpreter).
 """
 
 import codecs

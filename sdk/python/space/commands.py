@@ -66,6 +66,8 @@ class ProcessInfo:
         state: "running" or "exited".
         exit_code, signal: how it ended (None while it runs).
         started_at: when it started (RFC 3339 string, UTC).
+        output: its output policy, "block" or "drop" (see commands.run).
+        readers: how many clients read its output now.
     """
 
     def __init__(self, d):
@@ -75,6 +77,8 @@ class ProcessInfo:
         self.exit_code = d.get("exit_code")
         self.signal = d.get("signal")
         self.started_at = d.get("started_at")
+        self.output = d.get("output")
+        self.readers = d.get("readers")
 
     def __repr__(self):
         return "ProcessInfo(pid=%r, state=%r, cmd=%r)" % (self.pid, self.state, _clip(self.cmd))
@@ -92,7 +96,10 @@ def _to_bytes(data):
     raise TypeError("expected str or bytes, not %s" % type(data).__name__)
 
 
-def _process_body(cmd, env, cwd, user, timeout):
+OUTPUT_POLICIES = ("block", "drop")
+
+
+def _process_body(cmd, env, cwd, user, timeout, output=None):
     """The body of a process start from what commands.run and pty.create take; checks them."""
     if not isinstance(cmd, str) and not (isinstance(cmd, (list, tuple)) and cmd
                                          and all(isinstance(a, str) for a in cmd)):
@@ -108,6 +115,10 @@ def _process_body(cmd, env, cwd, user, timeout):
         if timeout <= 0:
             raise errors.InvalidArgumentError("timeout must be positive (None for no timeout)")
         body["timeout"] = timeout
+    if output is not None:
+        if output not in OUTPUT_POLICIES:
+            raise errors.InvalidArgumentError("output must be \"block\" or \"drop\"")
+        body["output"] = output
     return body
 
 
@@ -155,7 +166,7 @@ class Commands:
         return "/v1/sandboxes/%s/processes%s" % (self._sb.id, rest)
 
     def run(self, cmd, background=False, env=None, cwd=None, user=None, timeout=None, stdin=None,
-            on_stdout=None, on_stderr=None, request_timeout=None):
+            on_stdout=None, on_stderr=None, request_timeout=None, output=None):
         """Runs a command; waits for it, or with background=True returns a handle at once.
 
         Args:
@@ -171,6 +182,10 @@ class Commands:
                 for ``handle.send_stdin()``.
             on_stdout, on_stderr: called with each piece of text as it is produced.
             request_timeout: seconds to wait for the daemon to start the command.
+            output: what happens to output nobody reads: "block" (the daemon's
+                default) holds the command back until it is read; "drop" never
+                does: it is discarded but for its last 64 KiB, and a handle that
+                joins later gets that.
 
         Returns:
             a CommandResult (foreground) or a CommandHandle (background).
@@ -181,7 +196,7 @@ class Commands:
             ExecFailedError: an argv command could not be started.
             SandboxNotFound, ConflictError, AuthError, SpaceError.
         """
-        body = _process_body(cmd, env, cwd, user, timeout)
+        body = _process_body(cmd, env, cwd, user, timeout, output)
         data = None if stdin is None else _to_bytes(stdin)
         # Inline stdin goes with the request; larger stdin, and any stdin of a background
         # command (the daemon ignores inline stdin on POST /processes), goes through the
@@ -270,8 +285,8 @@ class Commands:
     def connect(self, pid, on_stdout=None, on_stderr=None):
         """A CommandHandle for a process started earlier (by this client or another).
 
-        The handle follows the process's output from what nobody has read yet;
-        it takes the output over from any other reader.
+        The handle follows the process's output from what nobody has read yet
+        (when nobody was reading it), beside any other reader: each gets all of it.
         """
         self.get(pid)
         return CommandHandle(self._sb, pid, on_stdout, on_stderr)
@@ -325,6 +340,7 @@ class CommandHandle:
     """
 
     def __init__(self, sandbox, pid, on_stdout=None, on_stderr=None):
+        self._dropped = 0
         self._sb = sandbox
         self.pid = pid
         self._col = _Collector(on_stdout, on_stderr)
@@ -335,13 +351,17 @@ class CommandHandle:
         self._callback_error = None
         out = ProcessOutput(sandbox._transport, sandbox.id, pid)
         self._follower = Follower(out, self._on_event, "space-cmd-%s-%d" % (sandbox.id, pid)).start()
-        # from here on the output comes to this handle (taken over from any earlier reader)
+        # from here on the output comes to this handle too
         self._follower.wait_attached(sandbox._transport.request_timeout)
 
     def __repr__(self):
         return "CommandHandle(sandbox=%r, pid=%r, exit_code=%r)" % (self._sb.id, self.pid, self.exit_code)
 
     def _on_event(self, kind, payload):
+        if kind == "dropped":
+            with self._lock:
+                self._dropped += payload
+            return
         if kind in ("stdout", "stderr"):
             with self._lock:
                 try:
@@ -359,6 +379,13 @@ class CommandHandle:
             else:
                 self._error = payload
         self._done.set()
+
+    @property
+    def dropped(self):
+        """Output bytes this handle missed: a "drop" command's, printed while nobody read it
+        (beyond what the daemon keeps) or while this handle read too slowly. 0 under "block"."""
+        with self._lock:
+            return self._dropped
 
     @property
     def stdout(self):
