@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -173,6 +174,12 @@ static int exec_parse(const struct frame *f, struct exec_args *x)
 	return 0;
 }
 
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* Starts the process; on failure answers A_ERROR itself. */
 static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
 {
@@ -205,7 +212,9 @@ static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
 		.argv = (char *const *)x->argv,
 		.argc = x->argc,
 		.envp = envp,
-		.cwd = *x->cwd ? x->cwd : WORKDIR,
+		/* no folder asked: a user named (other than root) starts in its home, as login does,
+		 * when it has one (nobody's is /nonexistent) */
+		.cwd = *x->cwd ? x->cwd : x->uid == UID_BY_NAME && is_dir(ui.home) ? ui.home : WORKDIR,
 		.user = &ui,
 		.want_stdin = x->flags & SP_EXEC_STDIN,
 		.pty = x->flags & SP_EXEC_PTY,
