@@ -64,6 +64,10 @@ const char *fsuser_path(const struct fsuser *fu, const char *path, char *buf, si
 		return path;
 	if (!fu->set)
 		return NULL;
+	while (path[0] == '.' && path[1] == '/')
+		path += 2; /* "./x" is x */
+	if (strcmp(path, ".") == 0)
+		path = "";
 	const char *home = fu->u.home;
 	bool slash = home[strlen(home) - 1] == '/';
 	int n = *path ? snprintf(buf, size, "%s%s%s", home, slash ? "" : "/", path) : snprintf(buf, size, "%s", home);

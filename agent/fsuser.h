@@ -40,8 +40,8 @@ void fsuser_leave(const struct fsuser *fu);
 
 /*
  * The absolute path a request means: path itself when absolute; with a user, path taken
- * from the user's home; else NULL (a relative path without a user is refused). Writes
- * into buf (size bytes) when it joins; NULL when the result would not fit.
+ * from the user's home ("." and leading "./" dropped); else NULL (a relative path without a
+ * user is refused). Writes into buf (size bytes) when it joins; NULL when it would not fit.
  */
 const char *fsuser_path(const struct fsuser *fu, const char *path, char *buf, size_t size);
 
