@@ -247,6 +247,13 @@ def test_an_unknown_or_malformed_user_is_a_clear_400(api, sandbox):
     assert status == 400, body
 
 
+def test_the_default_template_has_the_user_account(api, sandbox):
+    r = api.exec(sandbox, ["sh", "-c", "getent passwd user; id user; stat -c '%U:%G %a' /home/user"])
+    assert r["stdout"] == ("user:x:1000:1000::/home/user:/bin/bash\n"
+                           "uid=1000(user) gid=1000(user) groups=1000(user)\nuser:user 755\n"), r
+    assert api.exec(sandbox, ["stat", "-c", "%U %a", "/work"])["stdout"] == "root 755\n"
+
+
 def test_a_command_with_a_user_and_no_cwd_starts_in_its_home(api, sandbox):
     r = api.exec(sandbox, ["sh", "-c", "id -un; pwd"], user="user")
     assert r["stdout"] == "user\n/home/user\n"
