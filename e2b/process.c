@@ -316,14 +316,15 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 	}
 	if (envs)
 		json_object_set(c->ask, "env", (json_t *)envs);
-	char cwd_abs[4200];
-	if (cwd && *cwd) { /* relative to the default working folder */
-		snprintf(cwd_abs, sizeof(cwd_abs), "%s%s", cwd[0] == '/' ? "" : "/work/", cwd);
-		json_object_set_new(c->ask, "cwd", json_string(cwd_abs));
-	}
 	char user[GW_USER_MAX + 1];
 	if (gw_user(r, user, sizeof(user)))
 		json_object_set_new(c->ask, "user", json_string(user));
+	char cwd_abs[4200];
+	if (cwd && *cwd) { /* relative to the default working folder, or with a user to its home */
+		bool as_is = cwd[0] == '/' || json_object_get(c->ask, "user");
+		snprintf(cwd_abs, sizeof(cwd_abs), "%s%s", as_is ? "" : "/work/", cwd);
+		json_object_set_new(c->ask, "cwd", json_string(cwd_abs));
+	}
 	long t = timeout_header(r);
 	if (t > 0)
 		json_object_set_new(c->ask, "timeout", json_integer(t));

@@ -120,6 +120,7 @@ test('as user `user`: files are its own, relative paths start at its home, and i
   await assert.rejects(sb.files.getInfo('/tmp', { user: 'no-such-user' }), e2b.InvalidArgumentError)
   // a command as user starts in its home
   assert.equal((await sb.commands.run('id -un; pwd', as)).stdout, 'user\n/home/user\n')
+  assert.equal((await sb.commands.run('pwd', { ...as, cwd: 'made' })).stdout, '/home/user/made\n')
 })
 
 test('the sandbox plane wants the sandbox\'s own access token; a sandbox that is gone is 502', async () => {

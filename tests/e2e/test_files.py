@@ -254,8 +254,14 @@ def test_the_default_template_has_the_user_account(api, sandbox):
     assert api.exec(sandbox, ["stat", "-c", "%U %a", "/work"])["stdout"] == "root 755\n"
 
 
-def test_a_command_with_a_user_and_no_cwd_starts_in_its_home(api, sandbox):
+def test_a_command_with_a_user_starts_in_its_home(api, sandbox):
     r = api.exec(sandbox, ["sh", "-c", "id -un; pwd"], user="user")
     assert r["stdout"] == "user\n/home/user\n"
     assert api.exec(sandbox, ["pwd"])["stdout"] == "/work\n"
     assert api.exec(sandbox, ["pwd"], user="user", cwd="/tmp")["stdout"] == "/tmp\n"
+    # a relative cwd starts at the user's home, or at /work without a user
+    api.exec(sandbox, ["mkdir", "-p", "/home/user/sub", "/work/sub"])
+    assert api.exec(sandbox, ["pwd"], user="user", cwd="sub")["stdout"] == "/home/user/sub\n"
+    assert api.exec(sandbox, ["pwd"], cwd="sub")["stdout"] == "/work/sub\n"
+    # nobody's home does not exist: it starts in /work
+    assert api.exec(sandbox, ["pwd"], user="nobody")["stdout"] == "/work\n"
