@@ -22,6 +22,7 @@
 #include "conn.h"
 #include "oom.h"
 #include "proc.h"
+#include "user.h"
 #include "xfer.h"
 
 /* Upper bound of descriptors one loop iteration polls. */
@@ -39,6 +40,7 @@ struct agent {
 	struct proc_table procs;
 	struct xfer_table xfers;
 	struct oom oom;
+	struct user_names names; /* owner and group names of file entries */
 };
 
 /*

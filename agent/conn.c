@@ -262,10 +262,13 @@ static int push_first(struct conn *c, uint8_t type, const void *payload, size_t 
 static int begin_connection(struct agent *a, const uint64_t *nonce)
 {
 	struct conn *c = &a->conn;
-	uint8_t hello[sizeof(struct sp_hello)];
+	uint8_t hello[sizeof(struct sp_hello) + sizeof(struct sp_hello_ext)];
+	uint8_t *ext = hello + sizeof(struct sp_hello);
 	frame_put_u32(hello + offsetof(struct sp_hello, version), SP_PROTO_VERSION);
 	frame_put_u32(hello + offsetof(struct sp_hello, max_pid), proc_max_pid(a));
 	frame_put_u64(hello + offsetof(struct sp_hello, boot_id), a->boot_id);
+	frame_put_u32(ext + offsetof(struct sp_hello_ext, features), SP_FEATURE_FILE_USER);
+	frame_put_u32(ext + offsetof(struct sp_hello_ext, rsvd), 0);
 	if (push_first(c, SP_A_HELLO, hello, sizeof(hello)) < 0)
 		return -ENOMEM;
 	if (nonce) {

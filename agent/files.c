@@ -6,12 +6,14 @@
  * Each handler reads its path with frame_str, runs the system calls inline
  * (they are quick, except sync(2), which is the point of H_SYNC) and answers
  * A_OK / A_STAT, or A_ERROR with the errno and "<op> <path>: <reason>".
- * Paths must be absolute: the agent's own working directory is no business
- * of the host's.
+ * Paths must be absolute, or relative to the home of the user the request
+ * names (fsuser.h): the agent's own working directory is no business of the
+ * host's. A request that names a user runs its system calls as that user.
  */
 #include "files.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -20,22 +22,34 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "fsuser.h"
 
 #define REMOVE_MAX_FDS 32 /* directory fds nftw may hold open */
 
-const char *files_path_arg(const struct frame *f, size_t *off)
+int files_args(struct agent *a, const struct frame *f, size_t off, struct files_req *r, int npaths)
 {
-	return frame_str(f, off);
-}
-
-/* Answers EINVAL and returns false for a path the agent refuses. */
-static bool path_ok(struct agent *a, uint32_t tag, const char *path)
-{
-	if (path[0] == '/' && strlen(path) < PATH_MAX)
-		return true;
-	conn_send_error(a, tag, EINVAL, "path must be absolute and shorter than %d bytes: %s",
-			PATH_MAX, path);
-	return false;
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < npaths; i++)
+		if (!(r->given[i] = frame_str(f, &off)))
+			return -EPROTO;
+	const char *spec = off < f->len ? (const char *)f->payload + off : "";
+	int err = fsuser_arg(f, &off, &r->user);
+	if (err == -EPROTO)
+		return err;
+	if (err < 0)
+		return conn_send_error(a, f->chan, EINVAL, "user %s: %s", spec,
+				       err == -ENOENT ? "no such user in the sandbox's /etc/passwd"
+				       : err == -EINVAL ? "ids are numbers below 4294967295"
+							: strerror(-err)) < 0 ? -ENOMEM : 0;
+	for (int i = 0; i < npaths; i++) {
+		const char *given = r->given[i];
+		r->path[i] = strlen(given) < PATH_MAX ? fsuser_path(&r->user, given, r->buf[i], PATH_MAX) : NULL;
+		if (!r->path[i])
+			return conn_send_error(a, f->chan, EINVAL,
+					       "path must be absolute (or relative with a user) and shorter than %d bytes: %s",
+					       PATH_MAX, given) < 0 ? -ENOMEM : 0;
+	}
+	return 1;
 }
 
 const char *files_basename(const char *path, char *buf, size_t size)
@@ -67,16 +81,44 @@ static uint32_t stat_type(mode_t m)
 	return SP_TYPE_OTHER;
 }
 
-int files_send_stat(struct agent *a, uint32_t chan, const struct stat *st, const char *name)
+int files_send_stat(struct agent *a, uint32_t chan, const struct stat *st, const char *name, int dirfd,
+		    const char *rel, const char *path)
 {
-	uint8_t b[sizeof(struct sp_stat)];
+	char target[PATH_MAX + 1] = "";
+	if (S_ISLNK(st->st_mode)) {
+		ssize_t n = readlinkat(dirfd, rel, target, PATH_MAX);
+		target[n > 0 ? n : 0] = '\0';
+	}
+	const char *owner = user_name_of(&a->names, st->st_uid);
+	size_t lo = strlen(owner) + 1;
+	char group[USER_NAME_MAX];
+	snprintf(group, sizeof(group), "%s", user_group_name_of(&a->names, st->st_gid));
+	size_t ln = strlen(name) + 1, lg = strlen(group) + 1, lt = strlen(target) + 1, lp = strlen(path) + 1;
+	size_t len = sizeof(struct sp_stat) + ln + sizeof(struct sp_stat_ext) + lo + lg + lt + lp;
+	if (len > SP_MAX_PAYLOAD)
+		return -ENAMETOOLONG; /* never: names and paths are bounded far below */
+	struct outframe *o = conn_frame_alloc(len);
+	if (!o)
+		return -ENOMEM;
+	uint8_t *b = conn_frame_payload(o);
 	frame_put_u64(b + offsetof(struct sp_stat, size), (uint64_t)st->st_size);
-	frame_put_u64(b + offsetof(struct sp_stat, mtime), (uint64_t)(int64_t)st->st_mtime);
+	frame_put_u64(b + offsetof(struct sp_stat, mtime), (uint64_t)(int64_t)st->st_mtim.tv_sec);
 	frame_put_u32(b + offsetof(struct sp_stat, mode), st->st_mode & 07777);
 	frame_put_u32(b + offsetof(struct sp_stat, type), stat_type(st->st_mode));
 	frame_put_u32(b + offsetof(struct sp_stat, uid), st->st_uid);
 	frame_put_u32(b + offsetof(struct sp_stat, gid), st->st_gid);
-	return conn_send(a, SP_A_STAT, chan, b, sizeof(b), name);
+	uint8_t *p = b + sizeof(struct sp_stat);
+	memcpy(p, name, ln);
+	p += ln;
+	frame_put_u32(p + offsetof(struct sp_stat_ext, mtime_nsec), (uint32_t)st->st_mtim.tv_nsec);
+	frame_put_u32(p + offsetof(struct sp_stat_ext, rsvd), 0);
+	p += sizeof(struct sp_stat_ext);
+	memcpy(p, owner, lo);
+	memcpy(p + lo, group, lg);
+	memcpy(p + lo + lg, target, lt);
+	memcpy(p + lo + lg + lt, path, lp);
+	conn_frame_queue(a, o, SP_A_STAT, chan, len, NULL);
+	return 0;
 }
 
 int files_mkdir_p(const char *path, mode_t mode)
@@ -117,32 +159,37 @@ int files_mkdir_p(const char *path, mode_t mode)
 
 int files_stat(struct agent *a, const struct frame *f)
 {
-	size_t off = 0;
-	const char *path = files_path_arg(f, &off);
+	struct files_req r;
 	char name[NAME_MAX + 1];
 	struct stat st;
-	if (!path)
-		return -EPROTO;
-	if (!path_ok(a, f->chan, path))
-		return 0;
-	if (lstat(path, &st) < 0)
-		return conn_send_error(a, f->chan, errno, "stat %s: %s", path, strerror(errno));
-	return files_send_stat(a, f->chan, &st, files_basename(path, name, sizeof(name)));
+	int rc = files_args(a, f, 0, &r, 1);
+	if (rc <= 0)
+		return rc;
+	const char *path = r.path[0];
+	int err = fsuser_enter(&r.user);
+	if (err == 0 && lstat(path, &st) < 0)
+		err = -errno;
+	fsuser_leave(&r.user);
+	if (err < 0)
+		return conn_send_error(a, f->chan, -err, "stat %s: %s", path, strerror(-err));
+	return files_send_stat(a, f->chan, &st, files_basename(path, name, sizeof(name)), AT_FDCWD, path, path);
 }
 
 int files_mkdir(struct agent *a, const struct frame *f)
 {
-	size_t off = sizeof(struct sp_mode);
 	uint32_t mode = frame_get_u32(f->payload + offsetof(struct sp_mode, mode)) & 07777;
-	const char *path = files_path_arg(f, &off);
-	if (!path)
-		return -EPROTO;
-	if (!path_ok(a, f->chan, path))
-		return 0;
-	int err = files_mkdir_p(path, mode ? mode : 0755);
+	struct files_req r;
+	int rc = files_args(a, f, sizeof(struct sp_mode), &r, 1);
+	if (rc <= 0)
+		return rc;
+	const char *path = r.path[0];
+	int err = fsuser_enter(&r.user);
+	if (err == 0)
+		err = files_mkdir_p(path, mode ? mode : 0755);
+	fsuser_leave(&r.user);
 	if (err < 0)
 		return conn_send_error(a, f->chan, -err, "mkdir %s: %s", path, strerror(-err));
-	return conn_send(a, SP_A_OK, f->chan, NULL, 0, NULL);
+	return conn_send(a, SP_A_OK, f->chan, NULL, 0, path);
 }
 
 /* nftw has no user pointer: the first error of a removal is kept here, and
@@ -159,17 +206,12 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
 	return 0;
 }
 
-int files_remove(struct agent *a, const struct frame *f)
+/* Removes path (a whole tree for a directory); returns 0 or -errno. */
+static int remove_path(const char *path)
 {
-	size_t off = 0;
-	const char *path = files_path_arg(f, &off);
 	struct stat st;
-	if (!path)
-		return -EPROTO;
-	if (!path_ok(a, f->chan, path))
-		return 0;
 	if (lstat(path, &st) < 0)
-		return conn_send_error(a, f->chan, errno, "remove %s: %s", path, strerror(errno));
+		return -errno;
 	remove_errno = 0;
 	if (!S_ISDIR(st.st_mode)) {
 		if (unlink(path) < 0)
@@ -178,6 +220,21 @@ int files_remove(struct agent *a, const struct frame *f)
 		   !remove_errno) {
 		remove_errno = errno;
 	}
+	return -remove_errno;
+}
+
+int files_remove(struct agent *a, const struct frame *f)
+{
+	struct files_req r;
+	int rc = files_args(a, f, 0, &r, 1);
+	if (rc <= 0)
+		return rc;
+	const char *path = r.path[0];
+	int err = fsuser_enter(&r.user);
+	if (err == 0)
+		err = remove_path(path);
+	fsuser_leave(&r.user);
+	remove_errno = -err;
 	if (remove_errno)
 		return conn_send_error(a, f->chan, remove_errno, "remove %s: %s", path,
 				       strerror(remove_errno));
@@ -186,16 +243,17 @@ int files_remove(struct agent *a, const struct frame *f)
 
 int files_rename(struct agent *a, const struct frame *f)
 {
-	size_t off = 0;
-	const char *from = frame_str(f, &off);
-	const char *to = frame_str(f, &off);
-	if (!from || !to)
-		return -EPROTO;
-	if (!path_ok(a, f->chan, from) || !path_ok(a, f->chan, to))
-		return 0;
-	if (rename(from, to) < 0)
-		return conn_send_error(a, f->chan, errno, "rename %s to %s: %s", from, to,
-				       strerror(errno));
+	struct files_req r;
+	int rc = files_args(a, f, 0, &r, 2);
+	if (rc <= 0)
+		return rc;
+	const char *from = r.path[0], *to = r.path[1];
+	int err = fsuser_enter(&r.user);
+	if (err == 0 && rename(from, to) < 0)
+		err = -errno;
+	fsuser_leave(&r.user);
+	if (err < 0)
+		return conn_send_error(a, f->chan, -err, "rename %s to %s: %s", from, to, strerror(-err));
 	return conn_send(a, SP_A_OK, f->chan, NULL, 0, NULL);
 }
 

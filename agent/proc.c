@@ -21,7 +21,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -173,12 +175,32 @@ static int exec_parse(const struct frame *f, struct exec_args *x)
 	return 0;
 }
 
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Where a process starts: cwd as asked when absolute; else, for a user named (other than root),
+ * in its home as login does when it has one (nobody's is /nonexistent), else in WORKDIR, with a
+ * relative cwd taken from there; NULL when that does not fit in n bytes. */
+static const char *exec_cwd(const struct exec_args *x, const struct user_info *ui, char *buf, size_t n)
+{
+	if (x->cwd[0] == '/')
+		return x->cwd;
+	const char *base = x->uid == UID_BY_NAME && is_dir(ui->home) ? ui->home : WORKDIR;
+	if (!*x->cwd)
+		return base;
+	bool slash = base[strlen(base) - 1] == '/';
+	return snprintf(buf, n, "%s%s%s", base, slash ? "" : "/", x->cwd) < (int)n ? buf : NULL;
+}
+
 /* Starts the process; on failure answers A_ERROR itself. */
 static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
 {
 	struct user_info ui;
 	char **envp = NULL, *strings = NULL, *cmdline = NULL;
-	char msg[512];
+	char msg[512], cwdbuf[PATH_MAX];
 	int err;
 
 	struct proc *p = proc_free_slot(a);
@@ -193,6 +215,9 @@ static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
 	} else {
 		user_by_id(x->uid, x->gid, &ui);
 	}
+	const char *cwd = exec_cwd(x, &ui, cwdbuf, sizeof(cwdbuf));
+	if (!cwd)
+		return conn_send_error(a, tag, ENAMETOOLONG, "cwd %s: %s", x->cwd, strerror(ENAMETOOLONG));
 	err = spawn_env(environ, x->env, x->envc, ui.home, &envp, &strings);
 	cmdline = join_cmdline(x->argv, x->argc);
 	if (err < 0 || !cmdline) {
@@ -205,7 +230,7 @@ static int exec_start(struct agent *a, uint32_t tag, const struct exec_args *x)
 		.argv = (char *const *)x->argv,
 		.argc = x->argc,
 		.envp = envp,
-		.cwd = *x->cwd ? x->cwd : WORKDIR,
+		.cwd = cwd,
 		.user = &ui,
 		.want_stdin = x->flags & SP_EXEC_STDIN,
 		.pty = x->flags & SP_EXEC_PTY,

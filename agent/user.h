@@ -13,6 +13,8 @@
 #define SPACE_AGENT_USER_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 
 /* Groups a command runs with, the primary one included: USER_MAX_GROUPS - 1
@@ -41,9 +43,42 @@ int user_by_name(const char *name, struct user_info *u);
  * groups. The caller's gid is the primary one either way. Returns 0. */
 int user_by_id(uid_t uid, gid_t gid, struct user_info *u);
 
+/* Looks up the user a file request names (proto/agent.h, SP_FEATURE_FILE_USER): a name, "UID"
+ * (its entry gives the gid, home and groups) or "UID:GID" (as user_by_id). Returns 0, -ENOENT
+ * when the name or uid has no entry, -EINVAL for ids that are not numbers below 2^32 - 1, or
+ * -errno when /etc/passwd cannot be read. */
+int user_by_spec(const char *spec, struct user_info *u);
+
+/* Names of ids for file entries: the last USER_NAME_CACHE lookups of each file are kept, and
+ * forgotten as soon as the file changes (its inode, size or mtime), so an account added in the
+ * sandbox shows at once while a listing of many files reads the file once. */
+#define USER_NAME_CACHE 16u
+
+struct user_name_cache {
+	struct {
+		uint32_t id;
+		char name[USER_NAME_MAX]; /* "" when the id has no entry */
+	} slot[USER_NAME_CACHE];
+	unsigned n, next;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+struct user_names {
+	struct user_name_cache users, groups;
+};
+
+/* The name of uid in /etc/passwd, of gid in /etc/group: "" when there is none (or the file
+ * cannot be read). The string lives in the cache until the next lookup. */
+const char *user_name_of(struct user_names *names, uid_t uid);
+const char *user_group_name_of(struct user_names *names, gid_t gid);
+
 /* The same lookups in the given files instead of /etc/passwd and /etc/group
  * (the tests and the fuzzer use them). */
 int user_by_name_in(const char *passwd_path, const char *group_path, const char *name, struct user_info *u);
 int user_by_id_in(const char *passwd_path, const char *group_path, uid_t uid, gid_t gid, struct user_info *u);
+int user_by_spec_in(const char *passwd_path, const char *group_path, const char *spec, struct user_info *u);
+const char *user_id_name_in(struct user_name_cache *c, const char *path, uint32_t id);
 
 #endif

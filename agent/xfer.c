@@ -83,6 +83,7 @@ static void xfer_free(struct xfer *x)
 	free(x->names);
 	free(x->tmp);
 	free(x->target);
+	free(x->dir);
 	*x = (struct xfer){ .kind = XFER_FREE, .fd = -1 };
 }
 
@@ -93,34 +94,26 @@ void xfer_abandon_all(struct agent *a)
 			xfer_free(&a->xfers.slots[i]);
 }
 
-static bool abs_path(struct agent *a, uint32_t tag, const char *path)
-{
-	if (path[0] == '/' && strlen(path) < PATH_MAX)
-		return true;
-	conn_send_error(a, tag, EINVAL, "path must be absolute and shorter than %d bytes: %s",
-			PATH_MAX, path);
-	return false;
-}
-
 /* ---- download ---- */
 
 int xfer_fread(struct agent *a, const struct frame *f)
 {
-	size_t off = 0;
-	const char *path = files_path_arg(f, &off);
+	struct files_req r;
 	char name[NAME_MAX + 1];
 	struct stat st;
-	if (!path)
-		return -EPROTO;
-	if (!abs_path(a, f->chan, path))
-		return 0;
+	int rc = files_args(a, f, 0, &r, 1);
+	if (rc <= 0)
+		return rc;
+	const char *path = r.path[0];
 	struct xfer *x = xfer_new(a, f->chan);
 	if (!x)
 		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return conn_send_error(a, f->chan, errno, "open %s: %s", path, strerror(errno));
-	int err = 0;
+	int fd = -1, err = fsuser_enter(&r.user);
+	if (err == 0 && (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
+		err = -errno;
+	fsuser_leave(&r.user);
+	if (err < 0)
+		return conn_send_error(a, f->chan, -err, "open %s: %s", path, strerror(-err));
 	if (fstat(fd, &st) < 0)
 		err = errno;
 	else if (S_ISDIR(st.st_mode))
@@ -135,7 +128,7 @@ int xfer_fread(struct agent *a, const struct frame *f)
 	x->kind = XFER_READ;
 	x->fd = fd;
 	x->credit = SP_WINDOW;
-	return files_send_stat(a, f->chan, &st, files_basename(path, name, sizeof(name)));
+	return files_send_stat(a, f->chan, &st, files_basename(path, name, sizeof(name)), AT_FDCWD, path, path);
 }
 
 /* True when the file has no byte at the current offset (probed, not consumed). */
@@ -236,25 +229,28 @@ static int upload_open(struct xfer *x, const char *path, uint32_t flags)
 
 int xfer_fwrite(struct agent *a, const struct frame *f)
 {
-	size_t off = sizeof(struct sp_fwrite);
 	uint32_t mode = frame_get_u32(f->payload + offsetof(struct sp_fwrite, mode)) & 07777;
 	uint32_t flags = frame_get_u32(f->payload + offsetof(struct sp_fwrite, flags));
-	const char *path = files_path_arg(f, &off);
-	if (!path)
-		return -EPROTO;
-	if (!abs_path(a, f->chan, path))
-		return 0;
+	struct files_req r;
+	int rc = files_args(a, f, sizeof(struct sp_fwrite), &r, 1);
+	if (rc <= 0)
+		return rc;
+	const char *path = r.path[0];
 	struct xfer *x = xfer_new(a, f->chan);
 	if (!x)
 		return 0;
 	x->kind = XFER_WRITE;
 	x->mode = mode ? mode : 0644;
-	int err = upload_open(x, path, flags);
+	x->user = r.user;
+	int err = fsuser_enter(&x->user);
+	if (err == 0)
+		err = upload_open(x, path, flags);
+	fsuser_leave(&x->user);
 	if (err < 0) {
 		xfer_free(x);
 		return conn_send_error(a, f->chan, -err, "write %s: %s", path, strerror(-err));
 	}
-	return conn_send(a, SP_A_OK, f->chan, NULL, 0, NULL);
+	return conn_send(a, SP_A_OK, f->chan, NULL, 0, path);
 }
 
 /* Fails an upload: A_ERROR, temporary file removed. */
@@ -295,8 +291,12 @@ int xfer_end(struct agent *a, const struct frame *f)
 	if (close(fd) < 0)
 		return upload_fail(a, x, "write", errno);
 	if (x->tmp) {
-		if (rename(x->tmp, x->target) < 0)
-			return upload_fail(a, x, "rename into", errno);
+		int err = fsuser_enter(&x->user);
+		if (err == 0 && rename(x->tmp, x->target) < 0)
+			err = -errno;
+		fsuser_leave(&x->user);
+		if (err < 0)
+			return upload_fail(a, x, "rename into", -err);
 		free(x->tmp);
 		x->tmp = NULL;
 	}
@@ -369,18 +369,22 @@ static int list_read(struct xfer *x)
 
 int xfer_list(struct agent *a, const struct frame *f)
 {
-	size_t off = 0;
-	const char *path = files_path_arg(f, &off);
-	if (!path)
-		return -EPROTO;
-	if (!abs_path(a, f->chan, path))
-		return 0;
+	struct files_req r;
+	int rc = files_args(a, f, 0, &r, 1);
+	if (rc <= 0)
+		return rc;
+	const char *path = r.path[0];
 	struct xfer *x = xfer_new(a, f->chan);
 	if (!x)
 		return 0;
 	x->kind = XFER_LIST;
-	x->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int err = x->fd < 0 ? -errno : list_read(x);
+	x->user = r.user;
+	int err = (x->dir = strdup(path)) ? fsuser_enter(&x->user) : -ENOMEM;
+	if (err == 0) {
+		x->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		err = x->fd < 0 ? -errno : list_read(x);
+	}
+	fsuser_leave(&x->user);
 	if (err < 0) {
 		xfer_free(x);
 		return conn_send_error(a, f->chan, -err, "list %s: %s", path, strerror(-err));
@@ -392,9 +396,19 @@ static void list_step(struct agent *a, struct xfer *x)
 {
 	for (unsigned k = 0; k < AGENT_LIST_BATCH && x->next < x->nnames && conn_has_room(a); k++) {
 		const char *name = x->names[x->next++];
+		char path[PATH_MAX];
 		struct stat st;
-		if (fstatat(x->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			files_send_stat(a, x->tag, &st, name);
+		int dl = (int)strlen(x->dir);
+		while (dl > 0 && x->dir[dl - 1] == '/')
+			dl--; /* "/" and "/tmp/" as "" and "/tmp" */
+		if (snprintf(path, sizeof(path), "%.*s/%s", dl, x->dir, name) >= (int)sizeof(path))
+			continue; /* a name that makes no path: as if gone */
+		int err = fsuser_enter(&x->user);
+		if (err == 0 && fstatat(x->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			err = -errno;
+		fsuser_leave(&x->user);
+		if (err == 0)
+			files_send_stat(a, x->tag, &st, name, x->fd, name, path);
 	}
 	if (x->next == x->nnames) {
 		conn_send(a, SP_A_END, x->tag, NULL, 0, NULL);

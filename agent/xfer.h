@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "../lib/frame.h"
+#include "fsuser.h"
 
 struct agent;
 
@@ -35,6 +36,8 @@ struct xfer {
 	bool chmod;             /* write: apply mode (new file) */
 	char **names;           /* list: sorted entry names */
 	size_t nnames, next;
+	char *dir;              /* list: the directory's absolute path */
+	struct fsuser user;     /* whom the request acts as (write: the rename, list: each lstat) */
 };
 
 struct xfer_table {

@@ -46,7 +46,8 @@ const char cmd_exec_usage[] =
 	"                       and is restored when space exits\n"
 	"  -d, --detach         start the command in the background, print its pid\n"
 	"  -e, --env K=V        set an environment variable (repeatable)\n"
-	"  -w, --cwd DIR        working directory (default /work)\n"
+	"  -w, --cwd DIR        working directory (default /work, or USER's home;\n"
+	"                       a relative DIR is taken from there)\n"
 	"  -u, --user USER      run as USER (default root)\n"
 	"      --timeout S      kill the command after S seconds (exit status 137)\n"
 	"      --output POLICY  block (default): output nobody reads holds the command\n"
@@ -76,7 +77,8 @@ const char cmd_run_usage[] =
 	"  -e, --env K=V        environment variable (repeatable)\n"
 	"  -l, --label K=V      label (repeatable)\n"
 	"  -i, --interactive    pass our stdin to the command\n"
-	"  -w, --cwd DIR        working directory (default /work)\n"
+	"  -w, --cwd DIR        working directory (default /work, or USER's home;\n"
+	"                       a relative DIR is taken from there)\n"
 	"  -u, --user USER      run as USER (default root)\n"
 	"  -h, --help           show this help\n";
 
@@ -90,7 +92,8 @@ const char cmd_shell_usage[] =
 	"\n"
 	"Options:\n"
 	"  -e, --env K=V        set an environment variable (repeatable)\n"
-	"  -w, --cwd DIR        working directory (default /work)\n"
+	"  -w, --cwd DIR        working directory (default /work, or USER's home;\n"
+	"                       a relative DIR is taken from there)\n"
 	"  -u, --user USER      run as USER (default root)\n"
 	"  -h, --help           show this help\n";
 

@@ -121,6 +121,7 @@ struct proc {
 struct peer {
 	uint64_t boot_id;
 	uint32_t version;           /* the protocol its hello named (SP_PROTO_MIN_VERSION..) */
+	uint32_t features;          /* SP_FEATURE_* its hello named (struct sp_hello_ext), 0: none */
 	bool listing;               /* a process listing on AGENT_TAG_HELLO_PS is outstanding */
 	bool relist;                /* ... and another is wanted once it ends */
 	int64_t ping_ms;            /* when the unanswered ping went out, 0: none */

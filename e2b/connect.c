@@ -153,6 +153,7 @@ const char *connect_code_of(const char *space_code, int status)
 	} map[] = {
 		{ "invalid_argument", "invalid_argument" },
 		{ "not_found", "not_found" },
+		{ "permission_denied", "permission_denied" },
 		{ "conflict", "failed_precondition" },
 		{ "too_large", "resource_exhausted" },
 		{ "exec_failed", "invalid_argument" },

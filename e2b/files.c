@@ -3,8 +3,10 @@
  * /files takes multipart/form-data (multipart.h) and streams each part up to spaced as it
  * arrives, and the filesystem.Filesystem service's unary calls.
  *
- * A relative path is taken from /work, space's default working folder (as a command's cwd).
- * spaced's entries have no owner, group or link target yet: EntryInfo leaves them out.
+ * The E2B user of a request (gw_user) goes with every call to spaced, which does the file
+ * operation as that user. Without one, a relative path is taken from /work, space's default
+ * working folder (as a command's cwd); with one, spaced takes it from the user's home and its
+ * answers name the absolute path.
  */
 #include "e2b/files.h"
 
@@ -23,31 +25,56 @@
 #define WORKDIR "/work"
 #define LIST_MAX_DEPTH 32 /* ListDir's depth, at most */
 
-/* An absolute path for p (relative ones from WORKDIR) into dst; false when too long or empty. */
-static bool abs_path(const char *p, char *dst, size_t n)
+/* Whom a call acts as: the sandbox and the E2B user ("" for none). */
+struct who {
+	const char *sbid;
+	char user[GW_USER_MAX + 1];
+};
+
+static void who_of(struct req *r, const char *sbid, struct who *w)
+{
+	w->sbid = sbid;
+	if (!gw_user(r, w->user, sizeof(w->user)))
+		w->user[0] = '\0';
+}
+
+/* The path spaced gets for p into dst: relative ones from WORKDIR when no user is named (with
+ * one, spaced takes them from its home); false when too long or empty. */
+static bool abs_path(const struct who *w, const char *p, char *dst, size_t n)
 {
 	if (!p || !*p)
 		return false;
-	return (size_t)snprintf(dst, n, "%s%s", p[0] == '/' ? "" : WORKDIR "/", p) < n;
+	return (size_t)snprintf(dst, n, "%s%s", p[0] == '/' || w->user[0] ? "" : WORKDIR "/", p) < n;
 }
 
-/* "/v1/sandboxes/ID<route>?path=<escaped abs>" into dst. */
-static bool path_url(char *dst, size_t n, const char *sbid, const char *route, const char *abs)
+/* "/v1/sandboxes/ID<route>?path=<escaped abs>[&user=<escaped user>]" into dst. */
+static bool path_url(char *dst, size_t n, const struct who *w, const char *route, const char *abs)
 {
-	char *e = client_escape(abs);
-	char rest[8400];
-	bool ok = e && (size_t)snprintf(rest, sizeof(rest), "%s?path=%s", route, e) < sizeof(rest) &&
-		  gw_sandbox_path(dst, n, sbid, rest);
+	char *e = client_escape(abs), *u = w->user[0] ? client_escape(w->user) : NULL;
+	char rest[8800];
+	bool ok = e && (!w->user[0] || u) &&
+		  (size_t)snprintf(rest, sizeof(rest), "%s?path=%s%s%s", route, e, u ? "&user=" : "", u ? u : "") <
+			  sizeof(rest) &&
+		  gw_sandbox_path(dst, n, w->sbid, rest);
 	free(e);
+	free(u);
 	return ok;
 }
 
+/* A JSON body for spaced's mkdir or rename: the pairs given, and the user when there is one. */
+static json_t *body_of(const struct who *w, json_t *body)
+{
+	if (body && w->user[0])
+		json_object_set_new(body, "user", json_string(w->user));
+	return body;
+}
+
 /* spaced's entry of abs (new reference), or NULL with e filled. */
-static json_t *stat_of(struct gw *gw, const char *sbid, const char *abs, struct client_err *e)
+static json_t *stat_of(struct gw *gw, const struct who *w, const char *abs, struct client_err *e)
 {
 	char url[9000];
 	json_t *entry = NULL;
-	if (!path_url(url, sizeof(url), sbid, "/files/stat", abs)) {
+	if (!path_url(url, sizeof(url), w, "/files/stat", abs)) {
 		e->kind = CLIENT_ERR_API;
 		e->status = 400;
 		snprintf(e->code, sizeof(e->code), "invalid_argument");
@@ -79,9 +106,11 @@ static json_t *entry_info(const json_t *en)
 			: strcmp(type, "dir") == 0	 ? "FILE_TYPE_DIRECTORY"
 			: strcmp(type, "symlink") == 0 ? "FILE_TYPE_SYMLINK"
 							 : "FILE_TYPE_UNSPECIFIED";
-	return json_pack("{s:O, s:s, s:O, s:s, s:i, s:s, s:O?}", "name", json_object_get(en, "name"), "type", t,
-			 "path", json_object_get(en, "path"), "size", size, "mode", (int)mode, "permissions", perm,
-			 "modifiedTime", json_object_get(en, "mtime"));
+	return json_pack("{s:O, s:s, s:O, s:s, s:i, s:s, s:O*, s:O*, s:O?, s:O*}", "name", json_object_get(en, "name"),
+			 "type", t, "path", json_object_get(en, "path"), "size", size, "mode", (int)mode, "permissions",
+			 perm, "owner", json_object_get(en, "owner"), "group", json_object_get(en, "group"),
+			 "modifiedTime", json_object_get(en, "mtime"), "symlinkTarget",
+			 json_object_get(en, "symlink_target"));
 }
 
 /* A unary call's answer for spaced's error e. */
@@ -97,13 +126,14 @@ static enum MHD_Result fs_error(struct req *r, const struct client_err *e, const
 #define URL_MAX 9000
 
 /* Appends the entries of dir (and below, depth levels in all) to out. 0, or -1 with e. */
-static int list_into(struct gw *gw, const char *sbid, const char *dir, int depth, json_t *out, struct client_err *e)
+static int list_into(struct gw *gw, const struct who *w, const char *dir, int depth, json_t *out,
+		     struct client_err *e)
 {
 	char *after = NULL, *url = malloc(URL_MAX); /* on the heap: this recurses, up to LIST_MAX_DEPTH deep */
 	int rc = url ? 1 : -1;
 	while (rc == 1) {
 		json_t *page = NULL;
-		rc = path_url(url, URL_MAX, sbid, "/files/list", dir) ? 1 : -1;
+		rc = path_url(url, URL_MAX, w, "/files/list", dir) ? 1 : -1;
 		if (rc == 1 && after) {
 			char *esc = client_escape(after);
 			size_t len = strlen(url);
@@ -122,7 +152,7 @@ static int list_into(struct gw *gw, const char *sbid, const char *dir, int depth
 			json_decref(info);
 			const char *type = json_string_value(json_object_get(en, "type"));
 			if (depth > 1 && type && strcmp(type, "dir") == 0 &&
-			    list_into(gw, sbid, json_string_value(json_object_get(en, "path")), depth - 1, out, e) < 0) {
+			    list_into(gw, w, json_string_value(json_object_get(en, "path")), depth - 1, out, e) < 0) {
 				rc = -1;
 				break;
 			}
@@ -140,15 +170,17 @@ static int list_into(struct gw *gw, const char *sbid, const char *dir, int depth
 	return rc;
 }
 
-/* The folder part of abs ("/" for one at the root) into dst. */
-static void dir_of(const char *abs, char *dst, size_t n)
+/* The folder part of path ("/" for one at the root) into dst; false for a relative path of
+ * one name, whose folder (a user's home) is not for the front to make. */
+static bool dir_of(const char *path, char *dst, size_t n)
 {
-	snprintf(dst, n, "%s", abs);
+	snprintf(dst, n, "%s", path);
 	char *slash = strrchr(dst, '/');
 	if (slash == dst)
 		dst[1] = '\0';
 	else if (slash)
 		*slash = '\0';
+	return slash != NULL;
 }
 
 enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *method)
@@ -160,6 +192,8 @@ enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *m
 	struct gw *gw = r->gw;
 	struct client_err e = { 0 };
 	enum MHD_Result rc;
+	struct who w;
+	who_of(r, sbid, &w);
 	const char *path = json_string_value(json_object_get(msg, "path"));
 	bool move = strcmp(method, "Move") == 0;
 	if (move)
@@ -167,10 +201,10 @@ enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *m
 	if (strcmp(method, "WatchDir") == 0 || strcmp(method, "CreateWatcher") == 0 ||
 	    strcmp(method, "GetWatcherEvents") == 0 || strcmp(method, "RemoveWatcher") == 0) {
 		rc = gw_connect_error(r, "unimplemented", "watching folders is not offered by space's E2B front yet");
-	} else if (!abs_path(path, abs, sizeof(abs))) {
+	} else if (!abs_path(&w, path, abs, sizeof(abs))) {
 		rc = gw_connect_error(r, "invalid_argument", "a path is required (at most 4096 bytes)");
 	} else if (strcmp(method, "Stat") == 0) {
-		json_t *en = stat_of(gw, sbid, abs, &e);
+		json_t *en = stat_of(gw, &w, abs, &e);
 		rc = en ? gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en))) : fs_error(r, &e, abs);
 		json_decref(en);
 	} else if (strcmp(method, "ListDir") == 0) {
@@ -179,30 +213,30 @@ enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *m
 		if (d && connect_int(d, &depth) < 0)
 			depth = -1;
 		json_t *out = json_array();
-		json_t *en = depth >= 0 && depth <= LIST_MAX_DEPTH ? stat_of(gw, sbid, abs, &e) : NULL;
+		json_t *en = depth >= 0 && depth <= LIST_MAX_DEPTH ? stat_of(gw, &w, abs, &e) : NULL;
 		if (depth < 0 || depth > LIST_MAX_DEPTH)
 			rc = gw_connect_error(r, "invalid_argument", "depth must be 0..%d", LIST_MAX_DEPTH);
 		else if (!en)
 			rc = fs_error(r, &e, abs);
 		else if (strcmp(json_string_value(json_object_get(en, "type")) ?: "", "dir") != 0)
 			rc = gw_connect_error(r, "invalid_argument", "%s is not a folder", abs);
-		else if (list_into(gw, sbid, abs, depth ? (int)depth : 1, out, &e) < 0)
+		else if (list_into(gw, &w, json_string_value(json_object_get(en, "path")), depth ? (int)depth : 1, out, &e) < 0)
 			rc = fs_error(r, &e, abs);
 		else
 			rc = gw_json(r, 200, json_pack("{s:O}", "entries", out));
 		json_decref(en);
 		json_decref(out);
 	} else if (strcmp(method, "MakeDir") == 0) {
-		json_t *en = stat_of(gw, sbid, abs, &e);
+		json_t *en = stat_of(gw, &w, abs, &e);
 		const char *type = json_string_value(json_object_get(en, "type"));
-		json_t *body = json_pack("{s:s}", "path", abs);
+		json_t *body = body_of(&w, json_pack("{s:s}", "path", abs));
 		if (en)
 			rc = strcmp(type ?: "", "dir") == 0 ? gw_connect_error(r, "already_exists", "%s exists", abs)
 							    : gw_connect_error(r, "invalid_argument", "%s exists and is not a folder", abs);
 		else if (e.status != 404)
 			rc = fs_error(r, &e, abs);
 		else if (!gw_sandbox_path(url, sizeof(url), sbid, "/files/mkdir") ||
-			 client_request(&gw->up, "POST", url, body, NULL, &e) < 0 || !(en = stat_of(gw, sbid, abs, &e)))
+			 client_request(&gw->up, "POST", url, body, NULL, &e) < 0 || !(en = stat_of(gw, &w, abs, &e)))
 			rc = fs_error(r, &e, abs);
 		else
 			rc = gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en)));
@@ -212,20 +246,21 @@ enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *m
 		const char *to = json_string_value(json_object_get(msg, "destination"));
 		char parent[4200];
 		json_t *mk = NULL, *mv = NULL, *en = NULL;
-		if (!abs_path(to, abs2, sizeof(abs2))) {
+		if (!abs_path(&w, to, abs2, sizeof(abs2))) {
 			rc = gw_connect_error(r, "invalid_argument", "a destination is required (at most 4096 bytes)");
-		} else if (!(en = stat_of(gw, sbid, abs, &e))) {
+		} else if (!(en = stat_of(gw, &w, abs, &e))) {
 			rc = fs_error(r, &e, abs);
 		} else {
 			json_decref(en);
 			en = NULL;
-			dir_of(abs2, parent, sizeof(parent));
-			mk = json_pack("{s:s}", "path", parent);
-			mv = json_pack("{s:s, s:s}", "from", abs, "to", abs2);
-			if (!gw_sandbox_path(url, sizeof(url), sbid, "/files/mkdir") ||
-			    client_request(&gw->up, "POST", url, mk, NULL, &e) < 0 ||
-			    !gw_sandbox_path(url, sizeof(url), sbid, "/files/rename") ||
-			    client_request(&gw->up, "POST", url, mv, NULL, &e) < 0 || !(en = stat_of(gw, sbid, abs2, &e)))
+			bool made = !dir_of(abs2, parent, sizeof(parent));
+			mk = body_of(&w, json_pack("{s:s}", "path", parent));
+			mv = body_of(&w, json_pack("{s:s, s:s}", "from", abs, "to", abs2));
+			if (!made && (!gw_sandbox_path(url, sizeof(url), sbid, "/files/mkdir") ||
+				      client_request(&gw->up, "POST", url, mk, NULL, &e) < 0))
+				rc = fs_error(r, &e, abs);
+			else if (!gw_sandbox_path(url, sizeof(url), sbid, "/files/rename") ||
+				 client_request(&gw->up, "POST", url, mv, NULL, &e) < 0 || !(en = stat_of(gw, &w, abs2, &e)))
 				rc = fs_error(r, &e, abs);
 			else
 				rc = gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en)));
@@ -234,7 +269,7 @@ enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *m
 		json_decref(mv);
 		json_decref(en);
 	} else if (strcmp(method, "Remove") == 0) {
-		if (!path_url(url, sizeof(url), sbid, "/files", abs) ||
+		if (!path_url(url, sizeof(url), &w, "/files", abs) ||
 		    (client_request(&gw->up, "DELETE", url, NULL, NULL, &e) < 0 && e.status != 404))
 			rc = fs_error(r, &e, abs);
 		else
@@ -264,16 +299,21 @@ static void run_download(struct gw_stream *s, void *arg)
 	struct download *dl = arg;
 	long long written;
 	struct client_err e = { 0 };
-	client_download(&dl->gw->up, dl->url, gw_stream_fd(s), &written, &e);
+	/* the answer went out as a 200 after the stat: a read refused after it (a user's
+	 * permissions) can only break the body off */
+	if (client_download(&dl->gw->up, dl->url, gw_stream_fd(s), &written, &e) < 0)
+		gw_stream_fail(s);
 }
 
 enum MHD_Result files_download(struct req *r, const char *sbid)
 {
 	char abs[4200];
 	struct client_err e = { 0 };
-	if (!abs_path(gw_arg(r, "path"), abs, sizeof(abs)))
+	struct who w;
+	who_of(r, sbid, &w);
+	if (!abs_path(&w, gw_arg(r, "path"), abs, sizeof(abs)))
 		return gw_error(r, 400, "path is required (at most 4096 bytes)");
-	json_t *en = stat_of(r->gw, sbid, abs, &e);
+	json_t *en = stat_of(r->gw, &w, abs, &e);
 	if (!en)
 		return http_error(r, &e, abs);
 	bool file = strcmp(json_string_value(json_object_get(en, "type")) ?: "", "dir") != 0;
@@ -284,7 +324,7 @@ enum MHD_Result files_download(struct req *r, const char *sbid)
 	if (!dl)
 		return MHD_NO;
 	dl->gw = r->gw;
-	path_url(dl->url, sizeof(dl->url), sbid, "/files", abs);
+	path_url(dl->url, sizeof(dl->url), &w, "/files", abs);
 	return gw_stream_start(r, "application/octet-stream", run_download, dl, free);
 }
 
@@ -296,12 +336,14 @@ struct part {
 	char url[9000];
 	char path[4200];
 	int rc;
+	json_t *reply;        /* spaced's answer: {"path": the absolute path, "size"} */
 	struct client_err e;
 };
 
 struct upload {
 	struct req *r;
 	char sbid[16];
+	struct who w;
 	struct multipart *mp;
 	struct part *cur;
 	json_t *written;      /* [{"name", "type", "path"}...] */
@@ -313,7 +355,7 @@ struct upload {
 static void *run_part(void *arg)
 {
 	struct part *p = arg;
-	p->rc = client_upload(&p->gw->up, p->url, p->rd, -1, NULL, &p->e);
+	p->rc = client_upload(&p->gw->up, p->url, p->rd, -1, &p->reply, &p->e);
 	close(p->rd);
 	return NULL;
 }
@@ -332,10 +374,12 @@ static void part_end(struct upload *u)
 		u->e = p->e;
 		snprintf(u->failed_path, sizeof(u->failed_path), "%s", p->path);
 	} else if (p->rc == 0) {
-		const char *slash = strrchr(p->path, '/');
-		json_array_append_new(u->written, json_pack("{s:s, s:s, s:s}", "name", slash ? slash + 1 : p->path, "type",
-							       "file", "path", p->path));
+		const char *path = json_string_value(json_object_get(p->reply, "path")) ?: p->path;
+		const char *slash = strrchr(path, '/');
+		json_array_append_new(u->written, json_pack("{s:s, s:s, s:s}", "name", slash ? slash + 1 : path, "type",
+							       "file", "path", path));
 	}
+	json_decref(p->reply);
 	free(p);
 }
 
@@ -351,8 +395,8 @@ static int part_begin(struct upload *u, const char *name)
 	p->rd = fds[0];
 	p->wr = fds[1];
 	p->gw = u->r->gw;
-	if (!abs_path(given ? given : name, p->path, sizeof(p->path)) ||
-	    !path_url(p->url, sizeof(p->url), u->sbid, "/files", p->path)) {
+	if (!abs_path(&u->w, given ? given : name, p->path, sizeof(p->path)) ||
+	    !path_url(p->url, sizeof(p->url), &u->w, "/files", p->path)) {
 		close(p->rd);
 		close(p->wr);
 		free(p);
@@ -423,6 +467,7 @@ bool files_upload(struct req *r, const char *sbid, const char *data, size_t n)
 			return false;
 		u->r = r;
 		snprintf(u->sbid, sizeof(u->sbid), "%s", sbid);
+		who_of(r, u->sbid, &u->w);
 		u->written = json_array();
 		u->mp = multipart_new(r->conn, &sink, u);
 		r->upload = u;

@@ -61,6 +61,12 @@ const char *gw_header(struct req *r, const char *name);
 /* A query argument of the request, or NULL. */
 const char *gw_arg(struct req *r, const char *name);
 
+/* Bytes of an E2B user's name, at most (spaced takes as many for files and commands). */
+#define GW_USER_MAX 255
+/* The E2B user a sandbox-plane request names, into dst (n bytes), or NULL for none: the
+ * `username` query argument of /files, else Authorization: Basic base64("<user>:"). */
+const char *gw_user(struct req *r, char *dst, size_t n);
+
 /* Answers with body as JSON (stolen; NULL: no body). MHD_YES or MHD_NO. */
 enum MHD_Result gw_json(struct req *r, unsigned status, json_t *body);
 /* Answers an E2B error: {"code": status, "message"}. */

@@ -32,6 +32,29 @@ const char *gw_arg(struct req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+const char *gw_user(struct req *r, char *dst, size_t n)
+{
+	const char *arg = gw_arg(r, "username");
+	if (arg && *arg && strlen(arg) < n)
+		return strcpy(dst, arg);
+	const char *h = gw_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
+	uint8_t *raw = NULL;
+	size_t len = 0;
+	if (!h || strncmp(h, "Basic ", 6) != 0 || connect_bytes(h + 6, &raw, &len) < 0)
+		return NULL;
+	size_t user = 0;
+	while (user < len && raw[user] != ':')
+		user++;
+	const char *out = NULL;
+	if (user > 0 && user < n && memchr(raw, '\0', user) == NULL) {
+		memcpy(dst, raw, user);
+		dst[user] = '\0';
+		out = dst;
+	}
+	free(raw);
+	return out;
+}
+
 enum MHD_Result gw_json(struct req *r, unsigned status, json_t *body)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;

@@ -283,27 +283,6 @@ end:;
 	buf_free(&b);
 }
 
-/* The user of a request: Authorization: Basic base64("<user>:"), or NULL; into dst. */
-static const char *basic_user(struct req *r, char *dst, size_t n)
-{
-	const char *h = gw_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
-	uint8_t *raw = NULL;
-	size_t len = 0;
-	if (!h || strncmp(h, "Basic ", 6) != 0 || connect_bytes(h + 6, &raw, &len) < 0)
-		return NULL;
-	size_t user = 0;
-	while (user < len && raw[user] != ':')
-		user++;
-	const char *out = NULL;
-	if (user > 0 && user < n && memchr(raw, '\0', user) == NULL) {
-		memcpy(dst, raw, user);
-		dst[user] = '\0';
-		out = dst;
-	}
-	free(raw);
-	return out;
-}
-
 /* Connect-Timeout-Ms in seconds (rounded up), or 0 when absent or 0. */
 static long timeout_header(struct req *r)
 {
@@ -357,14 +336,15 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 	}
 	if (envs)
 		json_object_set(c->ask, "env", (json_t *)envs);
+	char user[GW_USER_MAX + 1];
+	if (gw_user(r, user, sizeof(user)))
+		json_object_set_new(c->ask, "user", json_string(user));
 	char cwd_abs[4200];
-	if (cwd && *cwd) { /* relative to the default working folder */
-		snprintf(cwd_abs, sizeof(cwd_abs), "%s%s", cwd[0] == '/' ? "" : "/work/", cwd);
+	if (cwd && *cwd) { /* relative to the default working folder, or with a user to its home */
+		bool as_is = cwd[0] == '/' || json_object_get(c->ask, "user");
+		snprintf(cwd_abs, sizeof(cwd_abs), "%s%s", as_is ? "" : "/work/", cwd);
 		json_object_set_new(c->ask, "cwd", json_string(cwd_abs));
 	}
-	char user[64];
-	if (basic_user(r, user, sizeof(user)))
-		json_object_set_new(c->ask, "user", json_string(user));
 	long t = timeout_header(r);
 	if (t > 0)
 		json_object_set_new(c->ask, "timeout", json_integer(t));

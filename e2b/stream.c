@@ -19,6 +19,7 @@
 struct gw_stream {
 	int rd, wr;
 	atomic_int refs; /* the worker's and the response's */
+	atomic_bool failed; /* the body broke off: the answer ends without its end (gw_stream_fail) */
 	gw_stream_fn fn;
 	void *arg;
 	void (*free_arg)(void *arg);
@@ -49,7 +50,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 		if (n > 0)
 			return n;
 		if (n == 0)
-			return MHD_CONTENT_READER_END_OF_STREAM;
+			return atomic_load(&s->failed) ? MHD_CONTENT_READER_END_WITH_ERROR
+						       : MHD_CONTENT_READER_END_OF_STREAM;
 		if (errno != EINTR)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
@@ -112,6 +114,11 @@ int gw_stream_write(struct gw_stream *s, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+void gw_stream_fail(struct gw_stream *s)
+{
+	atomic_store(&s->failed, true);
 }
 
 int gw_stream_fd(struct gw_stream *s)

@@ -19,6 +19,9 @@ enum MHD_Result gw_stream_start(struct req *r, const char *content_type, gw_stre
 				void (*free_arg)(void *arg));
 /* Writes n bytes of the body, waiting while the client is slow. 0, or -EPIPE when it left. */
 int gw_stream_write(struct gw_stream *s, const void *p, size_t n);
+/* The body broke off: once the worker returns, the answer ends without the end of a whole body
+ * (the client's read fails) rather than as one that is complete. */
+void gw_stream_fail(struct gw_stream *s);
 /* The descriptor the body may be written to directly (a pipe), for a writer that takes one. */
 int gw_stream_fd(struct gw_stream *s);
 /* Whether the client has gone (its end of the body is closed). */

@@ -29,7 +29,9 @@
  * A process whose output is not being taken blocks on its pipe; nothing is
  * dropped.
  *
- * Changing any layout here requires bumping SP_PROTO_VERSION.
+ * Changing any layout here requires bumping SP_PROTO_VERSION, except for fields appended after
+ * a payload's end that an older peer never reads and a newer one takes only when present
+ * (struct sp_hello_ext, struct sp_stat_ext, the user of file requests).
  */
 #ifndef SPACE_PROTO_AGENT_H
 #define SPACE_PROTO_AGENT_H
@@ -176,6 +178,23 @@ struct sp_hello {
 	uint64_t boot_id;  /* random per agent start; changes only if the sandbox restarted */
 } __attribute__((packed));
 
+/* Appended to struct sp_hello by an agent that has any of SP_FEATURE_* (added within version 2;
+ * a hello of only sizeof(struct sp_hello) bytes means none). A host uses a feature only when the
+ * agent named it. */
+struct sp_hello_ext {
+	uint32_t features; /* SP_FEATURE_* */
+	uint32_t rsvd;     /* zero */
+} __attribute__((packed));
+
+/* File requests (H_FREAD, H_FWRITE, H_STAT, H_LIST, H_MKDIR, H_REMOVE, H_RENAME) take one more
+ * string after their own: the user they are done as, "" for the agent itself (root). A name of
+ * the sandbox's /etc/passwd, "UID" (which must have an entry there) or "UID:GID". The agent
+ * takes that user's uid, gid and groups as its effective ids for the request, so access is
+ * checked as the user would meet it and what it creates is the user's; with a user, a relative
+ * path is taken from the user's home. Answers that name the path (A_STAT, and the A_OK of
+ * H_FWRITE and H_MKDIR) carry it absolute. */
+#define SP_FEATURE_FILE_USER 0x1u
+
 struct sp_open {
 	uint64_t nonce;    /* random, chosen by the host for each connection */
 } __attribute__((packed));
@@ -272,7 +291,18 @@ struct sp_stat {
 	uint32_t type;     /* SP_TYPE_* */
 	uint32_t uid;
 	uint32_t gid;
-	/* then: name \0 (last path component; for H_LIST the entry name) */
+	/* then: name \0 (last path component; for H_LIST the entry name)
+	 * then, from an agent that has it (added within version 2; a host takes the fields above
+	 * alone when the payload ends after name): struct sp_stat_ext */
+} __attribute__((packed));
+
+struct sp_stat_ext {
+	uint32_t mtime_nsec; /* nanoseconds of mtime, 0..999999999 */
+	uint32_t rsvd;       /* zero */
+	/* then: owner \0 group \0 target \0 path \0
+	 * owner, group: the names of uid and gid in the sandbox's /etc/passwd and /etc/group, ""
+	 * when they have none; target: a link's target ("" for anything else), at most PATH_MAX
+	 * bytes; path: the entry's absolute path as the agent resolved it */
 } __attribute__((packed));
 
 #endif

@@ -96,8 +96,12 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 		return err_set(&op->err, 400, "invalid_argument", EINVAL,
 			       "\"output\" is \"block\" (unread output holds the process back) or \"drop\"");
 	op->drop = output && strcmp(output, "drop") == 0;
-	if (cwd && api_check_path(op, cwd, strlen(cwd), "cwd") < 0)
+	/* a relative cwd: the agent takes it from the user's home (or /work), when it knows how */
+	bool relative_ok = cwd && cwd[0] && cwd[0] != '/' && (sb->peer.features & SP_FEATURE_FILE_USER);
+	if (cwd && !relative_ok && api_check_path(op, cwd, strlen(cwd), "cwd") < 0)
 		return -EINVAL;
+	if (relative_ok && strlen(cwd) > API_MAX_PATH)
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "cwd is longer than %d bytes", API_MAX_PATH);
 	if (!(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S))
 		return err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds",
 			       EXEC_MAX_TIMEOUT_S);
@@ -126,6 +130,11 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 			x.gid = sb->gid;
 		}
 		put_str(&strs, "");
+	}
+	char joined[API_MAX_PATH + 300];
+	if (relative_ok && sb->workdir[0]) { /* a template's own working folder is where it starts */
+		snprintf(joined, sizeof(joined), "%s/%s", sb->workdir, cwd);
+		cwd = joined;
 	}
 	put_str(&strs, cwd ? cwd : sb->workdir);
 	if (json_is_string(cmd)) {

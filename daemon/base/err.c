@@ -33,6 +33,11 @@ int err_from_errno(struct err *e, int errno_val, const char *fmt, ...)
 		status = 404;
 		code = "not_found";
 		break;
+	case EACCES:
+	case EPERM:
+		status = 403;
+		code = "permission_denied";
+		break;
 	case EEXIST:
 	case ENOTEMPTY:
 	case EBUSY:

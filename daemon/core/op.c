@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "daemon/base/log.h"
+#include "daemon/core/entry.h"
 #include "daemon/core/proc.h"
 #include "daemon/io/chan.h"
 #include "daemon/io/loop.h"
@@ -499,31 +500,22 @@ static bool name_ok(const char *name)
 	       strlen(name) <= 255;
 }
 
-/* An A_STAT frame as JSON; `dir` is the listed directory (NULL for a stat of `path`). */
+/* An A_STAT frame as JSON: at the path the agent resolved, else at `dir` + its name for a
+ * listing of dir, else at `path`, the one asked for; NULL when the frame breaks the protocol. */
 static json_t *stat_json(const struct frame *f, const char *dir, const char *path, const char **namep)
 {
-	struct sp_stat st;
-	static const char *types[] = { "other", "file", "dir", "symlink", "other" };
-	memcpy(&st, f->payload, sizeof(st));
-	size_t off = sizeof(st);
-	const char *name = frame_str(f, &off);
-	if (!name)
+	struct entry e;
+	if (entry_parse(f, &e) < 0)
 		return NULL;
-	*namep = name;
-	char full[4400], mode[8];
-	if (dir)
-		snprintf(full, sizeof(full), "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+	*namep = e.name;
+	char full[4400];
+	if (e.path[0] == '/')
+		snprintf(full, sizeof(full), "%s", e.path);
+	else if (dir)
+		snprintf(full, sizeof(full), "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e.name);
 	else
 		snprintf(full, sizeof(full), "%s", path);
-	snprintf(mode, sizeof(mode), "%04o", st.mode & 07777);
-	char when[32];
-	time_t t = (time_t)st.mtime;
-	struct tm tm;
-	if (!gmtime_r(&t, &tm))
-		memset(&tm, 0, sizeof(tm));
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:s}", "name", name, "path", full, "type",
-			 types[st.type < 5 ? st.type : 0], "size", (json_int_t)st.size, "mode", mode, "mtime", when);
+	return entry_json(&e, full);
 }
 
 static void on_error_frame(struct op *op, const struct frame *f)
@@ -635,18 +627,20 @@ static int list_entry(struct op *op, const struct frame *f, char *why)
 		snprintf(why, CHAN_MAX_WHY, "a listing entry that is not one name");
 		return -EPROTO;
 	}
+	/* what it adds to the answer: its name twice (name, path), the folder, its owner, group and
+	 * link target (in the frame, beside the name and path), and the fields around them */
+	size_t cost = 2 * strlen(name) + strlen(dir) + 160 + (f->len - sizeof(struct sp_stat));
 	/* the agent lists in name order: the cursor skips what an earlier page gave */
 	if (op->after && strcmp(name, op->after) <= 0) {
 		json_decref(e);
-	} else if (json_array_size(op->json) >= LIST_MAX_ENTRIES ||
-		   op->list_bytes + 2 * strlen(name) + strlen(dir) + 160 > LIST_MAX_BYTES) {
+	} else if (json_array_size(op->json) >= LIST_MAX_ENTRIES || op->list_bytes + cost > LIST_MAX_BYTES) {
 		json_decref(e);
 		op->truncated = true;
 		chan_send(&op->sb->chan, SP_H_ABORT, op->tag, NULL, 0, NULL, 0);
 		list_done(op);
 		return 0;
 	} else {
-		op->list_bytes += 2 * strlen(name) + strlen(dir) + 160;
+		op->list_bytes += cost;
 		free(op->last_name);
 		op->last_name = strdup(name);
 		json_array_append_new(op->json, e);
@@ -677,6 +671,15 @@ static int port_entry(struct op *op, const struct frame *f, char *why)
 	return 0;
 }
 
+/* The absolute path an A_OK names (H_FWRITE, H_MKDIR of an agent with SP_FEATURE_FILE_USER),
+ * or NULL. */
+static const char *answered_path(const struct frame *f)
+{
+	size_t off = 0;
+	const char *path = frame_str(f, &off);
+	return path && path[0] == '/' ? path : NULL;
+}
+
 static int on_call(struct op *op, const struct frame *f, char *why)
 {
 	bool listing = json_is_array(op->json);
@@ -688,7 +691,7 @@ static int on_call(struct op *op, const struct frame *f, char *why)
 		const char *name;
 		json_t *e = stat_json(f, NULL, json_string_value(json_object_get(op->query, "path")), &name);
 		if (!e) {
-			snprintf(why, CHAN_MAX_WHY, "a stat without a name");
+			snprintf(why, CHAN_MAX_WHY, "a stat without a name, or with a broken extension");
 			return -EPROTO;
 		}
 		json_decref(op->json);
@@ -699,6 +702,9 @@ static int on_call(struct op *op, const struct frame *f, char *why)
 	} else if (f->type == SP_A_END && listing) {
 		list_done(op);
 	} else if (f->type == SP_A_OK || f->type == SP_A_END || f->type == SP_A_PONG) {
+		const char *path = answered_path(f);
+		if (path && json_is_object(op->json)) /* a made folder, where the agent put it */
+			json_object_set_new(op->json, "path", json_string(path));
 		op_unlink(op);
 		op_finish(op);
 	}
@@ -708,7 +714,10 @@ static int on_call(struct op *op, const struct frame *f, char *why)
 static int on_write(struct op *op, const struct frame *f, char *why)
 {
 	if (f->type == SP_A_OK) {
+		const char *path = answered_path(f);
 		op->upload_open = true;
+		if (path && json_is_object(op->json))
+			json_object_set_new(op->json, "path", json_string(path));
 	} else if (f->type == SP_A_CREDIT) {
 		uint32_t more = frame_get_u32(f->payload);
 		if (more > SP_WINDOW || op->credit + more > SP_WINDOW) {

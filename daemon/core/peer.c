@@ -105,6 +105,9 @@ static int on_hello(void *ctx, const struct frame *f, char *why)
 	}
 	chan_advance(&sb->chan, CHAN_GREETED);
 	sb->peer.version = h.version;
+	sb->peer.features = 0;
+	if (f->len >= sizeof(h) + sizeof(struct sp_hello_ext))
+		sb->peer.features = frame_get_u32(f->payload + sizeof(h) + offsetof(struct sp_hello_ext, features));
 	sb->peer.boot_id = h.boot_id;
 	sb->peer.ping_ms = 0;
 	/* A fresh connection starts every window afresh: nothing is owed. */

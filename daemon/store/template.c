@@ -25,7 +25,12 @@
 #define TEMPLATE_SUITE "bookworm"
 #define TEMPLATE_VARIANT "minbase"
 #define TEMPLATE_PACKAGES "python3,bash,coreutils,procps,ca-certificates"
-#define TEMPLATE_RECIPE 1 /* bump when the way the template is made changes */
+#define TEMPLATE_RECIPE 2 /* bump when the way the template is made changes */
+/* The account E2B's templates have, made in every template built here: uid and gid 1000, its
+ * home owned by it, bash its shell. Run by mmdebstrap in the finished root ("$1"). */
+#define TEMPLATE_USER_HOOK \
+	"--customize-hook=chroot \"$1\" useradd --uid 1000 --user-group --create-home --home-dir /home/user " \
+	"--shell /bin/bash user && chmod 0755 \"$1/home/user\""
 
 /* The host's apt source files, the inputs that decide what gets installed. */
 static int apt_sources(char paths[][300], int max)
@@ -216,8 +221,8 @@ static int build(const char *tmpdir, const char *packages, const char *logpath, 
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmpdir);
 	snprintf(include, sizeof(include), "--include=%s", packages);
 	char *argv[48] = { "mmdebstrap", "--variant=" TEMPLATE_VARIANT, include, "--mode=root", "--quiet",
-			   TEMPLATE_SUITE, rootfs };
-	int argc = 7;
+			   TEMPLATE_USER_HOOK, TEMPLATE_SUITE, rootfs };
+	int argc = 8;
 	char paths[32][300];
 	int n = apt_sources(paths, 32);
 	for (int i = 0; i < n && argc < 46; i++)

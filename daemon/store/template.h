@@ -3,7 +3,8 @@
  *
  * Every template is built with mmdebstrap from the host's apt sources: the
  * default one is Debian minbase with python3, bash, coreutils, procps and
- * ca-certificates; a named one (spaced --template NAME=PKG,...) holds the
+ * ca-certificates, and a user `user` (uid and gid 1000, home /home/user,
+ * shell bash) as E2B's templates have; a named one (spaced --template NAME=PKG,...) holds the
  * same plus its own packages. A build goes into <cache>/templates/<key>/rootfs,
  * where key is a hash of every input of the build (the package list among
  * them), so any number of state dirs on the machine share the cache and a

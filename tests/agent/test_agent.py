@@ -243,9 +243,15 @@ class Host:
 
 
 def parse_stat(p):
+    """struct sp_stat, the name, and struct sp_stat_ext with its strings (all of it, always)."""
     size, mtime, mode, typ, uid, gid = struct.unpack_from("<QqIIII", p)
+    end = p.index(b"\0", 32)
+    nsec, rsvd = struct.unpack_from("<II", p, end + 1)
+    owner, group, target, path, rest = p[end + 9:].split(b"\0", 4)
+    assert rest == b"" and rsvd == 0 and nsec < 10**9
     return dict(size=size, mtime=mtime, mode=mode, type=typ, uid=uid, gid=gid,
-                name=p[32:].rstrip(b"\0").decode())
+                name=p[32:end].decode(), mtime_nsec=nsec, owner=owner.decode(), group=group.decode(),
+                target=target.decode(), path=path.decode())
 
 
 def wait_pid_gone(pid, timeout=TIMEOUT):
@@ -282,7 +288,7 @@ class Agent:
         host = Host(conn)
         t, chan, p = host.next()
         assert t == "A_HELLO" and chan == 0
-        host.hello = dict(zip(("version", "max_pid", "boot_id"), struct.unpack("<IIQ", p)))
+        host.hello = dict(zip(("version", "max_pid", "boot_id", "features", "rsvd"), struct.unpack("<IIQII", p)))
         self.host = host
         return host
 
@@ -323,6 +329,7 @@ def host(agent):
 def test_hello(host):
     assert host.hello["version"] == P["PROTO_VERSION"]
     assert host.hello["boot_id"] != 0
+    assert host.hello["features"] == P["FEATURE_FILE_USER"] and host.hello["rsvd"] == 0
 
 
 def test_ping(host):
@@ -625,6 +632,94 @@ def test_file_ops(host, agent):
     assert not os.path.exists(d)
     assert os.path.exists(outside + "/keep"), "remove followed a symlink"
     host.simple("H_SYNC", b"")
+
+
+def test_stat_names_owners_links_and_nanoseconds(host, agent):
+    d = os.path.join(agent.tmp, "owned")
+    os.mkdir(d)
+    open(d + "/f", "w").write("f")
+    os.chown(d + "/f", 0, 0)
+    os.utime(d + "/f", ns=(0, 1_700_000_000_123_456_789))
+    os.symlink("../somewhere/else", d + "/l")
+    os.mknod(d + "/nobody-owns-me")
+    os.chown(d + "/nobody-owns-me", 4_000_000, 4_000_001)  # ids no /etc file names
+    st = host.stat(d + "/f")
+    assert (st["owner"], st["group"]) == ("root", "root")
+    assert (st["mtime"], st["mtime_nsec"]) == (1_700_000_000, 123_456_789)
+    assert st["path"] == d + "/f" and st["target"] == ""
+    assert host.stat(d + "/l")["target"] == "../somewhere/else"
+    entries = {e["name"]: e for e in host.list(d + "/")}
+    assert entries["l"]["target"] == "../somewhere/else" and entries["l"]["path"] == d + "/l"
+    assert entries["f"]["path"] == d + "/f"
+    odd = entries["nobody-owns-me"]
+    assert (odd["uid"], odd["gid"], odd["owner"], odd["group"]) == (4_000_000, 4_000_001, "", "")
+    assert host.list("/")[0]["path"].count("/") == 1  # the root's entries are "/name"
+
+
+def user_op(type_, *paths, user, prefix=b""):
+    return prefix + b"".join(p.encode() + b"\0" for p in paths) + user.encode() + b"\0"
+
+
+def test_file_requests_as_a_user(host, agent):
+    d = os.path.join(agent.tmp, "users")
+    os.mkdir(d)
+    os.chmod(agent.tmp, 0o755)
+    os.chmod(d, 0o777)
+    open(d + "/roots", "w").write("secret")
+    os.chmod(d + "/roots", 0o600)
+    who = "4321:4322"
+    # what the user makes is the user's, parents included; the answer names the path
+    tag = host.request("H_MKDIR", user_op("H_MKDIR", d + "/m/n", user=who, prefix=struct.pack("<I", 0o755)))
+    assert host.expect("A_OK", tag) == (d + "/m/n").encode() + b"\0"
+    assert (os.stat(d + "/m").st_uid, os.stat(d + "/m/n").st_gid) == (4321, 4322)
+    tag = host.request("H_FWRITE", user_op("H_FWRITE", d + "/m/new.txt", user=who,
+                                            prefix=struct.pack("<II", 0o644, 0)))
+    host.expect("A_OK", tag)
+    host.send("H_DATA", tag, b"mine")
+    host.expect("A_CREDIT", tag)
+    host.send("H_END", tag)
+    host.expect("A_END", tag)
+    st = os.stat(d + "/m/new.txt")
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (4321, 4322, 0o644)
+    # access is checked as the user meets it
+    for type_, paths, err in (("H_FREAD", [d + "/roots"], errno.EACCES),
+                              ("H_REMOVE", ["/etc/hostname"], errno.EACCES),
+                              ("H_MKDIR", ["/etc/space-not-here"], errno.EACCES),
+                              ("H_RENAME", [d + "/m/new.txt", "/etc/x"], errno.EACCES)):
+        prefix = struct.pack("<I", 0o755) if type_ == "H_MKDIR" else b""
+        tag = host.request(type_, user_op(type_, *paths, user=who, prefix=prefix))
+        with pytest.raises(AgentError) as e:
+            host.expect("A_OK", tag)
+        assert e.value.err == err, type_
+    assert not os.path.exists("/etc/space-not-here")
+    # and the agent is root again right after
+    _, back = host.read_file(d + "/roots")
+    assert back == b"secret"
+    tag = host.request("H_REMOVE", user_op("H_REMOVE", d + "/m", user=who))
+    host.expect("A_OK", tag)
+    assert not os.path.exists(d + "/m")
+
+
+def test_file_user_errors_and_relative_paths(host, agent):
+    # an unknown user, ids out of range, a relative path without a user: EINVAL, said so
+    for user, path, words in (("no-such-user-here", "/tmp", "no such user"),
+                              ("4294967295:0", "/tmp", "ids are numbers"),
+                              ("", "relative", "must be absolute")):
+        tag = host.request("H_STAT", user_op("H_STAT", path, user=user))
+        with pytest.raises(AgentError) as e:
+            host.expect("A_STAT", tag)
+        assert e.value.err == errno.EINVAL and words in e.value.msg, e.value.msg
+    # with a user, a relative path is taken from its home (root's: /root)
+    st = parse_stat(host.expect("A_STAT", host.request("H_STAT", user_op("H_STAT", "", user="root"))))
+    assert st["path"] == "/root" and st["type"] == P["TYPE_DIR"]
+    tag = host.request("H_STAT", user_op("H_STAT", "no-such-file-here", user="root"))
+    with pytest.raises(AgentError) as e:
+        host.expect("A_STAT", tag)
+    assert e.value.err == errno.ENOENT and "/root/no-such-file-here" in e.value.msg
+    # a user string without its NUL breaks the frame
+    host.sock.sendall(HDR.pack(9, P["H_STAT"], 0, 0, REQ | 77) + b"/tmp\0root")
+    host.expect_eof()
+    agent.reconnect().ping()
 
 
 # ---- broken frames, reconnect, detach ----

@@ -22,7 +22,7 @@ def open_again(host, nonce):
     assert (t, p) == ("A_OPEN", nonce)
     t, chan, p = host.next(chan=0)
     assert t == "A_HELLO"
-    version, max_pid, boot_id = struct.unpack("<IIQ", p)
+    version, max_pid, boot_id, features, _ = struct.unpack("<IIQII", p)
     return dict(version=version, max_pid=max_pid, boot_id=boot_id)
 
 

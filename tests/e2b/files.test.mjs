@@ -1,7 +1,8 @@
 // tests/e2b/files.test.mjs - files through the unmodified SDK: read and write (one file, several,
 // 1 MiB of binary, empty), exists, getInfo, list with depth, makeDir, rename, remove, the
-// errors the SDK raises; and the sandbox plane's guard: a sandbox's access token, 502 for one
-// that is gone.
+// errors the SDK raises; owners, groups, link targets and sub-second times of entries; files
+// written, read and listed as the user `user`; and the sandbox plane's guard: a sandbox's access
+// token, 502 for one that is gone.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { e2b, Sandbox } from './helpers.mjs'
@@ -78,6 +79,48 @@ test('makeDir, rename (parents made) and remove (a missing path is no error)', a
   await sb.files.remove('/tmp/k2')
   assert.equal(await sb.files.exists('/tmp/k2/new/place.txt'), false)
   await sb.files.remove('/tmp/k2')
+})
+
+test('entries carry owner, group, symlinkTarget and a modifiedTime to the millisecond', async () => {
+  await sb.commands.run("mkdir -p /tmp/own && echo x > /tmp/own/f && chown user:user /tmp/own/f && " +
+    "touch -d '2026-03-04 05:06:07.891 UTC' /tmp/own/f && ln -sfn f /tmp/own/link")
+  const f = await sb.files.getInfo('/tmp/own/f')
+  assert.deepEqual([f.owner, f.group], ['user', 'user'])
+  assert.equal(f.modifiedTime.toISOString(), '2026-03-04T05:06:07.891Z')
+  assert.equal(f.symlinkTarget, undefined)
+  const link = await sb.files.getInfo('/tmp/own/link')
+  assert.deepEqual([link.type, link.symlinkTarget, link.owner, link.group], ['symlink', 'f', 'root', 'root'])
+  const listed = Object.fromEntries((await sb.files.list('/tmp/own')).map((e) => [e.name, e]))
+  assert.equal(listed.link.symlinkTarget, 'f')
+  assert.equal(listed.f.owner, 'user')
+})
+
+test('as user `user`: files are its own, relative paths start at its home, and its permissions apply', async () => {
+  const as = { user: 'user' }
+  const w = await sb.files.write('notes/today.txt', 'mine', as)
+  assert.equal(w.path, '/home/user/notes/today.txt')
+  assert.equal(await sb.files.read('notes/today.txt', as), 'mine')
+  const info = await sb.files.getInfo('notes/today.txt', as)
+  assert.deepEqual([info.path, info.owner, info.group], ['/home/user/notes/today.txt', 'user', 'user'])
+  assert.equal((await sb.commands.run('stat -c %U:%G /home/user/notes /home/user/notes/today.txt')).stdout,
+    'user:user\nuser:user\n')
+  assert.equal(await sb.files.makeDir('made/here', as), true)
+  assert.equal((await sb.files.getInfo('/home/user/made/here')).owner, 'user')
+  const moved = await sb.files.rename('notes/today.txt', 'moved.txt', as)
+  assert.equal(moved.path, '/home/user/moved.txt')
+  assert.deepEqual((await sb.files.list('.', as)).map((e) => e.path).filter((p) => !p.includes('/.')),
+    ['/home/user/made', '/home/user/moved.txt', '/home/user/notes'])
+  // what root keeps to itself stays its own
+  await sb.files.write('/tmp/root-only', 'secret')
+  await sb.commands.run('chmod 600 /tmp/root-only')
+  await assert.rejects(sb.files.read('/tmp/root-only', as))
+  await assert.rejects(sb.files.write('/work/not-mine.txt', 'x', as))
+  await assert.rejects(sb.files.makeDir('/work/not-mine', as))
+  assert.equal(await sb.files.exists('/work/not-mine.txt'), false)
+  await assert.rejects(sb.files.getInfo('/tmp', { user: 'no-such-user' }), e2b.InvalidArgumentError)
+  // a command as user starts in its home
+  assert.equal((await sb.commands.run('id -un; pwd', as)).stdout, 'user\n/home/user\n')
+  assert.equal((await sb.commands.run('pwd', { ...as, cwd: 'made' })).stdout, '/home/user/made\n')
 })
 
 test('the sandbox plane wants the sandbox\'s own access token; a sandbox that is gone is 502', async () => {

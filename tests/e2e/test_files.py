@@ -178,3 +178,90 @@ def test_missing_paths_and_directories(api, sandbox):
         assert status == 404 and body["error"]["code"] == "not_found", (method, tail, status, body)
     status, body = api.json("GET", files(sandbox, "/work"))
     assert status == 400 and body["error"]["code"] == "invalid_argument", (status, body)
+
+
+def test_entries_name_owners_link_targets_and_sub_second_times(api, sandbox):
+    api.exec(sandbox, ["sh", "-c", "mkdir -p /work/o && echo x > /work/o/f && ln -s ../o/f /work/o/l && "
+                       "chown 1000:1000 /work/o/f && touch -d '2026-01-02 03:04:05.123456789 UTC' /work/o/f && "
+                       "touch /work/o/n && chown 4242:4343 /work/o/n"])
+    status, st = stat(api, sandbox, "/work/o/f")
+    assert status == 200
+    assert (st["owner"], st["group"], st["uid"], st["gid"]) == ("user", "user", 1000, 1000)
+    assert st["mtime"] == "2026-01-02T03:04:05.123456789Z"
+    assert "symlink_target" not in st
+    status, link = stat(api, sandbox, "/work/o/l")
+    assert (link["type"], link["symlink_target"], link["owner"], link["group"]) == ("symlink", "../o/f", "root", "root")
+    entries = {e["name"]: e for e in api.ok("GET", files(sandbox, "/work/o", "/list"))["entries"]}
+    assert entries["l"]["symlink_target"] == "../o/f" and entries["l"]["path"] == "/work/o/l"
+    assert entries["f"]["owner"] == "user" and entries["f"]["mtime"] == st["mtime"]
+    # ids the sandbox has no name for show as numbers
+    assert (entries["n"]["owner"], entries["n"]["group"]) == ("4242", "4343")
+
+
+def test_files_written_as_a_user_are_its_own_and_relative_paths_start_at_its_home(api, sandbox):
+    res = api.ok("PUT", files(sandbox, "new/dir/a.txt") + "&user=user", raw=b"mine", expect=(201,))
+    assert res == {"path": "/home/user/new/dir/a.txt", "size": 4}
+    out = api.exec(sandbox, ["stat", "-c", "%U:%G %a %n", "/home/user/new", "/home/user/new/dir",
+                             "/home/user/new/dir/a.txt"])["stdout"].splitlines()
+    assert out == ["user:user 755 /home/user/new", "user:user 755 /home/user/new/dir",
+                   "user:user 644 /home/user/new/dir/a.txt"]
+    status, st = api.json("GET", files(sandbox, "new/dir/a.txt", "/stat") + "&user=user")
+    assert (status, st["path"], st["owner"]) == (200, "/home/user/new/dir/a.txt", "user")
+    body = api.ok("GET", files(sandbox, "new", "/list") + "&user=1000")
+    assert [e["path"] for e in body["entries"]] == ["/home/user/new/dir"]
+    status, made = api.json("POST", f"/v1/sandboxes/{sandbox}/files/mkdir", {"path": "m/n", "user": "user"})
+    assert (status, made) == (201, {"path": "/home/user/m/n"})
+    status, _ = api.json("POST", f"/v1/sandboxes/{sandbox}/files/rename",
+                         {"from": "m", "to": "/tmp/m-moved", "user": "1000:1000"})
+    assert status == 204
+    assert api.exec(sandbox, ["stat", "-c", "%U", "/tmp/m-moved/n"])["stdout"] == "user\n"
+    status, _, _ = api.request("DELETE", files(sandbox, "new") + "&user=user")
+    assert status == 204
+    assert api.exec(sandbox, ["test", "-e", "/home/user/new"])["exit_code"] == 1
+    # without a user a relative path is taken from /work, and the file is root's
+    assert put(api, sandbox, "rel.txt", b"r") == {"path": "/work/rel.txt", "size": 1}
+    assert api.exec(sandbox, ["stat", "-c", "%U", "/work/rel.txt"])["stdout"] == "root\n"
+
+
+def test_a_user_meets_the_permissions_it_would_meet_inside(api, sandbox):
+    put(api, sandbox, "/work/secret", b"root only", mode="0600")
+    for method, url, body in (("GET", files(sandbox, "/work/secret") + "&user=user", None),
+                              ("PUT", files(sandbox, "/work/by-user.txt") + "&user=user", None),
+                              ("DELETE", files(sandbox, "/work/secret") + "&user=user", None),
+                              ("POST", f"/v1/sandboxes/{sandbox}/files/mkdir", {"path": "/work/x", "user": "user"})):
+        status, answer = api.json(method, url, body)
+        assert status == 403 and answer["error"]["code"] == "permission_denied", (method, url, status, answer)
+    assert get(api, sandbox, "/work/secret") == b"root only"
+    assert api.exec(sandbox, ["ls", "/work/by-user.txt", "/work/x"])["exit_code"] != 0
+
+
+def test_an_unknown_or_malformed_user_is_a_clear_400(api, sandbox):
+    for user in ("nobody-by-this-name", "31337", "1:4294967295", "x" * 256):
+        status, body = api.json("GET", files(sandbox, "/tmp", "/stat") + f"&user={q(user)}")
+        assert status == 400 and body["error"]["code"] == "invalid_argument", (user, status, body)
+        assert "user" in body["error"]["message"], body
+    # 255 bytes is still a name to look up (and there is none)
+    status, body = api.json("GET", files(sandbox, "/tmp", "/stat") + f"&user={'x' * 255}")
+    assert status == 400 and "no such user" in body["error"]["message"], body
+    status, body = api.json("POST", f"/v1/sandboxes/{sandbox}/files/mkdir", {"path": "/tmp/u", "user": ""})
+    assert status == 400, body
+
+
+def test_the_default_template_has_the_user_account(api, sandbox):
+    r = api.exec(sandbox, ["sh", "-c", "getent passwd user; id user; stat -c '%U:%G %a' /home/user"])
+    assert r["stdout"] == ("user:x:1000:1000::/home/user:/bin/bash\n"
+                           "uid=1000(user) gid=1000(user) groups=1000(user)\nuser:user 755\n"), r
+    assert api.exec(sandbox, ["stat", "-c", "%U %a", "/work"])["stdout"] == "root 755\n"
+
+
+def test_a_command_with_a_user_starts_in_its_home(api, sandbox):
+    r = api.exec(sandbox, ["sh", "-c", "id -un; pwd"], user="user")
+    assert r["stdout"] == "user\n/home/user\n"
+    assert api.exec(sandbox, ["pwd"])["stdout"] == "/work\n"
+    assert api.exec(sandbox, ["pwd"], user="user", cwd="/tmp")["stdout"] == "/tmp\n"
+    # a relative cwd starts at the user's home, or at /work without a user
+    api.exec(sandbox, ["mkdir", "-p", "/home/user/sub", "/work/sub"])
+    assert api.exec(sandbox, ["pwd"], user="user", cwd="sub")["stdout"] == "/home/user/sub\n"
+    assert api.exec(sandbox, ["pwd"], cwd="sub")["stdout"] == "/work/sub\n"
+    # nobody's home does not exist: it starts in /work
+    assert api.exec(sandbox, ["pwd"], user="nobody")["stdout"] == "/work\n"

@@ -50,14 +50,14 @@ FUZZ_LIB_SRC  := lib/frame.c lib/codec.c lib/buf.c
 # lifecycle, snapshots, templates, host programs) are tests/fuzz/stubs_daemon.c.
 FUZZ_DAEMON_SRC := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c daemon/api/api_sandbox.c \
                    daemon/api/api_templates.c \
-                   daemon/core/op.c daemon/base/err.c daemon/io/timer.c daemon/core/sandbox.c daemon/core/ready.c daemon/core/pool.c \
+                   daemon/core/op.c daemon/core/entry.c daemon/base/err.c daemon/io/timer.c daemon/core/sandbox.c daemon/core/ready.c daemon/core/pool.c \
                    daemon/core/state.c daemon/base/reaper.c daemon/base/clock.c daemon/io/chan.c \
                    daemon/io/loop.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c \
                    daemon/net/policy.c
 FUZZ_HARNESS_SRC := tests/fuzz/stubs_daemon.c tests/fuzz/harness_daemon.c
 # The agent modules, compiled with the fake system calls.
 FUZZ_AGENT_SRC := agent/conn.c agent/dispatch.c agent/proc.c agent/files.c agent/xfer.c \
-                  agent/user.c agent/spawn.c agent/identity.c agent/oom.c agent/ports.c
+                  agent/user.c agent/fsuser.c agent/spawn.c agent/identity.c agent/oom.c agent/ports.c
 
 fuzz_obj = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(1))
 

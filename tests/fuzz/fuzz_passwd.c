@@ -18,6 +18,10 @@
  *  - on success the home is a non-empty string shorter than USER_HOME_MAX,
  *    there are 1 to USER_MAX_GROUPS groups, the primary gid first, and no
  *    group twice.
+ * And as a file request names them (user_by_spec_in): the uid alone finds
+ * that uid or nothing, UID:GID always gives exactly those ids; the names of
+ * uid and gid for entries (user_id_name_in) are shorter than USER_NAME_MAX,
+ * hold no ':', and come back the same from the cache.
  *
  * Seeds (tests/fuzz/corpus/passwd/): seed-debian (a stock passwd and group),
  * seed-odd (comments, blank lines, malformed ids, NUL bytes, no final
@@ -101,6 +105,28 @@ static void check_id(uid_t uid, gid_t gid)
 	check_info(&u, gid);
 }
 
+/* What a file request names: the uid alone and UID:GID, then the names of both ids for entries. */
+static void check_spec(uid_t uid, gid_t gid)
+{
+	struct user_info u;
+	char spec[32];
+	snprintf(spec, sizeof(spec), "%u", (unsigned)uid);
+	int rc = user_by_spec_in(passwd_file.path, group_file.path, spec, &u);
+	assert(rc == 0 || rc == -ENOENT || rc == -EINVAL || rc < 0);
+	if (rc == 0)
+		assert(u.uid == uid);
+	snprintf(spec, sizeof(spec), "%u:%u", (unsigned)uid, (unsigned)gid);
+	rc = user_by_spec_in(passwd_file.path, group_file.path, spec, &u);
+	if (uid != (uid_t)-1 && gid != (gid_t)-1)
+		assert(rc == 0 && u.uid == uid && u.gid == gid);
+	struct user_name_cache c = { 0 };
+	const char *name = user_id_name_in(&c, passwd_file.path, uid);
+	assert(strlen(name) < USER_NAME_MAX && strchr(name, ':') == NULL);
+	assert(strcmp(user_id_name_in(&c, passwd_file.path, uid), name) == 0); /* the cached one */
+	name = user_id_name_in(&c, group_file.path, gid);
+	assert(strlen(name) < USER_NAME_MAX && strchr(name, ':') == NULL);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t head[HEADER] = { 0 };
@@ -132,5 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_name("root");
 	check_id((uid_t)get_u32(head + 2), (gid_t)get_u32(head + 6));
 	check_id(0, 0);
+	check_spec((uid_t)get_u32(head + 2), (gid_t)get_u32(head + 6));
+	check_spec(0, 0);
 	return 0;
 }

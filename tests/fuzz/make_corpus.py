@@ -40,6 +40,12 @@ def a_stat(tag, name, size=3, typ=1, mode=0o644):
     return frame(A["STAT"], tag, struct.pack("<QqIIII", size, 1700000000, mode, typ, 0, 0) + z(name))
 
 
+def a_stat_ext(tag, name, owner, group, target, path, nsec=123456789, typ=1):
+    """An A_STAT with struct sp_stat_ext: nanoseconds, owner, group, link target, path."""
+    return frame(A["STAT"], tag, struct.pack("<QqIIII", 3, 1700000000, 0o644, typ, 1000, 1000) + z(name)
+                 + struct.pack("<II", nsec, 0) + z(owner, group, target, path))
+
+
 def a_proc(tag, pid, cmd, exited=False, code=0):
     return frame(A["PROC"], tag, struct.pack("<IIiiQ", pid, 1 if exited else 0, code, 0, 1700000000000) + z(cmd))
 
@@ -80,6 +86,9 @@ SEEDS = {
         + frame(H["MKDIR"], REQ | 11, struct.pack("<I", 0o755) + z("/work/a/b/c"))
         + frame(H["REMOVE"], REQ | 12, z("/work/a")) + frame(H["RENAME"], REQ | 13, z("/work/x", "/work/y"))
         + frame(H["SYNC"], REQ | 14),
+        "files-user": frame(H["STAT"], REQ | 9, z("notes", "user")) + frame(H["LIST"], REQ | 10, z(".", "1000:1000"))
+        + frame(H["MKDIR"], REQ | 11, struct.pack("<I", 0o755) + z("a/b", "no-such-user"))
+        + frame(H["RENAME"], REQ | 13, z("x", "/tmp/y", "4294967295:0")),
         "odd": frame(99, REQ | 15) + frame(99, 3) + frame(H["ABORT"], REQ | 16) + frame(H["DETACH"], 0),
     },
     "daemon_frames": {
@@ -97,6 +106,10 @@ SEEDS = {
         + a_stat(REQ | 5, "a.txt", size=10) + a_stat(REQ | 6, "big.bin", size=5) + frame(A["DATA"], REQ | 6, b"12345")
         + frame(A["END"], REQ | 6) + frame(A["OK"], REQ | 7) + credit(A["CREDIT"], REQ | 7, 4096)
         + frame(A["END"], REQ | 7),
+        "files-ext": a_stat_ext(REQ | 4, "l", "user", "user", "../t", "/work/l", typ=3)
+        + a_stat_ext(REQ | 4, "m", "", "", "", "/work/m", nsec=10**9) + frame(A["END"], REQ | 4)
+        + a_stat_ext(REQ | 5, "a.txt", "root", "root", "", "/home/user/a.txt")
+        + frame(A["OK"], REQ | 7, z("/home/user/up.bin")),
         "errors": a_error(REQ | 1, 2, "exec nope: No such file or directory") + a_error(REQ | 3, 11, "too many")
         + a_error(REQ | 5, 13, ""),
         "procs": frame(A["STDOUT"], 100, b"out") + credit(A["CREDIT"], 101, 10) + a_exit(101, 0)

@@ -60,9 +60,37 @@ def test_missing_paths_and_bad_paths(sandbox):
     with pytest.raises(space.InvalidArgumentError):
         sandbox.files.read("/work")  # a directory
     with pytest.raises(space.InvalidArgumentError):
-        sandbox.files.write("relative.txt", "x")
-    with pytest.raises(space.InvalidArgumentError):
         sandbox.files.read("/work/a", format="xml")
+    with pytest.raises(space.InvalidArgumentError) as e:
+        sandbox.files.stat("/work", user="nobody-of-that-name")
+    assert "no such user" in e.value.message
+
+
+def test_relative_paths_users_and_what_entries_say(sandbox):
+    # without a user a relative path starts at /work; with one, at its home
+    assert sandbox.files.write("relative.txt", "x").path == "/work/relative.txt"
+    info = sandbox.files.write("notes/a.txt", "mine", user="user")
+    assert (info.path, info.size) == ("/home/user/notes/a.txt", 4)
+    assert sandbox.files.read("notes/a.txt", user="user") == "mine"
+    assert sandbox.files.make_dir("made", user=1000) == "/home/user/made"
+    st = sandbox.files.stat("/home/user/notes/a.txt")
+    assert (st.owner, st.group, st.uid, st.gid) == ("user", "user", 1000, 1000)
+    assert st.mtime.endswith("Z") and len(st.mtime) == len("2026-12-07T10:11:12.123456789Z")
+    assert sandbox.commands.run("stat -c %U /home/user/notes /home/user/made").stdout == "user\nuser\n"
+    sandbox.commands.run("ln -s notes/a.txt /home/user/link")
+    entries = {e.name: e for e in sandbox.files.list(".", user="user")}
+    assert entries["link"].symlink_target == "notes/a.txt" and entries["notes"].symlink_target is None
+    assert sandbox.files.exists("link", user="user")
+    sandbox.files.rename("link", "link2", user="user")
+    sandbox.files.remove("link2", user="user")
+    assert not sandbox.files.exists("/home/user/link2")
+    # root's files stay root's
+    sandbox.files.write("/work/secret", "s", mode=0o600)
+    with pytest.raises(space.PermissionDeniedError) as e:
+        sandbox.files.read("/work/secret", user="user")
+    assert e.value.status == 403
+    with pytest.raises(space.PermissionDeniedError):
+        sandbox.files.write("/work/x", "x", user="user")
 
 
 def test_write_from_a_file_object_and_read_as_a_stream(sandbox, tmp_path):

@@ -5,7 +5,8 @@ its socket in its place; spaced then talks to the impostor as to the agent.
 These tests take the channel that way and try what the protocol forbids:
 process records nobody asked for, more of them than spaced tracks, hello
 after hello, data and credit beyond the window, listings without end and
-with names that are not names, liveness forged by answering pings. Two more
+with names that are not names, liveness forged by answering pings; and the
+answers an agent of an earlier release gets. Two more
 look at the answers spaced builds: captured output that JSON escaping would
 blow up, and the captured output one tenant holds at once.
 
@@ -657,6 +658,53 @@ def test_listing_names_that_are_not_names(attack, spaced):
     for name, status, names in answers:
         assert name not in names, f"spaced returned the entry name {name!r}"
         assert status >= 500, f"the listing with {name!r} answered {status}"
+
+
+# --------------------------------------------------------------------------
+# an agent of an earlier release
+
+
+@gvisor_only(AGENT_SOCKET)
+def test_an_agent_from_before_entry_names_and_file_users(attack, spaced):
+    """The impostor speaks as the agent of a release before file users (one a sandbox resumed
+    from an older image has): a hello without struct sp_hello_ext, and an A_STAT that ends after
+    its name. The test stats a file, stats it as user `user`, then stats another path.
+
+    Expected: the first stat answers with what such an agent gives (ids, whole seconds) and no
+    owner, group or link target; the one with a user is refused with 409 before anything
+    reaches the agent (an older agent would ignore the user and act as root); the impostor sees
+    exactly the two stats without a user.
+    """
+    let_spaced_look(attack)
+    ipid = start_impostor(attack, """
+        H_STAT = 11
+        def main():
+            p = Peer()
+            if p.greet() is None:
+                out["got"] = "no hello"; return
+            out["got"] = []
+            while len(out["got"]) < 2:
+                f = p.wait((H_STAT,), 60)
+                if not isinstance(f, tuple):
+                    out["got"].append(repr(f)); return
+                out["got"].append(f[2].decode(errors="replace"))
+                p.send(stat(b"x", f[1], size=5))
+    """)
+    wait_marker(attack, ipid)
+    url = f"/v1/sandboxes/{attack.id}/files/stat?path="
+    status, st = attack.api.json("GET", url + "/work/old.txt")
+    assert status == 200, (status, st)
+    assert (st["path"], st["size"], st["uid"], st["gid"]) == ("/work/old.txt", 5, 0, 0), st
+    assert not {"owner", "group", "symlink_target"} & set(st), st
+    assert st["mtime"].endswith("Z") and "." not in st["mtime"], st
+    status, body = attack.api.json("GET", url + "/work/old.txt&user=user")
+    assert status == 409 and body["error"]["code"] == "conflict", (status, body)
+    assert "from before file requests as a user" in body["error"]["message"], body
+    status, _ = attack.api.json("GET", url + "/work/second")
+    assert status == 200
+    res = impostor_result(attack, ipid)
+    attack.note(f"older agent: {st}; with a user: {body['error']['message']}; impostor {res}")
+    assert res["got"] == ["/work/old.txt\0", "/work/second\0"], res
 
 
 # --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/base/test_dir \
-              e2b/test_connect e2b/test_multipart
+              e2b/test_connect e2b/test_multipart daemon/core/test_entry
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -80,6 +80,9 @@ UNIT_LIBS_test_vport :=
 UNIT_test_fwcfg      := agent/fwcfg.c
 UNIT_LIBS_test_fwcfg :=
 
+UNIT_test_entry      := daemon/core/entry.c lib/frame.c
+UNIT_LIBS_test_entry := -ljansson
+
 UNIT_test_user       := agent/user.c
 UNIT_LIBS_test_user  :=
 
@@ -95,7 +98,7 @@ UNIT_LIBS_test_identity :=
 # front end (http.c), the drivers and main.c stay out.
 UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
                  daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/core/build.c \
-                 daemon/core/op.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/ready.c daemon/core/pool.c \
+                 daemon/core/op.c daemon/core/entry.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/ready.c daemon/core/pool.c \
                  daemon/core/snapshot.c daemon/core/template_rm.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
                  daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \

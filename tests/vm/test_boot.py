@@ -104,7 +104,7 @@ class VM:
         host.buf = raw[raw.index(marker) + len(marker):]
         t, chan, p = host.next(timeout=max(0.1, deadline - time.monotonic()))
         assert (t, chan) == ("A_HELLO", 0), f"after A_OPEN: {t} on {chan:#x}"
-        version, max_pid, boot_id = struct.unpack("<IIQ", p)
+        version, max_pid, boot_id = struct.unpack_from("<IIQ", p)
         self.host = host
         return host, dict(version=version, max_pid=max_pid, boot_id=boot_id), time.monotonic() - self.started
 

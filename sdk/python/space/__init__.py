@@ -18,7 +18,7 @@ from .code import CodeContext, Execution, ExecutionError
 from .commands import CommandHandle, CommandResult, Commands, ProcessInfo
 from .errors import (AuthError, BuildError, CommandExitError, ConflictError, ConnectionError, ExecFailedError,
                      FileNotFound, InvalidArgumentError, IsolationUnavailableError, LimitError, NotFoundError,
-                     ProcessNotFound, SandboxNotFound, SnapshotNotFound, SpaceError, TemplateNotFound, TimeoutError,
+                     PermissionDeniedError, ProcessNotFound, SandboxNotFound, SnapshotNotFound, SpaceError, TemplateNotFound, TimeoutError,
                      TooLargeError, UnavailableError)
 from .files import EntryInfo, FileStream, Files, WriteInfo
 from .pty import Pty, PtyHandle
@@ -32,7 +32,8 @@ __all__ = [
     "Files", "EntryInfo", "WriteInfo", "FileStream", "Pty", "PtyHandle",
     "CodeContext", "Execution", "ExecutionError",
     "SpaceError", "AuthError", "NotFoundError", "SandboxNotFound", "FileNotFound", "ProcessNotFound",
-    "SnapshotNotFound", "TemplateNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError",
+    "SnapshotNotFound", "TemplateNotFound", "PermissionDeniedError", "ConflictError", "InvalidArgumentError",
+    "TooLargeError",
     "ExecFailedError", "LimitError", "UnavailableError", "IsolationUnavailableError", "CommandExitError",
     "BuildError", "TimeoutError", "ConnectionError",
 ]

@@ -15,6 +15,7 @@ Hierarchy::
     │   ├── ProcessNotFound
     │   ├── SnapshotNotFound
     │   └── TemplateNotFound
+    ├── PermissionDeniedError     403: a file call's user may not do it
     ├── ConflictError             409: the sandbox's state forbids it
     ├── InvalidArgumentError      400 (also a ValueError)
     ├── TooLargeError             413
@@ -33,7 +34,7 @@ import json
 
 __all__ = [
     "SpaceError", "AuthError", "NotFoundError", "SandboxNotFound", "FileNotFound", "ProcessNotFound",
-    "SnapshotNotFound", "TemplateNotFound", "ConflictError", "InvalidArgumentError", "TooLargeError", "ExecFailedError",
+    "SnapshotNotFound", "TemplateNotFound", "PermissionDeniedError", "ConflictError", "InvalidArgumentError", "TooLargeError", "ExecFailedError",
     "LimitError", "UnavailableError", "IsolationUnavailableError", "CommandExitError", "BuildError", "TimeoutError",
     "ConnectionError",
 ]
@@ -84,6 +85,10 @@ class SnapshotNotFound(NotFoundError):
 
 class TemplateNotFound(NotFoundError):
     """The template does not exist."""
+
+
+class PermissionDeniedError(SpaceError):
+    """403: a file call made as a ``user`` that the sandbox's permissions refuse."""
 
 
 class ConflictError(SpaceError):
@@ -200,6 +205,7 @@ class ConnectionError(SpaceError, builtins.ConnectionError):
 _BY_STATUS = {
     400: InvalidArgumentError,
     401: AuthError,
+    403: PermissionDeniedError,
     404: NotFoundError,
     413: TooLargeError,
     422: ExecFailedError,
@@ -231,7 +237,7 @@ def error_from(status, code, message, state=None, not_found=None):
 
 
 _STATUS_OF_CODE = {
-    "invalid_argument": 400, "unauthorized": 401, "not_found": 404, "method_not_allowed": 405,
+    "invalid_argument": 400, "unauthorized": 401, "permission_denied": 403, "not_found": 404, "method_not_allowed": 405,
     "conflict": 409, "too_large": 413, "exec_failed": 422, "too_many": 429, "internal": 500,
     "unavailable": 503,
 }

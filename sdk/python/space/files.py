@@ -1,6 +1,10 @@
 """Moving files in and out of a sandbox: `sandbox.files`.
 
-Paths are absolute paths inside the sandbox. Reads and writes stream: a file
+Paths are absolute paths inside the sandbox, or relative ones: from the
+user's home when a call names a `user`, else from the sandbox's working folder
+(/work). Every call takes `user`: a name from the sandbox's /etc/passwd, a uid
+or "UID:GID"; the call is then made as that user (its permissions apply, what
+it makes is its own). Reads and writes stream: a file
 of any size passes in blocks of 1 MiB, never whole in the daemon's memory
 (and, with format="stream" or a file object, never whole in yours).
 """
@@ -23,7 +27,11 @@ class EntryInfo:
         type: "file", "dir", "symlink" or "other".
         size: its size in bytes.
         mode: its permission bits as an octal string, like "0644".
-        mtime: when it was last modified (RFC 3339 string, UTC).
+        mtime: when it was last modified (RFC 3339 string, UTC, with nanoseconds).
+        uid, gid: its owner's and group's ids.
+        owner, group: their names in the sandbox (the id as a string when it has
+            none; None from a sandbox whose agent predates them).
+        symlink_target: a link's target as stored, None for anything else.
     """
 
     def __init__(self, d):
@@ -33,6 +41,11 @@ class EntryInfo:
         self.size = d.get("size")
         self.mode = d.get("mode")
         self.mtime = d.get("mtime")
+        self.uid = d.get("uid")
+        self.gid = d.get("gid")
+        self.owner = d.get("owner")
+        self.group = d.get("group")
+        self.symlink_target = d.get("symlink_target")
 
     @property
     def is_dir(self):
@@ -106,13 +119,19 @@ class Files:
     def _path(self, rest=""):
         return "/v1/sandboxes/%s/files%s" % (self._sb.id, rest)
 
+    @staticmethod
+    def _as(query, user):
+        if user is not None:
+            query["user"] = str(user)
+        return query
+
     def _kw(self, request_timeout):
         kw = {"not_found": errors.FileNotFound}
         if request_timeout is not None:
             kw["timeout"] = request_timeout
         return kw
 
-    def read(self, path, format="text", request_timeout=None):
+    def read(self, path, format="text", user=None, request_timeout=None):
         """Reads the file at `path`.
 
         Args:
@@ -121,11 +140,12 @@ class Files:
 
         Raises:
             FileNotFound: nothing at `path`.
-            InvalidArgumentError: `path` is a directory or not absolute.
+            InvalidArgumentError: `path` is a directory, or `user` unknown.
+            PermissionDeniedError: `user` may not read it.
         """
         if format not in ("text", "bytes", "stream"):
             raise errors.InvalidArgumentError('format must be "text", "bytes" or "stream"')
-        resp = self._t.open("GET", self._path(), query={"path": path}, **self._kw(request_timeout))
+        resp = self._t.open("GET", self._path(), query=self._as({"path": path}, user), **self._kw(request_timeout))
         stream = FileStream(resp, path)
         if format == "stream":
             return stream
@@ -133,7 +153,7 @@ class Files:
             data = b"".join(stream)
         return data.decode("utf-8") if format == "text" else data
 
-    def write(self, path, data, mode=None, request_timeout=None):
+    def write(self, path, data, mode=None, user=None, request_timeout=None):
         """Writes `data` to the file at `path`, replacing it; parent directories are made.
 
         Args:
@@ -141,9 +161,10 @@ class Files:
                 for reading (sent in blocks from its current position).
             mode: permission bits, as an int (0o755) or an octal string ("0755");
                 default 0644.
+            user: the file and the parents made are this user's.
 
         Returns:
-            a WriteInfo with the path and the number of bytes written.
+            a WriteInfo with the (absolute) path and the number of bytes written.
         """
         if isinstance(data, str):
             data = data.encode("utf-8")
@@ -156,47 +177,48 @@ class Files:
                 data = data.read()
                 if isinstance(data, str):
                     data = data.encode("utf-8")
-        query = {"path": path}
+        query = self._as({"path": path}, user)
         if mode is not None:
             query["mode"] = mode if isinstance(mode, str) else "%04o" % mode
         return WriteInfo(self._t.json("PUT", self._path(), query=query, data=data, **self._kw(request_timeout)))
 
-    def list(self, path, request_timeout=None):
+    def list(self, path, user=None, request_timeout=None):
         """The entries of directory `path`, sorted by name; a list of EntryInfo.
 
         spaced answers a listing in pages (at most 2,000 entries each); this follows them."""
-        entries, query = [], {"path": path}
+        entries, query = [], self._as({"path": path}, user)
         while True:
             d = self._t.json("GET", self._path("/list"), query=query, **self._kw(request_timeout))
             entries.extend(EntryInfo(e) for e in d["entries"])
             if not d.get("truncated") or not d.get("next"):
                 return entries
-            query = {"path": path, "after": d["next"]}
+            query = self._as({"path": path, "after": d["next"]}, user)
 
-    def stat(self, path, request_timeout=None):
-        """The EntryInfo of `path`; raises FileNotFound."""
-        return EntryInfo(self._t.json("GET", self._path("/stat"), query={"path": path},
+    def stat(self, path, user=None, request_timeout=None):
+        """The EntryInfo of `path` (a link's own, not its target's); raises FileNotFound."""
+        return EntryInfo(self._t.json("GET", self._path("/stat"), query=self._as({"path": path}, user),
                                       **self._kw(request_timeout)))
 
-    def exists(self, path, request_timeout=None):
+    def exists(self, path, user=None, request_timeout=None):
         """Whether anything (file, directory, link) is at `path`."""
         try:
-            self.stat(path, request_timeout)
+            self.stat(path, user, request_timeout)
             return True
         except errors.FileNotFound:
             return False
 
-    def remove(self, path, request_timeout=None):
+    def remove(self, path, user=None, request_timeout=None):
         """Removes the file, or the whole directory tree, at `path`; raises FileNotFound."""
-        self._t.request("DELETE", self._path(), query={"path": path}, **self._kw(request_timeout))
+        self._t.request("DELETE", self._path(), query=self._as({"path": path}, user), **self._kw(request_timeout))
 
-    def make_dir(self, path, request_timeout=None):
-        """Makes directory `path` and its parents; an existing directory is fine."""
-        self._t.request("POST", self._path("/mkdir"), body={"path": path}, **self._kw(request_timeout))
+    def make_dir(self, path, user=None, request_timeout=None):
+        """Makes directory `path` and its parents; an existing directory is fine. Returns its absolute path."""
+        d = self._t.json("POST", self._path("/mkdir"), body=self._as({"path": path}, user), **self._kw(request_timeout))
+        return d.get("path", path) if isinstance(d, dict) else path
 
-    def rename(self, old_path, new_path, request_timeout=None):
+    def rename(self, old_path, new_path, user=None, request_timeout=None):
         """Renames (moves) `old_path` to `new_path` inside the sandbox."""
-        self._t.request("POST", self._path("/rename"), body={"from": old_path, "to": new_path},
+        self._t.request("POST", self._path("/rename"), body=self._as({"from": old_path, "to": new_path}, user),
                         **self._kw(request_timeout))
 
 

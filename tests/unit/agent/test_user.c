@@ -512,6 +512,63 @@ static void test_unreadable_files(void **state)
 	}
 }
 
+/* What a file request names: a name, a uid that has an entry, or UID:GID; and what is refused. */
+static void test_by_spec(void **state)
+{
+	struct user_info u;
+	write_files("root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n",
+		    "user:x:1000:\ndev:x:2000:user\n");
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "user", &u), 0);
+	assert_int_equal(u.uid, 1000);
+	assert_string_equal(u.home, "/home/user");
+	GROUPS(&u, 1000, 2000);
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "1000", &u), 0);
+	assert_int_equal(u.gid, 1000);
+	assert_string_equal(u.home, "/home/user");
+	GROUPS(&u, 1000, 2000);
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "1000:5", &u), 0);
+	assert_int_equal(u.uid, 1000);
+	assert_int_equal(u.gid, 5);
+	/* UID:GID needs no entry; a bare uid does */
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "4242:4242", &u), 0);
+	assert_string_equal(u.home, "/");
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "4242", &u), -ENOENT);
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "nobody-here", &u), -ENOENT);
+	/* ids at the edge: 4294967294 is the last, 4294967295 is (uid_t)-1 */
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "4294967294:4294967294", &u), 0);
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "4294967295:0", &u), -EINVAL);
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "0:4294967295", &u), -EINVAL);
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "1000:", &u), -EINVAL);
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "10x", &u), -EINVAL);
+	assert_int_equal(user_by_spec_in(fx.passwd, fx.group, "12345678901234567890:1", &u), -EINVAL);
+}
+
+/* Names of ids for file entries, and a cache that sees the files change. */
+static void test_id_names(void **state)
+{
+	struct user_name_cache users = { 0 }, groups = { 0 };
+	write_files("root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n"
+		    "again:x:1000:1000::/x:/bin/sh\n",
+		    "root:x:0:\nuser:x:1000:\n");
+	assert_string_equal(user_id_name_in(&users, fx.passwd, 1000), "user"); /* the first entry */
+	assert_string_equal(user_id_name_in(&users, fx.passwd, 0), "root");
+	assert_string_equal(user_id_name_in(&users, fx.passwd, 77), "");
+	assert_string_equal(user_id_name_in(&groups, fx.group, 1000), "user");
+	/* more ids than the cache keeps: each still named right */
+	for (uint32_t id = 0; id < 3 * USER_NAME_CACHE; id++)
+		assert_string_equal(user_id_name_in(&users, fx.passwd, id), id == 0 ? "root" : "");
+	assert_string_equal(user_id_name_in(&users, fx.passwd, 1000), "user");
+	/* an account added (a file of another size) is seen at once */
+	write_files("root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n"
+		    "newcomer:x:77:77::/home/n:/bin/sh\n",
+		    "root:x:0:\n");
+	assert_string_equal(user_id_name_in(&users, fx.passwd, 77), "newcomer");
+	assert_string_equal(user_id_name_in(&groups, fx.group, 1000), "");
+	/* no file: no names */
+	assert_int_equal(unlink(fx.passwd), 0);
+	assert_string_equal(user_id_name_in(&users, fx.passwd, 0), "");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -532,6 +589,8 @@ int main(void)
 		T(test_home_limit),
 		T(test_name_limit),
 		T(test_unreadable_files),
+		T(test_by_spec),
+		T(test_id_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
