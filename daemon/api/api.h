@@ -121,6 +121,7 @@ int api_file_list(struct op *op);
 int api_file_mkdir(struct op *op);
 int api_file_remove(struct op *op);
 int api_file_rename(struct op *op);
+int api_file_watch(struct op *op);
 int api_port_list(struct op *op);
 int api_port_connect(struct op *op);
 
