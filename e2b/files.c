@@ -19,12 +19,13 @@
 #include "e2b/connect.h"
 #include "e2b/multipart.h"
 #include "e2b/stream.h"
+#include "e2b/watch.h"
 
 #define WORKDIR "/work"
 #define LIST_MAX_DEPTH 32 /* ListDir's depth, at most */
 
 /* An absolute path for p (relative ones from WORKDIR) into dst; false when too long or empty. */
-static bool abs_path(const char *p, char *dst, size_t n)
+bool files_abs_path(const char *p, char *dst, size_t n)
 {
 	if (!p || !*p)
 		return false;
@@ -154,6 +155,8 @@ static void dir_of(const char *abs, char *dst, size_t n)
 enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *method)
 {
 	char why[200], abs[4200], abs2[4200], url[9000];
+	if (strcmp(method, "WatchDir") == 0) /* a stream: its one envelope is read there */
+		return watch_dir(r, sbid);
 	json_t *msg = connect_unary_request(buf_head(&r->body), buf_avail(&r->body), why, sizeof(why));
 	if (!msg)
 		return gw_connect_error(r, "invalid_argument", "%s", why);
@@ -164,10 +167,10 @@ enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *m
 	bool move = strcmp(method, "Move") == 0;
 	if (move)
 		path = json_string_value(json_object_get(msg, "source"));
-	if (strcmp(method, "WatchDir") == 0 || strcmp(method, "CreateWatcher") == 0 ||
-	    strcmp(method, "GetWatcherEvents") == 0 || strcmp(method, "RemoveWatcher") == 0) {
-		rc = gw_connect_error(r, "unimplemented", "watching folders is not offered by space's E2B front yet");
-	} else if (!abs_path(path, abs, sizeof(abs))) {
+	if (strcmp(method, "CreateWatcher") == 0 || strcmp(method, "GetWatcherEvents") == 0 ||
+	    strcmp(method, "RemoveWatcher") == 0) {
+		rc = watchers_handle(r, sbid, method, msg);
+	} else if (!files_abs_path(path, abs, sizeof(abs))) {
 		rc = gw_connect_error(r, "invalid_argument", "a path is required (at most 4096 bytes)");
 	} else if (strcmp(method, "Stat") == 0) {
 		json_t *en = stat_of(gw, sbid, abs, &e);
@@ -212,7 +215,7 @@ enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *m
 		const char *to = json_string_value(json_object_get(msg, "destination"));
 		char parent[4200];
 		json_t *mk = NULL, *mv = NULL, *en = NULL;
-		if (!abs_path(to, abs2, sizeof(abs2))) {
+		if (!files_abs_path(to, abs2, sizeof(abs2))) {
 			rc = gw_connect_error(r, "invalid_argument", "a destination is required (at most 4096 bytes)");
 		} else if (!(en = stat_of(gw, sbid, abs, &e))) {
 			rc = fs_error(r, &e, abs);
@@ -271,7 +274,7 @@ enum MHD_Result files_download(struct req *r, const char *sbid)
 {
 	char abs[4200];
 	struct client_err e = { 0 };
-	if (!abs_path(gw_arg(r, "path"), abs, sizeof(abs)))
+	if (!files_abs_path(gw_arg(r, "path"), abs, sizeof(abs)))
 		return gw_error(r, 400, "path is required (at most 4096 bytes)");
 	json_t *en = stat_of(r->gw, sbid, abs, &e);
 	if (!en)
@@ -351,7 +354,7 @@ static int part_begin(struct upload *u, const char *name)
 	p->rd = fds[0];
 	p->wr = fds[1];
 	p->gw = u->r->gw;
-	if (!abs_path(given ? given : name, p->path, sizeof(p->path)) ||
+	if (!files_abs_path(given ? given : name, p->path, sizeof(p->path)) ||
 	    !path_url(p->url, sizeof(p->url), u->sbid, "/files", p->path)) {
 		close(p->rd);
 		close(p->wr);
