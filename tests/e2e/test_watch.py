@@ -6,12 +6,16 @@ Changes are made by commands run in the sandbox, so the events are what the sand
 marker made after the change, never waits out a period.
 """
 
+import json
 import os
 import re
+import select
+import signal
+import subprocess
 
 import pytest
 
-from conftest import q, wait_until
+from conftest import IO_TIMEOUT, q, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -157,3 +161,41 @@ def test_a_watch_left_open_across_pause_and_resume(api, sandbox):
         sh(api, sandbox, "echo x > /work/p/after-resume")
         read_until(s, ev("create", "after-resume"))
     assert api.exec(sandbox, ["echo", "alive"])["stdout"] == "alive\n"
+
+
+def test_cli_watch_prints_changes_until_interrupted(api, cli, sandbox):
+    sh(api, sandbox, "mkdir -p /work/cw/sub")
+    p = cli.popen("watch", "--json", "-r", sandbox, "/work/cw", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                  text=True)
+    try:
+        assert json.loads(p.stdout.readline()) == {"type": "start", "path": "/work/cw"}
+        sh(api, sandbox, "echo x > /work/cw/sub/f.txt")
+        while json.loads(p.stdout.readline()) != ev("create", "sub/f.txt"):
+            pass
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=IO_TIMEOUT) != 0
+    finally:
+        p.kill()
+        p.wait()
+    # the text form has no start line: marks are made until one is seen, then the folder's
+    # removal ends the command with status 0
+    sh(api, sandbox, "mkdir -p /work/cw2")
+    plain = cli.popen("watch", sandbox, "/work/cw2", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        n = [0]
+
+        def mark_seen():
+            n[0] += 1
+            sh(api, sandbox, f"touch /work/cw2/m{n[0]}")
+            return select.select([plain.stdout], [], [], 1)[0]
+        wait_until(mark_seen, 60, "space watch to print a change")
+        sh(api, sandbox, "rm -r /work/cw2")
+        out, err = plain.communicate(timeout=IO_TIMEOUT)
+        assert plain.returncode == 0, err
+        lines = out.splitlines()
+        assert re.fullmatch(r"create m\d+", lines[0]) and "remove " in lines, lines
+    finally:
+        plain.kill()
+        plain.wait()
+    r = cli("watch", sandbox, "/work/nothing-here")
+    assert r.returncode != 0 and "nothing-here" in r.stderr, r
