@@ -5,7 +5,7 @@
 // access token, 502 for one that is gone.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { e2b, Sandbox, spaced } from './helpers.mjs'
+import { e2b, Sandbox, spaced, withSandbox } from './helpers.mjs'
 
 let sb
 before(async () => { sb = await Sandbox.create() })
@@ -194,4 +194,24 @@ test('polling watchers: create, events taken once, remove; unknown ids; at most 
   r = await call('CreateWatcher', { path: '/tmp/pw' })
   assert.equal(r.status, 200, JSON.stringify(r.body))
   await call('RemoveWatcher', { watcherId: r.body.watcherId })
+})
+
+test('watchDir: 16 at once per sandbox; stop() gives a place back', async () => {
+  await withSandbox({}, async (box) => {
+    const handles = []
+    for (let i = 0; i < 16; i++) handles.push(await box.files.watchDir('/tmp', () => {}))
+    await assert.rejects(box.files.watchDir('/tmp', () => {}), e2b.RateLimitError)
+    await handles.pop().stop()
+    // the front closes spaced's stream once it sees the client gone, and spaced frees the watch
+    await until(async () => {
+      try {
+        handles.push(await box.files.watchDir('/tmp', () => {}))
+        return true
+      } catch (err) {
+        assert.ok(err instanceof e2b.RateLimitError, err)
+        return false
+      }
+    }, 30_000, 'a stopped watch\'s place')
+    for (const h of handles) await h.stop()
+  })
 })
