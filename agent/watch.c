@@ -366,8 +366,11 @@ void watch_pump(struct agent *a)
 /* Reads everything inotify holds for w. */
 static void on_ready(struct agent *a, void *obj, int fd, short revents)
 {
-	struct watch *w = obj;
-	if (find(a, w->tag) != w || w->fd != fd)
+	struct watch *w = NULL;
+	for (unsigned i = 0; i < AGENT_MAX_WATCHES; i++) /* obj may have ended since the poll */
+		if (a->watches.slots[i] == obj)
+			w = obj;
+	if (!w || w->fd != fd)
 		return;
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
 	for (;;) {
