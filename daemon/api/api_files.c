@@ -180,7 +180,7 @@ int api_file_watch(struct op *op)
 	struct sp_watch w = { 0 };
 	if (rec && (!strcmp(rec, "1") || !strcmp(rec, "true")))
 		w.flags = SP_WATCH_RECURSIVE;
-	else if (rec && strcmp(rec, "0") != 0 && strcmp(rec, "false") != 0)
+	if (rec && !w.flags && strcmp(rec, "0") != 0 && strcmp(rec, "false") != 0)
 		err_set(&op->err, 400, "invalid_argument", EINVAL, "recursive must be 1, true, 0 or false");
 	else if (sb->peer.version < 3) /* an older agent drops the connection on a message it lacks */
 		err_set(&op->err, 409, "conflict", ENOTSUP,

@@ -190,12 +190,49 @@ static void test_watch_frames(void **state)
 	free(d);
 }
 
+/* api_file_watch on a running sandbox whose agent speaks version; answers op->err. */
+static struct err watch_refusal(unsigned version, const char *path, const char *recursive, const char *sbid)
+{
+	struct daemon *d = calloc(1, sizeof(*d));
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	snprintf(sb->id, sizeof(sb->id), "abc123");
+	sb->state = SB_RUNNING;
+	sb->chan.fd = 1000; /* never used: every case here is refused before a frame goes */
+	sb->chan.phase = CHAN_READY;
+	sb->peer.version = version;
+	d->sandboxes = sb;
+	struct op *op = op_with(NULL);
+	op->d = d;
+	snprintf(op->sbid, sizeof(op->sbid), "%s", sbid);
+	op->query = json_pack("{s:s}", "path", path);
+	if (recursive)
+		json_object_set_new(op->query, "recursive", json_string(recursive));
+	assert_int_equal(api_file_watch(op), API_DONE);
+	struct err e = op->err;
+	op_free(op);
+	free(sb);
+	free(d);
+	return e;
+}
+
+static void test_watch_refusals(void **state)
+{
+	/* an agent from before watching would drop the connection on H_WATCH: refused here */
+	struct err e = watch_refusal(2, "/work", "1", "abc123");
+	assert_int_equal(e.status, 409);
+	assert_string_equal(e.code, "conflict");
+	assert_non_null(strstr(e.msg, "protocol 2"));
+	assert_int_equal(watch_refusal(3, "/work", "yes", "abc123").status, 400);
+	assert_int_equal(watch_refusal(3, "work", NULL, "abc123").status, 400);
+	assert_int_equal(watch_refusal(3, "/work", NULL, "nosuch").status, 404);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_body_ok),  cmocka_unit_test(test_empty_body_is_empty_object),
 		cmocka_unit_test(test_body_errors), cmocka_unit_test(test_paths),
-		cmocka_unit_test(test_routes), cmocka_unit_test(test_watch_frames),
+		cmocka_unit_test(test_routes), cmocka_unit_test(test_watch_frames), cmocka_unit_test(test_watch_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
