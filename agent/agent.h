@@ -5,7 +5,8 @@
  * loop (main.c) over a handful of file descriptors: a signalfd for SIGCHLD,
  * the connection to spaced (conn.c), and the pipes of the processes it runs
  * (proc.c, spawn.c). File operations (files.c) run inline; downloads,
- * uploads and listings that span many frames are kept as transfers (xfer.c).
+ * uploads and listings that span many frames are kept as transfers (xfer.c),
+ * watched folders as watches (watch.c).
  * Incoming frames are routed by dispatch.c.
  *
  * Every module works on one `struct agent`, passed explicitly; there is no
@@ -23,10 +24,12 @@
 #include "oom.h"
 #include "proc.h"
 #include "user.h"
+#include "watch.h"
 #include "xfer.h"
 
-/* Upper bound of descriptors one loop iteration polls. */
-#define AGENT_MAX_FDS (2u + 3u * AGENT_MAX_PROCS)
+/* Upper bound of descriptors one loop iteration polls: the signalfd, the relay, the
+ * connection, each process's pipes and each watch's inotify descriptor. */
+#define AGENT_MAX_FDS (3u + 3u * AGENT_MAX_PROCS + AGENT_MAX_WATCHES)
 
 struct agent {
 	bool pid1;            /* running as the sandbox's init */
@@ -39,6 +42,7 @@ struct agent {
 	struct conn conn;
 	struct proc_table procs;
 	struct xfer_table xfers;
+	struct watch_table watches;
 	struct oom oom;
 	struct user_names names; /* owner and group names of file entries */
 };

@@ -36,7 +36,7 @@
 
 static bool is_data(uint8_t type)
 {
-	return type == SP_A_STDOUT || type == SP_A_STDERR || type == SP_A_DATA;
+	return type == SP_A_STDOUT || type == SP_A_STDERR || type == SP_A_DATA || type == SP_A_EVENT;
 }
 
 static uint8_t frame_type(const struct outframe *o)
@@ -206,6 +206,7 @@ static void end_connection(struct agent *a)
 		o = next;
 	}
 	xfer_abandon_all(a);
+	watch_abandon_all(a);
 }
 
 static int write_within(struct conn *c, unsigned ms);

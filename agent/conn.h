@@ -28,7 +28,7 @@ struct agent;
 struct pollset;
 struct proc;
 
-/* Queued bytes of control frames (everything but output and download data)
+/* Queued bytes of control frames (everything but output, download data and events)
  * above which the agent stops reading requests: a host that does not read
  * its answers is back-pressured instead of growing the queue. */
 #define AGENT_CTRL_MAX (256u * 1024u)

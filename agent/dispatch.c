@@ -25,11 +25,17 @@ static int on_ping(struct agent *a, const struct frame *f)
 static int on_credit(struct agent *a, const struct frame *f)
 {
 	uint32_t bytes = frame_get_u32(f->payload);
-	if (f->chan & SP_CHAN_REQ)
+	if ((f->chan & SP_CHAN_REQ) && !watch_credit(a, f->chan, bytes))
 		xfer_credit(a, f->chan, bytes);
 	else
 		proc_credit(a, f->chan, bytes);
 	return 0;
+}
+
+/* H_ABORT: the host gave up on a transfer or a watch. */
+static int on_abort(struct agent *a, const struct frame *f)
+{
+	return watch_abort(a, f->chan) ? 0 : xfer_abort(a, f);
 }
 
 static int on_detach(struct agent *a, const struct frame *f)
@@ -118,12 +124,13 @@ static const struct handler handlers[] = {
 	[SP_H_RENAME] = { files_rename, 2 },
 	[SP_H_SYNC] = { files_sync, 0 },
 	[SP_H_DETACH] = { on_detach, 0 },
-	[SP_H_ABORT] = { xfer_abort, 0 },
+	[SP_H_ABORT] = { on_abort, 0 },
 	[SP_H_OPEN] = { on_open, sizeof(struct sp_open) },
 	[SP_H_IDENTITY] = { on_identity, sizeof(struct sp_identity) + 1 },
 	[SP_H_PORTS] = { ports_list, 0 },
 	[SP_H_ENV] = { on_env, 0 },
 	[SP_H_RESIZE] = { proc_resize, sizeof(struct sp_winsize) },
+	[SP_H_WATCH] = { watch_start, sizeof(struct sp_watch) + 1 },
 };
 
 int dispatch_frame(struct agent *a, const struct frame *f)

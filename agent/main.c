@@ -182,6 +182,7 @@ static void loop_run(struct agent *a)
 		proc_tick(a, now);
 		oom_tick(a, now);
 		xfer_pump(a);
+		watch_pump(a);
 		conn_flush(a);
 
 		ps.n = 0;
@@ -189,6 +190,7 @@ static void loop_run(struct agent *a)
 		if (a->relay_fd >= 0)
 			pollset_add(&ps, a->relay_fd, POLLIN, on_relay, NULL);
 		proc_watch(a, &ps);
+		watch_poll(a, &ps);
 		conn_watch(a, &ps);
 
 		uint64_t deadline = conn_deadline(a);
@@ -197,7 +199,7 @@ static void loop_run(struct agent *a)
 			deadline = pd;
 		if ((pd = oom_deadline(a)) < deadline)
 			deadline = pd;
-		int timeout = xfer_busy(a) ? 0 : ms_until(deadline, now);
+		int timeout = xfer_busy(a) || watch_busy(a) ? 0 : ms_until(deadline, now);
 		int n = poll(ps.fds, ps.n, timeout);
 		if (n < 0) {
 			if (errno != EINTR)

@@ -48,6 +48,8 @@ static const struct command commands[] = {
 	{ "ports", cmd_ports, "List the TCP ports listening in a sandbox", cmd_ports_usage, CLI_EXIT_USAGE },
 	{ "port-forward", cmd_port_forward, "Carry local TCP connections to a port in a sandbox", cmd_port_forward_usage,
 	  CLI_EXIT_USAGE },
+	{ "watch", cmd_watch, "Print the changes made to a folder of a sandbox as they happen", cmd_watch_usage,
+	  CLI_EXIT_USAGE },
 	{ "attach", cmd_attach, "Stream the output of a running process", cmd_attach_usage, CLI_EXIT_DAEMON },
 	{ "template", cmd_template, "Templates: ls, inspect, rm, build, import", cmd_template_usage, CLI_EXIT_USAGE },
 	{ "status", cmd_status, "Show where spaced is and what it runs", cmd_status_usage, CLI_EXIT_USAGE },

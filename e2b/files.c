@@ -21,6 +21,7 @@
 #include "e2b/connect.h"
 #include "e2b/multipart.h"
 #include "e2b/stream.h"
+#include "e2b/watch.h"
 
 #define WORKDIR "/work"
 #define LIST_MAX_DEPTH 32 /* ListDir's depth, at most */
@@ -45,6 +46,12 @@ static bool abs_path(const struct who *w, const char *p, char *dst, size_t n)
 	if (!p || !*p)
 		return false;
 	return (size_t)snprintf(dst, n, "%s%s", p[0] == '/' || w->user[0] ? "" : WORKDIR "/", p) < n;
+}
+
+bool files_abs_path(const char *p, char *dst, size_t n)
+{
+	const struct who nobody = { 0 };
+	return abs_path(&nobody, p, dst, n);
 }
 
 /* "/v1/sandboxes/ID<route>?path=<escaped abs>[&user=<escaped user>]" into dst. */
@@ -186,6 +193,8 @@ static bool dir_of(const char *path, char *dst, size_t n)
 enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *method)
 {
 	char why[200], abs[4200], abs2[4200], url[9000];
+	if (strcmp(method, "WatchDir") == 0) /* a stream: its one envelope is read there */
+		return watch_dir(r, sbid);
 	json_t *msg = connect_unary_request(buf_head(&r->body), buf_avail(&r->body), why, sizeof(why));
 	if (!msg)
 		return gw_connect_error(r, "invalid_argument", "%s", why);
@@ -198,9 +207,9 @@ enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *m
 	bool move = strcmp(method, "Move") == 0;
 	if (move)
 		path = json_string_value(json_object_get(msg, "source"));
-	if (strcmp(method, "WatchDir") == 0 || strcmp(method, "CreateWatcher") == 0 ||
-	    strcmp(method, "GetWatcherEvents") == 0 || strcmp(method, "RemoveWatcher") == 0) {
-		rc = gw_connect_error(r, "unimplemented", "watching folders is not offered by space's E2B front yet");
+	if (strcmp(method, "CreateWatcher") == 0 || strcmp(method, "GetWatcherEvents") == 0 ||
+	    strcmp(method, "RemoveWatcher") == 0) {
+		rc = watchers_handle(r, sbid, method, msg);
 	} else if (!abs_path(&w, path, abs, sizeof(abs))) {
 		rc = gw_connect_error(r, "invalid_argument", "a path is required (at most 4096 bytes)");
 	} else if (strcmp(method, "Stat") == 0) {

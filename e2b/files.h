@@ -9,6 +9,9 @@
 
 #include "e2b/gateway.h"
 
+/* An absolute path for p (a relative one is taken from /work) into dst; false when p is
+ * empty or the result does not fit. */
+bool files_abs_path(const char *p, char *dst, size_t n);
 /* POST /filesystem.Filesystem/<method> on sandbox sbid (checked). */
 enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *method);
 /* GET /files?path=P on sandbox sbid (checked): the file, streamed. */

@@ -39,8 +39,11 @@
 #define GW_IDLE_S 600
 #define GW_THREAD_STACK (512 * 1024) /* a connection's or a stream worker's thread */
 
+struct gw_watchers;
+
 struct gw {
 	struct client up;            /* spaced's Unix socket, as the administrator */
+	struct gw_watchers *watchers; /* the polling watchers (watch.h) */
 };
 
 /* One request, the connection's own (libmicrohttpd's *req_cls). */
@@ -80,6 +83,11 @@ enum MHD_Result gw_connect_error(struct req *r, const char *code, const char *fm
 /* A copy of gw->up that asks spaced as the tenant of key (an E2B key or a space token), in
  * hdr (room for the header line); NULL without a key. */
 struct client *gw_as_tenant(struct gw *gw, const char *key, struct client *c, char *hdr, size_t n);
+
+/* Milliseconds of CLOCK_MONOTONIC, for deadlines. */
+int64_t gw_mono_ms(void);
+/* A call's Connect-Timeout-Ms in seconds (rounded up), or 0 when absent or 0. */
+long gw_timeout_s(struct req *r);
 
 /* "/v1/sandboxes/<id><rest>" into dst; false when it does not fit or id is not a sandbox id. */
 bool gw_sandbox_path(char *dst, size_t n, const char *id, const char *rest);

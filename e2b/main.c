@@ -16,11 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "e2b/connect.h"
+#include "e2b/watch.h"
 
 const char *gw_header(struct req *r, const char *name)
 {
@@ -115,6 +117,21 @@ struct client *gw_as_tenant(struct gw *gw, const char *key, struct client *c, ch
 	*c = gw->up;
 	c->auth = hdr;
 	return c;
+}
+
+int64_t gw_mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+long gw_timeout_s(struct req *r)
+{
+	const char *h = gw_header(r, "Connect-Timeout-Ms");
+	char *end;
+	long ms = h ? strtol(h, &end, 10) : 0;
+	return h && !*end && ms > 0 ? (ms + 999) / 1000 : 0;
 }
 
 bool gw_sandbox_path(char *dst, size_t n, const char *id, const char *rest)
@@ -236,6 +253,9 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread made from here on too */
 
 	static struct gw gw;
+	static struct gw_watchers watchers;
+	watchers_init(&watchers);
+	gw.watchers = &watchers;
 	struct client_err err = { 0 };
 	char host[600];
 	snprintf(host, sizeof(host), "unix://%s", sock);

@@ -68,13 +68,6 @@ static uint32_t selected_pid(struct gw *gw, const char *sbid, const json_t *msg)
 	return found;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* One Start or Connect stream. */
 struct call {
 	struct gw *gw;
@@ -105,7 +98,7 @@ static int send_msg(struct call *c, uint8_t flags, json_t *msg)
 	int rc = msg && connect_put(&b, flags, msg) == 0 ? gw_stream_write(c->s, buf_head(&b), buf_avail(&b)) : -ENOMEM;
 	json_decref(msg);
 	buf_free(&b);
-	c->last = mono_ms();
+	c->last = gw_mono_ms();
 	if (rc == -EPIPE)
 		c->gone = true;
 	return rc;
@@ -214,7 +207,7 @@ static int on_tick(void *arg)
 		c->gone = true;
 		return -EPIPE;
 	}
-	int64_t now = mono_ms();
+	int64_t now = gw_mono_ms();
 	if (c->deadline && now >= c->deadline) {
 		c->code = "deadline_exceeded";
 		snprintf(c->msg, sizeof(c->msg), "the stream reached its timeout (the process goes on)");
@@ -230,7 +223,7 @@ static void run_call(struct gw_stream *s, void *arg)
 {
 	struct call *c = arg;
 	c->s = s;
-	c->last = mono_ms();
+	c->last = gw_mono_ms();
 	char path[96];
 	struct client_err e = { 0 };
 	json_t *reply = NULL;
@@ -281,15 +274,6 @@ end:;
 	if (connect_end(&b, c->code, c->msg) == 0)
 		gw_stream_write(s, buf_head(&b), buf_avail(&b));
 	buf_free(&b);
-}
-
-/* Connect-Timeout-Ms in seconds (rounded up), or 0 when absent or 0. */
-static long timeout_header(struct req *r)
-{
-	const char *h = gw_header(r, "Connect-Timeout-Ms");
-	char *end;
-	long ms = h ? strtol(h, &end, 10) : 0;
-	return h && !*end && ms > 0 ? (ms + 999) / 1000 : 0;
 }
 
 /* spaced's {"cols", "rows"} of an E2B PTY ({"size": {"cols", "rows"}}), or NULL if it is not one.
@@ -345,7 +329,7 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 		snprintf(cwd_abs, sizeof(cwd_abs), "%s%s", as_is ? "" : "/work/", cwd);
 		json_object_set_new(c->ask, "cwd", json_string(cwd_abs));
 	}
-	long t = timeout_header(r);
+	long t = gw_timeout_s(r);
 	if (t > 0)
 		json_object_set_new(c->ask, "timeout", json_integer(t));
 	const char *tag = json_string_value(json_object_get(msg, "tag"));
@@ -363,8 +347,8 @@ static enum MHD_Result attach(struct req *r, const char *sbid, json_t *msg)
 	c->gw = r->gw;
 	snprintf(c->sbid, sizeof(c->sbid), "%s", sbid);
 	c->pid = pid;
-	long t = timeout_header(r);
-	c->deadline = t > 0 ? mono_ms() + t * 1000 : 0;
+	long t = gw_timeout_s(r);
+	c->deadline = t > 0 ? gw_mono_ms() + t * 1000 : 0;
 	if (!pid) {
 		c->code = "not_found";
 		snprintf(c->msg, sizeof(c->msg), "no such process");

@@ -2,8 +2,10 @@
  * e2b/stream.c - a response whose body a worker thread writes as it goes (gateway.h): the
  * worker writes into a pipe, the connection's thread reads the pipe into the response. The
  * pipe's capacity is the only buffer: a client that reads slowly makes the worker wait, and
- * so spaced's stream, and so the process. A client that leaves closes the pipe's reading end;
- * the worker's next write, or its next look (gw_stream_gone), finds that.
+ * so spaced's stream, and so the process. A client that leaves closes the pipe's reading end
+ * (its connection is watched while the body waits for the worker: a silent stream, a folder
+ * watch, is let go at once); the worker's next write, or its next look (gw_stream_gone), finds
+ * that.
  */
 #include "e2b/stream.h"
 
@@ -18,6 +20,7 @@
 
 struct gw_stream {
 	int rd, wr;
+	int client;      /* the client's connection (libmicrohttpd's), watched for its end; or -1 */
 	atomic_int refs; /* the worker's and the response's */
 	atomic_bool failed; /* the body broke off: the answer ends without its end (gw_stream_fail) */
 	gw_stream_fn fn;
@@ -46,6 +49,14 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct gw_stream *s = cls;
 	for (;;) {
+		/* the worker's next bytes, or the client's end (its FIN, seen without reading) */
+		struct pollfd p[2] = { { .fd = s->rd, .events = POLLIN }, { .fd = s->client, .events = POLLRDHUP } };
+		if (poll(p, s->client >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (!p[0].revents && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (!p[0].revents)
+			continue;
 		ssize_t n = read(s->rd, buf, max);
 		if (n > 0)
 			return n;
@@ -75,7 +86,9 @@ enum MHD_Result gw_stream_start(struct req *r, const char *content_type, gw_stre
 			free_arg(arg);
 		return MHD_NO;
 	}
-	*s = (struct gw_stream){ .rd = fds[0], .wr = fds[1], .refs = 2, .fn = fn, .arg = arg, .free_arg = free_arg };
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	*s = (struct gw_stream){ .rd = fds[0], .wr = fds[1], .client = ci ? ci->connect_fd : -1, .refs = 2, .fn = fn,
+				 .arg = arg, .free_arg = free_arg };
 	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, reader, s, done);
 	pthread_t t;
 	pthread_attr_t attr;

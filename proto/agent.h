@@ -1,5 +1,5 @@
 /*
- * proto/agent.h - the wire format between spaced and space-agent, version 1.
+ * proto/agent.h - the wire format between spaced and space-agent, version 3.
  *
  * One byte stream (a Unix socket for the gvisor driver, vsock for the vm
  * driver) carries frames in both directions. Every frame is a fixed 12-byte
@@ -38,10 +38,11 @@
 
 #include <stdint.h>
 
-#define SP_PROTO_VERSION 2u
+#define SP_PROTO_VERSION 3u
 /* The oldest agent a host still speaks with: a sandbox suspended, or a snapshot taken, under an
  * earlier release resumes with the agent it had. Version 2 added terminals (SP_EXEC_PTY,
- * H_RESIZE); a host never sends them to an older agent. */
+ * H_RESIZE), version 3 watching folders (H_WATCH, A_EVENT); a host never sends them to an
+ * older agent. */
 #define SP_PROTO_MIN_VERSION 1u
 #define SP_HDR_SIZE 12u
 #define SP_MAX_PAYLOAD (64u * 1024u)  /* largest payload of any frame */
@@ -94,7 +95,7 @@ enum sp_msg {
 	SP_H_SYNC = 16,       /* chan=tag -> A_OK once sync(2) returned */
 	SP_H_DETACH = 17,     /* chan=0, no payload: send what is queued, close the connection,
 	                         then retry connecting every SP_AGENT_RETRY_MS as after any drop */
-	SP_H_ABORT = 18,      /* chan=tag: the host gave up on a request (upload or read) */
+	SP_H_ABORT = 18,      /* chan=tag: the host gave up on a request (upload, read or watch) */
 	SP_H_OPEN = 19,       /* chan=0, struct sp_open: a connection starts here (the host's first
 	                         frame on a transport without connections of its own, the
 	                         virtio-serial port) -> A_OPEN with the same nonce, then A_HELLO */
@@ -111,6 +112,9 @@ enum sp_msg {
 	SP_H_RESIZE = 23,     /* chan=pid, struct sp_winsize: the new size of a process's terminal
 	                         (SP_EXEC_PTY), whose foreground process group gets SIGWINCH; no
 	                         answer, like H_SIGNAL (version 2) */
+	SP_H_WATCH = 24,      /* chan=tag, struct sp_watch + path: watch a folder -> A_OK once
+	                         watching, then A_EVENT* (against the tag's credit) until H_ABORT,
+	                         or A_END (the folder went) | A_ERROR (a limit) (version 3) */
 
 	/* agent -> host */
 	SP_A_HELLO = 64,      /* chan=0, struct sp_hello; first frame on every connection */
@@ -132,6 +136,8 @@ enum sp_msg {
 	SP_A_OPEN = 78,       /* chan=0, struct sp_open: the answer to H_OPEN; what the agent sent
 	                         before it belongs to an earlier connection */
 	SP_A_PORT = 79,       /* chan=tag, struct sp_port: one listening socket */
+	SP_A_EVENT = 80,      /* chan=tag, struct sp_event + name: a change in a watched folder,
+	                         counted against the tag's window like A_DATA (version 3) */
 };
 
 /* SP_H_EXEC flags */
@@ -264,6 +270,27 @@ struct sp_port {
 	uint8_t family;    /* SP_FAMILY_* */
 	uint8_t rsvd;
 	uint8_t addr[16];  /* the address it is bound to, in network order (IPv4: the first 4) */
+} __attribute__((packed));
+
+#define SP_WATCH_RECURSIVE 0x1u /* follow subfolders too, those made later included */
+
+struct sp_watch {
+	uint32_t flags;    /* SP_WATCH_* */
+	/* then: path \0 of a folder */
+} __attribute__((packed));
+
+/* What changed (struct sp_event's type); the name is relative to the watched folder, "" for
+ * the folder itself. */
+#define SP_EVENT_CREATE 1u  /* made, or moved in (the new name of a rename) */
+#define SP_EVENT_WRITE 2u   /* its contents changed */
+#define SP_EVENT_REMOVE 3u  /* removed */
+#define SP_EVENT_RENAME 4u  /* moved away (the old name of a rename) */
+#define SP_EVENT_CHMOD 5u   /* its metadata changed: mode, owner, times */
+#define SP_EVENT_LOST 6u    /* events were dropped here (the host took too few); name "" */
+
+struct sp_event {
+	uint32_t type;     /* SP_EVENT_* */
+	/* then: name \0 */
 } __attribute__((packed));
 
 #define SP_FWRITE_APPEND 0x1u

@@ -31,7 +31,8 @@ struct route {
 };
 
 /* Whether requests of route r wait on a process for as long as it runs (an exec, a process's
- * output, a wait): they count as streams (TENANT_MAX_STREAMS), apart from other requests. */
+ * output, a wait) or on a folder (a watch): they count as streams (TENANT_MAX_STREAMS), apart
+ * from other requests. */
 bool api_route_waits(const struct route *r);
 
 /*
@@ -126,6 +127,7 @@ int api_file_list(struct op *op);
 int api_file_mkdir(struct op *op);
 int api_file_remove(struct op *op);
 int api_file_rename(struct op *op);
+int api_file_watch(struct op *op);
 int api_port_list(struct op *op);
 int api_port_connect(struct op *op);
 

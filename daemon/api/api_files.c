@@ -225,3 +225,28 @@ int api_file_rename(struct op *op)
 	json_decref(body);
 	return rc;
 }
+
+/* An NDJSON stream of a folder's changes (docs/api.md), until the client closes it. */
+int api_file_watch(struct op *op)
+{
+	struct file_req r;
+	if (file_req(op, op->query, path_arg, 1, &r) < 0)
+		return API_DONE;
+	struct sandbox *sb = r.sb;
+	const char *rec = json_string_value(json_object_get(op->query, "recursive"));
+	struct sp_watch w = { 0 };
+	if (rec && (!strcmp(rec, "1") || !strcmp(rec, "true")))
+		w.flags = SP_WATCH_RECURSIVE;
+	if (rec && !w.flags && strcmp(rec, "0") != 0 && strcmp(rec, "false") != 0)
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "recursive must be 1, true, 0 or false");
+	else if (r.user)
+		err_set(&op->err, 400, "invalid_argument", EINVAL, "a watch takes no user: it sees every change in its folder");
+	else if (sb->peer.version < 3) /* an older agent drops the connection on a message it lacks */
+		err_set(&op->err, 409, "conflict", ENOTSUP,
+			"sandbox %s runs an agent of protocol %u, from before watching folders: watch in a new sandbox",
+			sb->id, sb->peer.version);
+	if (op->err.status)
+		return API_DONE;
+	op->stream = true;
+	return api_request(op, sb, OP_WATCH, SP_H_WATCH, &w, sizeof(w), r.path[0], NULL);
+}

@@ -364,6 +364,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	/* An upload or download the client abandoned: tell the agent to drop it. */
 	if (op->sb && (op->kind == OP_WRITE || op->kind == OP_READ) && op->tag && !op->eof && !op->done)
 		chan_send(&op->sb->chan, SP_H_ABORT, op->tag, NULL, 0, NULL, 0);
+	/* A watch still linked is one its client closed: the agent frees it (and its place). */
+	if (op->sb && op->kind == OP_WATCH && op->tag)
+		chan_send(&op->sb->chan, SP_H_ABORT, op->tag, NULL, 0, NULL, 0);
 	if (op->on_close)
 		op->on_close(op);
 	op_unlink(op);

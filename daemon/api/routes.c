@@ -54,6 +54,7 @@ static const struct route routes[] = {
 	{ "DELETE", "/v1/sandboxes/:id/files", api_file_remove, NULL },
 	{ "GET", "/v1/sandboxes/:id/files/stat", api_file_stat, NULL },
 	{ "GET", "/v1/sandboxes/:id/files/list", api_file_list, NULL },
+	{ "GET", "/v1/sandboxes/:id/files/watch", api_file_watch, NULL },
 	{ "POST", "/v1/sandboxes/:id/files/mkdir", api_file_mkdir, NULL },
 	{ "POST", "/v1/sandboxes/:id/files/rename", api_file_rename, NULL },
 	{ "GET", "/v1/sandboxes/:id/ports", api_port_list, NULL },
@@ -125,5 +126,6 @@ const struct route *api_match(struct op *op, const char *method, const char *url
 
 bool api_route_waits(const struct route *r)
 {
-	return r->handler == api_exec || r->handler == api_proc_output || r->handler == api_proc_wait;
+	return r->handler == api_exec || r->handler == api_proc_output || r->handler == api_proc_wait ||
+	       r->handler == api_file_watch;
 }

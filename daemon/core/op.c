@@ -734,6 +734,46 @@ static int on_write(struct op *op, const struct frame *f, char *why)
 	return 0;
 }
 
+/* A watch's frames: A_OK starts the stream, each A_EVENT is a line, A_END ends it. */
+static int on_watch(struct op *op, const struct frame *f, char *why)
+{
+	static const char *const types[] = { NULL, "create", "write", "remove", "rename", "chmod", "lost" };
+	if (f->type == SP_A_OK && !op->responding) {
+		op->responding = true;
+		op->done = true; /* headers can go: the handler answers with the stream */
+		emit_json(op, json_pack("{s:s, s:s}", "type", "start", "path", op->what));
+	} else if (f->type == SP_A_EVENT) {
+		size_t off = sizeof(struct sp_event);
+		const char *name = frame_str(f, &off);
+		uint32_t type = frame_get_u32(f->payload);
+		if (!op->responding || !name || type == 0 || type >= sizeof(types) / sizeof(types[0]) ||
+		    name[0] == '/' || (type == SP_EVENT_LOST && name[0])) {
+			snprintf(why, CHAN_MAX_WHY, "a watch event that was not asked for or names no change");
+			return -EPROTO;
+		}
+		if (!take_window(op, f->len, why))
+			return -EPROTO;
+		json_t *ev = type == SP_EVENT_LOST ? json_pack("{s:s}", "type", types[type])
+						   : json_pack("{s:s, s:s}", "type", types[type], "name", name);
+		char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+		json_decref(ev);
+		size_t n = s ? strlen(s) : 0;
+		if (s) {
+			s[n] = '\n';
+			emit(op, s, n + 1, f->len); /* the credit goes back as the client takes the line */
+		} else {
+			op_return_credit(op, f->len);
+		}
+		free(s);
+	} else if (f->type == SP_A_END && op->responding) {
+		emit_json(op, json_pack("{s:s}", "type", "end"));
+		op->eof = true;
+		op_unlink(op);
+		op_wake(op);
+	}
+	return 0;
+}
+
 int op_on_frame(struct op *op, const struct frame *f, char *why)
 {
 	if (f->type == SP_A_ERROR) {
@@ -762,6 +802,8 @@ int op_on_frame(struct op *op, const struct frame *f, char *why)
 		return 0;
 	case OP_WRITE:
 		return on_write(op, f, why);
+	case OP_WATCH:
+		return on_watch(op, f, why);
 	default:
 		return 0;
 	}
@@ -771,7 +813,7 @@ void op_return_credit(struct op *op, uint32_t credit)
 {
 	if (!op->sb || !credit)
 		return;
-	if (op->kind == OP_READ) {
+	if (op->kind == OP_READ || op->kind == OP_WATCH) {
 		uint32_t give = credit < op->owed ? credit : op->owed;
 		op->owed -= give;
 		chan_credit(&op->sb->chan, op->tag, give);

@@ -41,6 +41,7 @@ enum op_kind {
 	OP_STDIN,     /* bytes for a process's stdin */
 	OP_READ,      /* file download */
 	OP_WRITE,     /* file upload */
+	OP_WATCH,     /* a folder watched: its changes as an NDJSON stream */
 	OP_JOB,       /* a job thread's work (create, delete) */
 };
 
@@ -120,7 +121,7 @@ struct op {
 	uint32_t mode;
 	bool stdin_pending;         /* body holds stdin bytes to send once started */
 
-	/* downloads and listings [L] */
+	/* downloads, listings and watches [L] */
 	uint32_t owed;              /* bytes taken from the agent on this tag, credit not yet returned */
 	size_t list_bytes;          /* names and paths in the listing so far */
 	char *after;                /* listing cursor: entries up to this name are skipped */

@@ -350,6 +350,7 @@ static const struct chan_msg msgs[] = {
 	{ SP_A_END, 0, ANY, on_reply },
 	{ SP_A_OOM, sizeof(struct sp_oom), CARRIED, on_oom },
 	{ SP_A_PORT, sizeof(struct sp_port), ANY, on_reply },
+	{ SP_A_EVENT, sizeof(struct sp_event), ANY, on_reply },
 };
 
 const struct chan_proto peer_proto = {
@@ -464,7 +465,8 @@ static void watch_clients(struct sandbox *sb, int64_t now)
 			op_check_gone(w);
 	}
 	for (struct op *op = sb->ops; op; op = op->next)
-		op_check_gone(op);
+		if (!op_check_gone(op))
+			op_keepalive(op, now); /* a watch's stream */
 	for (struct op *op = sb->deferred; op; op = op->next)
 		op_check_gone(op);
 }

@@ -1,11 +1,12 @@
 // tests/e2b/files.test.mjs - files through the unmodified SDK: read and write (one file, several,
-// 1 MiB of binary, empty), exists, getInfo, list with depth, makeDir, rename, remove, the
-// errors the SDK raises; owners, groups, link targets and sub-second times of entries; files
-// written, read and listed as the user `user`; and the sandbox plane's guard: a sandbox's access
-// token, 502 for one that is gone.
+// 1 MiB of binary, empty), exists, getInfo, list with depth, makeDir, rename, remove, watchDir,
+// the errors the SDK raises; owners, groups, link targets and sub-second times of entries; files
+// written, read and listed as the user `user`; the polling watchers (CreateWatcher,
+// GetWatcherEvents, RemoveWatcher) as E2B's Python SDK calls them; and the sandbox plane's guard:
+// a sandbox's access token, 502 for one that is gone.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { e2b, Sandbox } from './helpers.mjs'
+import { e2b, Sandbox, spaced, withSandbox } from './helpers.mjs'
 
 let sb
 before(async () => { sb = await Sandbox.create() })
@@ -146,4 +147,114 @@ test('the sandbox plane wants the sandbox\'s own access token; a sandbox that is
   assert.equal((await r.json()).sandboxId, gone.sandboxId)
   await assert.rejects(gone.commands.run('true'))
   await assert.rejects(gone.files.read('/etc/hostname'))
+})
+
+// Polls cond() every 50 ms until it is true; fails after ms.
+async function until (cond, ms, what) {
+  const deadline = Date.now() + ms
+  while (!(await cond())) {
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+test('watchDir: events of what commands.run does, recursive or not, stop() ends it', async () => {
+  await sb.files.makeDir('/tmp/wd/old')
+  const flat = []
+  const deep = []
+  let exited = false
+  const h1 = await sb.files.watchDir('/tmp/wd', (e) => flat.push([e.type, e.name]), { onExit: () => { exited = true } })
+  const h2 = await sb.files.watchDir('/tmp/wd', (e) => deep.push([e.type, e.name]), { recursive: true })
+  await sb.commands.run('echo hi > /tmp/wd/a.txt && mkdir /tmp/wd/sub && echo x > /tmp/wd/sub/b.txt && rm /tmp/wd/a.txt')
+  await sb.commands.run('echo m > /tmp/wd/marker')
+  const has = (list, type, name) => list.some(([t, n]) => t === type && n === name)
+  await until(() => has(deep, 'create', 'marker') && has(flat, 'create', 'marker'), 30_000, 'the marker')
+  for (const list of [flat, deep]) {
+    assert.ok(has(list, 'create', 'a.txt') && has(list, 'write', 'a.txt') && has(list, 'remove', 'a.txt'), list)
+    assert.ok(has(list, 'create', 'sub'), list)
+  }
+  assert.ok(has(deep, 'create', 'sub/b.txt'), deep)
+  assert.ok(!flat.some(([, n]) => n.startsWith('sub/')), flat)
+  await h1.stop()
+  await h2.stop()
+  await until(() => exited, 10_000, 'onExit after stop()')
+  const seen = flat.length
+  await sb.commands.run('echo again > /tmp/wd/later')
+  // a stopped watch hears nothing more: the new watch below sees the next change, the old one not
+  const after = []
+  const h3 = await sb.files.watchDir('/tmp/wd', (e) => after.push(e.name))
+  await sb.commands.run('echo z > /tmp/wd/last')
+  await until(() => after.includes('last'), 30_000, 'the new watch\'s event')
+  await h3.stop()
+  assert.equal(flat.length, seen)
+})
+
+test('watchDir of what is missing is FileNotFoundError; of a file, InvalidArgumentError', async () => {
+  await assert.rejects(sb.files.watchDir('/tmp/no/such/folder', () => {}), e2b.FileNotFoundError)
+  await sb.files.write('/tmp/wfile', 'x')
+  await assert.rejects(sb.files.watchDir('/tmp/wfile', () => {}), e2b.InvalidArgumentError)
+})
+
+test('polling watchers: create, events taken once, remove; unknown ids; at most 8 per sandbox', async () => {
+  const token = (await spaced('GET', `/v1/sandboxes/${sb.sandboxId}`)).body.access_token
+  const headers = { 'E2b-Sandbox-Id': sb.sandboxId, 'X-Access-Token': token, 'Content-Type': 'application/json',
+    'Connect-Protocol-Version': '1' }
+  const call = async (method, body) => {
+    const r = await fetch(`${process.env.E2B_SANDBOX_URL}/filesystem.Filesystem/${method}`,
+      { method: 'POST', headers, body: JSON.stringify(body) })
+    return { status: r.status, body: await r.json() }
+  }
+  await sb.files.makeDir('/tmp/pw')
+  let r = await call('CreateWatcher', { path: '/tmp/pw', recursive: true })
+  assert.equal(r.status, 200, JSON.stringify(r.body))
+  const id = r.body.watcherId
+  await sb.commands.run('mkdir -p /tmp/pw/d && echo x > /tmp/pw/d/f.txt')
+  const got = []
+  await until(async () => {
+    r = await call('GetWatcherEvents', { watcherId: id })
+    assert.equal(r.status, 200)
+    got.push(...(r.body.events || []))
+    return got.some((e) => e.name === 'd/f.txt' && e.type === 'EVENT_TYPE_CREATE')
+  }, 30_000, 'the watcher\'s events')
+  assert.ok(got.some((e) => e.name === 'd' && e.type === 'EVENT_TYPE_CREATE'), JSON.stringify(got))
+  r = await call('GetWatcherEvents', { watcher_id: id })
+  assert.equal(r.status, 200)
+  assert.ok(!(r.body.events || []).some((e) => e.name === 'd/f.txt' && e.type === 'EVENT_TYPE_CREATE'))
+  assert.equal((await call('RemoveWatcher', { watcherId: id })).status, 200)
+  assert.equal((await call('GetWatcherEvents', { watcherId: id })).body.code, 'not_found')
+  assert.equal((await call('RemoveWatcher', { watcherId: id })).body.code, 'not_found')
+  assert.equal((await call('CreateWatcher', { path: '/tmp/pw/none' })).body.code, 'not_found')
+
+  const ids = []
+  for (let i = 0; i < 8; i++) {
+    r = await call('CreateWatcher', { path: '/tmp/pw' })
+    assert.equal(r.status, 200, JSON.stringify(r.body))
+    ids.push(r.body.watcherId)
+  }
+  r = await call('CreateWatcher', { path: '/tmp/pw' })
+  assert.equal(r.body.code, 'resource_exhausted')
+  for (const w of ids) assert.equal((await call('RemoveWatcher', { watcherId: w })).status, 200)
+  r = await call('CreateWatcher', { path: '/tmp/pw' })
+  assert.equal(r.status, 200, JSON.stringify(r.body))
+  await call('RemoveWatcher', { watcherId: r.body.watcherId })
+})
+
+test('watchDir: 16 at once per sandbox; stop() gives a place back', async () => {
+  await withSandbox({}, async (box) => {
+    const handles = []
+    for (let i = 0; i < 16; i++) handles.push(await box.files.watchDir('/tmp', () => {}))
+    await assert.rejects(box.files.watchDir('/tmp', () => {}), e2b.RateLimitError)
+    await handles.pop().stop()
+    // the front closes spaced's stream once it sees the client gone, and spaced frees the watch
+    await until(async () => {
+      try {
+        handles.push(await box.files.watchDir('/tmp', () => {}))
+        return true
+      } catch (err) {
+        assert.ok(err instanceof e2b.RateLimitError, err)
+        return false
+      }
+    }, 30_000, 'a stopped watch\'s place')
+    for (const h of handles) await h.stop()
+  })
 })

@@ -11,9 +11,10 @@
  * starts it afresh instead (before the hello), so the hello, its listing and
  * the phase checks are reached too. Before each input, requests of
  * every kind wait on the sandbox: a captured exec, a streamed exec, a
- * background start, a listing, a stat, a download and an upload (each under
- * its tag), two stream readers of process 100 and two waiters on process 101; process 102
- * has the "drop" output policy and a stream reader, 103 the same policy and none.
+ * background start, a listing, a stat, a download, an upload and a folder
+ * watch (each under its tag), two stream readers of process 100 and two waiters
+ * on process 101; process 102 has the "drop" output policy and a stream reader, 103 the same
+ * policy and none.
  * The input is written to the socket and read by on_readable until spaced
  * has taken all of it (or dropped the connection). Then the streams are
  * read as the HTTP layer would (op_take), which returns credit to the agent.
@@ -43,7 +44,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-enum { N_OPS = 12 };
+enum { N_OPS = 13 };
 
 static struct op *linked(enum op_kind kind, bool stream, const char *path, bool list)
 {
@@ -83,6 +84,7 @@ static void setup(struct op *ops[N_OPS])
 	ops[5] = linked(OP_READ, false, "/work/big.bin", false);
 	ops[6] = linked(OP_WRITE, false, "/work/up.bin", false);
 	ops[6]->credit = SP_WINDOW;
+	ops[12] = linked(OP_WATCH, true, "/work", false);
 
 	struct proc *p = proc_get(z.sb, 100);
 	ops[7] = reader_of(p);

@@ -119,3 +119,31 @@ def test_a_100_mib_file_round_trip(sandbox):
         h.update(chunk)
         n += 1
     assert h.hexdigest() == want and n > 1  # it came in pieces
+
+
+def test_watch_a_folder_recursive_or_not_and_stop(sandbox):
+    sandbox.files.make_dir("/work/w")
+    with sandbox.files.watch("/work/w", recursive=True) as deep, sandbox.files.watch("/work/w") as flat:
+        sandbox.commands.run("mkdir /work/w/sub && echo x > /work/w/sub/f.txt && echo m > /work/w/marker")
+        marker = space.FilesystemEvent({"type": "create", "name": "marker"})
+        seen = []
+        for ev in deep:
+            seen.append(ev)
+            if ev == marker:
+                break
+        assert space.FilesystemEvent({"type": "create", "name": "sub/f.txt"}) in seen
+        plain = []
+        for ev in flat:
+            plain.append(ev)
+            if ev == marker:
+                break
+        assert [e for e in plain if e.name.startswith("sub/")] == [], plain
+    with pytest.raises(space.FileNotFound):
+        sandbox.files.watch("/work/nothing-here")
+    sandbox.files.write("/work/plain.txt", "x")
+    with pytest.raises(space.InvalidArgumentError):
+        sandbox.files.watch("/work/plain.txt")
+    # removing the folder ends the iteration
+    w = sandbox.files.watch("/work/w")
+    sandbox.commands.run("rm -r /work/w")
+    assert space.FilesystemEvent({"type": "remove", "name": ""}) in list(w)

@@ -20,7 +20,7 @@ from .errors import (AuthError, BuildError, CommandExitError, ConflictError, Con
                      FileNotFound, InvalidArgumentError, IsolationUnavailableError, LimitError, NotFoundError,
                      PermissionDeniedError, ProcessNotFound, SandboxNotFound, SnapshotNotFound, SpaceError, TemplateNotFound, TimeoutError,
                      TooLargeError, UnavailableError)
-from .files import EntryInfo, FileStream, Files, WriteInfo
+from .files import EntryInfo, FileStream, Files, FilesystemEvent, WatchHandle, WriteInfo
 from .pty import Pty, PtyHandle
 from .sandbox import Sandbox, SandboxInfo, Snapshot, Template
 
@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Sandbox", "SandboxInfo", "Snapshot", "Template",
     "Commands", "CommandResult", "CommandHandle", "ProcessInfo",
-    "Files", "EntryInfo", "WriteInfo", "FileStream", "Pty", "PtyHandle",
+    "Files", "EntryInfo", "WriteInfo", "FileStream", "FilesystemEvent", "WatchHandle", "Pty", "PtyHandle",
     "CodeContext", "Execution", "ExecutionError",
     "SpaceError", "AuthError", "NotFoundError", "SandboxNotFound", "FileNotFound", "ProcessNotFound",
     "SnapshotNotFound", "TemplateNotFound", "PermissionDeniedError", "ConflictError", "InvalidArgumentError",

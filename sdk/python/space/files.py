@@ -15,7 +15,7 @@ import os
 from . import errors
 from ._transport import BLOCK
 
-__all__ = ["Files", "EntryInfo", "WriteInfo", "FileStream"]
+__all__ = ["Files", "EntryInfo", "WriteInfo", "FileStream", "FilesystemEvent", "WatchHandle"]
 
 
 class EntryInfo:
@@ -100,6 +100,60 @@ class FileStream:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class FilesystemEvent:
+    """One change in a watched folder (from iterating a `WatchHandle`).
+
+    Attributes:
+        type: "create" (made, or the new name of a move), "write", "remove", "rename" (the
+            old name of a move), "chmod" (mode, owner or times), or "lost": events were
+            dropped here because they were read too slowly.
+        name: what changed, relative to the watched folder ("" for the folder itself and
+            for "lost").
+    """
+
+    def __init__(self, d):
+        self.type = d.get("type")
+        self.name = d.get("name", "")
+
+    def __eq__(self, other):
+        return isinstance(other, FilesystemEvent) and (self.type, self.name) == (other.type, other.name)
+
+    def __repr__(self):
+        return "FilesystemEvent(type=%r, name=%r)" % (self.type, self.name)
+
+
+class WatchHandle:
+    """A folder being watched (from `files.watch()`); iterate it for the changes as they
+    happen. The iteration ends when the folder is removed or moved away, or after `stop()`.
+
+    Use it in a ``with`` block, or call `stop()`: either ends the watch in the sandbox.
+    """
+
+    def __init__(self, response, path):
+        self._resp = response
+        self.path = path
+
+    def __iter__(self):
+        for ev in self._resp.events():
+            kind = ev.get("type")
+            if kind == "error":
+                raise errors.from_event(ev, errors.FileNotFound)
+            if kind == "end":
+                return
+            if kind not in ("start", "keepalive"):
+                yield FilesystemEvent(ev)
+
+    def stop(self):
+        """Ends the watch (a thread iterating the handle sees the iteration end)."""
+        self._resp.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
 
 class Files:
@@ -215,6 +269,37 @@ class Files:
         """Makes directory `path` and its parents; an existing directory is fine. Returns its absolute path."""
         d = self._t.json("POST", self._path("/mkdir"), body=self._as({"path": path}, user), **self._kw(request_timeout))
         return d.get("path", path) if isinstance(d, dict) else path
+
+    def watch(self, path, recursive=False, request_timeout=None):
+        """Watches the folder at `path` for changes made inside the sandbox.
+
+        Returns once the sandbox watches: every change after that is seen. With `recursive`,
+        every folder below `path` is watched too, those made later included. A sandbox has
+        at most 16 watches at once; a stopped one gives its place back.
+
+        Args:
+            request_timeout: the seconds the daemon may stay silent before TimeoutError while
+                iterating (it sends a keepalive every 15 s).
+
+        Returns:
+            a WatchHandle: iterate it for FilesystemEvent objects.
+
+        Raises:
+            FileNotFound: nothing at `path`.
+            InvalidArgumentError: `path` is not a folder, or a recursive watch
+                would follow more than 1,024 folders.
+            LimitError: the sandbox has 16 watches open.
+        """
+        query = {"path": path, "recursive": "1" if recursive else "0"}
+        resp = self._t.open("GET", self._path("/watch"), query=query, **self._kw(request_timeout))
+        handle = WatchHandle(resp, path)
+        first = next(iter(resp.events()), None)
+        if not first or first.get("type") != "start":
+            handle.stop()
+            if first and first.get("type") == "error":
+                raise errors.from_event(first, errors.FileNotFound)
+            raise errors.SpaceError("the watch of %s ended before it started" % path)
+        return handle
 
     def rename(self, old_path, new_path, user=None, request_timeout=None):
         """Renames (moves) `old_path` to `new_path` inside the sandbox."""

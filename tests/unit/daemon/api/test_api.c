@@ -1,8 +1,10 @@
 /*
  * tests/unit/daemon/api/test_api.c - routing and request validation
  * (daemon/api/api.c): every malformed request is refused with a 4xx and a
- * message naming the problem.
+ * message naming the problem; and a watch's agent frames turned into its
+ * stream's lines (daemon/core/op.c), a bad one refused as a protocol breach.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 #include <cmocka.h>
 
 #include "daemon/api/api.h"
+#include "daemon/core/sandbox.h"
 
 static struct op *op_with(const char *body)
 {
@@ -119,12 +122,117 @@ static void test_routes(void **state)
 	op_free(op);
 }
 
+/* Hands op one agent frame of type on its tag: payload is u32 kind, then name (n bytes). */
+static int watch_frame(struct op *op, uint8_t type, uint32_t kind, const char *name, size_t n)
+{
+	uint8_t payload[64] = { 0 };
+	frame_put_u32(payload, kind);
+	memcpy(payload + 4, name, n);
+	struct frame f = { .len = type == SP_A_EVENT ? (uint32_t)(4 + n) : 0, .type = type, .chan = op->tag,
+			   .payload = payload };
+	char why[CHAN_MAX_WHY] = "";
+	return op_on_frame(op, &f, why);
+}
+
+/* The lines op's stream holds, taken. */
+static char *lines(struct op *op)
+{
+	size_t n = buf_avail(&op->out);
+	char *s = calloc(1, n + 1);
+	uint32_t credit;
+	op_take(op, (uint8_t *)s, n, &credit);
+	return s;
+}
+
+static void test_watch_frames(void **state)
+{
+	struct daemon *d = calloc(1, sizeof(*d));
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	struct op *op = op_with(NULL);
+	op->d = d;
+	op->kind = OP_WATCH;
+	op->stream = true;
+	op->what = strdup("/work");
+	op_link(op, sb);
+	/* no event before the agent said it watches */
+	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_CREATE, "a", 2), -EPROTO);
+	assert_int_equal(watch_frame(op, SP_A_OK, 0, "", 0), 0);
+	assert_true(op->responding && op->done);
+	char *s = lines(op);
+	assert_string_equal(s, "{\"type\":\"start\",\"path\":\"/work\"}\n");
+	free(s);
+	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_CREATE, "a/b.txt", 8), 0);
+	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_CHMOD, "", 1), 0); /* the folder itself */
+	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_LOST, "", 1), 0);
+	s = lines(op);
+	assert_string_equal(s, "{\"type\":\"create\",\"name\":\"a/b.txt\"}\n{\"type\":\"chmod\",\"name\":\"\"}\n"
+			       "{\"type\":\"lost\"}\n");
+	free(s);
+	/* kinds out of range, a name not ended, an absolute name, a loss with a name */
+	assert_int_equal(watch_frame(op, SP_A_EVENT, 0, "a", 2), -EPROTO);
+	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_LOST + 1, "a", 2), -EPROTO);
+	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_WRITE, "ab", 2), -EPROTO);
+	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_WRITE, "/etc", 5), -EPROTO);
+	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_LOST, "x", 2), -EPROTO);
+	/* at the window's edge: one byte more than the credit left is a breach */
+	op->owed = SP_WINDOW - 6;
+	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_WRITE, "a", 2), 0);
+	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_WRITE, "", 1), -EPROTO);
+	free(lines(op));
+	assert_int_equal(watch_frame(op, SP_A_END, 0, "", 0), 0);
+	assert_true(op->eof);
+	assert_null(op->sb);
+	s = lines(op);
+	assert_string_equal(s, "{\"type\":\"end\"}\n");
+	free(s);
+	op_free(op);
+	free(sb);
+	free(d);
+}
+
+/* api_file_watch on a running sandbox whose agent speaks version; answers op->err. */
+static struct err watch_refusal(unsigned version, const char *path, const char *recursive, const char *sbid)
+{
+	struct daemon *d = calloc(1, sizeof(*d));
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	snprintf(sb->id, sizeof(sb->id), "abc123");
+	sb->state = SB_RUNNING;
+	sb->chan.fd = 1000; /* never used: every case here is refused before a frame goes */
+	sb->chan.phase = CHAN_READY;
+	sb->peer.version = version;
+	d->sandboxes = sb;
+	struct op *op = op_with(NULL);
+	op->d = d;
+	snprintf(op->sbid, sizeof(op->sbid), "%s", sbid);
+	op->query = json_pack("{s:s}", "path", path);
+	if (recursive)
+		json_object_set_new(op->query, "recursive", json_string(recursive));
+	assert_int_equal(api_file_watch(op), API_DONE);
+	struct err e = op->err;
+	op_free(op);
+	free(sb);
+	free(d);
+	return e;
+}
+
+static void test_watch_refusals(void **state)
+{
+	/* an agent from before watching would drop the connection on H_WATCH: refused here */
+	struct err e = watch_refusal(2, "/work", "1", "abc123");
+	assert_int_equal(e.status, 409);
+	assert_string_equal(e.code, "conflict");
+	assert_non_null(strstr(e.msg, "protocol 2"));
+	assert_int_equal(watch_refusal(3, "/work", "yes", "abc123").status, 400);
+	assert_int_equal(watch_refusal(3, "", NULL, "abc123").status, 400);
+	assert_int_equal(watch_refusal(3, "/work", NULL, "nosuch").status, 404);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_body_ok),  cmocka_unit_test(test_empty_body_is_empty_object),
 		cmocka_unit_test(test_body_errors), cmocka_unit_test(test_paths),
-		cmocka_unit_test(test_routes),
+		cmocka_unit_test(test_routes), cmocka_unit_test(test_watch_frames), cmocka_unit_test(test_watch_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
