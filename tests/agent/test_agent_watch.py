@@ -5,7 +5,7 @@ A ping after a change is the barrier: the agent reads its inotify descriptors be
 connection in each loop iteration, so events of changes made before the ping are taken (sent,
 or queued) by the time its A_PONG arrives.
 
-Run: /usr/bin/python3 -m pytest tests/agent/test_watch.py
+Run: /usr/bin/python3 -m pytest tests/agent/test_agent_watch.py
 """
 
 import errno
