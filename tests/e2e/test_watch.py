@@ -90,7 +90,8 @@ def test_recursive_sees_a_new_folders_files_and_plain_does_not(api, sandbox):
 
 def test_refusals(api, sandbox):
     sh(api, sandbox, "echo x > /work/plain")
-    for path, rec, status in (("/work/missing", None, 404), ("/work/plain", None, 400), ("work", None, 400),
+    # a relative path is taken from /work, as in the other file calls: "missing" is /work/missing
+    for path, rec, status in (("/work/missing", None, 404), ("/work/plain", None, 400), ("missing", None, 404),
                               ("/work", "yes", 400)):
         s = api.stream("GET", watch_url(sandbox, path, rec))
         assert s.status == status, (path, s.status, s.body)
