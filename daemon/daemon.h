@@ -149,6 +149,9 @@ struct sandbox {
 	bool net_changing;          /* [L] a change of its policy is under way */
 	char access_token[SANDBOX_TOKEN_LEN + 1]; /* what opens its ports through the proxy */
 	bool public_ports;          /* its ports open to anyone who reaches the proxy */
+	int auto_resume;            /* 1: a request for its agent resumes it when paused or suspended;
+	                               0: it is refused (409); -1: the daemon's setting (a record from
+	                               before sandboxes had their own, sandbox_auto_resume) */
 	int64_t created_ms;
 	char dir[512];              /* <state>/sandboxes/<id> */
 

@@ -113,6 +113,7 @@ int api_sandbox_create(struct op *op)
 		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { "snapshot", F_STRING },
 		{ "lifetime", F_NUMBER }, { "timeout_action", F_STRING }, { "keepalive_processes", F_BOOL },
 		{ "isolation", F_STRING }, { "network", F_OBJECT_OR_FALSE }, { "public_ports", F_BOOL },
+		{ "auto_resume", F_BOOL },
 		{ NULL, 0 },
 	};
 	json_t *b;
@@ -142,6 +143,8 @@ int api_sandbox_create(struct op *op)
 		cfg.lifetime_s = json_number_value(v);
 	cfg.keepalive = json_is_true(json_object_get(b, "keepalive_processes"));
 	cfg.public_ports = json_is_true(json_object_get(b, "public_ports"));
+	cfg.auto_resume = json_object_get(b, "auto_resume") ? json_is_true(json_object_get(b, "auto_resume"))
+						  : op->d->auto_resume;
 	const char *action = json_string_value(json_object_get(b, "timeout_action"));
 	cfg.timeout_kill = action && strcmp(action, "kill") == 0;
 	json_t *empty = json_object();

@@ -142,8 +142,14 @@ json_t *sandbox_json(const struct sandbox *sb)
 		json_object_set_new(o, "reason", json_string(sb->reason));
 	json_object_set_new(o, "network", network_json(sb));
 	json_object_set_new(o, "public_ports", json_boolean(sb->public_ports));
+	json_object_set_new(o, "auto_resume", json_boolean(sandbox_auto_resume(sb->d, sb)));
 	json_object_set_new(o, "access_token", json_string(sb->access_token));
 	return o;
+}
+
+bool sandbox_auto_resume(const struct daemon *d, const struct sandbox *sb)
+{
+	return sb->auto_resume < 0 ? d && d->auto_resume : sb->auto_resume != 0;
 }
 
 void sandbox_touch(struct sandbox *sb)
@@ -658,6 +664,7 @@ int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *
 	sb->timeout_kill = cfg->timeout_kill;
 	sb->keepalive = cfg->keepalive;
 	sb->public_ports = cfg->public_ports;
+	sb->auto_resume = cfg->auto_resume;
 	sb->created_ms = now_ms(); /* its lifetime counts from the claim */
 	sandbox_set_lifetime(sb, cfg->lifetime_s);
 	sandbox_touch(sb);
@@ -727,6 +734,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 						       "allow", "deny");
 	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->net_transit);
 	sb->public_ports = cfg->public_ports;
+	sb->auto_resume = cfg->auto_resume;
 	if (random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0) {
 		sandbox_free(sb);
 		err_set(e, 500, "internal", EIO, "no randomness for an access token");
