@@ -158,6 +158,7 @@ int cmd_sync(struct cli *cli, int argc, char **argv);
 int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_fork(struct cli *cli, int argc, char **argv);
 int cmd_ports(struct cli *cli, int argc, char **argv);
+int cmd_metrics(struct cli *cli, int argc, char **argv);
 int cmd_network(struct cli *cli, int argc, char **argv);
 int cmd_port_forward(struct cli *cli, int argc, char **argv);
 
@@ -165,6 +166,6 @@ extern const char cmd_create_usage[], cmd_ls_usage[], cmd_inspect_usage[], cmd_r
 	cmd_template_usage[], cmd_status_usage[], cmd_version_usage[], cmd_exec_usage[],
 	cmd_run_usage[], cmd_shell_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[], cmd_pause_usage[],
 	cmd_resume_usage[], cmd_suspend_usage[], cmd_sync_usage[], cmd_timeout_usage[], cmd_snapshot_usage[],
-	cmd_fork_usage[], cmd_ports_usage[], cmd_port_forward_usage[], cmd_network_usage[];
+	cmd_fork_usage[], cmd_ports_usage[], cmd_metrics_usage[], cmd_port_forward_usage[], cmd_network_usage[];
 
 #endif

@@ -75,6 +75,7 @@ struct store;
 struct op;
 struct peer_events;
 struct pool;
+struct metrics_history;
 
 
 struct proc {
@@ -166,6 +167,7 @@ struct sandbox {
 	bool dead;                  /* [L] removed from the registry; freed by the I/O thread */
 	bool watched;               /* [L] a job watches it after its agent dropped */
 	int refs;                   /* [L] jobs using it: the I/O thread frees it only at 0 */
+	struct metrics_history *metrics; /* [L] its samples (core/metrics.h), NULL before the first */
 	struct sandbox *grave;      /* [L] next in the I/O thread's list of sandboxes to free */
 };
 
@@ -249,6 +251,8 @@ struct daemon {
 	int ready_timeout_s;        /* --ready-timeout: a template's ready command's (core/ready.h) */
 	int dns_port;               /* --dns-port: the sandboxes' resolver's, in spaced's namespace */
 	struct dns *dns;            /* that resolver (net/dns.h) */
+	bool metrics_busy;          /* [L] the sampling job runs (core/metrics.h) */
+	int64_t metrics_at_ms;      /* [L] when it last started (mono ms) */
 };
 
 #endif

@@ -4,7 +4,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
 
 #include "daemon/api/api.h"
 #include "daemon/driver/disk.h"
@@ -12,6 +14,7 @@
 #include "daemon/net/policy.h"
 #include "daemon/core/isolation.h"
 #include "daemon/core/lifecycle.h"
+#include "daemon/core/metrics.h"
 #include "daemon/core/quota.h"
 #include "daemon/core/pool.h"
 #include "daemon/core/sandbox.h"
@@ -291,6 +294,34 @@ int api_sandbox_get(struct op *op)
 	struct sandbox *sb = api_sandbox(op, false);
 	if (sb)
 		op->json = sandbox_json(sb);
+	return API_DONE;
+}
+
+/* A bound of the metrics' time range: Unix seconds, 0..METRICS_TIME_MAX; absent is 0 (none). */
+#define METRICS_TIME_MAX 253402300799LL /* 9999-12-31T23:59:59Z */
+static int time_arg(struct op *op, const char *name, int64_t *ms)
+{
+	const char *v = json_string_value(json_object_get(op->query, name));
+	char *end = NULL;
+	long long s = v ? strtoll(v, &end, 10) : 0;
+	if (v && (!*v || *end || s < 0 || s > METRICS_TIME_MAX))
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s must be Unix seconds, 0..%lld", name,
+			       METRICS_TIME_MAX);
+	*ms = (int64_t)s * 1000;
+	return 0;
+}
+
+int api_sandbox_metrics(struct op *op)
+{
+	int64_t from = 0, to = 0;
+	if (time_arg(op, "start", &from) < 0 || time_arg(op, "end", &to) < 0)
+		return API_DONE;
+	if (to)
+		to += 999; /* the whole second */
+	struct sandbox *sb = api_sandbox(op, false);
+	if (sb)
+		op->json = json_pack("{s:s, s:s, s:i, s:o}", "id", sb->id, "state", sb_state_name(sb->state),
+				     "interval_ms", METRICS_INTERVAL_MS, "metrics", metrics_json(sb, from, to));
 	return API_DONE;
 }
 

@@ -85,20 +85,12 @@ static void registry_remove(struct daemon *d, struct sandbox *sb)
 		}
 }
 
-static void format_time(char *out, size_t n, int64_t ms)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static json_t *time_or_null(int64_t ms)
 {
 	char when[32];
 	if (ms <= 0)
 		return json_null();
-	format_time(when, sizeof(when), ms);
+	clock_format(when, sizeof(when), ms);
 	return json_string(when);
 }
 
@@ -123,7 +115,7 @@ json_t *sandbox_json(const struct sandbox *sb)
 {
 	/* to the millisecond: creates a moment apart still list in the order they were made */
 	char created[40], whole[32];
-	format_time(whole, sizeof(whole), sb->created_ms);
+	clock_format(whole, sizeof(whole), sb->created_ms);
 	snprintf(created, sizeof(created), "%.*s.%03dZ", (int)strlen(whole) - 1, whole, (int)(sb->created_ms % 1000));
 	bool ticking = sb->state == SB_RUNNING || sb->state == SB_PAUSED;
 	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:f, s:f, s:s, s:b, s:o, s:o, s:s}", "id",
@@ -173,6 +165,7 @@ void sandbox_free(struct sandbox *sb)
 	json_decref(sb->network);
 	free(sb->start_cmd);
 	free(sb->ready_cmd);
+	free(sb->metrics);
 	free(sb);
 }
 

@@ -53,3 +53,77 @@ def test_auto_resume_defaults_to_the_daemons_setting(make_daemon):
     other = d.api.create(auto_resume=True)
     d.api.ok("POST", f"/v1/sandboxes/{other}/pause")
     assert d.api.exec(other, ["echo", "up"])["stdout"] == "up\n"
+
+
+MIB = 1 << 20
+# A process that holds 200 MiB (every page written) until it is killed.
+HOLD_200_MIB = "import time; b = b'x' * (200 << 20); open('/tmp/held', 'w').close(); time.sleep(3600)"
+
+
+def samples(api, sbid, query=""):
+    return api.ok("GET", f"/v1/sandboxes/{sbid}/metrics{query}")["metrics"]
+
+
+def newest(api, sbid, cond, what, deadline=90):
+    """The newest sample once one meets cond (polled: spaced samples every few seconds)."""
+    return wait_until(lambda: (s := samples(api, sbid)) and cond(s[-1]) and s[-1], deadline, what)
+
+
+def test_metrics_follow_memory_disk_and_cpu(api):
+    sbid = api.create(memory_mb=768, disk_mb=1024, cpus=1)
+    try:
+        first = newest(api, sbid, lambda s: True, "a first sample")
+        assert (first["mem_total_bytes"], first["disk_total_bytes"], first["cpu_count"]) == (768 * MIB, 1024 * MIB, 1)
+        assert 0 < first["mem_used_bytes"] and 0 < first["disk_used_bytes"] < first["disk_total_bytes"], first
+        assert first["timestamp"].endswith("Z")
+
+        api.ok("POST", f"/v1/sandboxes/{sbid}/processes", {"cmd": ["python3", "-c", HOLD_200_MIB]}, expect=(201,))
+        wait_until(lambda: api.exec(sbid, "test -e /tmp/held")["exit_code"] == 0, 60, "the 200 MiB to be held")
+        newest(api, sbid, lambda s: s["mem_used_bytes"] >= first["mem_used_bytes"] + 150 * MIB,
+               "memory used to grow by the 200 MiB held")
+
+        api.exec(sbid, "head -c 100M /dev/urandom > /work/big")
+        api.ok("POST", f"/v1/sandboxes/{sbid}/sync")
+        newest(api, sbid, lambda s: s["disk_used_bytes"] >= first["disk_used_bytes"] + 80 * MIB,
+               "disk used to grow by the 100 MiB file")
+
+        api.ok("POST", f"/v1/sandboxes/{sbid}/processes", {"cmd": ["python3", "-c", "while True: pass"]},
+               expect=(201,))
+        newest(api, sbid, lambda s: s["cpu_used_pct"] > 20, "CPU used to rise while a process spins")
+        assert all(0 <= s["cpu_used_pct"] <= 100 for s in samples(api, sbid))
+    finally:
+        api.delete(sbid)
+
+
+def test_metrics_of_a_paused_sandbox_are_those_of_when_it_ran(api, sandbox):
+    taken = newest(api, sandbox, lambda s: True, "a first sample")
+    api.ok("POST", f"/v1/sandboxes/{sandbox}/pause")
+    m = api.ok("GET", f"/v1/sandboxes/{sandbox}/metrics")
+    assert m["state"] == "paused" and taken in m["metrics"], m
+    assert api.ok("GET", f"/v1/sandboxes/{sandbox}")["state"] == "paused"  # reading them resumed nothing
+
+
+def test_metrics_time_range_and_bad_bounds(api, sandbox):
+    taken = newest(api, sandbox, lambda s: True, "a first sample")
+    assert samples(api, sandbox, "?start=253402300799") == []  # the latest bound there is
+    assert samples(api, sandbox, "?end=1") == []
+    assert taken in samples(api, sandbox, "?start=1")
+    for bad in ("start=abc", "end=-1", "start=253402300800", "start="):
+        status, body = api.json("GET", f"/v1/sandboxes/{sandbox}/metrics?{bad}")
+        assert status == 400 and "Unix seconds" in body["error"]["message"], (bad, body)
+    status, body = api.json("GET", "/v1/sandboxes/000000000000/metrics")
+    assert status == 404, body
+
+
+def test_space_metrics_prints_a_table_and_json(api, sandbox, cli):
+    taken = newest(api, sandbox, lambda s: True, "a first sample")
+    r = cli("metrics", sandbox)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["TIME", "CPU", "CPUS", "MEMORY", "MiB", "DISK", "MiB"], r.stdout
+    row = next(line.split() for line in lines[1:] if line.startswith(taken["timestamp"]))
+    assert row[2] == "1" and row[3:6] == [f"{taken['mem_used_bytes'] / MIB:.1f}", "/", "512"], r.stdout
+    r = cli("metrics", "--json", sandbox)
+    assert r.returncode == 0 and taken in json.loads(r.stdout), r.stdout
+    r = cli("metrics", "000000000000")
+    assert r.returncode != 0 and "000000000000" in r.stderr, (r.returncode, r.stderr)
