@@ -222,11 +222,19 @@ static void look_up(struct daemon *d, struct target *t, const char *token)
 
 /* Copies the head's header line [p, eol) into out unless it is the proxy's own (the token
  * header) or carries the token cookie (copied without it). */
+/* Whether the header name [p, p + nl) carries the access token: X-Space-Token, or E2B's
+ * E2b-Traffic-Access-Token (what E2B's SDKs send for a sandbox whose traffic is not public). */
+static bool token_header(const char *p, size_t nl)
+{
+	return (nl == 13 && !strncasecmp(p, "X-Space-Token", 13)) ||
+	       (nl == 24 && !strncasecmp(p, "E2b-Traffic-Access-Token", 24));
+}
+
 static size_t forward_header(const char *p, const char *eol, char *out, size_t room)
 {
 	const char *colon = memchr(p, ':', (size_t)(eol - p));
 	size_t nl = colon ? (size_t)(colon - p) : 0;
-	if (colon && nl == 13 && !strncasecmp(p, "X-Space-Token", 13))
+	if (colon && token_header(p, nl))
 		return 0;
 	if (colon && nl == 6 && !strncasecmp(p, "Cookie", 6)) {
 		char kept[PROXY_HEAD_MAX];
@@ -286,7 +294,7 @@ static void on_head(struct proxy *px, struct pconn *c, size_t end)
 			if (nl == 4 && !strncasecmp(p, "Host", 4)) {
 				snprintf(host, sizeof(host), "%.*s", (int)vl, v);
 				have_host = true;
-			} else if (nl == 13 && !strncasecmp(p, "X-Space-Token", 13)) {
+			} else if (token_header(p, nl)) {
 				snprintf(token, sizeof(token), "%.*s", (int)vl, v);
 			} else if (nl == 6 && !strncasecmp(p, "Cookie", 6) && !token[0]) {
 				cookie_value(v, vl, "space_token", token, sizeof(token));
