@@ -117,10 +117,15 @@ void cli_note_resumed(const char *path);
 	{ "egress", required_argument, NULL, CLI_OPT_EGRESS },    \
 	{ "allow", required_argument, NULL, CLI_OPT_ALLOW },      \
 	{ "deny", required_argument, NULL, CLI_OPT_DENY },        \
-	{ "no-network", no_argument, NULL, CLI_OPT_NO_NETWORK }
+	{ "no-network", no_argument, NULL, CLI_OPT_NO_NETWORK },   \
+	{ "auto-resume", no_argument, NULL, CLI_OPT_AUTO_RESUME }, \
+	{ "no-auto-resume", no_argument, NULL, CLI_OPT_NO_AUTO_RESUME }
 #define CMD_CREATE_OPTCHARS "e:l:"
 /* options with no letter: values past every character */
-enum { CLI_OPT_EGRESS = 0x1000, CLI_OPT_ALLOW, CLI_OPT_DENY, CLI_OPT_NO_NETWORK, CLI_OPT_NO_ALLOW, CLI_OPT_NO_DENY };
+enum {
+	CLI_OPT_EGRESS = 0x1000, CLI_OPT_ALLOW, CLI_OPT_DENY, CLI_OPT_NO_NETWORK, CLI_OPT_NO_ALLOW, CLI_OPT_NO_DENY,
+	CLI_OPT_AUTO_RESUME, CLI_OPT_NO_AUTO_RESUME
+};
 /* --egress, --allow, --deny into body's "network" object (made when missing). 0 or an exit status. */
 int cli_network_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
 int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body);

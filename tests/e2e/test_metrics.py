@@ -127,3 +127,21 @@ def test_space_metrics_prints_a_table_and_json(api, sandbox, cli):
     assert r.returncode == 0 and taken in json.loads(r.stdout), r.stdout
     r = cli("metrics", "000000000000")
     assert r.returncode != 0 and "000000000000" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_space_create_no_auto_resume(api, cli):
+    r = cli("create", "--no-auto-resume")
+    assert r.returncode == 0, r.stderr
+    sbid = r.stdout.strip()
+    try:
+        assert api.ok("GET", f"/v1/sandboxes/{sbid}")["auto_resume"] is False
+        assert cli("pause", sbid).returncode == 0
+        r = cli("exec", sbid, "--", "true")
+        assert r.returncode != 0 and "paused" in r.stderr, (r.returncode, r.stderr)
+        assert cli("resume", sbid).returncode == 0
+        assert cli("exec", sbid, "--", "true").returncode == 0
+    finally:
+        api.delete(sbid)
+    r = cli("create", "--auto-resume", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["auto_resume"] is True, r.stderr
+    api.delete(json.loads(r.stdout)["id"])
