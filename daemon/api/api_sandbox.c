@@ -297,9 +297,10 @@ int api_sandbox_get(struct op *op)
 	return API_DONE;
 }
 
-/* A bound of the metrics' time range: Unix seconds, 0..METRICS_TIME_MAX; absent is 0 (none). */
+/* A bound of the metrics' time range: Unix seconds, 0..METRICS_TIME_MAX, into *ms (the second's
+ * first ms, or with `last` its last); absent leaves *ms. */
 #define METRICS_TIME_MAX 253402300799LL /* 9999-12-31T23:59:59Z */
-static int time_arg(struct op *op, const char *name, int64_t *ms)
+static int time_arg(struct op *op, const char *name, bool last, int64_t *ms)
 {
 	const char *v = json_string_value(json_object_get(op->query, name));
 	char *end = NULL;
@@ -307,17 +308,16 @@ static int time_arg(struct op *op, const char *name, int64_t *ms)
 	if (v && (!*v || *end || s < 0 || s > METRICS_TIME_MAX))
 		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s must be Unix seconds, 0..%lld", name,
 			       METRICS_TIME_MAX);
-	*ms = (int64_t)s * 1000;
+	if (v)
+		*ms = (int64_t)s * 1000 + (last ? 999 : 0);
 	return 0;
 }
 
 int api_sandbox_metrics(struct op *op)
 {
-	int64_t from = 0, to = 0;
-	if (time_arg(op, "start", &from) < 0 || time_arg(op, "end", &to) < 0)
+	int64_t from = 0, to = INT64_MAX;
+	if (time_arg(op, "start", false, &from) < 0 || time_arg(op, "end", true, &to) < 0)
 		return API_DONE;
-	if (to)
-		to += 999; /* the whole second */
 	struct sandbox *sb = api_sandbox(op, false);
 	if (sb)
 		op->json = json_pack("{s:s, s:s, s:i, s:o}", "id", sb->id, "state", sb_state_name(sb->state),

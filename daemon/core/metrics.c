@@ -28,7 +28,7 @@ json_t *metrics_json(const struct sandbox *sb, int64_t from_ms, int64_t to_ms)
 	const struct metrics_history *h = sb->metrics;
 	for (unsigned i = 0; h && i < h->n; i++) {
 		const struct metrics_sample *s = &h->s[(h->head + METRICS_HISTORY - h->n + i) % METRICS_HISTORY];
-		if ((from_ms && s->at_ms < from_ms) || (to_ms && s->at_ms > to_ms))
+		if (s->at_ms < from_ms || s->at_ms > to_ms)
 			continue;
 		char when[32];
 		clock_format(when, sizeof(when), s->at_ms);

@@ -21,6 +21,7 @@
 
 #define METRICS_INTERVAL_MS 5000 /* between two samples of a running sandbox */
 #define METRICS_HISTORY 120      /* samples kept per sandbox: its last 10 minutes of running */
+#define METRICS_ALL 0, INT64_MAX /* metrics_json's range of every sample */
 
 struct metrics_sample {
 	int64_t at_ms;           /* wall clock */
@@ -39,8 +40,8 @@ struct metrics_history {
 /* Adds s to h, dropping the oldest sample once h holds METRICS_HISTORY. */
 void metrics_add(struct metrics_history *h, const struct metrics_sample *s);
 
-/* The samples of sb taken from from_ms to to_ms (wall clock ms, inclusive; 0: no bound), oldest
- * first, as a JSON array of {"timestamp", "cpu_used_pct", "cpu_count", "mem_used_bytes",
+/* The samples of sb taken from from_ms to to_ms (wall clock ms, inclusive; METRICS_ALL for both:
+ * every one), oldest first, as a JSON array of {"timestamp", "cpu_used_pct", "cpu_count", "mem_used_bytes",
  * "mem_total_bytes", "mem_cache_bytes", "disk_used_bytes", "disk_total_bytes"}. [L] */
 json_t *metrics_json(const struct sandbox *sb, int64_t from_ms, int64_t to_ms);
 

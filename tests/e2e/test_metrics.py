@@ -116,6 +116,7 @@ def test_metrics_time_range_and_bad_bounds(api, sandbox):
     taken = newest(api, sandbox, lambda s: True, "a first sample")
     assert samples(api, sandbox, "?start=253402300799") == []  # the latest bound there is
     assert samples(api, sandbox, "?end=1") == []
+    assert samples(api, sandbox, "?end=0") == []  # the epoch's first second, not "no bound"
     assert taken in samples(api, sandbox, "?start=1")
     for bad in ("start=abc", "end=-1", "start=253402300800", "start="):
         status, body = api.json("GET", f"/v1/sandboxes/{sandbox}/metrics?{bad}")

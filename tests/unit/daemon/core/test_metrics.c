@@ -41,14 +41,14 @@ static json_int_t mem_of(json_t *a, size_t i)
 static void test_history_keeps_the_last_samples(void **state)
 {
 	struct sandbox *sb = with_samples(METRICS_HISTORY); /* full: nothing dropped yet */
-	json_t *a = metrics_json(sb, 0, 0);
+	json_t *a = metrics_json(sb, METRICS_ALL);
 	assert_int_equal(json_array_size(a), METRICS_HISTORY);
 	assert_int_equal(mem_of(a, 0), 1);
 	json_decref(a);
 	drop(sb);
 
 	sb = with_samples(METRICS_HISTORY + 1); /* one more: the oldest goes */
-	a = metrics_json(sb, 0, 0);
+	a = metrics_json(sb, METRICS_ALL);
 	assert_int_equal(json_array_size(a), METRICS_HISTORY);
 	assert_int_equal(mem_of(a, 0), 2);
 	assert_int_equal(mem_of(a, METRICS_HISTORY - 1), METRICS_HISTORY + 1);
@@ -59,7 +59,7 @@ static void test_history_keeps_the_last_samples(void **state)
 static void test_sample_fields_and_totals(void **state)
 {
 	struct sandbox *sb = with_samples(1);
-	json_t *a = metrics_json(sb, 0, 0), *s = json_array_get(a, 0);
+	json_t *a = metrics_json(sb, METRICS_ALL), *s = json_array_get(a, 0);
 	assert_string_equal(json_string_value(json_object_get(s, "timestamp")), "1970-01-01T00:00:01Z");
 	assert_int_equal(json_integer_value(json_object_get(s, "cpu_count")), 2);
 	assert_int_equal(json_integer_value(json_object_get(s, "mem_total_bytes")), 512ll << 20);
@@ -78,12 +78,15 @@ static void test_time_range_is_inclusive(void **state)
 	assert_int_equal(mem_of(a, 0), 3);
 	assert_int_equal(mem_of(a, 2), 5);
 	json_decref(a);
-	a = metrics_json(sb, 11000, 0); /* after the newest */
+	a = metrics_json(sb, 11000, INT64_MAX); /* after the newest */
+	assert_int_equal(json_array_size(a), 0);
+	json_decref(a);
+	a = metrics_json(sb, 0, 999); /* the epoch's first second: before the oldest */
 	assert_int_equal(json_array_size(a), 0);
 	json_decref(a);
 	drop(sb);
 	sb = calloc(1, sizeof(*sb)); /* none taken yet */
-	a = metrics_json(sb, 0, 0);
+	a = metrics_json(sb, METRICS_ALL);
 	assert_int_equal(json_array_size(a), 0);
 	json_decref(a);
 	free(sb);
