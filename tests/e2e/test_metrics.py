@@ -155,3 +155,14 @@ def test_space_create_no_auto_resume(api, cli):
     r = cli("create", "--auto-resume", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["auto_resume"] is True, r.stderr
     api.delete(json.loads(r.stdout)["id"])
+
+
+def test_auto_resume_survives_a_restart_of_spaced(make_daemon):
+    d = make_daemon()
+    off = d.api.create(auto_resume=False)
+    d.api.ok("POST", f"/v1/sandboxes/{off}/suspend")
+    d.kill()
+    again = make_daemon(state_dir=d.state_dir)
+    assert again.api.ok("GET", f"/v1/sandboxes/{off}")["auto_resume"] is False
+    status, body = again.api.json("POST", f"/v1/sandboxes/{off}/exec", {"cmd": ["true"]})
+    assert status == 409 and body["error"]["state"] == "suspended", body
