@@ -22,6 +22,10 @@
 #define PROXY_CONNS_MAX 4096      /* client connections at once; more are answered 503 */
 #define PROXY_HEAD_TIMEOUT_MS 30000 /* for the first request's head to arrive */
 #define PROXY_BUF 65536           /* bytes held in each direction of a connection */
+/* A connection to a paused or suspended sandbox whose auto_resume is on resumes it and waits
+ * for it to run, at most PROXY_WAKE_MS (then 504), looking every PROXY_WAKE_POLL_MS. */
+#define PROXY_WAKE_MS 120000
+#define PROXY_WAKE_POLL_MS 50
 
 /* Starts the proxy on d->proxy_listen (nothing when it is ""). 0 or -errno (logged). */
 int proxy_start(struct daemon *d);

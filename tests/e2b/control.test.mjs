@@ -25,7 +25,7 @@ function get (url, headers = {}) {
   const lookup = (name, opts, cb) => opts && opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }])
     : cb(null, '127.0.0.1', 4)
   return new Promise((resolve, reject) => {
-    http.get(url, { lookup, headers }, (res) => {
+    http.get(url, { lookup, headers, agent: false }, (res) => {
       const chunks = []
       res.on('data', (c) => chunks.push(c))
       res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }))
@@ -246,6 +246,7 @@ test('autoResume: a paused sandbox made with it is resumed by a command; one mad
     await assert.rejects(sb.files.read('/etc/hostname'))
     assert.equal((await sb.getInfo()).state, 'paused')
     assert.equal(await sb.isRunning(), false)
+    assert.equal((await get(`http://${sb.getHost(8000)}/`)).status, 503) // nor does traffic to its ports
     await Sandbox.connect(sb.sandboxId) // resumed when asked
     assert.equal((await sb.commands.run('echo up')).stdout, 'up\n')
   })
