@@ -117,10 +117,15 @@ void cli_note_resumed(const char *path);
 	{ "egress", required_argument, NULL, CLI_OPT_EGRESS },    \
 	{ "allow", required_argument, NULL, CLI_OPT_ALLOW },      \
 	{ "deny", required_argument, NULL, CLI_OPT_DENY },        \
-	{ "no-network", no_argument, NULL, CLI_OPT_NO_NETWORK }
+	{ "no-network", no_argument, NULL, CLI_OPT_NO_NETWORK },   \
+	{ "auto-resume", no_argument, NULL, CLI_OPT_AUTO_RESUME }, \
+	{ "no-auto-resume", no_argument, NULL, CLI_OPT_NO_AUTO_RESUME }
 #define CMD_CREATE_OPTCHARS "e:l:"
 /* options with no letter: values past every character */
-enum { CLI_OPT_EGRESS = 0x1000, CLI_OPT_ALLOW, CLI_OPT_DENY, CLI_OPT_NO_NETWORK, CLI_OPT_NO_ALLOW, CLI_OPT_NO_DENY };
+enum {
+	CLI_OPT_EGRESS = 0x1000, CLI_OPT_ALLOW, CLI_OPT_DENY, CLI_OPT_NO_NETWORK, CLI_OPT_NO_ALLOW, CLI_OPT_NO_DENY,
+	CLI_OPT_AUTO_RESUME, CLI_OPT_NO_AUTO_RESUME
+};
 /* --egress, --allow, --deny into body's "network" object (made when missing). 0 or an exit status. */
 int cli_network_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
 int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
@@ -159,6 +164,7 @@ int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_fork(struct cli *cli, int argc, char **argv);
 int cmd_ports(struct cli *cli, int argc, char **argv);
 int cmd_watch(struct cli *cli, int argc, char **argv);
+int cmd_metrics(struct cli *cli, int argc, char **argv);
 int cmd_network(struct cli *cli, int argc, char **argv);
 int cmd_port_forward(struct cli *cli, int argc, char **argv);
 
@@ -166,6 +172,7 @@ extern const char cmd_create_usage[], cmd_ls_usage[], cmd_inspect_usage[], cmd_r
 	cmd_template_usage[], cmd_status_usage[], cmd_version_usage[], cmd_exec_usage[],
 	cmd_run_usage[], cmd_shell_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[], cmd_pause_usage[],
 	cmd_resume_usage[], cmd_suspend_usage[], cmd_sync_usage[], cmd_timeout_usage[], cmd_snapshot_usage[],
-	cmd_fork_usage[], cmd_ports_usage[], cmd_port_forward_usage[], cmd_network_usage[], cmd_watch_usage[];
+	cmd_fork_usage[], cmd_ports_usage[], cmd_metrics_usage[], cmd_port_forward_usage[], cmd_network_usage[],
+	cmd_watch_usage[];
 
 #endif

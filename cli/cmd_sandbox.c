@@ -60,6 +60,10 @@ const char cmd_create_usage[] =
 	"      --deny CIDR      an address or range it may not reach (repeatable)\n"
 	"      --no-network     no network interface at all (ports only through\n"
 	"                       `space port-forward`)\n"
+	"      --auto-resume, --no-auto-resume\n"
+	"                       whether a command or file request resumes it when it\n"
+	"                       is paused or suspended (default: spaced's; yes unless\n"
+	"                       spaced runs with --no-auto-resume)\n"
 	"      --json           print the whole sandbox object\n"
 	"  -h, --help           show this help\n";
 
@@ -217,6 +221,10 @@ int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body
 		return add_kv(cli, body, "metadata", "label", arg);
 	case CLI_OPT_NO_NETWORK:
 		return json_object_set_new(body, "network", json_false()) ? cli_error("out of memory") : 0;
+	case CLI_OPT_AUTO_RESUME:
+	case CLI_OPT_NO_AUTO_RESUME:
+		v = json_boolean(opt == CLI_OPT_AUTO_RESUME);
+		return json_object_set_new(body, "auto_resume", v) ? cli_error("out of memory") : 0;
 	case CLI_OPT_EGRESS:
 	case CLI_OPT_ALLOW:
 	case CLI_OPT_DENY:

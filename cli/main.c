@@ -45,6 +45,8 @@ static const struct command commands[] = {
 	{ "rm", cmd_rm, "Remove sandboxes", cmd_rm_usage, CLI_EXIT_USAGE },
 	{ "ps", cmd_ps, "List the processes of a sandbox", cmd_ps_usage, CLI_EXIT_USAGE },
 	{ "network", cmd_network, "Show or change a sandbox's egress policy", cmd_network_usage, CLI_EXIT_USAGE },
+	{ "metrics", cmd_metrics, "Show what a sandbox used of its CPUs, memory and disk", cmd_metrics_usage,
+	  CLI_EXIT_USAGE },
 	{ "ports", cmd_ports, "List the TCP ports listening in a sandbox", cmd_ports_usage, CLI_EXIT_USAGE },
 	{ "port-forward", cmd_port_forward, "Carry local TCP connections to a port in a sandbox", cmd_port_forward_usage,
 	  CLI_EXIT_USAGE },

@@ -85,6 +85,7 @@ struct store;
 struct op;
 struct peer_events;
 struct pool;
+struct metrics_history;
 
 
 struct proc {
@@ -166,6 +167,9 @@ struct sandbox {
 	bool net_changing;          /* [L] a change of its policy is under way */
 	char access_token[SANDBOX_TOKEN_LEN + 1]; /* what opens its ports through the proxy */
 	bool public_ports;          /* its ports open to anyone who reaches the proxy */
+	int auto_resume;            /* 1: a request for its agent resumes it when paused or suspended;
+	                               0: it is refused (409); -1: the daemon's setting (a record from
+	                               before sandboxes had their own, sandbox_auto_resume) */
 	int64_t created_ms;
 	char dir[512];              /* <state>/sandboxes/<id> */
 
@@ -180,6 +184,7 @@ struct sandbox {
 	bool dead;                  /* [L] removed from the registry; freed by the I/O thread */
 	bool watched;               /* [L] a job watches it after its agent dropped */
 	int refs;                   /* [L] jobs using it: the I/O thread frees it only at 0 */
+	struct metrics_history *metrics; /* [L] its samples (core/metrics.h), NULL before the first */
 	struct sandbox *grave;      /* [L] next in the I/O thread's list of sandboxes to free */
 };
 
@@ -264,6 +269,8 @@ struct daemon {
 	int ready_timeout_s;        /* --ready-timeout: a template's ready command's (core/ready.h) */
 	int dns_port;               /* --dns-port: the sandboxes' resolver's, in spaced's namespace */
 	struct dns *dns;            /* that resolver (net/dns.h) */
+	bool metrics_busy;          /* [L] the sampling job runs (core/metrics.h) */
+	int64_t metrics_at_ms;      /* [L] when it last started (mono ms) */
 };
 
 #endif

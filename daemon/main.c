@@ -40,6 +40,7 @@
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
 #include "daemon/core/sweep.h"
+#include "daemon/core/metrics.h"
 #include "daemon/net/net.h"
 #include "daemon/net/proxy.h"
 #include "daemon/net/dns.h"
@@ -63,6 +64,7 @@ static void io_tick(void *ctx)
 	build_tick(ctx);
 	pool_tick(ctx);
 	e2b_tick(ctx);
+	metrics_tick(ctx);
 }
 
 static void io_after(void *ctx)

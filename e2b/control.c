@@ -30,8 +30,7 @@ static const char *space_template(const char *e2b)
 	return !e2b || strcmp(e2b, "base") == 0 ? "default" : e2b;
 }
 
-/* E2B's state of a spaced state, or NULL for one E2B does not show. */
-static const char *e2b_state(const char *st)
+const char *control_state(const char *st)
 {
 	if (!st)
 		return NULL;
@@ -43,20 +42,34 @@ static const char *e2b_state(const char *st)
 	return NULL;
 }
 
+/* The sandboxes' domain: spaced's port proxy's, or null without one (gateway.h). */
+static json_t *domain_of(const struct req *r)
+{
+	return r->gw->domain[0] ? json_string(r->gw->domain) : json_null();
+}
+
+/* The token its ports need through the proxy: none (null) when they are public. */
+static json_t *traffic_token(const json_t *sb)
+{
+	return json_is_true(json_object_get(sb, "public_ports")) ? json_null()
+								 : json_incref(json_object_get(sb, "access_token"));
+}
+
 /* The Sandbox object of a create or connect. */
-static json_t *sandbox_obj(const json_t *sb)
+static json_t *sandbox_obj(const struct req *r, const json_t *sb)
 {
 	const char *tpl = e2b_template(json_string_value(json_object_get(sb, "template")));
-	return json_pack("{s:s?, s:s, s:s, s:s, s:s, s:s?, s:n, s:n}", "sandboxID",
+	return json_pack("{s:s?, s:s, s:s, s:s, s:s, s:s?, s:o, s:o}", "sandboxID",
 			 json_string_value(json_object_get(sb, "id")), "templateID", tpl, "alias", tpl, "clientID", "space",
 			 "envdVersion", GW_ENVD_VERSION, "envdAccessToken",
-			 json_string_value(json_object_get(sb, "access_token")), "trafficAccessToken", "domain");
+			 json_string_value(json_object_get(sb, "access_token")), "trafficAccessToken", traffic_token(sb),
+			 "domain", domain_of(r));
 }
 
 /* A ListedSandbox (detail adds what GET of one gives), or NULL for a sandbox E2B does not see. */
-static json_t *listed_obj(const json_t *sb, bool detail)
+static json_t *listed_obj(const struct req *r, const json_t *sb, bool detail)
 {
-	const char *state = e2b_state(json_string_value(json_object_get(sb, "state")));
+	const char *state = control_state(json_string_value(json_object_get(sb, "state")));
 	if (!state)
 		return NULL;
 	const char *tpl = e2b_template(json_string_value(json_object_get(sb, "template")));
@@ -72,11 +85,13 @@ static json_t *listed_obj(const json_t *sb, bool detail)
 		const json_t *net = json_object_get(sb, "network");
 		const char *egress = json_string_value(json_object_get(net, "egress"));
 		json_object_set_new(o, "envdAccessToken", json_incref(json_object_get(sb, "access_token")));
-		json_object_set_new(o, "domain", json_null());
+		json_object_set_new(o, "domain", domain_of(r));
 		json_object_set_new(o, "allowInternetAccess", json_boolean(egress && strcmp(egress, "none") != 0));
+		json_object_set_new(o, "network", json_pack("{s:b}", "allowPublicTraffic",
+							     json_is_true(json_object_get(sb, "public_ports"))));
 		json_object_set_new(o, "lifecycle", json_pack("{s:s, s:b}", "onTimeout",
 							       action && strcmp(action, "kill") == 0 ? "kill" : "pause",
-							       "autoResume", 0));
+							       "autoResume", json_is_true(json_object_get(sb, "auto_resume"))));
 	}
 	return o;
 }
@@ -117,12 +132,16 @@ static enum MHD_Result create(struct req *r, struct client *c)
 	char name[256] = "";
 	const char *tpl = given && snprintf(name, sizeof(name), "%s", given) < (int)sizeof(name) ? name : NULL;
 	bool pause = json_is_true(json_object_get(b, "autoPause"));
+	/* E2B's defaults: a paused sandbox stays so until connect(); its ports are public */
+	bool resume = json_is_true(json_object_get(json_object_get(b, "autoResume"), "enabled"));
+	bool public = !json_is_false(json_object_get(json_object_get(b, "network"), "allowPublicTraffic"));
 	if (timeout < 0 || (given && !tpl)) {
 		json_decref(b);
 		return gw_error(r, 400, timeout < 0 ? "timeout must be whole seconds, 1..86400" : "templateID is too long");
 	}
-	json_t *ask = json_pack("{s:s, s:i, s:i, s:s}", "template", space_template(tpl), "timeout", 0, "lifetime",
-				(int)timeout, "timeout_action", pause ? "suspend" : "kill");
+	json_t *ask = json_pack("{s:s, s:i, s:i, s:s, s:b, s:b}", "template", space_template(tpl), "timeout", 0,
+				"lifetime", (int)timeout, "timeout_action", pause ? "suspend" : "kill", "auto_resume", resume,
+				"public_ports", public);
 	if (json_is_object(meta))
 		json_object_set(ask, "metadata", (json_t *)meta);
 	if (json_is_object(env))
@@ -134,7 +153,7 @@ static enum MHD_Result create(struct req *r, struct client *c)
 	json_decref(ask);
 	if (rc < 0)
 		return gw_error_from(r, &e);
-	json_t *out = sandbox_obj(sb);
+	json_t *out = sandbox_obj(r, sb);
 	if (tpl) /* the name the client used: its alias */
 		json_object_set_new(out, "templateID", json_string(tpl)), json_object_set_new(out, "alias", json_string(tpl));
 	json_decref(sb);
@@ -155,7 +174,7 @@ static json_t *get_sandbox(struct req *r, struct client *c, const char *id, enum
 		*rc = e.status == 404 ? gw_error(r, 404, "sandbox %s not found", id) : gw_error_from(r, &e);
 		return NULL;
 	}
-	if (!e2b_state(json_string_value(json_object_get(sb, "state")))) {
+	if (!control_state(json_string_value(json_object_get(sb, "state")))) {
 		json_decref(sb);
 		*rc = gw_error(r, 404, "sandbox %s not found", id);
 		return NULL;
@@ -198,7 +217,7 @@ static enum MHD_Result connect_to(struct req *r, struct client *c, const char *i
 	json_t *sb = get_sandbox(r, c, id, &rc);
 	if (!sb)
 		return rc;
-	bool paused = strcmp(e2b_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
+	bool paused = strcmp(control_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
 	long left = seconds_until(json_string_value(json_object_get(sb, "expires_at")));
 	json_decref(sb);
 	if (!paused && resume_only)
@@ -212,7 +231,7 @@ static enum MHD_Result connect_to(struct req *r, struct client *c, const char *i
 		return rc;
 	if (!(sb = get_sandbox(r, c, id, &rc)))
 		return rc;
-	json_t *out = sandbox_obj(sb);
+	json_t *out = sandbox_obj(r, sb);
 	json_decref(sb);
 	return gw_json(r, paused ? 201 : 200, out);
 }
@@ -229,7 +248,7 @@ static enum MHD_Result pause_sandbox(struct req *r, struct client *c, const char
 	json_t *sb = get_sandbox(r, c, id, &rc);
 	if (!sb)
 		return rc;
-	bool paused = strcmp(e2b_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
+	bool paused = strcmp(control_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
 	json_decref(sb);
 	if (paused)
 		return gw_error(r, 409, "sandbox %s is already paused", id);
@@ -342,7 +361,7 @@ static enum MHD_Result list(struct req *r, struct client *c, bool v2)
 	size_t i, n = 0;
 	json_t *sb, *items = json_array();
 	json_array_foreach(json_object_get(all, "sandboxes"), i, sb) {
-		json_t *o = listed_obj(sb, false);
+		json_t *o = listed_obj(r, sb, false);
 		if (o && matches(sb, filter, states, gw_arg(r, "template"), gw_arg(r, "startedAfter"),
 				 json_string_value(json_object_get(o, "state"))))
 			json_array_append(items, o);
@@ -419,6 +438,8 @@ enum MHD_Result control_handle(struct req *r)
 		return create(r, c);
 	if (get && (strcmp(u, "/v2/sandboxes") == 0 || strcmp(u, "/sandboxes") == 0))
 		return list(r, c, u[1] == 'v');
+	if (get && strcmp(u, "/sandboxes/metrics") == 0)
+		return metrics_many(r, c);
 	char id[32];
 	if (split_id(u, "/v2/sandboxes/", id, sizeof(id), &rest) && post && strcmp(rest, "/connect") == 0)
 		return connect_to(r, c, id, false);
@@ -427,7 +448,7 @@ enum MHD_Result control_handle(struct req *r)
 	enum MHD_Result rc = MHD_NO;
 	if (get && !*rest) {
 		json_t *sb = get_sandbox(r, c, id, &rc);
-		return sb ? (rc = gw_json(r, 200, listed_obj(sb, true)), json_decref(sb), rc) : rc;
+		return sb ? (rc = gw_json(r, 200, listed_obj(r, sb, true)), json_decref(sb), rc) : rc;
 	}
 	if (strcmp(m, "DELETE") == 0 && !*rest) {
 		char path[64];
@@ -454,9 +475,7 @@ enum MHD_Result control_handle(struct req *r)
 		return pause_sandbox(r, c, id);
 	if (post && (strcmp(rest, "/connect") == 0 || strcmp(rest, "/resume") == 0))
 		return connect_to(r, c, id, strcmp(rest, "/resume") == 0);
-	if (get && strcmp(rest, "/metrics") == 0) {
-		json_t *sb = get_sandbox(r, c, id, &rc);
-		return sb ? (json_decref(sb), gw_json(r, 200, json_array())) : rc;
-	}
+	if (get && strcmp(rest, "/metrics") == 0)
+		return metrics_one(r, c, id);
 	return gw_error(r, 501, "%s %s is not offered by space's E2B front (docs/e2b.md)", m, u);
 }

@@ -2,7 +2,8 @@
  * e2b/envd.c - E2B's sandbox plane on spaced's API (docs/e2b.md, "sandbox plane"): the
  * request names its sandbox in E2b-Sandbox-Id and proves it may use it with the sandbox's
  * access token in X-Access-Token; a sandbox that is not there or not running is 502, as the
- * SDKs expect of a sandbox that is gone.
+ * SDKs expect of a sandbox that is gone. A paused one created with autoResume is resumed by
+ * the request (spaced's transparent resume); one created without stays paused, and is 502.
  */
 #include "e2b/gateway.h"
 
@@ -48,8 +49,9 @@ static unsigned check(struct req *r, const char *sbid, json_t **out, char *msg, 
 	if (!token || !have || !same_secret(token, have)) {
 		snprintf(msg, n, "X-Access-Token is not this sandbox's access token");
 		status = 401;
-	} else if (strcmp(st, "running") != 0 && strcmp(st, "resuming") != 0 && strcmp(st, "paused") != 0 &&
-		   strcmp(st, "suspended") != 0 && strcmp(st, "suspending") != 0 && strcmp(st, "pausing") != 0) {
+	} else if (strcmp(st, "running") != 0 && strcmp(st, "resuming") != 0 &&
+		   !(json_is_true(json_object_get(sb, "auto_resume")) && control_state(st))) {
+		/* paused: a request resumes it only when it was created with autoResume */
 		snprintf(msg, n, "sandbox is not running");
 		status = 502;
 	}

@@ -44,6 +44,10 @@ struct gw_watchers;
 struct gw {
 	struct client up;            /* spaced's Unix socket, as the administrator */
 	struct gw_watchers *watchers; /* the polling watchers (watch.h) */
+	/* The sandboxes' "domain" (the SDKs' sandboxDomain, from which getHost(port) makes
+	 * "<port>-<id>.<domain>"): spaced's port proxy as "<its domain>:<its port>", or "" (null)
+	 * when spaced runs none. */
+	char domain[256];
 };
 
 /* One request, the connection's own (libmicrohttpd's *req_cls). */
@@ -94,6 +98,13 @@ bool gw_sandbox_path(char *dst, size_t n, const char *id, const char *rest);
 
 /* The control plane (control.c) and the sandbox plane (envd.c). */
 enum MHD_Result control_handle(struct req *r);
+/* E2B's state ("running", "paused") of a spaced state, or NULL for one E2B does not show. */
+const char *control_state(const char *space_state);
+/* getMetrics: the samples of sandbox id, asked as c (metrics.c); and the newest sample of each of
+ * the sandboxes in ?sandbox_ids= (comma-separated, at most GW_METRICS_IDS_MAX). */
+enum MHD_Result metrics_one(struct req *r, struct client *c, const char *id);
+enum MHD_Result metrics_many(struct req *r, struct client *c);
+#define GW_METRICS_IDS_MAX 100
 enum MHD_Result envd_handle(struct req *r, const char *sbid);
 /* A chunk of a sandbox-plane request's body, before it is whole: true when it was taken (a
  * streamed upload), false when it is to be kept in r->body. */

@@ -3,7 +3,7 @@
  * --e2b-listen HOST:PORT on a socket it listens on (so a taken port is spaced's error at its
  * start), with spaced's Unix socket; it ends with spaced.
  *
- *   space-e2b --listen HOST:PORT | --listen-fd FD [--name NAME] --socket PATH
+ *   space-e2b --listen HOST:PORT | --listen-fd FD [--name NAME] --socket PATH [--sandbox-domain DOMAIN]
  */
 #include "e2b/gateway.h"
 
@@ -224,9 +224,12 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "listen-fd", required_argument, NULL, 'f' },
 		{ "name", required_argument, NULL, 'n' },
+		{ "sandbox-domain", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static struct gw gw;
 	const char *listen = NULL, *sock = NULL;
+	bool bad = false;
 	int c, fd = -1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'l' || c == 'n')
@@ -235,12 +238,15 @@ int main(int argc, char **argv)
 			sock = optarg;
 		else if (c == 'f')
 			fd = atoi(optarg);
+		else if (c == 'd')
+			bad |= snprintf(gw.domain, sizeof(gw.domain), "%s", optarg) >= (int)sizeof(gw.domain);
 		else
 			return 2;
 	}
 	struct sockaddr_in sa;
-	if (!listen || !sock || optind != argc || (fd < 0 && parse_listen(listen, &sa) < 0) || (fd >= 0 && fd < 3)) {
-		fprintf(stderr, "usage: space-e2b --listen HOST:PORT | --listen-fd FD [--name NAME] --socket PATH\n");
+	if (bad || !listen || !sock || optind != argc || (fd < 0 && parse_listen(listen, &sa) < 0) || (fd >= 0 && fd < 3)) {
+		fprintf(stderr, "usage: space-e2b --listen HOST:PORT | --listen-fd FD [--name NAME] --socket PATH "
+			"[--sandbox-domain DOMAIN]\n");
 		return 2;
 	}
 	/* it ends with spaced, which started it */
@@ -252,7 +258,6 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread made from here on too */
 
-	static struct gw gw;
 	static struct gw_watchers watchers;
 	watchers_init(&watchers);
 	gw.watchers = &watchers;

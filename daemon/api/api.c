@@ -137,8 +137,9 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 		return sb;
 	sandbox_touch(sb);
 	/* suspending: a suspend or a snapshot under way; the request waits for the sandbox to run */
-	bool waking = (sb->state == SB_RESUMING || sb->state == SB_SUSPENDING) && op->d->auto_resume;
-	if (op->d->auto_resume && (sb->state == SB_PAUSED || sb->state == SB_SUSPENDED)) {
+	bool resumes = sandbox_auto_resume(op->d, sb);
+	bool waking = (sb->state == SB_RESUMING || sb->state == SB_SUSPENDING) && resumes;
+	if (resumes && (sb->state == SB_PAUSED || sb->state == SB_SUSPENDED)) {
 		struct err e = { 0 };
 		waking = lifecycle_start(op->d, sb, ACT_RESUME, NULL, &e) >= 0;
 	}

@@ -96,6 +96,7 @@ int api_template_build_cancel(struct op *op);
 int api_sandbox_create(struct op *op);
 int api_sandbox_list(struct op *op);
 int api_sandbox_get(struct op *op);
+int api_sandbox_metrics(struct op *op);
 int api_sandbox_delete(struct op *op);
 int api_sandbox_pause(struct op *op);
 int api_sandbox_resume(struct op *op);

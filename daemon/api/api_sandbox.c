@@ -4,7 +4,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
 
 #include "daemon/api/api.h"
 #include "daemon/driver/disk.h"
@@ -12,6 +14,7 @@
 #include "daemon/net/policy.h"
 #include "daemon/core/isolation.h"
 #include "daemon/core/lifecycle.h"
+#include "daemon/core/metrics.h"
 #include "daemon/core/quota.h"
 #include "daemon/core/pool.h"
 #include "daemon/core/sandbox.h"
@@ -113,6 +116,7 @@ int api_sandbox_create(struct op *op)
 		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { "snapshot", F_STRING },
 		{ "lifetime", F_NUMBER }, { "timeout_action", F_STRING }, { "keepalive_processes", F_BOOL },
 		{ "isolation", F_STRING }, { "network", F_OBJECT_OR_FALSE }, { "public_ports", F_BOOL },
+		{ "auto_resume", F_BOOL },
 		{ NULL, 0 },
 	};
 	json_t *b;
@@ -142,6 +146,8 @@ int api_sandbox_create(struct op *op)
 		cfg.lifetime_s = json_number_value(v);
 	cfg.keepalive = json_is_true(json_object_get(b, "keepalive_processes"));
 	cfg.public_ports = json_is_true(json_object_get(b, "public_ports"));
+	cfg.auto_resume = json_object_get(b, "auto_resume") ? json_is_true(json_object_get(b, "auto_resume"))
+						  : op->d->auto_resume;
 	const char *action = json_string_value(json_object_get(b, "timeout_action"));
 	cfg.timeout_kill = action && strcmp(action, "kill") == 0;
 	json_t *empty = json_object();
@@ -288,6 +294,34 @@ int api_sandbox_get(struct op *op)
 	struct sandbox *sb = api_sandbox(op, false);
 	if (sb)
 		op->json = sandbox_json(sb);
+	return API_DONE;
+}
+
+/* A bound of the metrics' time range: Unix seconds, 0..METRICS_TIME_MAX, into *ms (the second's
+ * first ms, or with `last` its last); absent leaves *ms. */
+#define METRICS_TIME_MAX 253402300799LL /* 9999-12-31T23:59:59Z */
+static int time_arg(struct op *op, const char *name, bool last, int64_t *ms)
+{
+	const char *v = json_string_value(json_object_get(op->query, name));
+	char *end = NULL;
+	long long s = v ? strtoll(v, &end, 10) : 0;
+	if (v && (!*v || *end || s < 0 || s > METRICS_TIME_MAX))
+		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s must be Unix seconds, 0..%lld", name,
+			       METRICS_TIME_MAX);
+	if (v)
+		*ms = (int64_t)s * 1000 + (last ? 999 : 0);
+	return 0;
+}
+
+int api_sandbox_metrics(struct op *op)
+{
+	int64_t from = 0, to = INT64_MAX;
+	if (time_arg(op, "start", false, &from) < 0 || time_arg(op, "end", true, &to) < 0)
+		return API_DONE;
+	struct sandbox *sb = api_sandbox(op, false);
+	if (sb)
+		op->json = json_pack("{s:s, s:s, s:i, s:o}", "id", sb->id, "state", sb_state_name(sb->state),
+				     "interval_ms", METRICS_INTERVAL_MS, "metrics", metrics_json(sb, from, to));
 	return API_DONE;
 }
 

@@ -559,7 +559,14 @@ int http_start(struct daemon *d)
 /* Starts space-e2b on d->e2b_fd; 0 or -errno. */
 static int e2b_spawn(struct daemon *d)
 {
-	char *argv[] = { d->e2b_path, "--listen-fd", "3", "--name", d->e2b_listen, "--socket", d->socket_path, NULL };
+	/* the E2B SDKs' getHost(port) is "<port>-<id>.<sandboxDomain>": with the port proxy,
+	 * "<its domain>:<its port>" makes that the proxy's address of the port (net/proxy.h) */
+	char domain[200] = "";
+	const char *proxy_port = strrchr(d->proxy_listen, ':');
+	if (proxy_port)
+		snprintf(domain, sizeof(domain), "%s%s", d->proxy_domain, proxy_port);
+	char *argv[] = { d->e2b_path, "--listen-fd", "3", "--name", d->e2b_listen, "--socket", d->socket_path,
+			 domain[0] ? "--sandbox-domain" : NULL, domain, NULL };
 	pid_t pid = spawn_start_keep(argv, &d->e2b_fd, 1, STDERR_FILENO, STDERR_FILENO);
 	if (pid < 0) {
 		log_error("cannot start %s: %s", d->e2b_path, strerror((int)-pid));

@@ -58,6 +58,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/sandboxes/:id/files/mkdir", api_file_mkdir, NULL },
 	{ "POST", "/v1/sandboxes/:id/files/rename", api_file_rename, NULL },
 	{ "GET", "/v1/sandboxes/:id/ports", api_port_list, NULL },
+	{ "GET", "/v1/sandboxes/:id/metrics", api_sandbox_metrics, NULL },
 	{ "POST", "/v1/sandboxes/:id/ports/connect", api_port_connect, NULL },
 };
 

@@ -21,3 +21,11 @@ int64_t mono_ms(void)
 {
 	return read_ms(CLOCK_MONOTONIC);
 }
+
+void clock_format(char *out, size_t n, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}

@@ -81,6 +81,14 @@ static uint64_t layer_used(const char *upper, const char *state_dir)
 	return used;
 }
 
+uint64_t quota_layer_bytes(struct daemon *d, struct sandbox *sb)
+{
+	char upper[700];
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	dv->ops->layer(dv->drv, sb, upper, sizeof(upper));
+	return layer_used(upper, d->state_dir);
+}
+
 int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 {
 	uint64_t avail = 0;
@@ -88,10 +96,7 @@ int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 	if (rc < 0)
 		return rc;
 	uint64_t image = quota_image_bytes(d, sb);
-	char upper[700];
-	const struct driver_slot *dv = sandbox_driver(d, sb);
-	dv->ops->layer(dv->drv, sb, upper, sizeof(upper));
-	uint64_t used = layer_used(upper, d->state_dir);
+	uint64_t used = quota_layer_bytes(d, sb);
 	uint64_t need = image + used * (uint64_t)(1 + copies) + d->reserve_bytes;
 	if (avail < need)
 		return err_set(e, 507, "no_space", ENOSPC,

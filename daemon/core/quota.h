@@ -25,6 +25,11 @@ int quota_snapshot(struct daemon *d, const struct sandbox *sb, struct err *e);
  * when its use cannot be read). [L] (one cgroup file) */
 uint64_t quota_image_bytes(struct daemon *d, struct sandbox *sb);
 
+/* What sb's writable layer takes: its disk's used blocks where the host mounts that disk
+ * (gVisor's), else the blocks its disk image takes on the state dir (a microVM's, whose guest
+ * mounts it: what the guest wrote back). (statvfs or a few stats: quick) */
+uint64_t quota_layer_bytes(struct daemon *d, struct sandbox *sb);
+
 /* The bytes an unprivileged writer may still use on dir's filesystem, in *avail; or -errno
  * with *e set. (statvfs: quick) */
 int quota_free(const char *dir, uint64_t *avail, struct err *e);

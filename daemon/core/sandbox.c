@@ -85,20 +85,12 @@ static void registry_remove(struct daemon *d, struct sandbox *sb)
 		}
 }
 
-static void format_time(char *out, size_t n, int64_t ms)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static json_t *time_or_null(int64_t ms)
 {
 	char when[32];
 	if (ms <= 0)
 		return json_null();
-	format_time(when, sizeof(when), ms);
+	clock_format(when, sizeof(when), ms);
 	return json_string(when);
 }
 
@@ -123,7 +115,7 @@ json_t *sandbox_json(const struct sandbox *sb)
 {
 	/* to the millisecond: creates a moment apart still list in the order they were made */
 	char created[40], whole[32];
-	format_time(whole, sizeof(whole), sb->created_ms);
+	clock_format(whole, sizeof(whole), sb->created_ms);
 	snprintf(created, sizeof(created), "%.*s.%03dZ", (int)strlen(whole) - 1, whole, (int)(sb->created_ms % 1000));
 	bool ticking = sb->state == SB_RUNNING || sb->state == SB_PAUSED;
 	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:f, s:f, s:s, s:b, s:o, s:o, s:s}", "id",
@@ -142,8 +134,14 @@ json_t *sandbox_json(const struct sandbox *sb)
 		json_object_set_new(o, "reason", json_string(sb->reason));
 	json_object_set_new(o, "network", network_json(sb));
 	json_object_set_new(o, "public_ports", json_boolean(sb->public_ports));
+	json_object_set_new(o, "auto_resume", json_boolean(sandbox_auto_resume(sb->d, sb)));
 	json_object_set_new(o, "access_token", json_string(sb->access_token));
 	return o;
+}
+
+bool sandbox_auto_resume(const struct daemon *d, const struct sandbox *sb)
+{
+	return sb->auto_resume < 0 ? d && d->auto_resume : sb->auto_resume != 0;
 }
 
 void sandbox_touch(struct sandbox *sb)
@@ -167,6 +165,7 @@ void sandbox_free(struct sandbox *sb)
 	json_decref(sb->network);
 	free(sb->start_cmd);
 	free(sb->ready_cmd);
+	free(sb->metrics);
 	free(sb);
 }
 
@@ -658,6 +657,7 @@ int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *
 	sb->timeout_kill = cfg->timeout_kill;
 	sb->keepalive = cfg->keepalive;
 	sb->public_ports = cfg->public_ports;
+	sb->auto_resume = cfg->auto_resume;
 	sb->created_ms = now_ms(); /* its lifetime counts from the claim */
 	sandbox_set_lifetime(sb, cfg->lifetime_s);
 	sandbox_touch(sb);
@@ -727,6 +727,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 						       "allow", "deny");
 	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->net_transit);
 	sb->public_ports = cfg->public_ports;
+	sb->auto_resume = cfg->auto_resume;
 	if (random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0) {
 		sandbox_free(sb);
 		err_set(e, 500, "internal", EIO, "no randomness for an access token");

@@ -192,7 +192,8 @@ static void fork_job(struct job *j)
 					 .keepalive = src->keepalive, .env = src->env, .metadata = src->metadata,
 					 .tenant = src->tenant, .isolation = src->isolation, /* its image is of that kind */
 					 .network = src->network, .no_network = !src->network, /* and its policy */
-					 .public_ports = src->public_ports };
+					 .public_ports = src->public_ports,
+					 .auto_resume = sandbox_auto_resume(d, src) };
 		snprintf(cfg.template, sizeof(cfg.template), "%s", src->template);
 		struct sandbox *sb = sandbox_new(d, &cfg, rootfs, sizeof(rootfs), &e);
 		daemon_unlock(d);

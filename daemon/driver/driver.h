@@ -28,9 +28,11 @@ enum driver_state {
 	DRV_STOPPED,  /* exists in the runtime but no longer runs */
 };
 
+/* What a running sandbox costs the host, as the host counts it (0: not known). */
 struct driver_stats {
-	uint64_t memory_bytes;
-	uint64_t cpu_ns;
+	uint64_t memory_bytes;  /* its memory: a gVisor sandbox's cgroup, a microVM's QEMU (PSS) */
+	uint64_t cache_bytes;   /* of it, the page cache of files (0 where the host cannot tell) */
+	uint64_t cpu_ns;        /* CPU time its processes used since they started */
 	uint32_t pids;
 };
 

@@ -595,40 +595,58 @@ static enum driver_state gv_state(struct driver *drv, struct sandbox *sb)
 	return r;
 }
 
-static int gv_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out)
+/* A cgroup file's text into buf (NUL-terminated); false when it cannot be read. */
+static bool cgroup_read(const char *path, char *buf, size_t n)
 {
-	char p[256], val[64];
-	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.usage_in_bytes", sb->id);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, val, sizeof(val) - 1);
+		return false;
+	ssize_t got = read(fd, buf, n - 1);
 	close(fd);
-	if (n <= 0)
-		return -EIO;
-	val[n] = '\0';
-	memset(out, 0, sizeof(*out));
-	out->memory_bytes = strtoull(val, NULL, 10);
-	return 0;
+	if (got <= 0)
+		return false;
+	buf[got] = '\0';
+	return true;
 }
 
 /* The value after `key ` in a cgroup file of `key value` lines, or -1. */
 static long long cgroup_field(const char *path, const char *key)
 {
 	char buf[4096];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!cgroup_read(path, buf, sizeof(buf)))
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	size_t k = strlen(key);
 	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
 		if (strncmp(line, key, k) == 0 && line[k] == ' ')
 			return atoll(line + k + 1);
 	return -1;
+}
+
+/* The number a cgroup file of one line holds, or -1. */
+static long long cgroup_value(const char *path)
+{
+	char val[64];
+	return cgroup_read(path, val, sizeof(val)) ? atoll(val) : -1;
+}
+
+/* What the sandbox's host cgroups count: its memory (the page cache of its files included,
+ * which is the file part of memory.stat) and the CPU time of runsc's processes. */
+static int gv_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.usage_in_bytes", sb->id);
+	long long mem = cgroup_value(p);
+	if (mem < 0)
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->memory_bytes = (uint64_t)mem;
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.stat", sb->id);
+	long long active = cgroup_field(p, "total_active_file"), inactive = cgroup_field(p, "total_inactive_file");
+	out->cache_bytes = (uint64_t)(active > 0 ? active : 0) + (uint64_t)(inactive > 0 ? inactive : 0);
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/cpuacct/space/%s/cpuacct.usage", sb->id);
+	long long cpu = cgroup_value(p);
+	out->cpu_ns = cpu > 0 ? (uint64_t)cpu : 0;
+	return 0;
 }
 
 static void gv_exit_reason(struct driver *drv, struct sandbox *sb, char *buf, size_t n)

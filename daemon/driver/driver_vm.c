@@ -892,6 +892,18 @@ static int vm_stats(struct driver *drv, struct sandbox *sb, struct driver_stats 
 	/* what the VM costs the host: QEMU's proportional share of its pages */
 	snprintf(p, sizeof(p), "/proc/%d/smaps_rollup", (int)pid);
 	out->memory_bytes = vm_proc_field(p, "Pss:") * 1024;
+	/* the CPU time of every thread of QEMU: utime and stime, the 14th and 15th fields of its
+	 * stat, counted after the command's closing parenthesis */
+	char stat[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, stat, sizeof(stat) - 1);
+	if (fd >= 0)
+		close(fd);
+	char *end = n > 0 ? (stat[n] = '\0', strrchr(stat, ')')) : NULL;
+	unsigned long long utime = 0, stime = 0;
+	if (end && sscanf(end + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) == 2)
+		out->cpu_ns = (utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
 	return 0;
 }
 

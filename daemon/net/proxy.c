@@ -28,12 +28,13 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
+#include "daemon/core/lifecycle.h"
 #include "daemon/core/op.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/net/net.h"
 #include "proto/agent.h"
 
-enum pstate { P_HEAD, P_CONNECT, P_RELAY, P_PIPE };
+enum pstate { P_HEAD, P_WAKE, P_CONNECT, P_RELAY, P_PIPE };
 
 struct pconn;
 
@@ -57,7 +58,9 @@ struct pconn {
 	enum pstate state;
 	struct end client, up;
 	struct flow c2u, u2c;
-	int64_t deadline; /* HEAD: by when the head must be in */
+	int64_t deadline; /* HEAD: by when the head must be in; WAKE: the sandbox must run */
+	size_t head_end;  /* WAKE: the head's length in c2u */
+	char id[SANDBOX_ID_LEN + 1]; /* WAKE: the sandbox resuming for it */
 	int port;         /* the sandbox's port it goes to */
 	bool relayed;     /* through the agent's relay (a server bound to loopback only) */
 	char reach[16];   /* the sandbox's address */
@@ -72,6 +75,7 @@ struct proxy {
 	struct end listener, waker;
 	struct pconn *conns;
 	int nconns;
+	int waking;            /* connections in P_WAKE */
 	struct pconn *dropped; /* closed in this round of events, freed after it */
 };
 
@@ -157,6 +161,8 @@ static void drop(struct proxy *px, struct pconn *c)
 	}
 	if (c->client.fd >= 0)
 		close(c->client.fd);
+	if (c->state == P_WAKE)
+		px->waking--;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -200,33 +206,50 @@ struct target {
 	char id[SANDBOX_ID_LEN + 1];
 	int port;
 	bool found, allowed, has_network;
+	bool wakes;       /* not running, but resuming for this connection (its auto_resume) */
 	char state[16];
 	char reach[16];
 };
 
-/* What the head asks for, checked against the sandbox; fills t. [takes d->lock] */
+/* What the head asks for, checked against the sandbox (token: the one given, or NULL when
+ * the connection was let in already); fills t. A paused or suspended sandbox whose auto_resume
+ * is on is resumed for a connection let in, as any request for it is (api.c). [takes d->lock] */
 static void look_up(struct daemon *d, struct target *t, const char *token)
 {
 	daemon_lock(d);
 	struct sandbox *sb = sandbox_find(d, t->id);
-	t->found = sb != NULL;
-	if (sb) {
-		t->allowed = sb->public_ports || same_token(token, sb->access_token);
+	t->found = sb != NULL && !sb->pool;
+	if (t->found) {
+		t->allowed = !token || sb->public_ports || same_token(token, sb->access_token);
 		t->has_network = sb->network != NULL;
 		snprintf(t->state, sizeof(t->state), "%s", sb_state_name(sb->state));
 		if (sb->network)
 			net_host_reach(sb, t->reach, sizeof(t->reach));
+		bool stopped = sb->state == SB_PAUSED || sb->state == SB_SUSPENDED;
+		t->wakes = t->allowed && t->has_network && sandbox_auto_resume(d, sb) &&
+			   (stopped || sb->state == SB_PAUSING || sb->state == SB_SUSPENDING || sb->state == SB_RESUMING);
+		struct err e = { 0 };
+		if (t->wakes && stopped && lifecycle_start(d, sb, ACT_RESUME, NULL, &e) < 0)
+			t->wakes = false;
 	}
 	daemon_unlock(d);
 }
 
 /* Copies the head's header line [p, eol) into out unless it is the proxy's own (the token
  * header) or carries the token cookie (copied without it). */
+/* Whether the header name [p, p + nl) carries the access token: X-Space-Token, or E2B's
+ * E2b-Traffic-Access-Token (what E2B's SDKs send for a sandbox whose traffic is not public). */
+static bool token_header(const char *p, size_t nl)
+{
+	return (nl == 13 && !strncasecmp(p, "X-Space-Token", 13)) ||
+	       (nl == 24 && !strncasecmp(p, "E2b-Traffic-Access-Token", 24));
+}
+
 static size_t forward_header(const char *p, const char *eol, char *out, size_t room)
 {
 	const char *colon = memchr(p, ':', (size_t)(eol - p));
 	size_t nl = colon ? (size_t)(colon - p) : 0;
-	if (colon && nl == 13 && !strncasecmp(p, "X-Space-Token", 13))
+	if (colon && token_header(p, nl))
 		return 0;
 	if (colon && nl == 6 && !strncasecmp(p, "Cookie", 6)) {
 		char kept[PROXY_HEAD_MAX];
@@ -258,6 +281,7 @@ static size_t forward_header(const char *p, const char *eol, char *out, size_t r
 }
 
 static void start_connect(struct proxy *px, struct pconn *c, const struct target *t);
+static void forward(struct proxy *px, struct pconn *c, size_t end, const struct target *t);
 
 /* The head is in c->c2u.buf[0, end): route, authorise, forward. */
 static void on_head(struct proxy *px, struct pconn *c, size_t end)
@@ -286,7 +310,7 @@ static void on_head(struct proxy *px, struct pconn *c, size_t end)
 			if (nl == 4 && !strncasecmp(p, "Host", 4)) {
 				snprintf(host, sizeof(host), "%.*s", (int)vl, v);
 				have_host = true;
-			} else if (nl == 13 && !strncasecmp(p, "X-Space-Token", 13)) {
+			} else if (token_header(p, nl)) {
 				snprintf(token, sizeof(token), "%.*s", (int)vl, v);
 			} else if (nl == 6 && !strncasecmp(p, "Cookie", 6) && !token[0]) {
 				cookie_value(v, vl, "space_token", token, sizeof(token));
@@ -323,9 +347,45 @@ static void on_head(struct proxy *px, struct pconn *c, size_t end)
 		answer(px, c, 502, "Bad Gateway", NULL, "this sandbox was made with no network: use space port-forward\n");
 		return;
 	}
-	if (strcmp(t.state, "running") != 0) {
+	if (strcmp(t.state, "running") != 0 && t.wakes) { /* the connection waits for it to run */
+		c->state = P_WAKE;
+		c->head_end = end;
+		c->deadline = mono_ms() + PROXY_WAKE_MS;
+		snprintf(c->id, sizeof(c->id), "%s", t.id);
+		c->port = t.port;
+		px->waking++;
+		watch(px, &c->client, 0);
+		return;
+	}
+	forward(px, c, end, &t);
+}
+
+/* Goes on with a connection whose sandbox was resuming for it: on to the sandbox once it
+ * runs; an answer when it will not (failed, gone, paused again by someone) or not in time. */
+static void wake_poll(struct proxy *px, struct pconn *c, int64_t now)
+{
+	struct target t = { .port = c->port };
+	snprintf(t.id, sizeof(t.id), "%s", c->id);
+	look_up(px->d, &t, NULL);
+	if (t.found && strcmp(t.state, "running") == 0) {
+		c->state = P_HEAD;
+		px->waking--;
+		forward(px, c, c->head_end, &t);
+	} else if (!t.found || !t.wakes) {
+		answer(px, c, 503, "Service Unavailable", NULL, "the sandbox did not resume\n");
+	} else if (now > c->deadline) {
+		answer(px, c, 504, "Gateway Timeout", NULL, "the sandbox did not resume in time\n");
+	}
+}
+
+/* The head of a connection let in, to a running sandbox: forwarded, and the sandbox dialled. */
+static void forward(struct proxy *px, struct pconn *c, size_t end, const struct target *t)
+{
+	char *h = c->c2u.buf;
+	const char *line_end = memmem(h, end, "\r\n", 2);
+	if (strcmp(t->state, "running") != 0) {
 		char msg[128];
-		snprintf(msg, sizeof(msg), "the sandbox is %s: resume it to reach its ports\n", t.state);
+		snprintf(msg, sizeof(msg), "the sandbox is %s: resume it to reach its ports\n", t->state);
 		answer(px, c, 503, "Service Unavailable", NULL, msg);
 		return;
 	}
@@ -360,7 +420,7 @@ static void on_head(struct proxy *px, struct pconn *c, size_t end)
 	c->c2u.off = 0;
 	c->c2u.len = used + rest;
 	free(fwd);
-	start_connect(px, c, &t);
+	start_connect(px, c, t);
 }
 
 /* Connects to port of the sandbox's address: the server's, or the agent's relay. */
@@ -573,7 +633,8 @@ static void *proxy_main(void *arg)
 	struct proxy *px = arg;
 	struct epoll_event evs[64];
 	for (;;) {
-		int n = epoll_wait(px->epfd, evs, 64, 1000);
+		/* connections waiting for their sandbox to resume look again every PROXY_WAKE_POLL_MS */
+		int n = epoll_wait(px->epfd, evs, 64, px->waking ? PROXY_WAKE_POLL_MS : 1000);
 		for (int i = 0; i < n; i++) {
 			struct end *e = evs[i].data.ptr;
 			if (e == &px->waker)
@@ -588,6 +649,8 @@ static void *proxy_main(void *arg)
 			next = c->next;
 			if (c->state == P_HEAD && now > c->deadline)
 				answer(px, c, 408, "Request Timeout", NULL, "the request's head did not arrive in time\n");
+			else if (c->state == P_WAKE)
+				wake_poll(px, c, now);
 		}
 		free_dropped(px);
 	}

@@ -1,9 +1,37 @@
 // tests/e2b/control.test.mjs - E2B's control plane through the unmodified SDK: create, getInfo,
-// list (metadata and state filters, pages), setTimeout, pause, connect, kill, and the errors
-// the SDK turns into its own classes.
+// list (metadata and state filters, pages), setTimeout, pause, connect, autoResume, getMetrics,
+// getHost, kill, and the errors the SDK turns into its own classes.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import http from 'node:http'
 import { e2b, Sandbox, spaced, uniq, withSandbox } from './helpers.mjs'
+
+const MIB = 1 << 20
+
+// fn's first truthy answer, asked again every 200 ms until deadlineMs pass.
+async function poll (fn, what, deadlineMs = 90_000) {
+  const end = Date.now() + deadlineMs
+  for (;;) {
+    const v = await fn()
+    if (v) return v
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+}
+
+// GET http://<host>/<path> with every name resolved to loopback (as browsers do *.localhost):
+// {status, body}.
+function get (url, headers = {}) {
+  const lookup = (name, opts, cb) => opts && opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }])
+    : cb(null, '127.0.0.1', 4)
+  return new Promise((resolve, reject) => {
+    http.get(url, { lookup, headers, agent: false }, (res) => {
+      const chunks = []
+      res.on('data', (c) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }))
+    }).on('error', reject)
+  })
+}
 
 test('create gives a running sandbox with its metadata, template and deadline', async () => {
   const who = uniq()
@@ -130,4 +158,111 @@ test('a key that is not a token is refused; another tenant sees nothing of ours'
     assert.equal(await Sandbox.kill(sb.sandboxId, { apiKey: other }), false)
     assert.deepEqual((await Sandbox.list({ apiKey: other }).nextItems()).map((s) => s.sandboxId), [])
   })
+})
+
+test('getMetrics: the samples spaced took, memory and disk used growing, totals of the sandbox', async () => {
+  await withSandbox({}, async (sb) => {
+    // once memory used holds still between two samples (a microVM's falls for a while after its start)
+    const first = await poll(async () => {
+      const m = await sb.getMetrics()
+      return m.length >= 2 && Math.abs(m.at(-1).memUsed - m.at(-2).memUsed) < 16 * MIB && m.at(-1)
+    }, 'memory used to hold still', 180_000)
+    const { body } = await spaced('GET', `/v1/sandboxes/${sb.sandboxId}`)
+    assert.ok(first.timestamp instanceof Date && !Number.isNaN(first.timestamp.getTime()), first.timestamp)
+    assert.equal(first.cpuCount, 1)
+    assert.equal(first.memTotal, body.memory_mb * MIB)
+    assert.equal(first.diskTotal, body.disk_mb * MIB)
+    assert.ok(first.memUsed > 0 && first.diskUsed > 0 && first.cpuUsedPct >= 0, JSON.stringify(first))
+
+    await sb.commands.run(`python3 -c "import time; b = b'x' * (200 << 20); open('/tmp/held', 'w'); time.sleep(3600)"`,
+      { background: true })
+    await poll(async () => (await sb.getMetrics()).at(-1)?.memUsed >= first.memUsed + 150 * MIB,
+      'memory used to grow by the 200 MiB held')
+    await sb.commands.run('head -c 100M /dev/urandom > /work/big && sync')
+    await poll(async () => (await sb.getMetrics()).at(-1)?.diskUsed >= first.diskUsed + 80 * MIB,
+      'disk used to grow by the 100 MiB file')
+
+    // a range: none after an hour from now, none before 1970's first second, the first one from it
+    assert.deepEqual(await sb.getMetrics({ start: new Date(Date.now() + 3_600_000) }), [])
+    assert.deepEqual(await Sandbox.getMetrics(sb.sandboxId, { end: new Date(1000) }), [])
+    const since = await sb.getMetrics({ start: first.timestamp })
+    assert.equal(since[0].timestamp.getTime(), first.timestamp.getTime())
+
+    // several sandboxes at once (GET /sandboxes/metrics): the newest sample of each
+    const r = await fetch(`${process.env.E2B_API_URL}/sandboxes/metrics?sandbox_ids=${sb.sandboxId},000000000000`,
+      { headers: { 'X-API-KEY': process.env.E2B_API_KEY } })
+    assert.equal(r.status, 200)
+    const many = (await r.json()).sandboxes
+    assert.deepEqual(Object.keys(many), [sb.sandboxId])
+    assert.equal(many[sb.sandboxId].memTotal, first.memTotal)
+
+    // paused: the samples of when it ran, and asking does not resume it
+    await sb.pause()
+    assert.ok((await sb.getMetrics()).length > 0)
+    assert.equal((await sb.getInfo()).state, 'paused')
+  })
+  await assert.rejects(Sandbox.getMetrics('000000000000'), e2b.SandboxNotFoundError)
+})
+
+test('getHost(port) reaches a server in the sandbox through spaced\'s port proxy', async () => {
+  await withSandbox({}, async (sb) => {
+    await sb.files.write('/work/hello.txt', 'hello from inside')
+    await sb.commands.run('python3 -m http.server 8000 --directory /work', { background: true })
+    const host = sb.getHost(8000)
+    assert.match(host, new RegExp(`^8000-${sb.sandboxId}\\.localhost:\\d+$`))
+    assert.equal((await sb.getInfo()).sandboxDomain, host.slice(`8000-${sb.sandboxId}.`.length))
+    const r = await poll(async () => { const x = await get(`http://${host}/hello.txt`); return x.status === 200 && x },
+      'the server to answer through the proxy')
+    assert.equal(r.body, 'hello from inside')
+    assert.equal(sb.trafficAccessToken, undefined) // public, as E2B's are unless asked otherwise
+  })
+  // allowPublicTraffic: false: the port needs the sandbox's traffic token, as in E2B
+  await withSandbox({ network: { allowPublicTraffic: false } }, async (sb) => {
+    await sb.commands.run('python3 -m http.server 8001 --directory /work', { background: true })
+    const url = `http://${sb.getHost(8001)}/`
+    assert.ok(sb.trafficAccessToken)
+    assert.equal((await get(url)).status, 401)
+    await poll(async () => (await get(url, { 'e2b-traffic-access-token': sb.trafficAccessToken })).status === 200,
+      'the server to answer the token')
+    assert.equal((await sb.getInfo()).network.allowPublicTraffic, false)
+  })
+})
+
+test('autoResume: a paused sandbox made with it is resumed by a command; one made without stays paused', async () => {
+  await withSandbox({ lifecycle: { onTimeout: 'pause', autoResume: true } }, async (sb) => {
+    assert.equal((await sb.getInfo()).lifecycle.autoResume, true)
+    assert.equal((await spaced('GET', `/v1/sandboxes/${sb.sandboxId}`)).body.auto_resume, true)
+    await sb.files.write('/work/kept.txt', 'kept')
+    assert.equal(await sb.pause(), true)
+    const r = await sb.commands.run('cat /work/kept.txt')
+    assert.equal(r.stdout, 'kept')
+    assert.equal((await sb.getInfo()).state, 'running')
+  })
+  await withSandbox({ lifecycle: { onTimeout: 'pause' } }, async (sb) => {
+    assert.equal((await sb.getInfo()).lifecycle.autoResume, false)
+    assert.equal((await spaced('GET', `/v1/sandboxes/${sb.sandboxId}`)).body.auto_resume, false)
+    assert.equal(await sb.pause(), true)
+    await assert.rejects(sb.commands.run('true', { requestTimeoutMs: 30_000 }))
+    await assert.rejects(sb.files.read('/etc/hostname'))
+    assert.equal((await sb.getInfo()).state, 'paused')
+    assert.equal(await sb.isRunning(), false)
+    assert.equal((await get(`http://${sb.getHost(8000)}/`)).status, 503) // nor does traffic to its ports
+    await Sandbox.connect(sb.sandboxId) // resumed when asked
+    assert.equal((await sb.commands.run('echo up')).stdout, 'up\n')
+  })
+})
+
+test('metrics: bad bounds, and more sandboxes at once than the front takes, are 400', async () => {
+  const ask = (q) => fetch(`${process.env.E2B_API_URL}${q}`, { headers: { 'X-API-KEY': process.env.E2B_API_KEY } })
+  await withSandbox({}, async (sb) => {
+    for (const bad of ['start=abc', 'end=-1', `start=${'9'.repeat(200)}`]) {
+      const r = await ask(`/sandboxes/${sb.sandboxId}/metrics?${bad}`)
+      assert.equal(r.status, 400, bad)
+      assert.equal((await r.json()).code, 400)
+    }
+  })
+  const ids = (n) => Array.from({ length: n }, (_, i) => i.toString(16).padStart(12, '0')).join(',')
+  assert.equal((await ask(`/sandboxes/metrics?sandbox_ids=${ids(100)}`)).status, 200) // GW_METRICS_IDS_MAX
+  assert.equal((await ask(`/sandboxes/metrics?sandbox_ids=${ids(101)}`)).status, 400)
+  assert.equal((await ask('/sandboxes/metrics')).status, 400)
 })

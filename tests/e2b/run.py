@@ -6,7 +6,8 @@ SPACE_E2B_SDK_DIR (default /var/cache/space/e2b-js/<version>), outside the check
 machine installs it, a warm one reuses it. The tests get the three variables an E2B program
 needs (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY: a token of tenant "e2b"), SPACE_OTHER_KEY
 (a token of another tenant), and SPACE_SOCKET, the administrator's socket, to look behind the
-front.
+front. spaced runs its port proxy on a loopback port: the sandboxes' E2B domain, from
+which getHost(port) makes a host that reaches their ports.
 
 Run: /usr/bin/python3 tests/e2b/run.py [node --test arguments, e.g. a file]
 """
@@ -56,8 +57,10 @@ def ensure_sdk():
 
 def main():
     ensure_sdk()
-    port = spacetest.free_port()
-    d = spacetest.Daemon(prefix="space-e2b-", args=["--e2b-listen", f"127.0.0.1:{port}"])
+    port, proxy_port = spacetest.free_port(), spacetest.free_port()
+    # the port proxy on loopback: getHost(port) reaches a sandbox's ports through it
+    d = spacetest.Daemon(prefix="space-e2b-", args=["--e2b-listen", f"127.0.0.1:{port}",
+                                                    "--proxy-listen", f"127.0.0.1:{proxy_port}"])
     d.start()
     try:
         url = f"http://127.0.0.1:{port}"

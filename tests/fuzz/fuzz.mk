@@ -53,7 +53,7 @@ FUZZ_DAEMON_SRC := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c da
                    daemon/core/op.c daemon/core/entry.c daemon/base/err.c daemon/io/timer.c daemon/core/sandbox.c daemon/core/ready.c daemon/core/pool.c \
                    daemon/core/state.c daemon/base/reaper.c daemon/base/clock.c daemon/io/chan.c \
                    daemon/io/loop.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c \
-                   daemon/net/policy.c
+                   daemon/net/policy.c daemon/core/metrics.c
 FUZZ_HARNESS_SRC := tests/fuzz/stubs_daemon.c tests/fuzz/harness_daemon.c
 # The agent modules, compiled with the fake system calls.
 FUZZ_AGENT_SRC := agent/conn.c agent/dispatch.c agent/proc.c agent/files.c agent/xfer.c \

@@ -122,6 +122,7 @@ SEEDS = {
         "proc": b"\x00/v1/sandboxes/0123456789ab/processes/12/output\n/",
         "snap": b"\x03/v1/snapshots/s-0123456789\n/a\0b",
         "health": b"\x00/v1/health/\n" + b"/" + b"a" * 4096,
+        "metrics": b"\x00/v1/sandboxes/0123456789ab/metrics\n/",
     },
     "api_body": {
         "create": b"\x00\x00" + json.dumps({"template": "default", "cpus": 2, "memory_mb": 256, "env": {"A": "1"},

@@ -264,12 +264,29 @@ def test_the_proxy_says_what_is_wrong(served, topo, api, make_sandbox):
     assert nothing["status"] == 502 and "nothing answers on port 8999" in nothing["body"], nothing
     stray = client(topo, f"example.com:{PROXY_PORT}", [{"path": "/"}])[0]
     assert stray["status"] == 404 and "port proxy" in stray["body"], stray
+    # a paused sandbox that requests do not resume (auto_resume false)
+    still = make_sandbox(auto_resume=False)
+    start_server(api, still)
+    still_token = api.ok("GET", f"/v1/sandboxes/{still}")["access_token"]
+    wait_until(lambda: client(topo, host_of(still), [{"path": "/id", "headers": {"X-Space-Token": still_token}}])[0]
+               ["status"] == 200, 60, "the second server")
+    api.ok("POST", f"/v1/sandboxes/{still}/pause")
+    paused = client(topo, host_of(still), [{"path": "/", "headers": {"X-Space-Token": still_token}}])[0]
+    assert paused["status"] == 503 and "paused" in paused["body"], paused
+    assert api.ok("GET", f"/v1/sandboxes/{still}")["state"] == "paused"
+
+
+def test_a_request_resumes_a_paused_or_suspended_sandbox_with_auto_resume(served, topo, api):
+    sbid, token = served
+    for how, state in (("pause", "paused"), ("suspend", "suspended")):
+        assert api.ok("POST", f"/v1/sandboxes/{sbid}/{how}")["state"] == state
+        out = client(topo, host_of(sbid), [{"path": f"/id?{how}", "headers": {"X-Space-Token": token}}])[0]
+        assert out["status"] == 200 and out["body"] == f"{sbid} /id?{how}", (how, out)
+        assert api.ok("GET", f"/v1/sandboxes/{sbid}")["state"] == "running"
+    # a request the proxy does not let in resumes nothing
     api.ok("POST", f"/v1/sandboxes/{sbid}/pause")
-    try:
-        paused = client(topo, host_of(sbid), [{"path": "/", "headers": {"X-Space-Token": token}}])[0]
-        assert paused["status"] == 503 and "paused" in paused["body"], paused
-    finally:
-        api.ok("POST", f"/v1/sandboxes/{sbid}/resume")
+    refused = client(topo, host_of(sbid), [{"path": "/id"}])[0]
+    assert refused["status"] == 401 and api.ok("GET", f"/v1/sandboxes/{sbid}")["state"] == "paused", refused
 
 
 def test_a_server_on_loopback_only_is_reached_through_the_agents_relay(api, make_sandbox, topo):

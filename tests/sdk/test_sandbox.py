@@ -269,3 +269,38 @@ def test_ports_lists_what_listens_inside(sandbox, wait_until):
                "the server's port")
     h.kill()
     wait_until(lambda: sandbox.ports() == [], 60, "the port to close")
+
+
+def test_metrics_show_memory_used_growing_and_the_sandbox_size(sandbox, wait_until):
+    def settled():  # memory used holds still (a microVM's falls for a while after its start)
+        m = sandbox.metrics()
+        return len(m) >= 2 and abs(m[-1].mem_used - m[-2].mem_used) < (16 << 20) and m[-1]
+    first = wait_until(settled, 180, "memory used to hold still")
+    info = sandbox.get_info()
+    assert isinstance(first, space.SandboxMetrics)
+    assert (first.mem_total, first.disk_total, first.cpu_count) == (info.memory_mb << 20, info.disk_mb << 20, 1)
+    assert first.timestamp.tzinfo is not None and 0 <= first.cpu_used_pct <= 100
+    sandbox.commands.run("python3 -c \"import time; b = b'x' * (200 << 20); time.sleep(3600)\"", background=True)
+    wait_until(lambda: sandbox.metrics()[-1].mem_used >= first.mem_used + (150 << 20), 90,
+               "memory used to grow by the 200 MiB held")
+    # a range, as datetimes or Unix seconds
+    assert sandbox.metrics(start=first.timestamp)[0].timestamp == first.timestamp
+    assert sandbox.metrics(end=1) == []
+    with pytest.raises(space.InvalidArgumentError):
+        sandbox.metrics(start="yesterday")
+    # paused: the samples of when it ran; asking does not resume it
+    sandbox.pause()
+    assert sandbox.metrics() and sandbox.get_info().state == "paused"
+
+
+def test_auto_resume_false_keeps_a_paused_sandbox_paused(spaced):
+    with Sandbox.create(auto_resume=False) as sb:
+        assert sb.get_info().auto_resume is False
+        sb.pause()
+        with pytest.raises(space.ConflictError) as e:
+            sb.commands.run("true")
+        assert e.value.state == "paused"
+        sb.resume()
+        assert sb.commands.run("echo up").stdout == "up\n"
+    with Sandbox.create() as sb:
+        assert sb.get_info().auto_resume is True  # the daemon's default

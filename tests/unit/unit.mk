@@ -11,7 +11,7 @@
 #   UNIT_LIBS_<test>  the libraries they need (cmocka is added for every test)
 
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
-              daemon/api/test_api daemon/core/test_state daemon/core/test_proc daemon/core/test_isolation daemon/driver/test_oci \
+              daemon/api/test_api daemon/core/test_metrics daemon/core/test_state daemon/core/test_proc daemon/core/test_isolation daemon/driver/test_oci \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
               agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host \
@@ -100,13 +100,18 @@ UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daem
                  daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/core/build.c \
                  daemon/core/op.c daemon/core/entry.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/ready.c daemon/core/pool.c \
                  daemon/core/snapshot.c daemon/core/template_rm.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
-                 daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
+                 daemon/core/metrics.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
                  daemon/base/hash.c \
                  daemon/store/store.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/base/dir.c \
                  daemon/net/net.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
+
+# test_metrics tests the samples' history (core/metrics.c), whose sampling job reaches the
+# drivers' stats through the sandbox layer: it links what test_api links.
+UNIT_test_metrics := $(UNIT_test_api)
+UNIT_LIBS_test_metrics := $(UNIT_LIBS_test_api)
 
 UNIT_SRC := $(UNIT_TESTS:%=tests/unit/%.c)
 UNIT_BIN := $(UNIT_TESTS:%=$(BUILD)/tests/%)

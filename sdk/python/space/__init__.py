@@ -22,12 +22,12 @@ from .errors import (AuthError, BuildError, CommandExitError, ConflictError, Con
                      TooLargeError, UnavailableError)
 from .files import EntryInfo, FileStream, Files, FilesystemEvent, WatchHandle, WriteInfo
 from .pty import Pty, PtyHandle
-from .sandbox import Sandbox, SandboxInfo, Snapshot, Template
+from .sandbox import Sandbox, SandboxInfo, SandboxMetrics, Snapshot, Template
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Sandbox", "SandboxInfo", "Snapshot", "Template",
+    "Sandbox", "SandboxInfo", "SandboxMetrics", "Snapshot", "Template",
     "Commands", "CommandResult", "CommandHandle", "ProcessInfo",
     "Files", "EntryInfo", "WriteInfo", "FileStream", "FilesystemEvent", "WatchHandle", "Pty", "PtyHandle",
     "CodeContext", "Execution", "ExecutionError",

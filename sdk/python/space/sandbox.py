@@ -60,6 +60,7 @@ class SandboxInfo:
         reason: why a failed sandbox failed, else None.
         network: its network (dict: "egress", "allow", "deny", "address", "gateway",
             "host_address", "bytes_out", "bytes_in"), or None for one made with no network.
+        auto_resume: whether a request for it resumes it when paused or suspended.
         raw: the whole JSON object.
     """
 
@@ -83,9 +84,52 @@ class SandboxInfo:
         self.driver = d.get("driver")
         self.reason = d.get("reason")
         self.network = d.get("network")
+        self.auto_resume = d.get("auto_resume")
 
     def __repr__(self):
         return "SandboxInfo(id=%r, state=%r, metadata=%r)" % (self.id, self.state, self.metadata)
+
+
+class SandboxMetrics:
+    """What a sandbox used at one moment, as the daemon measured it from the host (one sample of
+    ``sandbox.metrics()``; the daemon samples a running sandbox every few seconds).
+
+    Attributes:
+        timestamp: datetime (UTC) of the sample.
+        cpu_used_pct: CPU used over the interval before it, in percent of all its CPUs (0-100;
+            0 in the first sample after a start or resume).
+        cpu_count: its CPUs.
+        mem_used, mem_total: memory used and its limit, bytes; mem_cache: of mem_used, the
+            page cache of its files (0 where the host cannot tell, a microVM).
+        disk_used, disk_total: its disk's used bytes and its size.
+        raw: the whole JSON object.
+    """
+
+    def __init__(self, d):
+        self.raw = d
+        self.timestamp = _time(d.get("timestamp"))
+        self.cpu_used_pct = d.get("cpu_used_pct")
+        self.cpu_count = d.get("cpu_count")
+        self.mem_used = d.get("mem_used_bytes")
+        self.mem_total = d.get("mem_total_bytes")
+        self.mem_cache = d.get("mem_cache_bytes")
+        self.disk_used = d.get("disk_used_bytes")
+        self.disk_total = d.get("disk_total_bytes")
+
+    def __repr__(self):
+        return "SandboxMetrics(timestamp=%r, cpu_used_pct=%r, mem_used=%r, disk_used=%r)" % (
+            self.timestamp, self.cpu_used_pct, self.mem_used, self.disk_used)
+
+
+def _unix_seconds(t, name):
+    """Whole Unix seconds of a datetime or a number, for a metrics bound."""
+    if isinstance(t, datetime.datetime):
+        if t.tzinfo is None:
+            raise errors.InvalidArgumentError("%s must be a datetime with a time zone" % name)
+        return int(t.timestamp())
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        return int(t)
+    raise errors.InvalidArgumentError("%s must be a datetime or Unix seconds" % name)
 
 
 class Snapshot:
@@ -201,7 +245,8 @@ class Sandbox:
     @classmethod
     def create(cls, template=None, timeout=None, env=None, metadata=None, cpus=None, memory_mb=None,
                disk_mb=None, lifetime=None, timeout_action=None, keepalive_processes=None, snapshot=None,
-               isolation=None, network=None, host=None, token=None, request_timeout=None, ca=None):
+               isolation=None, network=None, auto_resume=None, host=None, token=None, request_timeout=None,
+               ca=None):
         """Creates a sandbox and returns it once its first command can run.
 
         Args:
@@ -225,6 +270,9 @@ class Sandbox:
             network: its egress policy, a dict {"egress": "none" | "open" | "allow",
                 "allow": [CIDR, ...], "deny": [CIDR, ...]} (default: the daemon's mode,
                 empty lists), or False for no network interface at all.
+            auto_resume: whether a command or file call on it while it is paused or
+                suspended resumes it first (True) or raises ConflictError (False); default:
+                the daemon's setting (True unless spaced runs with --no-auto-resume).
             host, token: the daemon to use; default $SPACE_HOST and $SPACE_TOKEN.
             request_timeout: seconds any request may wait for the daemon (default 60).
             ca: for an https host, the CA bundle (PEM file) that signed the daemon's
@@ -236,7 +284,7 @@ class Sandbox:
                          ("disk_mb", disk_mb),
                          ("lifetime", lifetime), ("timeout_action", timeout_action),
                          ("keepalive_processes", keepalive_processes), ("isolation", isolation),
-                         ("network", network)):
+                         ("network", network), ("auto_resume", auto_resume)):
             if val is not None:
                 body[key] = val
         if env:
@@ -367,6 +415,23 @@ class Sandbox:
         """The TCP ports processes in the sandbox listen on, on any address: a list of
         ``{"port": 8000, "address": "0.0.0.0", "protocol": "tcp"}``."""
         return self._transport.json("GET", self._path("/ports"), not_found=errors.SandboxNotFound)["ports"]
+
+    def metrics(self, start=None, end=None):
+        """What the sandbox used of its CPUs, memory and disk: a list of SandboxMetrics,
+        oldest first, from the samples the daemon took while it ran (every 5 s, its last
+        120). A paused or suspended sandbox gives those of when it ran, and is not resumed.
+
+        Args:
+            start, end: only samples taken from / until then (datetime with a time zone,
+                or Unix seconds), both inclusive.
+        """
+        query = {}
+        if start is not None:
+            query["start"] = str(_unix_seconds(start, "start"))
+        if end is not None:
+            query["end"] = str(_unix_seconds(end, "end"))
+        d = self._transport.json("GET", self._path("/metrics"), query=query or None, not_found=errors.SandboxNotFound)
+        return [SandboxMetrics(m) for m in d["metrics"]]
 
     def network(self):
         """The sandbox's network: its policy, addresses and byte counts (a dict, see
