@@ -49,12 +49,6 @@ static void remote_free(struct remote *r)
 	free(r->path);
 }
 
-/* The client's cancel callback: Ctrl-C and friends stop a copy (no partial download is left). */
-static int signalled(void)
-{
-	return sigfwd_pending(SIGINT) || sigfwd_pending(SIGTERM) || sigfwd_pending(SIGHUP);
-}
-
 static int interrupted(void)
 {
 	cli_error("interrupted");
@@ -325,8 +319,8 @@ int cmd_cp(struct cli *cli, int argc, char **argv)
 	if (!a[0] || !b[0])
 		return cli_usage_error(cli, "SRC and DST may not be empty");
 	int ra = parse_side(a, &src), rb = parse_side(b, &dst);
-	if (sigfwd_install() == 0)
-		cli->client.cancel = signalled;
+	if (sigfwd_install() == 0) /* Ctrl-C and friends stop a copy (no partial download is left) */
+		cli->client.cancel = sigfwd_any;
 	if (ra < 0 || rb < 0)
 		status = cli_error("out of memory");
 	else if (ra == rb)

@@ -2,12 +2,14 @@
  * cli/cmd_watch.c - space watch: the changes made to a folder of a sandbox, one line each, as
  * they happen (GET /v1/sandboxes/:id/files/watch), until interrupted or the folder goes.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "sigfwd.h"
 
 const char cmd_watch_usage[] =
 	"Usage: space watch [-r] [--json] ID PATH\n"
@@ -15,7 +17,7 @@ const char cmd_watch_usage[] =
 	"Print the changes made inside sandbox ID to the folder PATH as they happen, one line\n"
 	"each: KIND NAME, KIND one of create, write, remove, rename (the old name of a move),\n"
 	"chmod, and NAME relative to PATH; `lost` when events were dropped because they were\n"
-	"read too slowly. Runs until interrupted, or until PATH is removed (exit 0).\n"
+	"read too slowly. Runs until PATH is removed (exit 0) or until interrupted (exit 130).\n"
 	"\n"
 	"Options:\n"
 	"  -r, --recursive      every folder below PATH too, those made later included\n"
@@ -57,6 +59,14 @@ static int on_event(json_t *ev, void *arg)
 	return 0;
 }
 
+/* The stream's tick: a caught signal ends the watch. */
+static int stop_on_signal(void *arg)
+{
+	(void)arg;
+	sigfwd_drain();
+	return sigfwd_any() ? -ECANCELED : 0;
+}
+
 int cmd_watch(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -92,7 +102,14 @@ int cmd_watch(struct cli *cli, int argc, char **argv)
 	if (!path)
 		return cli_error("out of memory");
 	struct client_stream_ops ops = { .event = on_event, .wake_fd = -1, .arg = &out };
+	/* Ctrl-C (SIGTERM, SIGHUP) ends the watch, even where it came ignored (a background job's) */
+	if (sigfwd_install() == 0) {
+		ops.tick = stop_on_signal;
+		ops.wake_fd = sigfwd_fd();
+	}
 	int r = client_stream(&cli->client, "GET", path, NULL, &ops, &err);
 	free(path);
+	if (r == -ECANCELED)
+		return CLI_EXIT_INTERRUPTED;
 	return r < 0 || out.failed ? cli_report(cli, &err) : 0;
 }

@@ -77,6 +77,11 @@ int sigfwd_pending(int sig)
 	return 0;
 }
 
+int sigfwd_any(void)
+{
+	return sigfwd_pending(SIGINT) || sigfwd_pending(SIGTERM) || sigfwd_pending(SIGHUP);
+}
+
 int sigfwd_take(void)
 {
 	for (size_t i = 0; i < NSIGS; i++) {

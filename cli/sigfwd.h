@@ -18,6 +18,8 @@ int sigfwd_fd(void);
 void sigfwd_drain(void);
 /* Number of caught, not yet taken, signals of number sig (SIGINT, SIGTERM or SIGHUP). */
 int sigfwd_pending(int sig);
+/* Whether any of them is pending: a client's cancel callback for a command they stop. */
+int sigfwd_any(void);
 /* Takes one pending signal: returns its number (SIGINT first), or 0 if none. */
 int sigfwd_take(void);
 

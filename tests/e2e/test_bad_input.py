@@ -103,16 +103,21 @@ def test_a_nul_byte_anywhere_in_the_url_is_400(api, neighbour, after):
     assert api.ok("GET", f"/v1/sandboxes/{neighbour}")["state"] == "running"
 
 
-def test_relative_path_is_400(api, neighbour, after):
+def test_a_missing_or_empty_path_is_400(api, neighbour, after):
+    """A relative path is taken from the working folder (docs/api.md); no path, or an empty one,
+    is refused."""
     for method, tail in (("GET", ""), ("GET", "/stat"), ("GET", "/list"), ("DELETE", "")):
-        status, body = api.json(method, f"/v1/sandboxes/{neighbour}/files{tail}?path=work/a")
+        status, body = api.json(method, f"/v1/sandboxes/{neighbour}/files{tail}?path=")
         check_error(status, body, 400, "invalid_argument")
-    status, body = api.json("GET", f"/v1/sandboxes/{neighbour}/files")
+        status, body = api.json(method, f"/v1/sandboxes/{neighbour}/files{tail}")
+        check_error(status, body, 400, "invalid_argument")
+    status, body = api.json("POST", f"/v1/sandboxes/{neighbour}/files/rename", {"from": "", "to": "/work/b"})
     check_error(status, body, 400, "invalid_argument")
-    status, body = api.json("POST", f"/v1/sandboxes/{neighbour}/files/rename", {"from": "a", "to": "/work/b"})
+    status, body = api.json("POST", f"/v1/sandboxes/{neighbour}/exec", {"cmd": ["pwd"], "cwd": ""})
     check_error(status, body, 400, "invalid_argument")
-    status, body = api.json("POST", f"/v1/sandboxes/{neighbour}/exec", {"cmd": ["pwd"], "cwd": "tmp"})
-    check_error(status, body, 400, "invalid_argument")
+    # taken from /work, not refused: a file that is not there
+    status, body = api.json("GET", f"/v1/sandboxes/{neighbour}/files/stat?path=no/such/file")
+    check_error(status, body, 404, "not_found")
 
 
 def test_command_that_does_not_exist_is_422(api, neighbour, after):
