@@ -246,19 +246,20 @@ static int watcher_tick(void *arg)
 static void *watcher_run(void *arg)
 {
 	struct gw_watcher *w = arg;
+	struct gw_watchers *all = w->all; /* the unref below may free w */
 	struct client_err e = { 0 };
 	struct client_stream_ops ops = { .event = watcher_event, .tick = watcher_tick, .wake_fd = -1, .arg = w };
 	int rc = client_stream(&w->gw->up, "GET", w->url, NULL, &ops, &e);
-	pthread_mutex_lock(&w->all->lock);
+	pthread_mutex_lock(&all->lock);
 	if (rc < 0 && !w->code && !w->stop) {
 		w->code = refusal_code(&e);
 		snprintf(w->msg, sizeof(w->msg), "%s", e.message[0] ? e.message : "the watch ended early");
 	}
 	w->ended = true;
 	w->ended_ms = gw_mono_ms();
-	pthread_cond_broadcast(&w->all->cond);
+	pthread_cond_broadcast(&all->cond);
 	unref(w);
-	pthread_mutex_unlock(&w->all->lock);
+	pthread_mutex_unlock(&all->lock);
 	return NULL;
 }
 
