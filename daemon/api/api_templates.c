@@ -36,7 +36,7 @@ int api_template_get(struct op *op)
 
 int api_template_delete(struct op *op)
 {
-	if (op->tcp && op->tenant[0]) {
+	if (op->tcp) {
 		err_set(&op->err, 403, "forbidden", EPERM, "templates are the operator's: a tenant's token cannot remove one");
 		return API_DONE;
 	}
@@ -46,7 +46,7 @@ int api_template_delete(struct op *op)
 
 int api_template_build_cancel(struct op *op)
 {
-	if (op->tcp && op->tenant[0]) {
+	if (op->tcp) {
 		err_set(&op->err, 403, "forbidden", EPERM, "templates are the operator's: a tenant's token cannot cancel a build");
 		return API_DONE;
 	}
@@ -57,7 +57,7 @@ int api_template_build_cancel(struct op *op)
 
 int api_template_build(struct op *op)
 {
-	if (op->tcp && op->tenant[0]) {
+	if (op->tcp) {
 		err_set(&op->err, 403, "forbidden", EPERM, "templates are the operator's: a tenant's token cannot build one");
 		return API_DONE;
 	}

@@ -110,6 +110,13 @@ int store_open(const char *path, struct store **out)
 	};
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
 		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
+	/* A token from before tenants has the tenant its creation would give it today (its name,
+	 * else "default"): an empty tenant is the administrator's, which no token may be. */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(st->db,
+				  "UPDATE tokens SET tenant = CASE WHEN length(coalesce(name, '')) BETWEEN 1 AND 63 "
+				  "THEN name ELSE 'default' END WHERE tenant = ''",
+				  NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		sqlite3_close(st->db);
 		free(st);
