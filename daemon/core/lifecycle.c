@@ -118,13 +118,16 @@ static int sync_dir_tree(const char *dir)
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	DIR *dp = fdopendir(dup(dfd));
+	int copy = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	DIR *dp = copy < 0 ? NULL : fdopendir(copy);
 	int rc = 0;
 	if (!dp) {
+		rc = -errno;
+		if (copy >= 0)
+			close(copy);
 		close(dfd);
-		return -errno;
+		return rc;
 	}
-	fcntl(dirfd(dp), F_SETFD, FD_CLOEXEC);
 	struct dirent *de;
 	while ((de = readdir(dp))) {
 		if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
