@@ -32,6 +32,7 @@
 #include "daemon/core/ready.h"
 #include "daemon/daemon.h"
 #include "daemon/driver/driver.h"
+#include "daemon/driver/vm_log.h"
 #include "daemon/base/hash.h"
 #include "daemon/api/http.h"
 #include "daemon/base/reaper.h"
@@ -385,6 +386,9 @@ int main(int argc, char **argv)
 
 	/* Descriptors inherited from whoever started us must not reach runsc and sandboxes. */
 	close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
+	/* spaced run as a microVM's log keeper (vm_log.h), its pipes as 3 and 4 */
+	if (argc == 3 && strcmp(argv[1], VM_LOG_KEEPER_ARG) == 0)
+		return vm_log_keep(argv[2]);
 
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);

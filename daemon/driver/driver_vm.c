@@ -14,7 +14,8 @@
  *   vm/qemu.pid        QEMU's pid, written by spaced; with /proc/<pid>/cmdline naming this
  *                      sandbox (-name), it is how a restarted spaced finds its VMs again
  *   vm/console.log     the guest's serial console: the reason for a panic
- *   vm/qemu.log        QEMU's own messages
+ *   vm/qemu.log        QEMU's own messages (both kept within VM_LOG_MAX by a log keeper,
+ *                      vm_log.h, with console.log.1, qemu.log.1 and log.lock)
  *   vm/held            present while spaced itself keeps the VM stopped (vm_set_held)
  *   checkpoint/memory  a suspended VM's memory and device state (QEMU's migration stream)
  *
@@ -57,6 +58,7 @@
 #include "daemon/driver/oci.h"
 #include "daemon/driver/qmp.h"
 #include "daemon/driver/vm_boot.h"
+#include "daemon/driver/vm_log.h"
 #include "daemon/driver/vm_proc.h"
 #include "daemon/driver/vm_guest.h"
 #include "daemon/net/net.h"
@@ -91,6 +93,12 @@ struct pending {
 	struct pending *next;
 };
 
+/* A start of QEMU under way, holding the jail user it picked until QEMU runs as it. */
+struct starting {
+	uid_t uid;
+	struct starting *next;
+};
+
 struct driver {
 	struct daemon *d;
 	char accel[8];          /* "kvm" or "tcg" */
@@ -103,6 +111,7 @@ struct driver {
 	char cmdline[1024];     /* the kernel's, but for the guest's part (measured once: the TSC) */
 	pthread_mutex_t lock;   /* pending */
 	struct pending *pending;
+	struct starting *starting; /* [lock] */
 };
 
 
@@ -159,6 +168,44 @@ static void close_pending(struct pending *p)
 	if (p->qmp_fd >= 0)
 		close(p->qmp_fd);
 	free(p);
+}
+
+/* Picks sb's jail user (jail_uid_pick) and holds it in me until release_uid; 0 if none is free. */
+static uid_t hold_uid(struct driver *drv, struct sandbox *sb, struct starting *me)
+{
+	pthread_mutex_lock(&drv->lock);
+	size_t n = 0;
+	for (struct starting *s = drv->starting; s; s = s->next)
+		n++;
+	uid_t *held = calloc(n + 1, sizeof(*held));
+	n = 0;
+	for (struct starting *s = drv->starting; held && s; s = s->next)
+		held[n++] = s->uid;
+	me->uid = held ? jail_uid_pick(sb->id, held, n) : 0;
+	if (me->uid) {
+		me->next = drv->starting;
+		drv->starting = me;
+	}
+	pthread_mutex_unlock(&drv->lock);
+	free(held);
+	return me->uid;
+}
+
+static void release_uid(struct driver *drv, struct starting *me)
+{
+	pthread_mutex_lock(&drv->lock);
+	for (struct starting **s = &drv->starting; *s; s = &(*s)->next)
+		if (*s == me) {
+			*s = me->next;
+			break;
+		}
+	pthread_mutex_unlock(&drv->lock);
+}
+
+static void close_logs(int logs[VM_LOG_STREAMS])
+{
+	for (int i = 0; i < VM_LOG_STREAMS; i++)
+		close(logs[i]);
 }
 
 static void vm_fini(struct driver *drv)
@@ -314,13 +361,13 @@ static int vm_prepare(struct driver *drv, struct sandbox *sb, struct err *e)
  * kernel, initramfs and environment (as /proc/self/fd/N, which checks the file's own mode):
  * the first two are shared artifacts of the cache, made readable to all (the cache's
  * folders stay spaced's alone); the environment, which may hold secrets, becomes the
- * sandbox's jail user's own. The disks and the console log it takes from fd sets.
+ * sandbox's jail user's own. The disks and the console (console, the write end of its log
+ * keeper's pipe: vm_log.h) it takes from fd sets.
  */
-static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int *fds, struct err *e)
+static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int console, int *fds, struct err *e)
 {
-	char disk[720], console[720], env[720];
+	char disk[720], env[720];
 	vm_path(disk, sizeof(disk), sb, "upper/disk.img");
-	vm_path(console, sizeof(console), sb, "vm/console.log");
 	vm_path(env, sizeof(env), sb, "vm/env");
 	struct {
 		const char *path;
@@ -330,13 +377,13 @@ static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int *
 	} f[VM_NFILES] = {
 		{ b->kernel, O_RDONLY, true, false }, { b->initramfs, O_RDONLY, true, false },
 		{ b->image, O_RDONLY, true, false }, { disk, O_RDWR, false, false }, { disk, O_RDONLY, false, false },
-		{ console, O_WRONLY | O_CREAT | O_APPEND, false, false }, { env, O_RDONLY, false, true },
+		{ NULL, 0, false, false }, { env, O_RDONLY, false, true },
 	};
 	for (int i = 0; i < VM_NFILES; i++)
 		fds[i] = -1;
 	for (int i = 0; i < VM_NFILES; i++) {
 		struct stat st;
-		fds[i] = open(f[i].path, f[i].flags | O_CLOEXEC, 0600);
+		fds[i] = f[i].path ? open(f[i].path, f[i].flags | O_CLOEXEC, 0600) : fcntl(console, F_DUPFD_CLOEXEC, 0);
 		int rc = fds[i] < 0 || fstat(fds[i], &st) < 0 ? -errno : 0;
 		if (rc == 0 && f[i].shared && (st.st_mode & 0444) != 0444 && fchmod(fds[i], st.st_mode | 0444) < 0)
 			rc = -errno;
@@ -346,7 +393,8 @@ static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int *
 			for (int k = 0; k <= i; k++)
 				if (fds[k] >= 0)
 					close(fds[k]);
-			return err_set(e, 500, "internal", -rc, "opening %s for QEMU: %s", f[i].path, strerror(-rc));
+			return err_set(e, 500, "internal", -rc, "opening %s for QEMU: %s", f[i].path ? f[i].path : "the console",
+				       strerror(-rc));
 		}
 	}
 	return 0;
@@ -365,6 +413,8 @@ static int failed_start(struct sandbox *sb, pid_t pid, int rc, struct err *e)
 	char qlog[720], why[300], ours[sizeof(e->msg)];
 	struct err ignored = { 0 };
 	vm_kill_qemu(sb, pid, &ignored);
+	vm_path(qlog, sizeof(qlog), sb, "vm");
+	vm_log_settle(qlog); /* QEMU's last words reach its log */
 	vm_path(qlog, sizeof(qlog), sb, "vm/qemu.log");
 	vm_last_line_of(qlog, why, sizeof(why));
 	if (!why[0])
@@ -401,15 +451,14 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 	if (!p)
 		return rc < 0 ? rc : err_set(e, 500, "internal", EIO, "no sockets for sandbox %s", sb->id);
 
-	char mem[16], smp[16], accel[48], qlog[720];
+	char mem[16], smp[16], accel[48];
 	snprintf(mem, sizeof(mem), "%d", sb->memory_mb);
 	snprintf(smp, sizeof(smp), "%d", sb->cpus);
 	if (strcmp(drv->accel, "tcg") == 0)
 		snprintf(accel, sizeof(accel), "tcg,tb-size=%d", VM_TB_MB);
 	else
 		snprintf(accel, sizeof(accel), "%s", drv->accel);
-	vm_path(qlog, sizeof(qlog), sb, "vm/qemu.log");
-	struct jail j = { .uid = jail_uid_for(sb->id), .kvm = strcmp(drv->accel, "kvm") == 0, .transient = transient };
+	struct jail j = { .kvm = strcmp(drv->accel, "kvm") == 0, .transient = transient };
 	/* a restore's guest has its kernel in its memory image: QEMU, which would hold the -kernel
 	 * and -initrd files in its memory for as long as it runs, gets the kernel's stub and no
 	 * initrd (vm_guest.h) */
@@ -427,8 +476,21 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 		close_pending(p);
 		return rc;
 	}
-	int files[VM_NFILES];
-	if ((rc = open_files(sb, &b, j.uid, files, e)) < 0) {
+	/* what QEMU prints goes to the sandbox's log keeper, which keeps a bounded part of it */
+	int logs[VM_LOG_STREAMS], files[VM_NFILES];
+	char vmdir[720];
+	vm_path(vmdir, sizeof(vmdir), sb, "vm");
+	struct starting me = { 0 };
+	pid_t keeper = (j.uid = me.uid = hold_uid(drv, sb, &me)) == 0 ? 0 : vm_log_start(vmdir, logs);
+	if (keeper <= 0)
+		rc = keeper < 0 ? err_set(e, 500, "internal", (int)-keeper, "cannot start the log keeper of %s: %s",
+					  sb->id, strerror((int)-keeper))
+				: err_set(e, 503, "unavailable", EAGAIN, "no free jail user for sandbox %s: every one of "
+					  "the %u tried runs a process", sb->id, JAIL_UID_PROBES + 1);
+	else if ((rc = open_files(sb, &b, j.uid, logs[VM_LOG_CONSOLE], files, e)) < 0)
+		close_logs(logs);
+	if (rc < 0) {
+		release_uid(drv, &me);
 		if (tap >= 0)
 			close(tap);
 		close_pending(p);
@@ -442,7 +504,7 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 		"-kernel", "/proc/self/fd/" FD_KERNEL, "-append", b.cmdline,
 		"-add-fd", "fd=" FD_TEMPLATE ",set=1", "-add-fd", "fd=" FD_DISK ",set=2",
 		"-add-fd", "fd=" FD_DISK_RO ",set=2", "-add-fd", "fd=" FD_CONSOLE ",set=3",
-		"-serial", "file:/dev/fdset/3",
+		"-chardev", "file,id=console,path=/dev/fdset/3,append=on", "-serial", "chardev:console",
 		"-chardev", "socket,id=agent,fd=" FD_AGENT ",server=on,wait=off",
 		"-device", "virtio-serial-device", "-device", "virtserialport,chardev=agent,name=" SP_AGENT_PORT,
 		"-chardev", "socket,id=qmp,fd=" FD_QMP ",server=on,wait=off", "-mon", "chardev=qmp,mode=control",
@@ -482,11 +544,11 @@ static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool tra
 		argv[argc++] = "virtio-net-device,netdev=net0,mac=" NET_GUEST_MAC;
 	}
 	argv[argc] = NULL;
-	int log = open(qlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	const char *step = "";
-	pid_t pid = drv->qemu[0] ? jail_start(&j, drv->qemu, argv, keep, nkeep, log, log, &step) : -ENOENT;
-	if (log >= 0)
-		close(log);
+	pid_t pid = drv->qemu[0] ? jail_start(&j, drv->qemu, argv, keep, nkeep, logs[VM_LOG_QEMU], logs[VM_LOG_QEMU], &step)
+				 : -ENOENT;
+	release_uid(drv, &me); /* QEMU runs as it now, or never will */
+	close_logs(logs);
 	for (int i = 0; i < VM_NFILES; i++)
 		close(files[i]);
 	if (tap >= 0)
@@ -694,10 +756,12 @@ static int vm_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 		qmp_close(&q);
 	if (rc < 0) {
 		char qlog[720], why[300];
-		vm_path(qlog, sizeof(qlog), sb, "vm/qemu.log");
-		vm_last_line_of(qlog, why, sizeof(why));
 		struct err ignored = { 0 };
 		vm_kill_qemu(sb, 0, &ignored);
+		vm_path(qlog, sizeof(qlog), sb, "vm");
+		vm_log_settle(qlog);
+		vm_path(qlog, sizeof(qlog), sb, "vm/qemu.log");
+		vm_last_line_of(qlog, why, sizeof(why));
 		if (why[0])
 			log_warn("sandbox %s: restore failed; QEMU said: %s", sb->id, why);
 	}
@@ -914,6 +978,8 @@ static void vm_exit_reason(struct driver *drv, struct sandbox *sb, char *buf, si
 	(void)drv;
 	char p[720], line[300];
 	static const char mark[] = "Kernel panic - not syncing: ";
+	vm_path(p, sizeof(p), sb, "vm");
+	vm_log_settle(p); /* the guest's last words reach its console log */
 	vm_path(p, sizeof(p), sb, "vm/console.log");
 	FILE *f = fopen(p, "re");
 	char panic[300] = "";

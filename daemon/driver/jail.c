@@ -9,12 +9,14 @@
  */
 #include "daemon/driver/jail.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -67,6 +69,61 @@ uid_t jail_uid_for(const char *id)
 	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
 		h = (h ^ *p) * 16777619u;
 	return (uid_t)(JAIL_UID_BASE + h % JAIL_UID_SPAN);
+}
+
+/* Collects into used (sorted later) the real uid of every process of the host, from /proc. */
+static size_t host_uids(uid_t *used, size_t cap)
+{
+	DIR *dp = opendir("/proc");
+	size_t n = 0;
+	struct dirent *de;
+	while (dp && n < cap && (de = readdir(dp))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char path[300], buf[1024];
+		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t k = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (fd >= 0)
+			close(fd);
+		if (k <= 0)
+			continue; /* it ended meanwhile */
+		buf[k] = '\0';
+		const char *at = strstr(buf, "\nUid:");
+		unsigned long uid;
+		if (at && sscanf(at + 5, "%lu", &uid) == 1)
+			used[n++] = (uid_t)uid;
+	}
+	if (dp)
+		closedir(dp);
+	return n;
+}
+
+static bool taken(uid_t uid, const uid_t *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i] == uid)
+			return true;
+	return false;
+}
+
+#define HOST_PROCS_MAX 65536 /* processes read from /proc; past that, the rest are not seen */
+
+uid_t jail_uid_pick(const char *id, const uid_t *held, size_t nheld)
+{
+	uid_t *used = malloc(HOST_PROCS_MAX * sizeof(*used));
+	if (!used)
+		return 0;
+	size_t nused = host_uids(used, HOST_PROCS_MAX);
+	uint32_t first = jail_uid_for(id) - JAIL_UID_BASE;
+	uid_t uid = 0;
+	for (uint32_t k = 0; k <= JAIL_UID_PROBES && !uid; k++) {
+		uid_t u = (uid_t)(JAIL_UID_BASE + (first + k) % JAIL_UID_SPAN);
+		if (!taken(u, held, nheld) && !taken(u, used, nused))
+			uid = u;
+	}
+	free(used);
+	return uid;
 }
 
 static bool ok(int rc)

@@ -11,6 +11,7 @@
 #define SPACE_DAEMON_JAIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #define JAIL_MAX_KEEP 12
@@ -27,8 +28,18 @@ struct jail {
 	                     when spaced dies: for a program that serves no sandbox */
 };
 
-/* The user for the sandbox named id: the same for every start of it. */
+/* The user the sandbox named id runs as when it is free: JAIL_UID_BASE + a hash of id. */
 uid_t jail_uid_for(const char *id);
+
+/*
+ * The user a start of the sandbox named id is to run as: jail_uid_for(id) or, when a process of
+ * the host already runs as that user or a start under way holds it (held[0..nheld)), the next
+ * free one after it, at most JAIL_UID_PROBES further, so that no two jailed programs share a
+ * user. Returns the uid, or 0 when every one probed is taken. Reads /proc: call it where a
+ * start is made, holding what keeps the starts under way from changing held.
+ */
+#define JAIL_UID_PROBES 64
+uid_t jail_uid_pick(const char *id, const uid_t *held, size_t nheld);
 
 /*
  * Starts exe (an absolute path) with argv in a jail as j says, in a session of its own,

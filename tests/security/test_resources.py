@@ -21,7 +21,7 @@ import zlib
 
 import pytest
 
-from conftest import MICROVM, ApiError, event_bytes, q, wait_until
+from conftest import MICROVM, ApiError, event_bytes, microvm_only, q, wait_until
 
 
 def rss_growth_during(spaced, fn, sample_every=0.1):
@@ -181,6 +181,38 @@ def test_disk_fill(attack, spaced):
         assert os.path.getsize(spaced.layer(attack.id, "work", "fill")) == size
     again = attack.sh("echo more > /work/more || echo full; rm /work/fill; echo room > /work/room && cat /work/room")
     assert again["stdout"].endswith("room\n"), again
+
+
+VM_LOG_MAX = 1 << 20  # daemon/driver/vm_log.h: bytes of a microVM's console kept on the host
+
+
+@microvm_only("a gVisor sandbox has no serial console: what it prints reaches the host only through the "
+              "agent's channel, whose bounds the output floods above check")
+def test_serial_console_flood(attack, spaced):
+    """Root in a microVM writes 4 MiB to its serial console (/dev/ttyS0), whose bytes QEMU
+    hands to the host, and ends with a line of its own.
+
+    Expected: the host keeps at most 1 MiB of the console (VM_LOG_MAX, in console.log and
+    console.log.1): the newest part, with the last line in it, after a line counting what was
+    dropped; the sandbox goes on serving.
+    """
+    vmdir = os.path.join(spaced.sandbox_dir(attack.id), "vm")
+    res = attack.sh("for i in $(seq 1 8); do head -c 524288 /dev/zero | tr '\\0' x | fold -w 63 >/dev/ttyS0; done; "
+                    "echo LAST-LINE-OF-THE-FLOOD >/dev/ttyS0", timeout=900)
+    assert res["exit_code"] == 0, res
+
+    def tail_kept():
+        with open(os.path.join(vmdir, "console.log"), "rb") as f:
+            return b"LAST-LINE-OF-THE-FLOOD" in f.read()
+    wait_until(tail_kept, 120, "the console's last line to reach the host")
+    sizes = {n: os.path.getsize(os.path.join(vmdir, n)) for n in ("console.log", "console.log.1")
+             if os.path.exists(os.path.join(vmdir, n))}
+    with open(os.path.join(vmdir, "console.log"), "rb") as f:
+        head = f.readline()
+    attack.note(f"the host kept {sizes} bytes of the console; console.log starts {head[:80]!r}")
+    assert sum(sizes.values()) <= VM_LOG_MAX, sizes
+    assert head.startswith(b"[space: ") and b"earlier bytes of this log were dropped" in head, head
+    assert attack.sh("echo alive")["stdout"] == "alive\n"
 
 
 @pytest.mark.sandbox(disk_mb=64)
