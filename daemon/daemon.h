@@ -261,6 +261,7 @@ struct daemon {
 	int e2b_pidfd;              /* the running front's pidfd; -1: none */
 	int64_t e2b_started_ms;     /* when it was last started (mono ms) */
 	char proxy_domain[128];     /* --proxy-domain (default "localhost") */
+	int proxy_idle_s;           /* --proxy-idle-timeout (default PROXY_IDLE_TIMEOUT_S) */
 	struct proxy *proxy;        /* the port proxy, when it runs (net/proxy.h) */
 	char dns_upstream[64];      /* --dns-upstream ADDR[:PORT], "" for /etc/resolv.conf's */
 	struct pool *pools;         /* --pool (core/pool.h) */

@@ -91,7 +91,7 @@ static void usage(FILE *f)
 		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
 		   "              [--template NAME=PKG[,PKG...]]... [--default-egress none|open|allow]\n"
 		   "              [--egress-permit CIDR]... [--net-transit CIDR]\n"
-		   "              [--proxy-listen HOST:PORT [--proxy-domain DOMAIN]]\n"
+		   "              [--proxy-listen HOST:PORT [--proxy-domain DOMAIN] [--proxy-idle-timeout SECONDS]]\n"
 		   "              [--dns-upstream ADDR[:PORT]] [--dns-port PORT] [--ready-timeout SECONDS]\n"
 		   "              [--pool TEMPLATE=N[,cpus=C][,memory_mb=M][,disk_mb=D][,isolation=KIND]]...\n"
 		   "              [--e2b-listen HOST:PORT]\n"
@@ -198,6 +198,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 		{ "default-egress", required_argument, NULL, 'E' }, { "egress-permit", required_argument, NULL, 'P' },
 		{ "net-transit", required_argument, NULL, 'T' },
 		{ "proxy-listen", required_argument, NULL, 'x' }, { "proxy-domain", required_argument, NULL, 'y' },
+		{ "proxy-idle-timeout", required_argument, NULL, 'I' },
 		{ "dns-upstream", required_argument, NULL, 'U' }, { "dns-port", required_argument, NULL, 'N' },
 		{ "ready-timeout", required_argument, NULL, 'Y' }, { "pool", required_argument, NULL, 'o' },
 		{ "e2b-listen", required_argument, NULL, 'e' },
@@ -212,6 +213,7 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 	d->max_snapshot_bytes = TENANT_MAX_SNAPSHOT_BYTES;
 	d->default_egress = NET_EGRESS_OPEN;
 	snprintf(d->proxy_domain, sizeof(d->proxy_domain), "localhost");
+	d->proxy_idle_s = PROXY_IDLE_TIMEOUT_S;
 	d->dns_port = NET_DNS_PORT;
 	d->ready_timeout_s = READY_DEFAULT_TIMEOUT_S;
 	char exe[400];
@@ -289,6 +291,17 @@ static int parse_args(struct daemon *d, struct named_templates *nt, const char *
 			break;
 		}
 		case 'x': snprintf(d->proxy_listen, sizeof(d->proxy_listen), "%s", optarg); break;
+		case 'I': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < 1 || v > PROXY_IDLE_TIMEOUT_MAX_S) {
+				fprintf(stderr, "spaced: --proxy-idle-timeout wants seconds (1-%d), not %s\n",
+					PROXY_IDLE_TIMEOUT_MAX_S, optarg);
+				return -EINVAL;
+			}
+			d->proxy_idle_s = (int)v;
+			break;
+		}
 		case 'e': snprintf(d->e2b_listen, sizeof(d->e2b_listen), "%s", optarg); break;
 		case 'y':
 			if (!*optarg || strlen(optarg) >= sizeof(d->proxy_domain) || strchr(optarg, ':') || strchr(optarg, '/')) {

@@ -1,18 +1,21 @@
 /*
  * daemon/net/proxy.c - the port proxy (see proxy.h).
  *
- * A connection goes through three states: HEAD (reading the first request's head from the
- * client), CONNECT (a non-blocking connect to the sandbox's address is under way) and PIPE
- * (bytes carried both ways). Each direction has a buffer of PROXY_BUF bytes: a side is read
- * only while its buffer has room, so a slow reader slows the writer and nothing grows. When
- * both directions have ended, the sandbox's side is closed with a reset (SO_LINGER 0): a
- * connection closed that way leaves no time-wait inside the sandbox, which gVisor could not
- * write into a suspend's image (lifecycle.c, drain_network).
+ * A connection goes through these states: HEAD (reading the first request's head from the
+ * client), WAKE (its sandbox resuming for it), CONNECT (a non-blocking connect to the
+ * sandbox's address is under way), RELAY (the agent's relay connecting inside) and PIPE.
+ * In PIPE the client's bytes are read into `in` and go on to the sandbox only as far as they
+ * were read as requests (advance(): each head checked and rewritten, each body passed as it
+ * is), until an Upgrade request is answered 101, after which they pass unread. Each direction
+ * has a buffer of PROXY_BUF bytes: a side is read only while its buffer has room, so a slow
+ * reader slows the writer and nothing grows. Every state has a deadline. When both directions
+ * have ended, the sandbox's side is closed with a reset (SO_LINGER 0): a connection closed
+ * that way leaves no time-wait inside the sandbox, which gVisor could not write into a
+ * suspend's image (lifecycle.c, drain_network).
  */
 #include "daemon/net/proxy.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -36,6 +39,15 @@
 
 enum pstate { P_HEAD, P_WAKE, P_CONNECT, P_RELAY, P_PIPE };
 
+/* PIPE: how far the client's bytes were read as requests. */
+enum rstate {
+	R_HEAD,    /* the next request's head */
+	R_BODY,    /* its body (struct proxy_body) */
+	R_UPGRADE, /* an Upgrade request went on: nothing more is read until its answer's status */
+	R_TUNNEL,  /* it switched protocols: bytes pass unread */
+	R_REFUSED, /* a request was refused: its answer (owed) waits for the sandbox's side to end */
+};
+
 struct pconn;
 
 /* One socket of a connection, as epoll knows it. */
@@ -56,14 +68,23 @@ struct flow {
 struct pconn {
 	struct pconn *next, *prev;
 	enum pstate state;
+	enum rstate rstate;
 	struct end client, up;
 	struct flow c2u, u2c;
-	int64_t deadline; /* HEAD: by when the head must be in; WAKE: the sandbox must run */
-	size_t head_end;  /* WAKE: the head's length in c2u */
-	char id[SANDBOX_ID_LEN + 1]; /* WAKE: the sandbox resuming for it */
-	int port;         /* the sandbox's port it goes to */
+	char in[PROXY_HEAD_MAX]; /* the client's bytes not yet read as requests */
+	size_t in_len;
+	bool in_eof;              /* the client ended its side */
+	struct proxy_body body;   /* R_BODY */
+	bool upgrade;             /* the request whose body passes asked for an Upgrade */
+	struct proxy_status status; /* R_UPGRADE: its answer's status */
+	char *owed;               /* R_REFUSED: the whole answer, sent once the sandbox's side ends */
+	size_t owed_len;
+	int64_t deadline; /* of the state it is in (the proxy's main loop) */
+	char id[SANDBOX_ID_LEN + 1]; /* the sandbox it goes to (its first request's) */
+	int port;         /* ... and port */
 	bool relayed;     /* through the agent's relay (a server bound to loopback only) */
 	char reach[16];   /* the sandbox's address */
+	struct in_addr peer; /* the client's address */
 	bool dropped;     /* closed; freed once the round of events that may still name it is over */
 	struct pconn *next_dropped;
 };
@@ -79,52 +100,6 @@ struct proxy {
 	struct pconn *dropped; /* closed in this round of events, freed after it */
 };
 
-
-/* ---- the head: pure parsing ---- */
-
-/* The value of cookie `name` in a Cookie header's value, into out. */
-static bool cookie_value(const char *v, size_t len, const char *name, char *out, size_t n)
-{
-	size_t nl = strlen(name);
-	for (const char *p = v, *end = v + len; p < end;) {
-		while (p < end && (*p == ' ' || *p == ';'))
-			p++;
-		if (p >= end)
-			break;
-		const char *semi = memchr(p, ';', (size_t)(end - p));
-		const char *stop = semi ? semi : end;
-		if ((size_t)(stop - p) > nl && !strncmp(p, name, nl) && p[nl] == '=') {
-			snprintf(out, n, "%.*s", (int)(stop - p - nl - 1), p + nl + 1);
-			return true;
-		}
-		p = stop;
-	}
-	return false;
-}
-
-/* The target without its space_token= parameter into out; the token into tok (if any). */
-static void strip_query_token(const char *target, size_t len, char *out, size_t n, char *tok, size_t ntok)
-{
-	const char *q = memchr(target, '?', len);
-	size_t used = 0;
-	tok[0] = '\0';
-	if (!q) {
-		snprintf(out, n, "%.*s", (int)len, target);
-		return;
-	}
-	used = (size_t)snprintf(out, n, "%.*s", (int)(q - target), target);
-	char sep = '?';
-	for (const char *p = q + 1, *end = target + len; p < end;) {
-		const char *amp = memchr(p, '&', (size_t)(end - p));
-		const char *stop = amp ? amp : end;
-		if ((size_t)(stop - p) > 12 && !strncmp(p, "space_token=", 12))
-			snprintf(tok, ntok, "%.*s", (int)(stop - p - 12), p + 12);
-		else if (stop > p && used < n)
-			used += (size_t)snprintf(out + used, n - used, "%c%.*s", sep, (int)(stop - p), p), sep = '&';
-		p = stop + (amp != NULL);
-	}
-}
-
 static bool same_token(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
@@ -132,6 +107,11 @@ static bool same_token(const char *a, const char *b)
 	for (size_t i = 0; i < lb; i++)
 		diff |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
 	return diff == 0 && lb > 0;
+}
+
+static int64_t idle_ms(struct proxy *px)
+{
+	return (int64_t)px->d->proxy_idle_s * 1000;
 }
 
 /* ---- connections ---- */
@@ -181,25 +161,59 @@ static void free_dropped(struct proxy *px)
 	while (px->dropped) {
 		struct pconn *c = px->dropped;
 		px->dropped = c->next_dropped;
+		free(c->owed);
 		free(c);
 	}
 }
 
-/* A whole response to the client, then the end of the connection. */
-static void answer(struct proxy *px, struct pconn *c, int status, const char *reason, const char *extra,
-		   const char *body)
+/* A whole answer of the proxy's own, into a new string (*len its length); NULL without memory. */
+static char *answer_text(int status, const char *reason, const char *extra, const char *body, size_t *len)
 {
-	char out[2048];
-	int n = snprintf(out, sizeof(out),
+	char *out = NULL;
+	int n = asprintf(&out,
 			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
 			 "Connection: close\r\nCache-Control: no-store\r\n%s\r\n%s",
 			 status, reason, strlen(body), extra ? extra : "", body);
-	if (n > 0) {
-		ssize_t w = send(c->client.fd, out, (size_t)n < sizeof(out) ? (size_t)n : sizeof(out) - 1,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0)
+		return NULL;
+	*len = (size_t)n;
+	return out;
+}
+
+/* A whole answer to the client, then the end of the connection. */
+static void answer(struct proxy *px, struct pconn *c, int status, const char *reason, const char *extra,
+		   const char *body)
+{
+	size_t n;
+	char *out = answer_text(status, reason, extra, body, &n);
+	if (out) {
+		ssize_t w = send(c->client.fd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		(void)w;
+		free(out);
 	}
 	drop(px, c);
+}
+
+/*
+ * A request refused: answered at once when it is the connection's first; after it, nothing
+ * more goes to the sandbox, and the answer waits until the sandbox's answers to the requests
+ * before it have all come (its side ends: rearm), so that it is the last on the connection.
+ */
+static void refuse(struct proxy *px, struct pconn *c, int status, const char *reason, const char *extra,
+		   const char *body)
+{
+	if (c->state != P_PIPE) {
+		answer(px, c, status, reason, extra, body);
+		return;
+	}
+	c->owed = answer_text(status, reason, extra, body, &c->owed_len);
+	if (!c->owed) {
+		drop(px, c);
+		return;
+	}
+	c->rstate = R_REFUSED;
+	c->in_len = 0;
+	c->c2u.eof = true;
 }
 
 struct target {
@@ -211,9 +225,9 @@ struct target {
 	char reach[16];
 };
 
-/* What the head asks for, checked against the sandbox (token: the one given, or NULL when
+/* What a request asks for, checked against the sandbox (token: the one given, or NULL when
  * the connection was let in already); fills t. A paused or suspended sandbox whose auto_resume
- * is on is resumed for a connection let in, as any request for it is (api.c). [takes d->lock] */
+ * is on is resumed for a request let in, as any request for it is (api.c). [takes d->lock] */
 static void look_up(struct daemon *d, struct target *t, const char *token)
 {
 	daemon_lock(d);
@@ -235,129 +249,168 @@ static void look_up(struct daemon *d, struct target *t, const char *token)
 	daemon_unlock(d);
 }
 
-/* Copies the head's header line [p, eol) into out unless it is the proxy's own (the token
- * header) or carries the token cookie (copied without it). */
-/* Whether the header name [p, p + nl) carries the access token: X-Space-Token, or E2B's
- * E2b-Traffic-Access-Token (what E2B's SDKs send for a sandbox whose traffic is not public). */
-static bool token_header(const char *p, size_t nl)
+/* A head proxy_http_head() did not take: answered (refuse). */
+static void refuse_head(struct proxy *px, struct pconn *c, int rc)
 {
-	return (nl == 13 && !strncasecmp(p, "X-Space-Token", 13)) ||
-	       (nl == 24 && !strncasecmp(p, "E2b-Traffic-Access-Token", 24));
+	if (rc == -E2BIG)
+		refuse(px, c, 431, "Request Header Fields Too Large", NULL, "the request's head is too large\n");
+	else if (rc == -ENOSYS)
+		refuse(px, c, 501, "Not Implemented", NULL, "the port proxy takes no transfer coding but chunked\n");
+	else
+		refuse(px, c, 400, "Bad Request", NULL, "not an HTTP/1.1 request the port proxy passes on\n");
 }
 
-static size_t forward_header(const char *p, const char *eol, char *out, size_t room)
+/*
+ * Whether request h goes on: its Host names a sandbox's port (the connection's own, after
+ * the first request), and its token opens it. 0 with t filled, or -1 when it was answered
+ * instead (refused, or the redirect that turns a token in the query into a cookie).
+ */
+static int admit(struct proxy *px, struct pconn *c, const struct proxy_head *h, struct target *t)
 {
-	const char *colon = memchr(p, ':', (size_t)(eol - p));
-	size_t nl = colon ? (size_t)(colon - p) : 0;
-	if (colon && token_header(p, nl))
-		return 0;
-	if (colon && nl == 6 && !strncasecmp(p, "Cookie", 6)) {
-		char kept[PROXY_HEAD_MAX];
-		size_t used = 0;
-		const char *sep = "";
-		for (const char *q = colon + 1; q < eol;) {
-			while (q < eol && (*q == ' ' || *q == ';'))
-				q++;
-			if (q >= eol)
-				break;
-			const char *semi = memchr(q, ';', (size_t)(eol - q));
-			const char *stop = semi ? semi : eol;
-			if (stop > q && !(stop - q >= 12 && !strncmp(q, "space_token=", 12)) && used < sizeof(kept)) {
-				used += (size_t)snprintf(kept + used, sizeof(kept) - used, "%s%.*s", sep, (int)(stop - q), q);
-				sep = "; ";
-			}
-			q = stop;
-		}
-		if (used == 0 || used >= sizeof(kept))
-			return 0;
-		int w = snprintf(out, room, "Cookie: %s\r\n", kept);
-		return w > 0 && (size_t)w < room ? (size_t)w : 0;
+	if (!h->host || proxy_parse_host(h->host, h->host_len, px->d->proxy_domain, t->id, &t->port) < 0) {
+		refuse(px, c, 404, "Not Found", NULL,
+		       "this is space's port proxy: open http://<port>-<sandbox id>.<domain>/ to reach a port\n");
+		return -1;
 	}
-	size_t len = (size_t)(eol - p) + 2;
-	if (len > room)
-		return 0;
-	memcpy(out, p, len);
-	return len;
+	bool given = h->qtoken_given || h->token_given;
+	look_up(px->d, t, h->qtoken_given ? h->qtoken : h->token);
+	if (!t->found || !t->allowed) { /* the same answer whether the sandbox exists or not */
+		if (given)
+			refuse(px, c, 403, "Forbidden", NULL, "this token does not open this port\n");
+		else
+			refuse(px, c, 401, "Unauthorized", NULL,
+			       "this port needs the sandbox's access token: header X-Space-Token, or ?space_token=\n");
+		return -1;
+	}
+	if (c->state == P_PIPE && (strcmp(t->id, c->id) != 0 || t->port != c->port)) {
+		refuse(px, c, 421, "Misdirected Request", NULL,
+		       "this connection goes to another port: open a new connection for this one\n");
+		return -1;
+	}
+	if (h->qtoken_given) { /* a browser's first visit: the token becomes a cookie of this host alone */
+		char loc[PROXY_HEAD_MAX], extra[PROXY_HEAD_MAX + 256];
+		proxy_http_location(h->target, h->target_len, loc, sizeof(loc));
+		snprintf(extra, sizeof(extra), "Location: %s\r\n", loc);
+		if (h->qtoken[0])
+			snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+				 "Set-Cookie: space_token=%s; Path=/; HttpOnly; SameSite=Lax\r\n", h->qtoken);
+		refuse(px, c, 302, "Found", extra, "");
+		return -1;
+	}
+	return 0;
+}
+
+/* Room at the end of f for more bytes (what was sent is moved out of the way first). */
+static size_t flow_room(struct flow *f)
+{
+	if (f->off > 0) {
+		memmove(f->buf, f->buf + f->off, f->len);
+		f->off = 0;
+	}
+	return PROXY_BUF - f->len;
+}
+
+/* Moves the first n bytes of the client's (read) into c2u, which has room for them. */
+static void take_in(struct pconn *c, size_t n, bool copy)
+{
+	if (copy) {
+		memcpy(c->c2u.buf + c->c2u.off + c->c2u.len, c->in, n);
+		c->c2u.len += n;
+	}
+	memmove(c->in, c->in + n, c->in_len - n);
+	c->in_len -= n;
+}
+
+/* Request h (at the start of in, admitted) goes on without the token: -ENOSPC until c2u has room. */
+static int pass_head(struct pconn *c, const struct proxy_head *h)
+{
+	size_t room = flow_room(&c->c2u);
+	int n = proxy_http_rewrite(c->in, h->len, c->c2u.buf + c->c2u.len, room);
+	if (n < 0)
+		return n;
+	c->c2u.len += (size_t)n;
+	take_in(c, h->len, false);
+	proxy_http_body_start(&c->body, h);
+	c->upgrade = h->upgrade;
+	c->rstate = R_BODY;
+	return 0;
+}
+
+/* PIPE: reads the client's bytes as requests as far as they go, and passes them on. */
+static void advance(struct proxy *px, struct pconn *c)
+{
+	for (;;) {
+		if (c->rstate == R_UPGRADE || c->rstate == R_REFUSED)
+			return;
+		if (c->rstate == R_TUNNEL || c->rstate == R_BODY) {
+			size_t room = flow_room(&c->c2u), n = c->in_len < room ? c->in_len : room, took = n;
+			int rc = c->rstate == R_TUNNEL ? 0 : proxy_http_body(&c->body, c->in, n, &took);
+			if (rc < 0) {
+				refuse(px, c, 400, "Bad Request", NULL, "the request's chunked body is not one\n");
+				return;
+			}
+			take_in(c, took, true);
+			if (rc == 0)
+				break;
+			c->rstate = c->upgrade ? R_UPGRADE : R_HEAD;
+			memset(&c->status, 0, sizeof(c->status));
+			continue;
+		}
+		struct proxy_head h;
+		int rc = proxy_http_head(c->in, c->in_len, &h);
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			refuse_head(px, c, rc);
+			return;
+		}
+		struct target t = { 0 };
+		if (admit(px, c, &h, &t) < 0 || pass_head(c, &h) < 0)
+			return; /* answered, or waiting for room */
+	}
+	if (c->in_eof && (c->in_len == 0 || c->rstate == R_HEAD))
+		c->c2u.eof = true; /* the client ended: a head it left unfinished goes nowhere */
 }
 
 static void start_connect(struct proxy *px, struct pconn *c, const struct target *t);
-static void forward(struct proxy *px, struct pconn *c, size_t end, const struct target *t);
 
-/* The head is in c->c2u.buf[0, end): route, authorise, forward. */
-static void on_head(struct proxy *px, struct pconn *c, size_t end)
+/* The first request, admitted, to a running sandbox: passed on, and the sandbox dialled. */
+static void forward(struct proxy *px, struct pconn *c, const struct target *t)
 {
-	char *h = c->c2u.buf;
-	const char *line_end = memmem(h, end, "\r\n", 2);
-	const char *sp1 = line_end ? memchr(h, ' ', (size_t)(line_end - h)) : NULL;
-	const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(line_end - sp1 - 1)) : NULL;
-	if (!sp2 || sp2 == sp1 + 1) {
-		answer(px, c, 400, "Bad Request", NULL, "not an HTTP request\n");
+	if (strcmp(t->state, "running") != 0) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "the sandbox is %s: resume it to reach its ports\n", t->state);
+		answer(px, c, 503, "Service Unavailable", NULL, msg);
 		return;
 	}
-	char host[512] = "", token[128] = "", qtok[128] = "", target[PROXY_HEAD_MAX];
-	bool have_host = false;
-	for (const char *p = line_end + 2; p < h + end - 2;) {
-		const char *eol = memmem(p, (size_t)(h + end - p), "\r\n", 2);
-		if (!eol || eol == p)
-			break;
-		const char *colon = memchr(p, ':', (size_t)(eol - p));
-		if (colon) {
-			size_t nl = (size_t)(colon - p);
-			const char *v = colon + 1;
-			size_t vl = (size_t)(eol - v);
-			while (vl && *v == ' ')
-				v++, vl--;
-			if (nl == 4 && !strncasecmp(p, "Host", 4)) {
-				snprintf(host, sizeof(host), "%.*s", (int)vl, v);
-				have_host = true;
-			} else if (token_header(p, nl)) {
-				snprintf(token, sizeof(token), "%.*s", (int)vl, v);
-			} else if (nl == 6 && !strncasecmp(p, "Cookie", 6) && !token[0]) {
-				cookie_value(v, vl, "space_token", token, sizeof(token));
-			}
-		}
-		p = eol + 2;
+	struct proxy_head h;
+	if (proxy_http_head(c->in, c->in_len, &h) <= 0 || pass_head(c, &h) < 0) {
+		answer(px, c, 431, "Request Header Fields Too Large", NULL, "the request's head is too large\n");
+		return;
 	}
-	strip_query_token(sp1 + 1, (size_t)(sp2 - sp1 - 1), target, sizeof(target), qtok, sizeof(qtok));
+	start_connect(px, c, t);
+}
+
+/* The first request's head h is at the start of in: route, authorise, forward. */
+static void on_head(struct proxy *px, struct pconn *c, const struct proxy_head *h)
+{
 	struct target t = { 0 };
-	if (!have_host || proxy_parse_host(host, strlen(host), px->d->proxy_domain, t.id, &t.port) < 0) {
-		answer(px, c, 404, "Not Found", NULL,
-		       "this is space's port proxy: open http://<port>-<sandbox id>.<domain>/ to reach a port\n");
+	if (admit(px, c, h, &t) < 0)
 		return;
-	}
-	const char *given = qtok[0] ? qtok : token;
-	look_up(px->d, &t, given);
-	if (!t.found || !t.allowed) { /* the same answer whether the sandbox exists or not */
-		if (given[0])
-			answer(px, c, 403, "Forbidden", NULL, "this token does not open this port\n");
-		else
-			answer(px, c, 401, "Unauthorized", NULL,
-			       "this port needs the sandbox's access token: header X-Space-Token, or ?space_token=\n");
-		return;
-	}
-	if (qtok[0]) { /* a browser's first visit: the token becomes a cookie of this host alone */
-		char extra[PROXY_HEAD_MAX + 256];
-		snprintf(extra, sizeof(extra),
-			 "Location: %s\r\nSet-Cookie: space_token=%s; Path=/; HttpOnly; SameSite=Lax\r\n",
-			 target[0] ? target : "/", qtok);
-		answer(px, c, 302, "Found", extra, "");
-		return;
-	}
 	if (!t.has_network) {
 		answer(px, c, 502, "Bad Gateway", NULL, "this sandbox was made with no network: use space port-forward\n");
 		return;
 	}
+	snprintf(c->id, sizeof(c->id), "%s", t.id);
+	c->port = t.port;
 	if (strcmp(t.state, "running") != 0 && t.wakes) { /* the connection waits for it to run */
 		c->state = P_WAKE;
-		c->head_end = end;
 		c->deadline = mono_ms() + PROXY_WAKE_MS;
-		snprintf(c->id, sizeof(c->id), "%s", t.id);
-		c->port = t.port;
 		px->waking++;
 		watch(px, &c->client, 0);
 		return;
 	}
-	forward(px, c, end, &t);
+	forward(px, c, &t);
 }
 
 /* Goes on with a connection whose sandbox was resuming for it: on to the sandbox once it
@@ -370,57 +423,12 @@ static void wake_poll(struct proxy *px, struct pconn *c, int64_t now)
 	if (t.found && strcmp(t.state, "running") == 0) {
 		c->state = P_HEAD;
 		px->waking--;
-		forward(px, c, c->head_end, &t);
+		forward(px, c, &t);
 	} else if (!t.found || !t.wakes) {
 		answer(px, c, 503, "Service Unavailable", NULL, "the sandbox did not resume\n");
 	} else if (now > c->deadline) {
 		answer(px, c, 504, "Gateway Timeout", NULL, "the sandbox did not resume in time\n");
 	}
-}
-
-/* The head of a connection let in, to a running sandbox: forwarded, and the sandbox dialled. */
-static void forward(struct proxy *px, struct pconn *c, size_t end, const struct target *t)
-{
-	char *h = c->c2u.buf;
-	const char *line_end = memmem(h, end, "\r\n", 2);
-	if (strcmp(t->state, "running") != 0) {
-		char msg[128];
-		snprintf(msg, sizeof(msg), "the sandbox is %s: resume it to reach its ports\n", t->state);
-		answer(px, c, 503, "Service Unavailable", NULL, msg);
-		return;
-	}
-	/* the head again, without the proxy's own header and cookie, then what followed it */
-	char *fwd = malloc(PROXY_BUF);
-	if (!fwd) {
-		answer(px, c, 503, "Service Unavailable", NULL, "out of memory\n");
-		return;
-	}
-	size_t used = (size_t)(line_end - h) + 2;
-	memcpy(fwd, h, used);
-	for (const char *p = line_end + 2; p < h + end;) {
-		const char *eol = memmem(p, (size_t)(h + end - p), "\r\n", 2);
-		if (!eol)
-			break;
-		if (eol == p) {
-			memcpy(fwd + used, "\r\n", 2);
-			used += 2;
-			break;
-		}
-		used += forward_header(p, eol, fwd + used, PROXY_BUF - used - 2);
-		p = eol + 2;
-	}
-	size_t rest = c->c2u.len - end;
-	if (used + rest > PROXY_BUF) {
-		free(fwd);
-		answer(px, c, 431, "Request Header Fields Too Large", NULL, "the request's head is too large\n");
-		return;
-	}
-	memcpy(fwd + used, h + end, rest);
-	memcpy(c->c2u.buf, fwd, used + rest);
-	c->c2u.off = 0;
-	c->c2u.len = used + rest;
-	free(fwd);
-	start_connect(px, c, t);
 }
 
 /* Connects to port of the sandbox's address: the server's, or the agent's relay. */
@@ -448,16 +456,29 @@ static void dial(struct proxy *px, struct pconn *c, int port)
 
 static void start_connect(struct proxy *px, struct pconn *c, const struct target *t)
 {
-	c->port = t->port;
 	snprintf(c->reach, sizeof(c->reach), "%s", t->reach);
+	c->deadline = mono_ms() + PROXY_CONNECT_TIMEOUT_MS; /* for the relay's answer too */
 	dial(px, c, t->port);
 }
 
-/* Interest of both ends from the flows' state; ends the connection when both flows are done. */
+/* Whether the client's side is read now (PIPE). */
+static bool reading_client(const struct pconn *c)
+{
+	return !c->in_eof && c->in_len < sizeof(c->in) && c->rstate != R_REFUSED;
+}
+
+/* Interest of both ends from the flows' state; ends the connection when both flows are done,
+ * or with the answer it owes once the sandbox's side has ended. */
 static void rearm(struct proxy *px, struct pconn *c)
 {
+	if (c->owed && c->u2c.eof && c->u2c.len == 0) {
+		ssize_t w = send(c->client.fd, c->owed, c->owed_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)w;
+		drop(px, c);
+		return;
+	}
 	struct flow *f[2] = { &c->c2u, &c->u2c };
-	struct end *src[2] = { &c->client, &c->up }, *dst[2] = { &c->up, &c->client };
+	struct end *dst[2] = { &c->up, &c->client };
 	for (int i = 0; i < 2; i++)
 		if (f[i]->eof && f[i]->len == 0 && !f[i]->shut) {
 			shutdown(dst[i]->fd, SHUT_WR);
@@ -467,74 +488,100 @@ static void rearm(struct proxy *px, struct pconn *c)
 		drop(px, c);
 		return;
 	}
-	uint32_t ev[2] = { 0, 0 }; /* client, up */
-	for (int i = 0; i < 2; i++) {
-		uint32_t *s = src[i] == &c->client ? &ev[0] : &ev[1];
-		uint32_t *t = dst[i] == &c->client ? &ev[0] : &ev[1];
-		if (!f[i]->eof && f[i]->len < PROXY_BUF)
-			*s |= EPOLLIN | EPOLLRDHUP;
-		if (f[i]->len > 0)
-			*t |= EPOLLOUT;
-	}
-	watch(px, &c->client, ev[0]);
-	watch(px, &c->up, ev[1]);
+	uint32_t client = 0, up = 0;
+	if (reading_client(c))
+		client |= EPOLLIN | EPOLLRDHUP;
+	if (c->u2c.len > 0)
+		client |= EPOLLOUT;
+	if (!c->u2c.eof && c->u2c.len < PROXY_BUF)
+		up |= EPOLLIN | EPOLLRDHUP;
+	if (c->c2u.len > 0)
+		up |= EPOLLOUT;
+	watch(px, &c->client, client);
+	watch(px, &c->up, up);
 }
 
-/* Moves what it can of flow f from src to dst (reading only when src is readable; a write is
- * tried whenever bytes wait: the socket says EAGAIN when full); -1 when the connection is broken. */
-static int pump(struct flow *f, int src, int dst, bool readable)
+/* Reads what src has into f while it has room: the bytes read (the last of f's), 0 when none
+ * came, -1 when the connection is broken; f->eof at its end. */
+static ssize_t flow_read(struct flow *f, int src)
 {
-	if (readable && !f->eof) {
-		if (f->off > 0 && f->len > 0 && f->off + f->len == PROXY_BUF) {
-			memmove(f->buf, f->buf + f->off, f->len);
-			f->off = 0;
-		} else if (f->len == 0) {
-			f->off = 0;
-		}
-		size_t room = PROXY_BUF - f->off - f->len;
-		if (room > 0) {
-			ssize_t r = recv(src, f->buf + f->off + f->len, room, MSG_DONTWAIT);
-			if (r > 0)
-				f->len += (size_t)r;
-			else if (r == 0)
-				f->eof = true;
-			else if (errno != EAGAIN && errno != EINTR)
-				return -1;
-		}
-	}
-	if (f->len > 0) {
-		ssize_t w = send(dst, f->buf + f->off, f->len, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w > 0) {
-			f->off += (size_t)w;
-			f->len -= (size_t)w;
-		} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-			return -1;
-		}
-	}
-	return 0;
+	size_t room = flow_room(f);
+	if (f->eof || room == 0)
+		return 0;
+	ssize_t r = recv(src, f->buf + f->len, room, MSG_DONTWAIT);
+	if (r > 0)
+		f->len += (size_t)r;
+	else if (r == 0)
+		f->eof = true;
+	else if (errno != EAGAIN && errno != EINTR)
+		return -1;
+	return r > 0 ? r : 0;
 }
 
-static void on_event(struct proxy *px, struct end *e, uint32_t ev)
+/* Sends what f holds to dst as far as it takes it: the bytes sent, or -1 when broken. */
+static ssize_t flow_write(struct flow *f, int dst)
 {
-	struct pconn *c = e->c;
-	if (c->dropped)
-		return; /* its other end's event, earlier in this round, closed it */
-	if (c->state == P_HEAD) {
-		struct flow *f = &c->c2u;
-		ssize_t r = recv(c->client.fd, f->buf + f->len, PROXY_HEAD_MAX - f->len, MSG_DONTWAIT);
-		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-			drop(px, c);
-			return;
-		}
+	if (f->len == 0)
+		return 0;
+	ssize_t w = send(dst, f->buf + f->off, f->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (w > 0) {
+		f->off += (size_t)w;
+		f->len -= (size_t)w;
+		return w;
+	}
+	return w < 0 && errno != EAGAIN && errno != EINTR ? -1 : 0;
+}
+
+/* PIPE: an event of one end. Bytes read and sent both ways; any byte moved keeps it alive. */
+static void on_pipe(struct proxy *px, struct pconn *c, struct end *e, uint32_t ev)
+{
+	bool in = ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+	ssize_t moved = 0;
+	if (ev & EPOLLERR)
+		goto broken; /* reset: reported at every wait, even for an end not being read */
+	if (in && e == &c->client && reading_client(c)) {
+		ssize_t r = recv(c->client.fd, c->in + c->in_len, sizeof(c->in) - c->in_len, MSG_DONTWAIT);
 		if (r > 0)
-			f->len += (size_t)r;
-		const char *end = memmem(f->buf, f->len, "\r\n\r\n", 4);
-		if (end)
-			on_head(px, c, (size_t)(end - f->buf) + 4);
-		else if (f->len >= PROXY_HEAD_MAX)
-			answer(px, c, 431, "Request Header Fields Too Large", NULL, "the request's head is too large\n");
-		return;
+			c->in_len += (size_t)r, moved += r;
+		else if (r == 0)
+			c->in_eof = true;
+		else if (errno != EAGAIN && errno != EINTR)
+			goto broken;
 	}
+	if (in && e == &c->up) {
+		ssize_t r = flow_read(&c->u2c, c->up.fd);
+		if (r < 0)
+			goto broken;
+		moved += r;
+		if (c->rstate == R_UPGRADE) {
+			int s = proxy_http_status(&c->status, c->u2c.buf + c->u2c.len - r, (size_t)r);
+			if (s > 0)
+				c->rstate = R_TUNNEL;
+			else if (s < 0 || c->u2c.eof)
+				c->rstate = R_HEAD; /* not switched: requests go on */
+		}
+	}
+	advance(px, c);
+	if (c->dropped)
+		return;
+	ssize_t w1 = flow_write(&c->c2u, c->up.fd), w2 = flow_write(&c->u2c, c->client.fd);
+	if (w1 < 0 || w2 < 0)
+		goto broken;
+	if (w1 > 0 && c->rstate != R_REFUSED)
+		advance(px, c); /* room again for what waits in `in` */
+	if (c->dropped)
+		return;
+	if (moved + w1 + w2 > 0)
+		c->deadline = mono_ms() + idle_ms(px);
+	rearm(px, c);
+	return;
+broken:
+	drop(px, c);
+}
+
+/* CONNECT and RELAY: the sandbox's side answered. */
+static void on_connect(struct proxy *px, struct pconn *c)
+{
 	if (c->state == P_CONNECT) {
 		int err = 0;
 		socklen_t len = sizeof(err);
@@ -565,9 +612,7 @@ static void on_event(struct proxy *px, struct end *e, uint32_t ev)
 			answer(px, c, 502, "Bad Gateway", NULL, msg);
 			return;
 		}
-		c->state = P_PIPE;
-		ev = EPOLLOUT;
-	} else if (c->state == P_RELAY) {
+	} else {
 		unsigned char status = EIO;
 		ssize_t r = recv(c->up.fd, &status, 1, MSG_DONTWAIT);
 		if (r < 0 && errno == EAGAIN)
@@ -580,29 +625,59 @@ static void on_event(struct proxy *px, struct end *e, uint32_t ev)
 			answer(px, c, 502, "Bad Gateway", NULL, msg);
 			return;
 		}
-		c->state = P_PIPE;
-		ev = EPOLLOUT;
 	}
-	bool in = ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
-	int rc;
-	if (e == &c->client)
-		rc = pump(&c->c2u, c->client.fd, c->up.fd, in) < 0 || pump(&c->u2c, c->up.fd, c->client.fd, false) < 0;
-	else
-		rc = pump(&c->u2c, c->up.fd, c->client.fd, in) < 0 || pump(&c->c2u, c->client.fd, c->up.fd, false) < 0;
-	if (rc) {
+	c->state = P_PIPE; /* the first request's body, if any, follows its head (R_BODY) */
+	c->deadline = mono_ms() + idle_ms(px);
+	on_pipe(px, c, &c->up, EPOLLOUT);
+}
+
+static void on_event(struct proxy *px, struct end *e, uint32_t ev)
+{
+	struct pconn *c = e->c;
+	if (c->dropped)
+		return; /* its other end's event, earlier in this round, closed it */
+	if (c->state == P_CONNECT || c->state == P_RELAY) {
+		on_connect(px, c);
+		return;
+	}
+	if (c->state == P_PIPE) {
+		on_pipe(px, c, e, ev);
+		return;
+	}
+	/* P_HEAD: the first request's head */
+	ssize_t r = recv(c->client.fd, c->in + c->in_len, sizeof(c->in) - c->in_len, MSG_DONTWAIT);
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
 		drop(px, c);
 		return;
 	}
-	rearm(px, c);
+	if (r > 0)
+		c->in_len += (size_t)r;
+	struct proxy_head h;
+	int rc = proxy_http_head(c->in, c->in_len, &h);
+	if (rc > 0)
+		on_head(px, c, &h);
+	else if (rc < 0)
+		refuse_head(px, c, rc);
+}
+
+/* How many connections come from addr now. */
+static int conns_from(const struct proxy *px, struct in_addr addr)
+{
+	int n = 0;
+	for (const struct pconn *c = px->conns; c; c = c->next)
+		n += c->peer.s_addr == addr.s_addr;
+	return n;
 }
 
 static void on_accept(struct proxy *px)
 {
 	for (;;) {
-		int fd = accept4(px->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_in sa = { 0 };
+		socklen_t salen = sizeof(sa);
+		int fd = accept4(px->lfd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		if (px->nconns >= PROXY_CONNS_MAX) {
+		if (px->nconns >= PROXY_CONNS_MAX || conns_from(px, sa.sin_addr) >= PROXY_CONNS_PER_ADDR) {
 			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 			ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 			(void)w;
@@ -618,13 +693,34 @@ static void on_accept(struct proxy *px)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->client = (struct end){ .c = c, .fd = fd };
 		c->up = (struct end){ .c = c, .fd = -1 };
-		c->deadline = mono_ms() + PROXY_HEAD_TIMEOUT_MS;
+		c->peer = sa.sin_addr;
+		int64_t head = idle_ms(px) < PROXY_HEAD_TIMEOUT_MS ? idle_ms(px) : PROXY_HEAD_TIMEOUT_MS;
+		c->deadline = mono_ms() + head;
 		c->next = px->conns;
 		if (px->conns)
 			px->conns->prev = c;
 		px->conns = c;
 		px->nconns++;
 		watch(px, &c->client, EPOLLIN | EPOLLRDHUP);
+	}
+}
+
+/* The deadline of each connection's state, and the sandboxes resuming for some. */
+static void on_tick(struct proxy *px)
+{
+	int64_t now = mono_ms();
+	for (struct pconn *c = px->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->state == P_WAKE)
+			wake_poll(px, c, now);
+		else if (now <= c->deadline)
+			continue;
+		else if (c->state == P_HEAD)
+			answer(px, c, 408, "Request Timeout", NULL, "the request's head did not arrive in time\n");
+		else if (c->state == P_CONNECT || c->state == P_RELAY)
+			answer(px, c, 504, "Gateway Timeout", NULL, "the sandbox's port did not answer in time\n");
+		else
+			drop(px, c); /* P_PIPE: nothing moved for the idle timeout */
 	}
 }
 
@@ -644,14 +740,7 @@ static void *proxy_main(void *arg)
 			else
 				on_event(px, e, evs[i].events);
 		}
-		int64_t now = mono_ms();
-		for (struct pconn *c = px->conns, *next; c; c = next) {
-			next = c->next;
-			if (c->state == P_HEAD && now > c->deadline)
-				answer(px, c, 408, "Request Timeout", NULL, "the request's head did not arrive in time\n");
-			else if (c->state == P_WAKE)
-				wake_poll(px, c, now);
-		}
+		on_tick(px);
 		free_dropped(px);
 	}
 }

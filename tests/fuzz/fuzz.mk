@@ -24,6 +24,8 @@
 #   ports          agent/ports.c over lines of /proc/net/tcp and /proc/net/tcp6
 #   net            egress policies (daemon/net/policy.c), the port proxy's Host routing
 #                  (daemon/net/proxy_host.c) and DNS messages (daemon/net/dns_wire.c)
+#   proxy_http     the port proxy's reading of requests: heads, the token taken out, the
+#                  redirect, bodies (Content-Length, chunked), a 101 (daemon/net/proxy_http.c)
 #   dockerfile     the Dockerfiles templates are built from, with build arguments
 #                  (daemon/template/dockerfile.c, dockerfile_lex.c, dockerfile_words.c)
 #   connect        the E2B front's Connect envelopes and proto3 JSON values (e2b/connect.c)
@@ -38,7 +40,7 @@ FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_DIR      ?= $(or $(BUILD),build)/fuzz
 FUZZ_FLAGS    ?=
-FUZZ_TARGETS  := frame agent_frames daemon_frames api_route api_body codec passwd ports net dockerfile connect multipart
+FUZZ_TARGETS  := frame agent_frames daemon_frames api_route api_body codec passwd ports net proxy_http dockerfile connect multipart
 
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS   := -std=gnu11 -g -O1 -D_GNU_SOURCE -U_FORTIFY_SOURCE -DSPACE_VERSION='"fuzz"' -I. \
@@ -68,6 +70,7 @@ FUZZ_SRC_multipart     := e2b/multipart.c
 FUZZ_SRC_passwd        := agent/user.c
 FUZZ_SRC_ports         := agent/ports.c
 FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/net/dns_wire.c daemon/base/err.c
+FUZZ_SRC_proxy_http    := daemon/net/proxy_http.c
 FUZZ_SRC_dockerfile    := daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
                           daemon/template/dockerfile_words.c daemon/base/err.c
 FUZZ_SRC_api_route     := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
@@ -110,7 +113,7 @@ $(FUZZ_DIR)/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(call fuzz_obj,$(FUZZ_SRC_$(1)))
 	@echo "  LD      $$@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $$@ $$^ $(FUZZ_LIBS)
 endef
-$(foreach t,frame codec api_route api_body passwd ports net dockerfile connect multipart,$(eval $(call FUZZ_LINK,$(t))))
+$(foreach t,frame codec api_route api_body passwd ports net proxy_http dockerfile connect multipart,$(eval $(call FUZZ_LINK,$(t))))
 
 # Runs every target for FUZZ_SECONDS; the seed corpus is read, new inputs go to work/.
 fuzz-smoke: FUZZ_SECONDS = 10

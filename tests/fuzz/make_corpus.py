@@ -195,6 +195,16 @@ LABEL maintainer="me" space.start=./run
 COPY . /work/
 """,
     },
+    # a connection's bytes, the first byte the size of the pieces a body is read in, less one
+    "proxy_http": {
+        "keep-alive": b"\x07GET /a?space_token=0123&x=1 HTTP/1.1\r\nHost: 8000-0123456789ab.localhost:18080\r\n"
+                      b"X-Space-Token: 0123\r\nCookie: a=1; space_token=0123; b=2\r\n\r\n"
+                      b"POST /b HTTP/1.1\r\nHost: 8000-0123456789ab.localhost\r\nContent-Length: 5\r\n\r\nhello"
+                      b"GET //evil.tld/?space_token=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+        "chunked": b"\x02POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   b"3;e=1\r\nabc\r\nA\r\n0123456789\r\n0\r\n\r\nGET / HTTP/1.0\r\n\r\n",
+        "upgrade": b"\x00HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+    },
 }
 
 

@@ -61,7 +61,9 @@ def spaced(topo):
         if not os.access(binary, os.X_OK):
             pytest.exit(f"{binary} is missing: run `make` first", returncode=2)
     d = NetDaemon(topo, args=["--default-egress", "open", "--egress-permit", nettopo.PERMIT_RANGE,
-                              "--proxy-listen", f"127.0.0.1:{PROXY_PORT}", "--dns-upstream", nettopo.DNS])
+                              "--proxy-listen", f"127.0.0.1:{PROXY_PORT}", "--dns-upstream", nettopo.DNS,
+                              # the proxy's idle connections closed soon enough for a test to see it
+                              "--proxy-idle-timeout", "10"])
     try:
         d.start()
         yield d

@@ -51,11 +51,14 @@ CLIENT = textwrap.dedent(r"""
             body, buf = buf, b""
         return {"status": status, "headers": hdrs, "body": body.decode(errors="replace"), "chunks": chunks}
     for r in reqs:
-        head = "%s %s HTTP/1.1\r\nHost: %s\r\n" % (r.get("method", "GET"), r["path"], host)
+        head = "%s %s HTTP/1.1\r\nHost: %s\r\n" % (r.get("method", "GET"), r["path"], r.get("host", host))
         for k, v in r.get("headers", {}).items():
             head += "%s: %s\r\n" % (k, v)
+        body = r.get("body", "")
+        if body:
+            head += "Content-Length: %d\r\n" % len(body)
         try:
-            s.sendall((head + "\r\n").encode())
+            s.sendall((head + "\r\n" + body).encode())
             out.append(read_response())
         except OSError:
             out.append(None)  # the proxy ended the connection (after an error answer)
@@ -72,7 +75,16 @@ SERVER = textwrap.dedent(r"""
     import http.server, json, os, socketserver, sys, time
     class H(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        def do_POST(self):
+            n = int(self.headers.get("Content-Length", 0))
+            body = self.rfile.read(n)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         def do_GET(self):
+            with open("/srv/seen", "a") as f:  # every request that reached the server
+                f.write(json.dumps({"path": self.path, "headers": dict(self.headers)}) + "\n")
             if self.path == "/stream":
                 self.send_response(200)
                 self.send_header("Connection", "close")
@@ -302,3 +314,204 @@ def test_a_server_on_loopback_only_is_reached_through_the_agents_relay(api, make
     # the relay is the agent's, not a port of the sandbox's
     ports = api.ok("GET", f"/v1/sandboxes/{sbid}/ports")["ports"]
     assert [(p["port"], p["address"]) for p in ports] == [(8000, "127.0.0.1")], ports
+
+
+def seen(api, sbid):
+    """The requests that reached the server in sbid: [{"path", "headers"}]."""
+    status, data = api.get_file(sbid, "/srv/seen")
+    assert status == 200, (status, data)
+    return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def test_every_request_of_a_kept_alive_connection_loses_its_token(served, topo, api):
+    """Each request on a connection is read: the second one's token headers and cookie go too,
+    and a body that looks like a request is passed as the body it is, not read as one."""
+    sbid, token = served
+    smuggled = f"GET /smuggled HTTP/1.1\r\nHost: {host_of(sbid)}\r\nX-Space-Token: {token}\r\n\r\n"
+    out = client(topo, host_of(sbid), [
+        {"path": "/id?first", "headers": {"X-Space-Token": token}},
+        {"method": "POST", "path": "/echo", "headers": {"X-Space-Token": token}, "body": smuggled},
+        {"path": "/echo-headers", "headers": {"X-Space-Token": token, "E2b-Traffic-Access-Token": token,
+                                              "Cookie": f"a=1; space_token={token}; b=2"}},
+        {"path": "/echo-headers", "headers": {"Cookie": f"space_token={token}"}},
+    ])
+    assert [o["status"] for o in out] == [200] * 4, out
+    assert out[1]["body"] == smuggled, out[1]
+    second, third = json.loads(out[2]["body"]), json.loads(out[3]["body"])
+    assert "X-Space-Token" not in second and "E2b-Traffic-Access-Token" not in second, second
+    assert second.get("Cookie") == "a=1; b=2", second
+    assert "Cookie" not in third, third
+    assert token not in json.dumps(seen(api, sbid)), "a token reached the sandbox's server"
+    assert "/smuggled" not in [r["path"] for r in seen(api, sbid)]
+
+
+def test_a_later_request_for_another_sandbox_is_refused_and_goes_nowhere(served, topo, api, make_sandbox):
+    """A connection let in for one port of one sandbox carries no request for another: a later
+    request naming another sandbox's Host (with no token, the first one's token, or even its
+    own) or the same Host without a token is refused, and reaches neither sandbox."""
+    sbid, token = served
+    other = make_sandbox()
+    start_server(api, other)
+    other_token = api.ok("GET", f"/v1/sandboxes/{other}")["access_token"]
+    wait_until(lambda: client(topo, host_of(other), [{"path": "/id", "headers": {"X-Space-Token": other_token}}])[0]
+               ["status"] == 200, 60, "the other sandbox's server")
+    first = {"path": "/id?first", "headers": {"X-Space-Token": token}}
+    cases = [
+        ({"host": host_of(other)}, 401),
+        ({"host": host_of(other), "headers": {"X-Space-Token": token}}, 403),
+        ({"host": host_of(other), "headers": {"X-Space-Token": other_token}}, 421),
+        ({"host": host_of(sbid, 8001), "headers": {"X-Space-Token": token}}, 421),
+        ({"host": host_of(sbid)}, 401),
+        ({"host": host_of(sbid), "headers": {"Cookie": "space_token=0123"}}, 403),
+    ]
+    for i, (second, status) in enumerate(cases):
+        out = client(topo, host_of(sbid), [first, dict(second, path=f"/second-{i}")])
+        assert out[0]["status"] == 200 and out[0]["body"] == f"{sbid} /id?first", (i, out)
+        assert len(out) == 2 and out[1] and out[1]["status"] == status, (i, out)
+        assert out[1]["headers"].get("connection") == "close", (i, out)
+    for sb in (sbid, other):
+        paths = [r["path"] for r in seen(api, sb)]
+        assert not [p for p in paths if p.startswith("/second")], (sb, paths)
+
+
+def test_the_token_redirect_stays_on_this_host(served, topo):
+    """The redirect that takes a token out of the query points at a path of the same host:
+    never //host or /\\host (another host to a browser) nor an absolute URL."""
+    sbid, token = served
+    for target in (f"//evil.example/?space_token={token}", f"/\\evil.example/?space_token={token}",
+                   f"http://evil.example/?space_token={token}"):
+        out = client(topo, host_of(sbid), [{"path": target}])[0]
+        assert out["status"] == 302 and out["headers"]["location"] == "/", (target, out)
+    out = client(topo, host_of(sbid), [{"path": f"/a/b?space_token={token}&c=1"}])[0]
+    assert out["status"] == 302 and out["headers"]["location"] == "/a/b?c=1", out
+
+
+# Holds PROXY_CONNS_PER_ADDR connections from 127.0.0.1 that send nothing, then: one more
+# from it, one from 127.0.0.2 with a request, and, once one held is closed, one more from it.
+PER_ADDR = textwrap.dedent(r"""
+    import json, socket, struct, sys, time
+    port, host, token, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+    def conn(src):
+        s = socket.socket()
+        s.bind((src, 0))
+        s.settimeout(30)
+        s.connect(("127.0.0.1", port))
+        return s
+    def reset(s):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    def status(s, req=True):
+        if req:
+            s.sendall(("GET /id HTTP/1.1\r\nHost: %s\r\nX-Space-Token: %s\r\nConnection: close\r\n\r\n"
+                       % (host, token)).encode())
+        got = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not b:
+                break
+            got += b
+        reset(s)
+        return got.split(b"\r\n")[0].decode()
+    held = [conn("127.0.0.1") for _ in range(n)]
+    over = status(conn("127.0.0.1"), req=False)  # accepted after the n: its answer says all were seen
+    quiet = 0
+    for s in held:
+        s.setblocking(False)
+        try:
+            s.recv(1)
+        except BlockingIOError:
+            quiet += 1
+    other = status(conn("127.0.0.2"))
+    reset(held.pop())
+    deadline, again = time.monotonic() + 30, ""
+    while time.monotonic() < deadline and not again.startswith("HTTP/1.1 200"):
+        again = status(conn("127.0.0.1"))
+    print(json.dumps({"over": over, "quiet": quiet, "other": other, "again": again}))
+""")
+
+PROXY_CONNS_PER_ADDR = 128  # daemon/net/proxy.h
+
+
+def test_one_address_cannot_take_every_connection(served, topo):
+    """PROXY_CONNS_PER_ADDR connections from one address that send nothing are held; one more
+    from it is answered 503 and closed, while another address is served, and the first one is
+    again once one of its connections goes."""
+    sbid, token = served
+    r = topo.run(["/usr/bin/python3", "-c", PER_ADDR, str(PROXY_PORT), host_of(sbid), token,
+                  str(PROXY_CONNS_PER_ADDR)], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["over"] == "HTTP/1.1 503 Service Unavailable", out
+    assert out["quiet"] == PROXY_CONNS_PER_ADDR, out
+    assert out["other"] == "HTTP/1.1 200 OK", out
+    assert out["again"] == "HTTP/1.1 200 OK", out
+
+
+# Opens a connection and waits (at most 60 s) for the proxy to end it: with nothing sent, or
+# (argv[3] a token) after one request answered on a kept-alive connection.
+SILENT = textwrap.dedent(r"""
+    import socket, sys, time
+    port, host, token = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    if token != "-":
+        s.sendall(("GET /id HTTP/1.1\r\nHost: %s\r\nX-Space-Token: %s\r\n\r\n" % (host, token)).encode())
+    got = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+        print("closed", got.split(b"\r\n")[0].decode() if got else "-")
+    except socket.timeout:
+        print("still open", len(got))
+""")
+
+@pytest.mark.parametrize("after_a_request", [False, True])
+def test_an_idle_connection_is_closed(served, topo, after_a_request):
+    """A client that sends nothing, or nothing after its first answer, is closed by the
+    proxy: the head's deadline, and the idle timeout of a kept-alive connection (the suite's
+    spaced runs with --proxy-idle-timeout 10, conftest.py)."""
+    sbid, token = served
+    r = topo.run(["/usr/bin/python3", "-c", SILENT, str(PROXY_PORT), host_of(sbid), token if after_a_request else "-"],
+                 capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    want = "closed HTTP/1.1 200 OK" if after_a_request else "closed HTTP/1.1 408 Request Timeout"
+    assert r.stdout.strip() == want, r.stdout
+
+
+# A server inside whose listening queue is full (it never accepts, and its own clients took the
+# queue): a connection to it is never answered.
+DEAF_SERVER = textwrap.dedent(r"""
+    import socket, sys, time
+    s = socket.socket()
+    s.bind(("0.0.0.0", int(sys.argv[1])))
+    s.listen(0)
+    held = []
+    for _ in range(16):
+        c = socket.socket()
+        c.setblocking(False)
+        try:
+            c.connect(("127.0.0.1", int(sys.argv[1])))
+        except BlockingIOError:
+            pass
+        held.append(c)
+    open("/srv/deaf", "w").close()
+    while True:
+        time.sleep(3600)
+""")
+
+
+def test_a_port_that_never_answers_is_given_up_on(api, make_sandbox, topo):
+    """The proxy waits for a sandbox's port to answer at most PROXY_CONNECT_TIMEOUT_MS (10 s),
+    then answers 504 (the client's own wait here is 60 s)."""
+    sbid = make_sandbox()
+    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+    api.put_file(sbid, "/srv/deaf.py", DEAF_SERVER.encode())
+    api.exec(sbid, "(nohup python3 /srv/deaf.py 8002 >/dev/null 2>&1 &)")
+    wait_until(lambda: api.get_file(sbid, "/srv/deaf")[0] == 200, 60, "the deaf server")
+    out = client(topo, host_of(sbid, 8002), [{"path": "/", "headers": {"X-Space-Token": token}}])[0]
+    assert out and out["status"] == 504 and "did not answer in time" in out["body"], out
