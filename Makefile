@@ -207,9 +207,14 @@ e2e-smoke: all
 layers: all
 	/usr/bin/python3 scripts/layers.py --check $(DAEMON_OBJ)
 
+# The documents against the code: every limit a document names has the code's number.
+docs-check:
+	/usr/bin/python3 scripts/docs_limits.py
+
 quick: deps all
 	$(MAKE) unit
 	$(MAKE) layers
+	$(MAKE) docs-check
 	$(MAKE) agent-test
 	$(MAKE) e2e-smoke
 
@@ -284,6 +289,7 @@ TEST_MICROVM := vm-test e2e-vm net-test-vm security-vm sdk-test e2b-test
 test: deps all
 	$(MAKE) unit
 	$(MAKE) layers
+	$(MAKE) docs-check
 	$(MAKE) agent-test
 	$(MAKE) vm-guest
 	$(MAKE) -j2 test-gvisor test-microvm
