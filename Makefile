@@ -70,7 +70,7 @@ APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev 
                 e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev libarchive-dev chromium skopeo umoci busybox-static docker-registry tmux \
                 $(VM_APT_PACKAGES)
 
-.PHONY: all deps compat-deps up down test quick stress layers unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test security security-vm \
+.PHONY: all deps compat-deps up down test quick stress layers docs-check unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test security security-vm \
 	compat compat-quick asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
