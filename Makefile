@@ -207,9 +207,12 @@ e2e-smoke: all
 layers: all
 	/usr/bin/python3 scripts/layers.py --check $(DAEMON_OBJ)
 
-# The documents against the code: every limit a document names has the code's number.
+# The documents against the code: every limit a document names has the code's number; every
+# route is in openapi.yaml and api.md and they name no other; the tests and files the
+# documents cite exist; the README's tour names every top folder.
 docs-check:
 	/usr/bin/python3 scripts/docs_limits.py
+	/usr/bin/python3 scripts/docs_routes.py
 
 quick: deps all
 	$(MAKE) unit
