@@ -428,7 +428,8 @@ int main(int argc, char **argv)
 	}
 	snprintf(dbpath, sizeof(dbpath), "%s/state.db", d->state_dir);
 	if ((rc = store_open(dbpath, &d->store)) < 0) {
-		fprintf(stderr, "spaced: cannot open %s\n", dbpath);
+		fprintf(stderr, "spaced: cannot open %s: %s\n", dbpath,
+			rc == -EPROTO ? "it was written by a newer spaced (its schema is past this one's)" : strerror(-rc));
 		return 1;
 	}
 	if (optind < argc) {

@@ -1,10 +1,11 @@
 /*
  * daemon/store/store.c - spaced's SQLite database (see store.h).
  *
- * The schema is created on open. Journal mode is WAL with synchronous=FULL:
- * a transition the API reports has been committed to disk.
+ * The schema is brought up to date on open (schema.h). Journal mode is WAL with
+ * synchronous=FULL: a transition the API reports has been committed to disk.
  */
 #include "daemon/store/store.h"
+#include "daemon/store/schema.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,20 +24,8 @@ struct store {
 	sqlite3 *db;
 };
 
-static const char *schema =
-	"PRAGMA journal_mode=WAL;"
-	"PRAGMA synchronous=FULL;"
-	"CREATE TABLE IF NOT EXISTS sandboxes("
-	" id TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT, template TEXT NOT NULL,"
-	" cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, timeout REAL NOT NULL,"
-	" env TEXT NOT NULL, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS snapshots("
-	" id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, name TEXT, template TEXT NOT NULL,"
-	" cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, env TEXT NOT NULL, metadata TEXT NOT NULL,"
-	" created_ms INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS tokens(hash TEXT PRIMARY KEY, name TEXT, created_ms INTEGER);"
-	"CREATE TABLE IF NOT EXISTS templates(name TEXT PRIMARY KEY, key TEXT NOT NULL,"
-	" path TEXT NOT NULL, created_ms INTEGER NOT NULL);";
+/* How every connection writes: a transition the API reports is on disk. */
+static const char *pragmas = "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;";
 
 static int64_t wall_ms(void)
 {
@@ -78,49 +67,13 @@ int store_open(const char *path, struct store **out)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_busy_timeout(st->db, 5000);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(st->db, schema, NULL, NULL, NULL);
-	/* Columns added after the first schema; ADD COLUMN fails harmlessly when present. */
-	static const char *added[] = {
-		"ALTER TABLE sandboxes ADD COLUMN lifetime REAL NOT NULL DEFAULT 0",
-		"ALTER TABLE sandboxes ADD COLUMN timeout_kill INTEGER NOT NULL DEFAULT 0",
-		"ALTER TABLE sandboxes ADD COLUMN keepalive INTEGER NOT NULL DEFAULT 0",
-		"ALTER TABLE sandboxes ADD COLUMN remaining_ms INTEGER NOT NULL DEFAULT 0",
-		"ALTER TABLE sandboxes ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
-		"ALTER TABLE snapshots ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
-		"ALTER TABLE tokens ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
-		"ALTER TABLE sandboxes ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
-		"ALTER TABLE snapshots ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 0",
-		"ALTER TABLE snapshots ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
-		"ALTER TABLE templates ADD COLUMN source TEXT NOT NULL DEFAULT ''",
-		"ALTER TABLE templates ADD COLUMN config TEXT NOT NULL DEFAULT '{}'",
-		"ALTER TABLE templates ADD COLUMN info TEXT NOT NULL DEFAULT '{}'",
-		"ALTER TABLE sandboxes ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
-		/* every sandbox and snapshot made before there was a choice ran under gVisor */
-		"ALTER TABLE sandboxes ADD COLUMN isolation TEXT NOT NULL DEFAULT 'gvisor'",
-		"ALTER TABLE snapshots ADD COLUMN isolation TEXT NOT NULL DEFAULT 'gvisor'",
-		/* 0 in a row from before: its lifetime ended lifetime seconds after its creation */
-		"ALTER TABLE sandboxes ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0",
-		/* NULL: made before sandboxes had a network */
-		"ALTER TABLE sandboxes ADD COLUMN network TEXT",
-		"ALTER TABLE snapshots ADD COLUMN network TEXT",
-		"ALTER TABLE sandboxes ADD COLUMN access_token TEXT NOT NULL DEFAULT ''",
-		"ALTER TABLE sandboxes ADD COLUMN public_ports INTEGER NOT NULL DEFAULT 0",
-		/* -1: made before sandboxes had their own choice; the daemon's applies */
-		"ALTER TABLE sandboxes ADD COLUMN auto_resume INTEGER NOT NULL DEFAULT -1",
-	};
-	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++)
-		sqlite3_exec(st->db, added[i], NULL, NULL, NULL);
-	/* A token from before tenants has the tenant its creation would give it today (its name,
-	 * else "default"): an empty tenant is the administrator's, which no token may be. */
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(st->db,
-				  "UPDATE tokens SET tenant = CASE WHEN length(coalesce(name, '')) BETWEEN 1 AND 63 "
-				  "THEN name ELSE 'default' END WHERE tenant = ''",
-				  NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
+		rc = sqlite3_exec(st->db, pragmas, NULL, NULL, NULL);
+	int found = 0;
+	int err = rc != SQLITE_OK ? -EIO : schema_migrate(st->db, &found);
+	if (err < 0) {
 		sqlite3_close(st->db);
 		free(st);
-		return -EIO;
+		return err;
 	}
 	*out = st;
 	return 0;

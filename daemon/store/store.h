@@ -15,8 +15,9 @@
 
 struct store;
 
-/* Opens (creating if needed) the database at path; it and its -wal and -shm are made 0600.
- * Returns 0 or -errno. */
+/* Opens (creating if needed) the database at path, bringing its schema up to date (schema.h);
+ * it and its -wal and -shm are made 0600. Returns 0, -EPROTO for a database of a newer spaced,
+ * or -errno. */
 int store_open(const char *path, struct store **out);
 void store_close(struct store *st);
 

@@ -222,8 +222,9 @@ def test_a_token_from_before_tenants_is_a_tenant_not_the_administrator(make_daem
     d.stop()
     d.proc.wait(timeout=60)
     db = sqlite3.connect(f"{d.state_dir}/state.db")
-    with db:
+    with db:  # as a spaced from before tenants (and before numbered schema steps) left it
         db.execute("UPDATE tokens SET tenant = ''")
+    db.execute("PRAGMA user_version = 0")
     db.close()
     d.start()
     old = Api(tcp=("127.0.0.1", port), token=tok)
