@@ -669,18 +669,22 @@ static void test_old_row_expires_a_lifetime_after_creation(void **state)
 	sandbox_list_free(sb);
 }
 
+/* The two tables of the first spaced, as it made them. */
+#define FIRST_TABLES \
+	"CREATE TABLE sandboxes(id TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT," \
+	" template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, timeout REAL NOT NULL," \
+	" env TEXT NOT NULL, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);" \
+	"CREATE TABLE snapshots(id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, name TEXT," \
+	" template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, env TEXT NOT NULL," \
+	" metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+
 static void test_old_database_is_gvisor(void **state)
 {
 	struct fixture *fx = *state;
 	store_close(fx->st);
 	fx->st = NULL;
 	unlink(fx->path);
-	raw_sql(fx, "CREATE TABLE sandboxes(id TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT,"
-		    " template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, timeout REAL NOT NULL,"
-		    " env TEXT NOT NULL, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
-		    "CREATE TABLE snapshots(id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, name TEXT,"
-		    " template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, env TEXT NOT NULL,"
-		    " metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+	raw_sql(fx, FIRST_TABLES
 		    "INSERT INTO sandboxes VALUES('0123456789ab', 'suspended', NULL, 'default', 1, 512, 300,"
 		    " '{}', '{}', 1000);"
 		    "INSERT INTO snapshots VALUES('s1', '0123456789ab', NULL, 'default', 1, 512, '{}', '{}', 1000);");
@@ -730,12 +734,7 @@ static void test_a_database_from_before_numbering_gets_the_steps_it_lacks(void *
 	store_close(fx->st);
 	fx->st = NULL;
 	unlink(fx->path);
-	raw_sql(fx, "CREATE TABLE sandboxes(id TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT,"
-		    " template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, timeout REAL NOT NULL,"
-		    " env TEXT NOT NULL, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
-		    "CREATE TABLE snapshots(id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, name TEXT,"
-		    " template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, env TEXT NOT NULL,"
-		    " metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+	raw_sql(fx, FIRST_TABLES
 		    "CREATE TABLE tokens(hash TEXT PRIMARY KEY, name TEXT, created_ms INTEGER);"
 		    "CREATE TABLE templates(name TEXT PRIMARY KEY, key TEXT NOT NULL, path TEXT NOT NULL,"
 		    " created_ms INTEGER NOT NULL);"
