@@ -19,17 +19,15 @@
  *   vm/held            present while spaced itself keeps the VM stopped (vm_set_held)
  *   checkpoint/memory  a suspended VM's memory and device state (QEMU's migration stream)
  *
- * The listening sockets are bound by spaced before QEMU exists (create, prepare) and
- * handed to it as descriptors, so spaced's connection waits in the backlog from the start
- * and nothing polls for a socket file; they are kept here (struct pending) until start or
- * restore gives them away. QEMU runs in a jail (jail.h: a user of its own, its own
- * namespaces, a root holding /usr and little else) with the files it needs as descriptors;
- * it outlives spaced, and spaced (a child subreaper) reaps it.
+ * QEMU is started by vm_launch.c, in a jail (jail.h: a user of its own, its own namespaces,
+ * a root holding /usr and little else) with the files it needs as descriptors; it outlives
+ * spaced, and spaced (a child subreaper) reaps it.
  *
  * The VM is started paused (-S), put into its cgroup, then continued, so no guest
  * instruction runs outside its limits.
  */
 #include "daemon/driver/driver.h"
+#include "daemon/driver/vm_driver.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -64,55 +62,11 @@
 #include "daemon/net/net.h"
 #include "daemon/store/cache.h"
 
-#define VM_TB_MB 32               /* TCG's translation buffer; QEMU's default is 1 GiB on x86 */
-#define VM_OVERHEAD_MB (VM_TB_MB + 160) /* QEMU beside guest RAM: its code, TCG's regions, buffers */
 #define VM_MIGRATE_POLL_MS 5 /* a query-status costs QEMU ~0.1 ms; a restore ends ~12 ms sooner than at 20 */
 #define VM_MIGRATE_MS_PER_MIB 200 /* a bound on a migration: far above the ~4 ms/MiB measured */
 #define VM_BOOTED_RECIPE 3        /* changes when what goes into a booted image does */
 #define VM_BOOTED_KEY 32          /* hex characters of its key in its name: the sockets of its
                                      build live under it, and a socket's path is short */
-
-/* QEMU's descriptors (jail.h): the listening sockets, then the files open_files gives it
- * (VM_NFILES of them, in this order), then the image a restore loads */
-#define FD_AGENT "3"
-#define FD_QMP "4"
-#define FD_KERNEL "5"
-#define FD_INITRAMFS "6"
-#define FD_TEMPLATE "7"
-#define FD_DISK "8"
-#define FD_DISK_RO "9" /* QEMU opens a disk read-only first: its fd set holds both modes */
-#define FD_CONSOLE "10"
-#define FD_ENV "11"
-#define VM_NFILES 7
-#define FD_INCOMING "12"
-
-/* Listening sockets bound for a sandbox whose QEMU has not taken them yet. */
-struct pending {
-	char id[64];
-	int agent_fd, qmp_fd;
-	struct pending *next;
-};
-
-/* A start of QEMU under way, holding the jail user it picked until QEMU runs as it. */
-struct starting {
-	uid_t uid;
-	struct starting *next;
-};
-
-struct driver {
-	struct daemon *d;
-	char accel[8];          /* "kvm" or "tcg" */
-	char runtime[160];      /* "QEMU 7.2.x, tcg" */
-	char qemu[256];         /* QEMU's absolute path (its jail has no PATH search to make) */
-	/* what new VMs boot, found (and fetched, built) at start: looking the kernel up in apt's
-	 * lists costs a second, too much for every create; a kernel update in the archive is
-	 * taken at the next start of spaced (VMs keep what their boot.json names) */
-	char vmlinuz[800], initramfs[800];
-	char cmdline[1024];     /* the kernel's, but for the guest's part (measured once: the TSC) */
-	pthread_mutex_t lock;   /* pending */
-	struct pending *pending;
-	struct starting *starting; /* [lock] */
-};
 
 
 /* ---- init ---- */
@@ -161,122 +115,11 @@ static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 	return 0;
 }
 
-static void close_pending(struct pending *p)
-{
-	if (p->agent_fd >= 0)
-		close(p->agent_fd);
-	if (p->qmp_fd >= 0)
-		close(p->qmp_fd);
-	free(p);
-}
-
-/* Picks sb's jail user (jail_uid_pick) and holds it in me until release_uid; 0 if none is free. */
-static uid_t hold_uid(struct driver *drv, struct sandbox *sb, struct starting *me)
-{
-	pthread_mutex_lock(&drv->lock);
-	size_t n = 0;
-	for (struct starting *s = drv->starting; s; s = s->next)
-		n++;
-	uid_t *held = calloc(n + 1, sizeof(*held));
-	n = 0;
-	for (struct starting *s = drv->starting; held && s; s = s->next)
-		held[n++] = s->uid;
-	me->uid = held ? jail_uid_pick(sb->id, held, n) : 0;
-	if (me->uid) {
-		me->next = drv->starting;
-		drv->starting = me;
-	}
-	pthread_mutex_unlock(&drv->lock);
-	free(held);
-	return me->uid;
-}
-
-static void release_uid(struct driver *drv, struct starting *me)
-{
-	pthread_mutex_lock(&drv->lock);
-	for (struct starting **s = &drv->starting; *s; s = &(*s)->next)
-		if (*s == me) {
-			*s = me->next;
-			break;
-		}
-	pthread_mutex_unlock(&drv->lock);
-}
-
-static void close_logs(int logs[VM_LOG_STREAMS])
-{
-	for (int i = 0; i < VM_LOG_STREAMS; i++)
-		close(logs[i]);
-}
-
 static void vm_fini(struct driver *drv)
 {
-	while (drv->pending) {
-		struct pending *p = drv->pending;
-		drv->pending = p->next;
-		close_pending(p);
-	}
+	vm_drop_sockets(drv, NULL);
 	pthread_mutex_destroy(&drv->lock);
 	free(drv);
-}
-
-/* Takes sb's pending sockets out of the table (NULL if none). */
-static struct pending *take_pending(struct driver *drv, const char *id)
-{
-	pthread_mutex_lock(&drv->lock);
-	struct pending **pp = &drv->pending, *p;
-	while ((p = *pp) && strcmp(p->id, id) != 0)
-		pp = &p->next;
-	if (p)
-		*pp = p->next;
-	pthread_mutex_unlock(&drv->lock);
-	return p;
-}
-
-/* ---- the sockets QEMU serves on ---- */
-
-static int listen_at(const char *p, struct err *e)
-{
-	struct sockaddr_un sa;
-	int fd = vm_unix_socket(p, &sa, e);
-	if (fd < 0)
-		return fd;
-	unlink(p);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
-		int err = errno;
-		close(fd);
-		return err_set(e, 500, "internal", err, "listening on %s: %s", p, strerror(err));
-	}
-	return fd;
-}
-
-/* Binds sb's agent and monitor sockets afresh (replacing what a stopped QEMU left). */
-static int bind_sockets(struct driver *drv, struct sandbox *sb, struct err *e)
-{
-	char vmdir[700], agent[720], qmp[720];
-	vm_path(vmdir, sizeof(vmdir), sb, "vm");
-	if (mkdir(vmdir, 0700) < 0 && errno != EEXIST)
-		return err_set(e, 500, "internal", errno, "mkdir %s: %s", vmdir, strerror(errno));
-	snprintf(agent, sizeof(agent), "%s/agent.sock", vmdir);
-	snprintf(qmp, sizeof(qmp), "%s/qmp.sock", vmdir);
-	struct pending *p = calloc(1, sizeof(*p));
-	if (!p)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
-	snprintf(p->id, sizeof(p->id), "%s", sb->id);
-	p->agent_fd = listen_at(agent, e);
-	p->qmp_fd = p->agent_fd < 0 ? -1 : listen_at(qmp, e);
-	if (p->qmp_fd < 0) {
-		int rc = p->agent_fd < 0 ? p->agent_fd : p->qmp_fd;
-		close_pending(p);
-		return rc;
-	}
-	struct pending *old = take_pending(drv, sb->id);
-	if (old)
-		close_pending(old);
-	pthread_mutex_lock(&drv->lock);
-	p->next = drv->pending;
-	drv->pending = p;
-	pthread_mutex_unlock(&drv->lock);
-	return 0;
 }
 
 /* ---- create ---- */
@@ -344,231 +187,21 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 			log_warn("sandbox %s boots: no booted image of its template (%s)", sb->id, warm.msg);
 		rc = disk_create(blanks, img, sb->disk_mb, e);
 	}
-	if (rc < 0 || (rc = bind_sockets(drv, sb, e)) < 0 || (rc = vm_write_env(sb, e)) < 0)
+	if (rc < 0 || (rc = vm_bind_sockets(drv, sb, e)) < 0 || (rc = vm_write_env(sb, e)) < 0)
 		return rc;
 	return vm_write_boot(sb, &b, e);
 }
 
 static int vm_prepare(struct driver *drv, struct sandbox *sb, struct err *e)
 {
-	return bind_sockets(drv, sb, e);
-}
-
-/* ---- QEMU's process ---- */
-
-/*
- * The files sb's QEMU uses, opened by spaced, in FD_KERNEL.. order. QEMU opens by name the
- * kernel, initramfs and environment (as /proc/self/fd/N, which checks the file's own mode):
- * the first two are shared artifacts of the cache, made readable to all (the cache's
- * folders stay spaced's alone); the environment, which may hold secrets, becomes the
- * sandbox's jail user's own. The disks and the console (console, the write end of its log
- * keeper's pipe: vm_log.h) it takes from fd sets.
- */
-static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int console, int *fds, struct err *e)
-{
-	char disk[720], env[720];
-	vm_path(disk, sizeof(disk), sb, "upper/disk.img");
-	vm_path(env, sizeof(env), sb, "vm/env");
-	struct {
-		const char *path;
-		int flags;
-		bool shared; /* readable to all */
-		bool owned;  /* the jail user's own, 0400 */
-	} f[VM_NFILES] = {
-		{ b->kernel, O_RDONLY, true, false }, { b->initramfs, O_RDONLY, true, false },
-		{ b->image, O_RDONLY, true, false }, { disk, O_RDWR, false, false }, { disk, O_RDONLY, false, false },
-		{ NULL, 0, false, false }, { env, O_RDONLY, false, true },
-	};
-	for (int i = 0; i < VM_NFILES; i++)
-		fds[i] = -1;
-	for (int i = 0; i < VM_NFILES; i++) {
-		struct stat st;
-		fds[i] = f[i].path ? open(f[i].path, f[i].flags | O_CLOEXEC, 0600) : fcntl(console, F_DUPFD_CLOEXEC, 0);
-		int rc = fds[i] < 0 || fstat(fds[i], &st) < 0 ? -errno : 0;
-		if (rc == 0 && f[i].shared && (st.st_mode & 0444) != 0444 && fchmod(fds[i], st.st_mode | 0444) < 0)
-			rc = -errno;
-		if (rc == 0 && f[i].owned && (fchown(fds[i], uid, uid) < 0 || fchmod(fds[i], 0400) < 0))
-			rc = -errno;
-		if (rc < 0) {
-			for (int k = 0; k <= i; k++)
-				if (fds[k] >= 0)
-					close(fds[k]);
-			return err_set(e, 500, "internal", -rc, "opening %s for QEMU: %s", f[i].path ? f[i].path : "the console",
-				       strerror(-rc));
-		}
-	}
-	return 0;
-}
-
-static int monitor(struct sandbox *sb, struct qmp *q, struct err *e)
-{
-	char p[720];
-	vm_path(p, sizeof(p), sb, "vm/qmp.sock");
-	return qmp_open(q, p, e);
-}
-
-/* After QEMU failed as it started: its complaint, once it has exited (briefly waited for). */
-static int failed_start(struct sandbox *sb, pid_t pid, int rc, struct err *e)
-{
-	char qlog[720], why[300], ours[sizeof(e->msg)];
-	struct err ignored = { 0 };
-	vm_kill_qemu(sb, pid, &ignored);
-	vm_path(qlog, sizeof(qlog), sb, "vm");
-	vm_log_settle(qlog); /* QEMU's last words reach its log */
-	vm_path(qlog, sizeof(qlog), sb, "vm/qemu.log");
-	vm_last_line_of(qlog, why, sizeof(why));
-	if (!why[0])
-		return rc; /* QEMU said nothing: e says what failed here */
-	snprintf(ours, sizeof(ours), "%s", e->msg);
-	e->status = 0;
-	return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "QEMU failed to start: %s (%s)", why, ours);
-}
-
-/*
- * Starts sb's QEMU, paused, from boot.json; with image_fd >= 0 it loads that migration
- * stream (-incoming) instead of booting; transient: see jail.h. Returns once QEMU's monitor answers, in *q, with
- * QEMU confined; the caller continues the VM.
- */
-static int launch(struct driver *drv, struct sandbox *sb, int image_fd, bool transient, struct qmp *q,
-		  struct err *e)
-{
-	q->fd = -1;
-	q->buf = NULL;
-	struct boot b;
-	int rc = vm_read_boot(sb, &b, e);
-	if (rc < 0)
-		return rc;
-	/* one QEMU at a time on a sandbox's disk: spaced's guarantee, in place of QEMU's own image
-	 * locks (off: taken per descriptor, they refuse QEMU's own `cont` after a migration, as
-	 * when spaced undoes a suspend it did not finish) */
-	pid_t running = vm_qemu_pid(sb);
-	if (running)
-		return err_set(e, 500, "internal", EBUSY, "sandbox %s's QEMU (pid %d) still runs", sb->id, (int)running);
-	vm_set_held(sb, false);
-	struct pending *p = take_pending(drv, sb->id);
-	if (!p && (rc = bind_sockets(drv, sb, e)) == 0)
-		p = take_pending(drv, sb->id);
-	if (!p)
-		return rc < 0 ? rc : err_set(e, 500, "internal", EIO, "no sockets for sandbox %s", sb->id);
-
-	char mem[16], smp[16], accel[48];
-	snprintf(mem, sizeof(mem), "%d", sb->memory_mb);
-	snprintf(smp, sizeof(smp), "%d", sb->cpus);
-	if (strcmp(drv->accel, "tcg") == 0)
-		snprintf(accel, sizeof(accel), "tcg,tb-size=%d", VM_TB_MB);
-	else
-		snprintf(accel, sizeof(accel), "%s", drv->accel);
-	struct jail j = { .kvm = strcmp(drv->accel, "kvm") == 0, .transient = transient };
-	/* a restore's guest has its kernel in its memory image: QEMU, which would hold the -kernel
-	 * and -initrd files in its memory for as long as it runs, gets the kernel's stub and no
-	 * initrd (vm_guest.h) */
-	char stub[sizeof(b.kernel)];
-	if (image_fd >= 0 && (rc = vm_guest_kernel_stub(drv->d->cache_dir, b.kernel, stub, sizeof(stub), e)) < 0) {
-		close_pending(p);
-		return rc;
-	}
-	if (image_fd >= 0)
-		memcpy(b.kernel, stub, sizeof(stub));
-	/* the tap behind its network device, in its edge namespace (made now if need be; a booted
-	 * image's build made its own) */
-	int tap = -1;
-	if (b.net && ((!transient && (rc = net_ensure(drv->d, sb, false, e)) < 0) || (rc = tap = net_tap_open(sb, e)) < 0)) {
-		close_pending(p);
-		return rc;
-	}
-	/* what QEMU prints goes to the sandbox's log keeper, which keeps a bounded part of it */
-	int logs[VM_LOG_STREAMS], files[VM_NFILES];
-	char vmdir[720];
-	vm_path(vmdir, sizeof(vmdir), sb, "vm");
-	struct starting me = { 0 };
-	pid_t keeper = (j.uid = me.uid = hold_uid(drv, sb, &me)) == 0 ? 0 : vm_log_start(vmdir, logs);
-	if (keeper <= 0)
-		rc = keeper < 0 ? err_set(e, 500, "internal", (int)-keeper, "cannot start the log keeper of %s: %s",
-					  sb->id, strerror((int)-keeper))
-				: err_set(e, 503, "unavailable", EAGAIN, "no free jail user for sandbox %s: every one of "
-					  "the %u tried runs a process", sb->id, JAIL_UID_PROBES + 1);
-	else if ((rc = open_files(sb, &b, j.uid, logs[VM_LOG_CONSOLE], files, e)) < 0)
-		close_logs(logs);
-	if (rc < 0) {
-		release_uid(drv, &me);
-		if (tap >= 0)
-			close(tap);
-		close_pending(p);
-		return rc;
-	}
-	/* QEMU, in its jail, reaches no host path: every file is one of its descriptors, named
-	 * /proc/self/fd/N where it wants a file name, /dev/fdset/N where it opens for writing */
-	char *argv[80] = {
-		QEMU, "-name", sb->id, "-M", "microvm,pit=on,pic=on,rtc=on", "-cpu", "max", "-smp", smp, "-m", mem,
-		"-accel", accel, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-S",
-		"-kernel", "/proc/self/fd/" FD_KERNEL, "-append", b.cmdline,
-		"-add-fd", "fd=" FD_TEMPLATE ",set=1", "-add-fd", "fd=" FD_DISK ",set=2",
-		"-add-fd", "fd=" FD_DISK_RO ",set=2", "-add-fd", "fd=" FD_CONSOLE ",set=3",
-		"-chardev", "file,id=console,path=/dev/fdset/3,append=on", "-serial", "chardev:console",
-		"-chardev", "socket,id=agent,fd=" FD_AGENT ",server=on,wait=off",
-		"-device", "virtio-serial-device", "-device", "virtserialport,chardev=agent,name=" SP_AGENT_PORT,
-		"-chardev", "socket,id=qmp,fd=" FD_QMP ",server=on,wait=off", "-mon", "chardev=qmp,mode=control",
-		"-device", "virtio-rng-device",
-		"-device", "virtio-balloon-device,free-page-reporting=on",
-		"-fw_cfg", "name=" SP_VM_ENV_NAME ",file=/proc/self/fd/" FD_ENV,
-		"-drive", "file=/dev/fdset/1,format=raw,if=none,id=tpl,readonly=on",
-		"-device", "virtio-blk-device,drive=tpl,serial=" SP_VM_TEMPLATE_SERIAL,
-		"-drive", "file=/dev/fdset/2,format=raw,if=none,id=disk,file.locking=off",
-		"-device", "virtio-blk-device,drive=disk,serial=" SP_VM_DISK_SERIAL,
-		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-	};
-	int argc = 0;
-	while (argv[argc])
-		argc++;
-
-	int keep[VM_NFILES + 4] = { p->agent_fd, p->qmp_fd };
-	int nkeep = 2;
-	for (int i = 0; i < VM_NFILES; i++)
-		keep[nkeep++] = files[i];
-	if (image_fd < 0) {
-		argv[argc++] = "-initrd";
-		argv[argc++] = "/proc/self/fd/" FD_INITRAMFS;
-	}
-	if (image_fd >= 0) {
-		argv[argc++] = "-incoming";
-		argv[argc++] = "fd:" FD_INCOMING;
-		keep[nkeep++] = image_fd;
-	}
-	char netdev[64];
-	if (tap >= 0) {
-		snprintf(netdev, sizeof(netdev), "tap,id=net0,fd=%d,vhost=off", 3 + nkeep);
-		keep[nkeep++] = tap;
-		argv[argc++] = "-netdev";
-		argv[argc++] = netdev;
-		argv[argc++] = "-device";
-		argv[argc++] = "virtio-net-device,netdev=net0,mac=" NET_GUEST_MAC;
-	}
-	argv[argc] = NULL;
-	const char *step = "";
-	pid_t pid = drv->qemu[0] ? jail_start(&j, drv->qemu, argv, keep, nkeep, logs[VM_LOG_QEMU], logs[VM_LOG_QEMU], &step)
-				 : -ENOENT;
-	release_uid(drv, &me); /* QEMU runs as it now, or never will */
-	close_logs(logs);
-	for (int i = 0; i < VM_NFILES; i++)
-		close(files[i]);
-	if (tap >= 0)
-		close(tap);
-	close_pending(p); /* QEMU has its own copies; a monitor session waits in the backlog */
-	if (pid < 0)
-		return err_set(e, 500, "internal", (int)-pid, "cannot run %s (%s): %s", QEMU, step, strerror((int)-pid));
-	if ((rc = vm_write_pid(sb, pid, e)) < 0)
-		return failed_start(sb, pid, rc, e);
-	/* confined while still setting up: its threads to come start in the cgroups */
-	if ((rc = vm_confine(sb, VM_OVERHEAD_MB, pid, e)) < 0 || (rc = monitor(sb, q, e)) < 0)
-		return failed_start(sb, pid, rc, e);
-	return 0;
+	return vm_bind_sockets(drv, sb, e);
 }
 
 /* One monitor command in a session of its own. */
 static int command(struct sandbox *sb, const char *cmd, json_t **ret, struct err *e)
 {
 	struct qmp q;
-	int rc = monitor(sb, &q, e);
+	int rc = vm_monitor(sb, &q, e);
 	if (rc < 0)
 		return rc;
 	rc = qmp_call(&q, cmd, NULL, -1, ret, e);
@@ -581,7 +214,7 @@ static int command(struct sandbox *sb, const char *cmd, json_t **ret, struct err
 static int boot_vm(struct driver *drv, struct sandbox *sb, bool transient, struct err *e)
 {
 	struct qmp q;
-	int rc = launch(drv, sb, -1, transient, &q, e);
+	int rc = vm_launch(drv, sb, -1, transient, &q, e);
 	if (rc == 0) {
 		rc = qmp_call(&q, "cont", NULL, -1, NULL, e);
 		qmp_close(&q);
@@ -641,7 +274,7 @@ static int run_state(struct qmp *q, char *out, size_t n, struct err *e)
 static int status_of(struct sandbox *sb, char *out, size_t n, struct err *e)
 {
 	struct qmp q;
-	int rc = monitor(sb, &q, e);
+	int rc = vm_monitor(sb, &q, e);
 	if (rc == 0) {
 		rc = run_state(&q, out, n, e);
 		qmp_close(&q);
@@ -701,7 +334,7 @@ static int vm_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 		return err_set(e, 500, "internal", errno, "creating %s: %s", file, strerror(errno));
 	struct qmp q;
 	char was[32] = "";
-	int rc = monitor(sb, &q, e);
+	int rc = vm_monitor(sb, &q, e);
 	if (rc == 0)
 		rc = run_state(&q, was, sizeof(was), e);
 	bool stopped = rc == 0 && strcmp(was, "running") == 0;
@@ -746,7 +379,7 @@ static int vm_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 	if (fd < 0)
 		return err_set(e, 500, "internal", errno, "opening %s: %s", file, strerror(errno));
 	struct qmp q;
-	int rc = launch(drv, sb, fd, false, &q, e);
+	int rc = vm_launch(drv, sb, fd, false, &q, e);
 	close(fd);
 	if (rc == 0)
 		rc = wait_migration(sb, &q, true, e);
@@ -812,7 +445,7 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
 	/* a guest with a network device is built beside a tap of its own that leads nowhere */
 	if (rc == 0 && bb->boot->net)
 		rc = net_scratch(tmp, true, e);
-	if (rc == 0 && (rc = disk_create(blanks, disk, w->disk_mb, e)) == 0 && (rc = bind_sockets(bb->drv, w, e)) == 0 &&
+	if (rc == 0 && (rc = disk_create(blanks, disk, w->disk_mb, e)) == 0 && (rc = vm_bind_sockets(bb->drv, w, e)) == 0 &&
 	    (rc = vm_write_env(w, e)) == 0 && (rc = vm_write_boot(w, bb->boot, e)) == 0 &&
 	    (rc = boot_vm(bb->drv, w, true, e)) == 0)
 		rc = vm_agent_hello(agent, driver_vm.hello_timeout_ms, e);
@@ -875,7 +508,7 @@ static int vm_wake(struct driver *drv, struct sandbox *sb, struct err *e)
 	 * is room again, and QEMU writes what was refused; until then it waits, whole. */
 	char st[32] = "";
 	struct qmp q;
-	int rc = monitor(sb, &q, e);
+	int rc = vm_monitor(sb, &q, e);
 	if (rc == 0)
 		rc = run_state(&q, st, sizeof(st), e);
 	bool full = rc == 0 && strcmp(st, "io-error") == 0 && !vm_disk_has_room(sb);
@@ -908,9 +541,7 @@ static int vm_pid1_state(struct driver *drv, struct sandbox *sb, char *state)
 
 static int vm_stop(struct driver *drv, struct sandbox *sb, struct err *e)
 {
-	struct pending *p = take_pending(drv, sb->id);
-	if (p)
-		close_pending(p);
+	vm_drop_sockets(drv, sb->id);
 	int rc = vm_kill_qemu(sb, 0, e);
 	if (rc == 0)
 		vm_remove_cgroups(sb->id);
