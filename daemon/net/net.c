@@ -456,8 +456,13 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 	if (inner && (rc = refresh_inner(in, e)) < 0)
 		return rc;
 	struct err ignored = { 0 };
-	if (!fresh)
+	if (fresh) { /* a new network starts with no pins, whatever its slot held before */
+		char script[128];
+		snprintf(script, sizeof(script), "flush set inet space_%s " CHAIN_FMT "_pins\n", d->net_tag, sb->net_slot);
+		nft(NULL, script, true, &ignored);
+	} else {
 		net_hold(d, sb, false, &ignored); /* a suspend's, now over */
+	}
 	return net_apply(d, sb, e);
 }
 
@@ -512,6 +517,9 @@ int net_remove(struct daemon *d, struct sandbox *sb, struct err *e)
 	snprintf(script, sizeof(script), "delete element inet space_%s sandboxes { \"%s\" }\n", d->net_tag, name);
 	nft(NULL, script, true, e);
 	snprintf(script, sizeof(script), "delete chain inet space_%s " CHAIN_FMT "\n", d->net_tag, sb->net_slot);
+	nft(NULL, script, true, e);
+	/* and its pins: the slot's next sandbox, of whatever tenant, starts with none */
+	snprintf(script, sizeof(script), "delete set inet space_%s " CHAIN_FMT "_pins\n", d->net_tag, sb->net_slot);
 	nft(NULL, script, true, e);
 	int rc;
 	if (host_link(sb) && (rc = in_ns(NULL, del_step, name, "remove a sandbox's link", false, e)) < 0)

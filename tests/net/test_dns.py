@@ -207,3 +207,21 @@ def test_over_tcp_refusals_and_the_connection_limit_hold(api, make_sandbox):
     got = ask_tcp(api, sbid, "web.test", count=5)
     assert got[:4] == [{"rcode": 0, "a": [nettopo.PUBLIC[0]]}] * 4 and got[4] == {"closed": True}, got
     assert ask_tcp(api, sbid, "web.test") == [{"rcode": 0, "a": [nettopo.PUBLIC[0]]}]  # and after
+
+
+def test_a_slot_taken_again_starts_with_no_pins(api, make_sandbox, probe):
+    """The addresses pinned for one sandbox go with it: the next sandbox given the same slot
+    (the lowest free one, of whatever tenant: the slot picker knows no tenants) reaches none of
+    them, though the answer that pinned them lives on (TTL 300 s)."""
+    web = f"{nettopo.PUBLIC[0]}:80"
+    first = api.create(network={"egress": "allow", "allow": ["web.test"]})
+    try:
+        slot = network_of(api, first)["host_address"]
+        assert lookup(api, first, "web.test") == nettopo.PUBLIC[0]
+        assert reached(probe(first, [web]), web)
+    finally:
+        api.delete(first)
+    second = make_sandbox(network={"egress": "allow", "allow": ["web2.test"]})
+    assert network_of(api, second)["host_address"] == slot  # the slot the first one held
+    r = probe(second, [web])
+    assert stopped(r, web), r
