@@ -498,6 +498,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	daemon_lock(d);
+	rc = net_transit_check(d, &e);
+	daemon_unlock(d);
+	if (rc < 0) {
+		log_error("%s", e.msg);
+		return 2;
+	}
+
 	snapshot_cleanup(d);
 
 	/* 6b. release what no record owns: unfinished destroys, containers, mounts, loops, folders,

@@ -299,6 +299,17 @@ int net_init(struct daemon *d, struct err *e)
 	return nft(NULL, script, false, e);
 }
 
+int net_transit_check(struct daemon *d, struct err *e)
+{
+	for (struct sandbox *s = d->sandboxes; s; s = s->next)
+		if (s->network && s->net_transit[0] && strcmp(s->net_transit, d->net_transit) != 0)
+			return err_set(e, 400, "invalid_argument", EINVAL,
+				       "sandbox %s has its network in %s, not in --net-transit %s: start spaced with "
+				       "--net-transit %s (and delete the sandboxes there before changing it)",
+				       s->id, s->net_transit, d->net_transit, s->net_transit);
+	return 0;
+}
+
 int net_slot_pick(struct daemon *d)
 {
 	static unsigned char used[NET_SLOTS / 8]; /* [L] */

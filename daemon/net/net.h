@@ -53,6 +53,11 @@ int net_init(struct daemon *d, struct err *e);
  * normal form: 0, or -EINVAL. */
 int net_transit_parse(const char *in, char *out, size_t n);
 
+/* Whether every sandbox of d with a network has it in d->net_transit: 0, or -EINVAL with e
+ * naming one that does not (a spaced restarted with another --net-transit would give out
+ * addresses of that sandbox's range again: it refuses to start instead). [L] */
+int net_transit_check(struct daemon *d, struct err *e);
+
 /* A slot no sandbox of d holds, or -ENOSPC. [L] */
 int net_slot_pick(struct daemon *d);
 
