@@ -106,6 +106,24 @@ int net_scratch(const char *dir, bool make, struct err *e);
  * [takes d->lock] */
 int net_pin(struct daemon *d, const char *id, uint32_t addr, uint32_t seconds, struct err *e);
 
+/*
+ * Failing closed. What a sandbox sends is forwarded only once table inet space_<tag> has marked
+ * it (NET_MARK; routing rules at NET_RULE_PRIO refuse it unmarked), so a table removed by
+ * anyone (`nft flush ruleset`, a restart of nftables.service) leaves sandboxes reaching
+ * nothing beyond their host, not everything. A thread of net_watch_start checks every
+ * NET_WATCH_MS that the table is there (net_intact) and puts it back (net_restore): the
+ * table, the rules and every sandbox's policy; the pins of the answers before are lost (a
+ * sandbox's next question pins again).
+ */
+#define NET_MARK 0x10000000  /* the bit of a packet's mark that says "a sandbox's, checked" */
+#define NET_RULE_PRIO 100    /* the routing rules' priority (and the next one) */
+#define NET_WATCH_MS 1000    /* how often the table is looked for */
+
+bool net_intact(struct daemon *d);
+int net_restore(struct daemon *d, struct err *e); /* [takes d->lock] */
+int net_watch_start(struct daemon *d);            /* 0 or -errno */
+void net_watch_stop(struct daemon *d);
+
 /* Removes all of sb's network; what is already gone is fine. */
 int net_remove(struct daemon *d, struct sandbox *sb, struct err *e);
 
