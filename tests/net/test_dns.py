@@ -345,3 +345,11 @@ def test_one_tenants_floods_leave_every_other_sandbox_resolving(api, make_sandbo
         for t in threads:
             t.join()
     assert [o["exit_code"] for o in outs] == [0] * 16, outs
+
+
+def test_a_sandboxs_share_of_questions_waiting_holds_at_its_edge(api, make_sandbox):
+    """NET_DNS_PENDING_MAX (64) questions of one sandbox wait upstream at once: of 65 sent
+    together for a name upstream never answers, the 65th alone is answered, REFUSED."""
+    sbid = make_sandbox()
+    r = ask(api, sbid, nettopo.DROP, count=65)
+    assert r["answers"] == 1 and r["rcode"] == 5, r
