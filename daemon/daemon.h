@@ -208,6 +208,7 @@ struct tenant_load {
 struct proxy;
 struct build;
 struct dns;
+struct net_watch;
 
 struct daemon {
 	pthread_mutex_t lock;
@@ -270,6 +271,7 @@ struct daemon {
 	int ready_timeout_s;        /* --ready-timeout: a template's ready command's (core/ready.h) */
 	int dns_port;               /* --dns-port: the sandboxes' resolver's, in spaced's namespace */
 	struct dns *dns;            /* that resolver (net/dns.h) */
+	struct net_watch *net_watch; /* the thread that puts the sandboxes' rules back (net/net.h) */
 	bool metrics_busy;          /* [L] the sampling job runs (core/metrics.h) */
 	int64_t metrics_at_ms;      /* [L] when it last started (mono ms) */
 };

@@ -516,6 +516,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	daemon_lock(d);
+	rc = net_transit_check(d, &e);
+	daemon_unlock(d);
+	if (rc < 0) {
+		log_error("%s", e.msg);
+		return 2;
+	}
+
 	snapshot_cleanup(d);
 
 	/* 6b. release what no record owns: unfinished destroys, containers, mounts, loops, folders,
@@ -535,6 +543,9 @@ int main(int argc, char **argv)
 		return 1;
 	if (dns_start(d) < 0)
 		log_warn("sandboxes have no resolver of spaced's: their DNS questions go unanswered");
+	if ((rc = net_watch_start(d)) < 0)
+		log_warn("cannot watch the sandboxes' rules: %s; rules taken away stay away (sandboxes then reach "
+			 "nothing beyond this host)", strerror(-rc));
 	daemon_lock(d);
 	d->serving = true; /* the warm pools fill from here on: the start's sweeps are done */
 	daemon_unlock(d);
@@ -546,6 +557,7 @@ int main(int argc, char **argv)
 	int sig;
 	sigwait(&sigs, &sig);
 	log_info("stopping on signal %d; sandboxes keep running", sig);
+	net_watch_stop(d);
 	proxy_stop(d);
 	dns_stop(d);
 	http_stop(d);

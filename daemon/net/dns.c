@@ -2,24 +2,30 @@
  * daemon/net/dns.c - spaced's resolver (see dns.h).
  *
  * A question is answered at once (REFUSED) when the sandbox's policy refuses the name, or
- * sent upstream under an id of the resolver's own, remembered with the sandbox and the
- * asker's id in a table of NET_DNS_PENDING_TOTAL entries. The upstream's answer is matched by
- * that id and its question, the addresses pinned first when the name was allowed by name (so
- * that a connection right after the answer finds them reachable), then sent back under the
- * asker's id. A question unanswered upstream within NET_DNS_TIMEOUT_MS is forgotten: the
- * asker's own resolver library asks again.
+ * sent upstream under a random id of the resolver's own from a socket of its own (connected
+ * to the upstream, so bound by the kernel to a random port: an answer forged from elsewhere
+ * has to guess both), remembered with the sandbox and the asker's id. Each sandbox has its
+ * share, NET_DNS_PENDING_MAX questions waiting at once (more are REFUSED at once), and no
+ * table is shared: one sandbox's flood, or one tenant's many sandboxes' floods, leave the
+ * others' questions their places. The upstream's answer counts only from the upstream's
+ * address and port, with the id and question asked; its addresses are pinned first when the
+ * name was allowed by name (so that a connection right after the answer finds them
+ * reachable), then it is sent back under the asker's id. A question unanswered upstream within
+ * NET_DNS_TIMEOUT_MS is forgotten: the asker's own resolver library asks again.
  *
  * Over TCP (what a resolver library uses after a truncated answer), each connection has a
  * thread of its own that reads a question at a time (a two-byte length, then the message),
- * decides the same way and asks upstream over TCP on a connection of its own, every step
- * bounded by NET_DNS_TIMEOUT_MS; at most NET_DNS_TCP_MAX connections at once, and
- * NET_DNS_TCP_PER_SANDBOX of one sandbox (more are closed at once).
+ * decides the same way and asks upstream over TCP on a connection of its own. A whole message
+ * has NET_DNS_TCP_MSG_MS to come, however it trickles in (and the upstream's the same), so a
+ * connection is not held by a byte at a time. A sandbox has NET_DNS_TCP_PER_SANDBOX
+ * connections at once (more are closed at once), and so at most that many threads.
  */
 #include "daemon/net/dns.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,10 +44,11 @@
 #include "daemon/net/net.h"
 #include "daemon/net/policy.h"
 
-#define NET_DNS_PENDING_TOTAL 1024 /* questions waiting upstream, all sandboxes together */
+#define NET_DNS_BACKLOG 64 /* connections over TCP not yet accepted */
 
 struct pending {
-	bool used;
+	struct pending *next;
+	int fd;                   /* its socket to the upstream (in the epoll set) */
 	bool pin;                 /* the name was allowed by name: pin the answer's addresses */
 	uint16_t up_id, asker_id;
 	struct sockaddr_in asker; /* the sandbox's slot address and port */
@@ -51,8 +58,9 @@ struct pending {
 };
 
 struct tcp_conn {
+	struct tcp_conn *next;
 	struct dns *r;
-	int fd;                   /* -1: the place is free */
+	int fd;
 	struct sockaddr_in from;
 	char sandbox[SANDBOX_ID_LEN + 1];
 };
@@ -60,14 +68,14 @@ struct tcp_conn {
 struct dns {
 	struct daemon *d;
 	pthread_t thread;
-	int sfd, ufd, tfd, epfd, wakefd;
+	int sfd, tfd, epfd, wakefd;
 	bool upstream;            /* one is known: else every question is refused */
 	struct sockaddr_in up;
-	struct pending pend[NET_DNS_PENDING_TOTAL];
-	pthread_mutex_t tcp_lock; /* guards tcp[], tcp_open */
+	struct pending *pend;     /* the questions waiting upstream (the resolver's thread's) */
+	pthread_mutex_t tcp_lock; /* guards tcp, tcp_open */
 	pthread_cond_t tcp_gone;
 	int tcp_open;
-	struct tcp_conn tcp[NET_DNS_TCP_MAX];
+	struct tcp_conn *tcp;     /* the connections served */
 };
 
 /* The upstream resolver: --dns-upstream, else the first IPv4 nameserver of /etc/resolv.conf. */
@@ -159,40 +167,61 @@ static void on_question(struct dns *r)
 		refuse(r, msg, (size_t)n, &from);
 		return;
 	}
-	int mine = 0, free_at = -1;
-	int64_t now = mono_ms();
-	for (int i = 0; i < NET_DNS_PENDING_TOTAL; i++) {
-		struct pending *p = &r->pend[i];
-		if (p->used && now > p->deadline)
-			p->used = false; /* unanswered: the asker asks again */
-		if (p->used && !strcmp(p->sandbox, a.id))
-			mine++;
-		if (!p->used && free_at < 0)
-			free_at = i;
+	int mine = 0;
+	for (struct pending *p = r->pend; p; p = p->next)
+		mine += !strcmp(p->sandbox, a.id);
+	struct pending *p = mine < NET_DNS_PENDING_MAX ? calloc(1, sizeof(*p)) : NULL;
+	if (p) {
+		p->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = p };
+		if (p->fd < 0 || connect(p->fd, (const struct sockaddr *)&r->up, sizeof(r->up)) < 0 ||
+		    getrandom(&p->up_id, sizeof(p->up_id), 0) != (ssize_t)sizeof(p->up_id) ||
+		    epoll_ctl(r->epfd, EPOLL_CTL_ADD, p->fd, &ev) < 0) {
+			if (p->fd >= 0)
+				close(p->fd);
+			free(p);
+			p = NULL;
+		}
 	}
-	if (mine >= NET_DNS_PENDING_MAX || free_at < 0) {
+	if (!p) {
 		refuse(r, msg, (size_t)n, &from); /* a flood is one sandbox's own problem */
 		return;
 	}
-	struct pending *p = &r->pend[free_at];
-	uint16_t id;
-	bool taken;
-	do { /* an id no other question waiting upstream has */
-		if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
-			return;
-		taken = false;
-		for (int i = 0; i < NET_DNS_PENDING_TOTAL && !taken; i++)
-			taken = r->pend[i].used && r->pend[i].up_id == id;
-	} while (taken);
-	*p = (struct pending){ .used = true, .pin = a.verdict == NET_NAME_PIN, .up_id = id,
-			       .asker_id = (uint16_t)(msg[0] << 8 | msg[1]), .asker = from,
-			       .deadline = now + NET_DNS_TIMEOUT_MS };
+	p->pin = a.verdict == NET_NAME_PIN;
+	p->asker_id = (uint16_t)(msg[0] << 8 | msg[1]);
+	p->asker = from;
+	p->deadline = mono_ms() + NET_DNS_TIMEOUT_MS;
 	snprintf(p->sandbox, sizeof(p->sandbox), "%s", a.id);
 	snprintf(p->name, sizeof(p->name), "%s", name);
-	msg[0] = (uint8_t)(id >> 8);
-	msg[1] = (uint8_t)id;
-	if (send(r->ufd, msg, (size_t)n, MSG_DONTWAIT) != n)
-		p->used = false;
+	p->next = r->pend;
+	r->pend = p;
+	msg[0] = (uint8_t)(p->up_id >> 8);
+	msg[1] = (uint8_t)p->up_id;
+	if (send(p->fd, msg, (size_t)n, MSG_DONTWAIT) != n)
+		p->deadline = 0; /* forgotten at the next sweep */
+}
+
+/* Forgets p (closing its socket takes it out of the epoll set). */
+static void forget(struct dns *r, struct pending *p)
+{
+	for (struct pending **pp = &r->pend; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	close(p->fd);
+	free(p);
+}
+
+/* Forgets the questions unanswered in time: the askers ask again. */
+static void sweep(struct dns *r)
+{
+	int64_t now = mono_ms();
+	for (struct pending *p = r->pend, *next; p; p = next) {
+		next = p->next;
+		if (now >= p->deadline)
+			forget(r, p);
+	}
 }
 
 struct pins {
@@ -209,47 +238,52 @@ static void pin_one(uint32_t addr, uint32_t ttl, void *ctx)
 		log_warn("sandbox %s: cannot pin an answer of its resolver: %s", ps->sandbox, e.msg);
 }
 
-static void on_answer(struct dns *r)
+static void on_answer(struct dns *r, struct pending *p)
 {
 	uint8_t msg[NET_DNS_MSG_MAX];
-	ssize_t n = recv(r->ufd, msg, sizeof(msg), MSG_DONTWAIT);
-	if (n < 12)
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	ssize_t n = recvfrom(p->fd, msg, sizeof(msg), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+	/* only the upstream's address and port, and the id asked (the socket is connected: the
+	 * kernel lets nothing else through, and this says so where it is relied on) */
+	if (n < 12 || fl != sizeof(from) || from.sin_addr.s_addr != r->up.sin_addr.s_addr ||
+	    from.sin_port != r->up.sin_port || (uint16_t)(msg[0] << 8 | msg[1]) != p->up_id)
 		return;
-	uint16_t id = (uint16_t)(msg[0] << 8 | msg[1]);
-	for (int i = 0; i < NET_DNS_PENDING_TOTAL; i++) {
-		struct pending *p = &r->pend[i];
-		if (!p->used || p->up_id != id)
-			continue;
-		/* the answer's question must be the one asked (the flags say "answer": read it as a
-		 * query's by clearing them in a copy) */
-		uint8_t head[NET_DNS_MSG_MAX];
-		memcpy(head, msg, (size_t)n);
-		head[2] = 0;
-		head[3] = 0;
-		char name[256];
-		uint16_t qtype;
-		if (dns_question(head, (size_t)n, name, sizeof(name), &qtype) < 0 || strcmp(name, p->name) != 0)
-			return;
-		p->used = false;
-		if (p->pin) {
-			struct pins ps = { .d = r->d, .sandbox = p->sandbox };
-			dns_answers_a(msg, (size_t)n, pin_one, &ps);
-		}
-		msg[0] = (uint8_t)(p->asker_id >> 8);
-		msg[1] = (uint8_t)p->asker_id;
-		reply(r, msg, (size_t)n, &p->asker);
+	/* the answer's question must be the one asked (the flags say "answer": read it as a
+	 * query's by clearing them in a copy) */
+	uint8_t head[NET_DNS_MSG_MAX];
+	memcpy(head, msg, (size_t)n);
+	head[2] = 0;
+	head[3] = 0;
+	char name[256];
+	uint16_t qtype;
+	if (dns_question(head, (size_t)n, name, sizeof(name), &qtype) < 0 || strcmp(name, p->name) != 0)
 		return;
+	if (p->pin) {
+		struct pins ps = { .d = r->d, .sandbox = p->sandbox };
+		dns_answers_a(msg, (size_t)n, pin_one, &ps);
 	}
+	msg[0] = (uint8_t)(p->asker_id >> 8);
+	msg[1] = (uint8_t)p->asker_id;
+	reply(r, msg, (size_t)n, &p->asker);
+	forget(r, p);
 }
 
 /* ---- over TCP ---- */
 
-/* Reads exactly n bytes (the socket's timeout bounds each read): 0, or -1. */
-static int read_all(int fd, uint8_t *p, size_t n)
+/* Reads exactly n bytes by the time mono_ms() reaches deadline: 0, or -1. */
+static int read_all(int fd, uint8_t *p, size_t n, int64_t deadline)
 {
 	while (n > 0) {
-		ssize_t r = recv(fd, p, n, 0);
-		if (r < 0 && errno == EINTR)
+		int64_t left = deadline - mono_ms();
+		struct pollfd in = { .fd = fd, .events = POLLIN };
+		int ready = left > 0 ? poll(&in, 1, (int)left) : 0;
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready <= 0)
+			return -1; /* the message's time is up, however much of it came */
+		ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (r <= 0)
 			return -1;
@@ -275,14 +309,16 @@ static int send_framed(int fd, const uint8_t *msg, size_t n)
 	return send(fd, msg + done, n - done, MSG_NOSIGNAL) == (ssize_t)(n - done) ? 0 : -1;
 }
 
-/* One framed message into msg (at most NET_DNS_TCP_MSG_MAX): its length, or -1. */
-static ssize_t recv_framed(int fd, uint8_t *msg)
+/* One framed message into msg (at most NET_DNS_TCP_MSG_MAX), whole within ms from now: its
+ * length, or -1. */
+static ssize_t recv_framed(int fd, uint8_t *msg, int ms)
 {
 	uint8_t len[2];
-	if (read_all(fd, len, 2) < 0)
+	int64_t deadline = mono_ms() + ms;
+	if (read_all(fd, len, 2, deadline) < 0)
 		return -1;
 	size_t n = (size_t)len[0] << 8 | len[1];
-	return n >= 12 && read_all(fd, msg, n) == 0 ? (ssize_t)n : -1;
+	return n >= 12 && read_all(fd, msg, n, deadline) == 0 ? (ssize_t)n : -1;
 }
 
 static void timeouts(int fd, int ms)
@@ -301,7 +337,7 @@ static ssize_t ask_tcp(struct dns *r, const uint8_t *q, size_t n, uint8_t *ans)
 	timeouts(u, NET_DNS_TIMEOUT_MS);
 	ssize_t got = -1;
 	if (connect(u, (struct sockaddr *)&r->up, sizeof(r->up)) == 0 && send_framed(u, q, n) == 0)
-		got = recv_framed(u, ans);
+		got = recv_framed(u, ans, NET_DNS_TIMEOUT_MS);
 	close(u);
 	return got;
 }
@@ -330,9 +366,9 @@ static void *tcp_main(void *arg)
 	struct tcp_conn *c = arg;
 	struct dns *r = c->r;
 	uint8_t *q = malloc(NET_DNS_TCP_MSG_MAX), *ans = malloc(NET_DNS_TCP_MSG_MAX);
-	timeouts(c->fd, NET_DNS_TIMEOUT_MS);
+	timeouts(c->fd, NET_DNS_TIMEOUT_MS); /* the answer's sending */
 	ssize_t n;
-	while (q && ans && (n = recv_framed(c->fd, q)) > 0) {
+	while (q && ans && (n = recv_framed(c->fd, q, NET_DNS_TCP_MSG_MS)) > 0) {
 		char name[256];
 		uint16_t qtype;
 		bool parsed = dns_question(q, (size_t)n, name, sizeof(name), &qtype) == 0;
@@ -357,8 +393,13 @@ static void *tcp_main(void *arg)
 	free(q);
 	free(ans);
 	pthread_mutex_lock(&r->tcp_lock);
+	for (struct tcp_conn **pc = &r->tcp; *pc; pc = &(*pc)->next)
+		if (*pc == c) {
+			*pc = c->next;
+			break;
+		}
 	close(c->fd);
-	c->fd = -1;
+	free(c);
 	r->tcp_open--;
 	pthread_cond_broadcast(&r->tcp_gone);
 	pthread_mutex_unlock(&r->tcp_lock);
@@ -376,25 +417,22 @@ static void on_connection(struct dns *r)
 	struct asker a = who(r->d, &from, NULL);
 	pthread_mutex_lock(&r->tcp_lock);
 	int mine = 0;
-	struct tcp_conn *c = NULL;
-	for (int i = 0; i < NET_DNS_TCP_MAX; i++) {
-		if (r->tcp[i].fd >= 0 && !strcmp(r->tcp[i].sandbox, a.id))
-			mine++;
-		else if (r->tcp[i].fd < 0 && !c)
-			c = &r->tcp[i];
-	}
+	for (struct tcp_conn *o = r->tcp; o; o = o->next)
+		mine += !strcmp(o->sandbox, a.id);
 	pthread_t t;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (a.found && c && mine < NET_DNS_TCP_PER_SANDBOX) {
-		*c = (struct tcp_conn){ .r = r, .fd = fd, .from = from };
+	struct tcp_conn *c = a.found && mine < NET_DNS_TCP_PER_SANDBOX ? calloc(1, sizeof(*c)) : NULL;
+	if (c) {
+		*c = (struct tcp_conn){ .next = r->tcp, .r = r, .fd = fd, .from = from };
 		snprintf(c->sandbox, sizeof(c->sandbox), "%s", a.id);
 		if (pthread_create(&t, &attr, tcp_main, c) == 0) {
+			r->tcp = c;
 			r->tcp_open++;
 			fd = -1;
 		} else {
-			c->fd = -1;
+			free(c);
 		}
 	}
 	pthread_attr_destroy(&attr);
@@ -410,16 +448,17 @@ static void *dns_main(void *arg)
 	for (;;) {
 		int n = epoll_wait(r->epfd, evs, 16, 1000);
 		for (int i = 0; i < n; i++) {
-			int fd = evs[i].data.fd;
-			if (fd == r->wakefd)
+			void *at = evs[i].data.ptr; /* one of r's sockets, or a question waiting upstream */
+			if (at == &r->wakefd)
 				return NULL;
-			if (fd == r->sfd)
+			if (at == &r->sfd)
 				on_question(r);
-			else if (fd == r->ufd)
-				on_answer(r);
-			else if (fd == r->tfd)
+			else if (at == &r->tfd)
 				on_connection(r);
+			else
+				on_answer(r, at);
 		}
+		sweep(r);
 	}
 }
 
@@ -440,33 +479,30 @@ int dns_start(struct daemon *d)
 	r->up = up;
 	pthread_mutex_init(&r->tcp_lock, NULL);
 	pthread_cond_init(&r->tcp_gone, NULL);
-	for (int i = 0; i < NET_DNS_TCP_MAX; i++)
-		r->tcp[i].fd = -1;
 	r->sfd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	r->ufd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	r->tfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	r->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	int rc = 0, one = 1;
 	if (r->tfd >= 0)
 		setsockopt(r->tfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (r->sfd < 0 || r->ufd < 0 || r->tfd < 0 || r->epfd < 0 || r->wakefd < 0 ||
+	if (r->sfd < 0 || r->tfd < 0 || r->epfd < 0 || r->wakefd < 0 ||
 	    bind(r->sfd, (struct sockaddr *)&at, sizeof(at)) < 0 || bind(r->tfd, (struct sockaddr *)&at, sizeof(at)) < 0 ||
-	    listen(r->tfd, NET_DNS_TCP_MAX) < 0 || (up.sin_port && connect(r->ufd, (struct sockaddr *)&up, sizeof(up)) < 0))
+	    listen(r->tfd, NET_DNS_BACKLOG) < 0)
 		rc = -errno;
-	int fds[] = { r->sfd, r->ufd, r->tfd, r->wakefd };
-	for (int i = 0; rc == 0 && i < 4; i++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
-		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+	int *fds[] = { &r->sfd, &r->tfd, &r->wakefd };
+	for (int i = 0; rc == 0 && i < 3; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = fds[i] };
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, *fds[i], &ev) < 0)
 			rc = -errno;
 	}
 	if (rc == 0)
 		rc = -pthread_create(&r->thread, NULL, dns_main, r);
 	if (rc < 0) {
 		log_error("cannot start the sandboxes' resolver on port %d: %s", d->dns_port, strerror(-rc));
-		for (int i = 0; i < 4; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
+		for (int i = 0; i < 3; i++)
+			if (*fds[i] >= 0)
+				close(*fds[i]);
 		if (r->epfd >= 0)
 			close(r->epfd);
 		free(r);
@@ -491,15 +527,15 @@ void dns_stop(struct daemon *d)
 	pthread_join(r->thread, NULL);
 	/* the connections' threads end once their sockets do */
 	pthread_mutex_lock(&r->tcp_lock);
-	for (int i = 0; i < NET_DNS_TCP_MAX; i++)
-		if (r->tcp[i].fd >= 0)
-			shutdown(r->tcp[i].fd, SHUT_RDWR);
+	for (struct tcp_conn *c = r->tcp; c; c = c->next)
+		shutdown(c->fd, SHUT_RDWR);
 	while (r->tcp_open > 0)
 		pthread_cond_wait(&r->tcp_gone, &r->tcp_lock);
 	pthread_mutex_unlock(&r->tcp_lock);
 	close(r->tfd);
 	close(r->sfd);
-	close(r->ufd);
+	while (r->pend)
+		forget(r, r->pend);
 	close(r->wakefd);
 	close(r->epfd);
 	free(r);

@@ -9,6 +9,7 @@
  * sent back; for a name allowed by name, the answer's IPv4 addresses are pinned in the
  * sandbox's set for their TTL (at least NET_DNS_PIN_MIN_S, at most NET_DNS_PIN_MAX_S), which
  * is what makes them reachable. One thread, one epoll set; a thread per TCP connection.
+ * Each sandbox has its share of questions waiting and of connections; none is shared.
  *
  * The wire format's parsing is pure (dns_wire.c) for the unit test and the fuzz target.
  */
@@ -22,12 +23,15 @@
 
 #define NET_DNS_PORT 10053          /* where the resolver listens in spaced's namespace */
 #define NET_DNS_MSG_MAX 1232        /* bytes of a query or answer over UDP (EDNS's safe size) */
-#define NET_DNS_PENDING_MAX 64      /* questions of one sandbox waiting upstream; more: REFUSED */
+#define NET_DNS_PENDING_MAX 64      /* questions of one sandbox waiting upstream (its share, a
+                                       socket each); more: REFUSED */
 #define NET_DNS_TIMEOUT_MS 5000     /* for the upstream's answer */
 #define NET_DNS_PIN_MIN_S 5         /* an answer's addresses stay reachable at least this long */
 #define NET_DNS_PIN_MAX_S 86400
-#define NET_DNS_TCP_MAX 64          /* connections over TCP at once, all sandboxes together */
-#define NET_DNS_TCP_PER_SANDBOX 4   /* of one sandbox; more are closed at once */
+#define NET_DNS_TCP_PER_SANDBOX 4   /* connections over TCP of one sandbox at once (its share,
+                                       a thread each); more are closed at once */
+#define NET_DNS_TCP_MSG_MS 5000     /* for a whole question over TCP to come, from when the
+                                       resolver waits for it (then the connection is closed) */
 #define NET_DNS_TCP_MSG_MAX 65535   /* a message over TCP (its length is two bytes) */
 
 /* Starts the resolver (its upstream: d->dns_upstream, else the first nameserver of

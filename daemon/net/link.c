@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <libmnl/libmnl.h>
+#include <linux/fib_rules.h>
 #include <linux/if_link.h>
 #include <linux/if_tun.h>
 #include <linux/rtnetlink.h>
@@ -170,4 +171,28 @@ int link_default_route(struct link_nl *nl, const char *dev, const char *via)
 	mnl_attr_put(h, RTA_GATEWAY, sizeof(gw), &gw);
 	mnl_attr_put_u32(h, RTA_OIF, idx);
 	return transact(nl, h);
+}
+
+int link_rule_add(struct link_nl *nl, const struct link_rule *r)
+{
+	struct in_addr from;
+	if (inet_pton(AF_INET, r->from, &from) != 1 || r->from_len < 0 || r->from_len > 32)
+		return -EINVAL;
+	char buf[MSG_MAX];
+	struct nlmsghdr *h = start(nl, buf, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL);
+	struct fib_rule_hdr *fr = mnl_nlmsg_put_extra_header(h, sizeof(*fr));
+	fr->family = AF_INET;
+	fr->src_len = (uint8_t)r->from_len;
+	fr->action = r->prohibit ? FR_ACT_PROHIBIT : FR_ACT_TO_TBL;
+	fr->table = r->prohibit ? RT_TABLE_UNSPEC : RT_TABLE_MAIN;
+	mnl_attr_put_u32(h, FRA_PRIORITY, r->prio);
+	mnl_attr_put(h, FRA_SRC, sizeof(from), &from);
+	if (r->iif)
+		mnl_attr_put_strz(h, FRA_IIFNAME, r->iif);
+	if (r->mask) {
+		mnl_attr_put_u32(h, FRA_FWMARK, 0);
+		mnl_attr_put_u32(h, FRA_FWMASK, r->mask);
+	}
+	int rc = transact(nl, h);
+	return rc == -EEXIST ? 0 : rc;
 }

@@ -12,6 +12,7 @@
 #ifndef SPACE_DAEMON_NET_LINK_H
 #define SPACE_DAEMON_NET_LINK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct mnl_socket;
@@ -40,5 +41,20 @@ int link_addr(struct link_nl *nl, const char *name, const char *addr, int prefix
 
 /* The default route via the gateway, out of dev. */
 int link_default_route(struct link_nl *nl, const char *dev, const char *via);
+
+/* A routing rule (`ip rule`) at priority prio for IPv4 packets from from/from_len: those
+ * routed on this host's behalf alone with iif "lo", those whose mark has no bit of mask set
+ * with mask (mark 0), any otherwise. A prohibited packet is refused (ICMP "administratively
+ * prohibited" to a sender elsewhere), others look the main table up. A rule already there is
+ * fine. */
+struct link_rule {
+	uint32_t prio;
+	const char *from;
+	int from_len;
+	const char *iif; /* or NULL */
+	uint32_t mask;   /* or 0 */
+	bool prohibit;
+};
+int link_rule_add(struct link_nl *nl, const struct link_rule *r);
 
 #endif

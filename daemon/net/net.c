@@ -247,6 +247,31 @@ static const char *const FORWARD[] = { "net/ipv4/ip_forward", NULL };
 static const char *const INNER_NO_IPV6[] = { "net/ipv6/conf/eth0/disable_ipv6", NULL };
 static const char *const TIME_WAIT[] = { "net/netfilter/nf_conntrack_tcp_timeout_time_wait", NULL };
 
+static int host_table(struct daemon *d, struct err *e);
+
+static int rules_steps(struct link_nl *nl, const void *arg)
+{
+	const struct daemon *d = arg;
+	int prefix;
+	uint32_t base = range_of(d->net_transit, &prefix);
+	char from[16];
+	struct in_addr a = { .s_addr = htonl(base) };
+	inet_ntop(AF_INET, &a, from, sizeof(from));
+	/* what this host sends from the range (to a sandbox: its resolver, its proxy) is routed as
+	 * ever; what the range sends through it goes nowhere unless table space_<tag> marked it */
+	struct link_rule own = { .prio = NET_RULE_PRIO, .from = from, .from_len = prefix, .iif = "lo" };
+	struct link_rule unmarked = { .prio = NET_RULE_PRIO + 1, .from = from, .from_len = prefix, .mask = NET_MARK,
+				      .prohibit = true };
+	int rc = link_rule_add(nl, &own);
+	return rc < 0 ? rc : link_rule_add(nl, &unmarked);
+}
+
+/* The routing rules that make sandboxes' networks fail closed (see host_table's chain checked). */
+static int host_rules(struct daemon *d, struct err *e)
+{
+	return in_ns(NULL, rules_steps, d, "add the routing rules of the sandboxes' range", false, e);
+}
+
 int net_init(struct daemon *d, struct err *e)
 {
 	uint32_t h = 2166136261u; /* FNV-1a of the state dir: the tag */
@@ -263,6 +288,13 @@ int net_init(struct daemon *d, struct err *e)
 		return err_set(e, 500, "internal", rc, "cannot turn IPv4 forwarding on: %s", strerror(rc));
 	}
 	close(fd);
+	int rc = host_rules(d, e);
+	return rc < 0 ? rc : host_table(d, e);
+}
+
+/* Table inet space_<tag>, afresh: what keeps sandboxes to their policies in spaced's namespace. */
+static int host_table(struct daemon *d, struct err *e)
+{
 	char permits[NET_PERMITS_MAX * 20 + 64] = "";
 	size_t used = 0;
 	for (int i = 0; i < d->net_npermits; i++)
@@ -281,6 +313,10 @@ int net_init(struct daemon *d, struct err *e)
 		 "  set blocked { type ipv4_addr; flags interval; elements = { " NET_BLOCKED " }; }\n"
 		 "  set permitted { type ipv4_addr; flags interval; %s }\n"
 		 "  map sandboxes { type ifname : verdict; }\n"
+		 /* what comes from a sandbox is marked before it is routed: the routing rules
+		  * (host_rules) refuse to forward it unmarked, so it goes nowhere without this table */
+		 "  chain checked { type filter hook prerouting priority mangle; policy accept;\n"
+		 "    iifname \"sp%s*\" meta mark set meta mark | 0x%x; }\n"
 		 "  chain input { type filter hook input priority filter - 10; policy accept;\n"
 		 "    iifname \"sp%s*\" ct state established,related accept\n"
 		 "    iifname \"sp%s*\" meta l4proto { tcp, udp } th dport %d accept\n"
@@ -295,8 +331,19 @@ int net_init(struct daemon *d, struct err *e)
 		 "  chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
 		 "    iifname \"sp%s*\" oifname != \"sp%s*\" masquerade; }\n"
 		 "}\n",
-		 t, t, t, permits, t, t, d->dns_port, t, t, t, t, t, t, t, t);
+		 t, t, t, permits, t, NET_MARK, t, t, d->dns_port, t, t, t, t, t, t, t, t);
 	return nft(NULL, script, false, e);
+}
+
+int net_transit_check(struct daemon *d, struct err *e)
+{
+	for (struct sandbox *s = d->sandboxes; s; s = s->next)
+		if (s->network && s->net_transit[0] && strcmp(s->net_transit, d->net_transit) != 0)
+			return err_set(e, 400, "invalid_argument", EINVAL,
+				       "sandbox %s has its network in %s, not in --net-transit %s: start spaced with "
+				       "--net-transit %s (and delete the sandboxes there before changing it)",
+				       s->id, s->net_transit, d->net_transit, s->net_transit);
+	return 0;
 }
 
 int net_slot_pick(struct daemon *d)
@@ -456,8 +503,13 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 	if (inner && (rc = refresh_inner(in, e)) < 0)
 		return rc;
 	struct err ignored = { 0 };
-	if (!fresh)
+	if (fresh) { /* a new network starts with no pins, whatever its slot held before */
+		char script[128];
+		snprintf(script, sizeof(script), "flush set inet space_%s " CHAIN_FMT "_pins\n", d->net_tag, sb->net_slot);
+		nft(NULL, script, true, &ignored);
+	} else {
 		net_hold(d, sb, false, &ignored); /* a suspend's, now over */
+	}
 	return net_apply(d, sb, e);
 }
 
@@ -482,23 +534,76 @@ int net_apply(struct daemon *d, struct sandbox *sb, struct err *e)
 	return net_apply_policy(d, sb, sb->network, e);
 }
 
-int net_apply_policy(struct daemon *d, const struct sandbox *sb, const json_t *policy, struct err *e)
+/* The chain of slot's policy, and the map's way to it (sandbox id's, for errors). */
+static int apply_slot(struct daemon *d, int slot, const char *id, const json_t *policy, struct err *e)
 {
 	char *script = malloc(SCRIPT_MAX), chain[16];
 	if (!script)
 		return err_set(e, 500, "internal", ENOMEM, "out of memory");
-	snprintf(chain, sizeof(chain), CHAIN_FMT, sb->net_slot);
+	snprintf(chain, sizeof(chain), CHAIN_FMT, slot);
 	char table[32], name[IF_NAMESIZE];
 	snprintf(table, sizeof(table), "space_%s", d->net_tag);
-	host_if(sb, name, sizeof(name));
+	snprintf(name, sizeof(name), "sp%s%d", d->net_tag, slot);
 	int n = net_policy_rules(policy, table, chain, script, SCRIPT_MAX - 128);
-	int rc = n < 0 ? err_set(e, 500, "internal", -n, "the policy of %s is too long to render", sb->id) : 0;
+	int rc = n < 0 ? err_set(e, 500, "internal", -n, "the policy of %s is too long to render", id) : 0;
 	if (rc == 0) {
 		snprintf(script + n, SCRIPT_MAX - (size_t)n, "add element inet %s sandboxes { \"%s\" : jump %s }\n", table,
 			 name, chain);
 		rc = nft(NULL, script, false, e);
 	}
 	free(script);
+	return rc;
+}
+
+int net_apply_policy(struct daemon *d, const struct sandbox *sb, const json_t *policy, struct err *e)
+{
+	return apply_slot(d, sb->net_slot, sb->id, policy, e);
+}
+
+bool net_intact(struct daemon *d)
+{
+	/* a command each: libnftables 1.0.6 finds no chain for a second "list chain" in one run */
+	static const char *const chains[] = { "checked", "forward" };
+	for (size_t i = 0; i < sizeof(chains) / sizeof(chains[0]); i++) {
+		char script[128];
+		snprintf(script, sizeof(script), "list chain inet space_%s %s\n", d->net_tag, chains[i]);
+		if (nft(NULL, script, true, NULL) < 0)
+			return false;
+	}
+	return true;
+}
+
+struct held {
+	int slot;
+	char id[SANDBOX_ID_LEN + 1];
+	json_t *policy;
+};
+
+int net_restore(struct daemon *d, struct err *e)
+{
+	int n = 0, rc;
+	daemon_lock(d);
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		n += sb->network != NULL && sb->net_slot >= 0;
+	struct held *all = calloc((size_t)n + 1, sizeof(*all));
+	n = 0;
+	for (struct sandbox *sb = d->sandboxes; all && sb; sb = sb->next)
+		if (sb->network && sb->net_slot >= 0) {
+			all[n] = (struct held){ .slot = sb->net_slot, .policy = json_deep_copy(sb->network) };
+			snprintf(all[n++].id, sizeof(all[0].id), "%s", sb->id);
+		}
+	daemon_unlock(d);
+	if (!all)
+		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+	if ((rc = host_rules(d, e)) == 0)
+		rc = host_table(d, e);
+	for (int i = 0; i < n; i++) {
+		struct err one = { 0 };
+		if (rc == 0 && all[i].policy && apply_slot(d, all[i].slot, all[i].id, all[i].policy, &one) < 0)
+			log_warn("sandbox %s: cannot put its network policy back: %s", all[i].id, one.msg);
+		json_decref(all[i].policy);
+	}
+	free(all);
 	return rc;
 }
 
@@ -512,6 +617,9 @@ int net_remove(struct daemon *d, struct sandbox *sb, struct err *e)
 	snprintf(script, sizeof(script), "delete element inet space_%s sandboxes { \"%s\" }\n", d->net_tag, name);
 	nft(NULL, script, true, e);
 	snprintf(script, sizeof(script), "delete chain inet space_%s " CHAIN_FMT "\n", d->net_tag, sb->net_slot);
+	nft(NULL, script, true, e);
+	/* and its pins: the slot's next sandbox, of whatever tenant, starts with none */
+	snprintf(script, sizeof(script), "delete set inet space_%s " CHAIN_FMT "_pins\n", d->net_tag, sb->net_slot);
 	nft(NULL, script, true, e);
 	int rc;
 	if (host_link(sb) && (rc = in_ns(NULL, del_step, name, "remove a sandbox's link", false, e)) < 0)

@@ -53,6 +53,11 @@ int net_init(struct daemon *d, struct err *e);
  * normal form: 0, or -EINVAL. */
 int net_transit_parse(const char *in, char *out, size_t n);
 
+/* Whether every sandbox of d with a network has it in d->net_transit: 0, or -EINVAL with e
+ * naming one that does not (a spaced restarted with another --net-transit would give out
+ * addresses of that sandbox's range again: it refuses to start instead). [L] */
+int net_transit_check(struct daemon *d, struct err *e);
+
 /* A slot no sandbox of d holds, or -ENOSPC. [L] */
 int net_slot_pick(struct daemon *d);
 
@@ -100,6 +105,24 @@ int net_scratch(const char *dir, bool make, struct err *e);
  * its resolver answered for a name it may reach). 0, or -errno with e (404: no such sandbox).
  * [takes d->lock] */
 int net_pin(struct daemon *d, const char *id, uint32_t addr, uint32_t seconds, struct err *e);
+
+/*
+ * Failing closed. What a sandbox sends is forwarded only once table inet space_<tag> has marked
+ * it (NET_MARK; routing rules at NET_RULE_PRIO refuse it unmarked), so a table removed by
+ * anyone (`nft flush ruleset`, a restart of nftables.service) leaves sandboxes reaching
+ * nothing beyond their host, not everything. A thread of net_watch_start checks every
+ * NET_WATCH_MS that the table is there (net_intact) and puts it back (net_restore): the
+ * table, the rules and every sandbox's policy; the pins of the answers before are lost (a
+ * sandbox's next question pins again).
+ */
+#define NET_MARK 0x10000000  /* the bit of a packet's mark that says "a sandbox's, checked" */
+#define NET_RULE_PRIO 100    /* the routing rules' priority (and the next one) */
+#define NET_WATCH_MS 1000    /* how often the table is looked for */
+
+bool net_intact(struct daemon *d);
+int net_restore(struct daemon *d, struct err *e); /* [takes d->lock] */
+int net_watch_start(struct daemon *d);            /* 0 or -errno */
+void net_watch_stop(struct daemon *d);
 
 /* Removes all of sb's network; what is already gone is fine. */
 int net_remove(struct daemon *d, struct sandbox *sb, struct err *e);

@@ -207,3 +207,149 @@ def test_over_tcp_refusals_and_the_connection_limit_hold(api, make_sandbox):
     got = ask_tcp(api, sbid, "web.test", count=5)
     assert got[:4] == [{"rcode": 0, "a": [nettopo.PUBLIC[0]]}] * 4 and got[4] == {"closed": True}, got
     assert ask_tcp(api, sbid, "web.test") == [{"rcode": 0, "a": [nettopo.PUBLIC[0]]}]  # and after
+
+
+def test_a_slot_taken_again_starts_with_no_pins(api, make_sandbox, probe):
+    """The addresses pinned for one sandbox go with it: the next sandbox given the same slot
+    (the lowest free one, of whatever tenant: the slot picker knows no tenants) reaches none of
+    them, though the answer that pinned them lives on (TTL 300 s)."""
+    web = f"{nettopo.PUBLIC[0]}:80"
+    first = api.create(network={"egress": "allow", "allow": ["web.test"]})
+    try:
+        slot = network_of(api, first)["host_address"]
+        assert lookup(api, first, "web.test") == nettopo.PUBLIC[0]
+        assert reached(probe(first, [web]), web)
+    finally:
+        api.delete(first)
+    second = make_sandbox(network={"egress": "allow", "allow": ["web2.test"]})
+    assert network_of(api, second)["host_address"] == slot  # the slot the first one held
+    r = probe(second, [web])
+    assert stopped(r, web), r
+
+
+def test_upstream_questions_leave_from_many_ports(api, make_sandbox, topo):
+    """Each question asked upstream leaves from a socket of its own, on a port the kernel picks
+    at random: an answer forged from elsewhere has to guess the port as well as the id. Seen at
+    the made-up internet's resolver."""
+    sbid = make_sandbox()
+    with open(topo.dns_log) as f:
+        before = len(f.readlines())
+    r = ask(api, sbid, "web.test", count=8)
+    assert r["answers"] == 8 and r["a"] == [nettopo.PUBLIC[0]], r
+    with open(topo.dns_log) as f:
+        ports = {line.strip().rsplit(":", 1)[1] for line in f.readlines()[before:]}
+    assert len(ports) > 1, ports
+
+
+# A question over TCP sent a byte at a time, `pause` seconds apart: prints how many of its bytes
+# went before the resolver closed the connection, and how many it has.
+TRICKLE = textwrap.dedent(r"""
+    import json, select, socket, struct, sys, time
+    pause = float(sys.argv[1])
+    q = struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\x03web\x04test\x00" + struct.pack("!HH", 1, 1)
+    msg = struct.pack("!H", len(q)) + q
+    c = socket.create_connection(("169.254.0.22", 53), timeout=10)
+    sent = 0
+    for b in msg:
+        if select.select([c], [], [], pause)[0] and not c.recv(1):
+            break  # closed by the resolver
+        try:
+            c.send(bytes([b]))
+        except OSError:
+            break
+        sent += 1
+    print(json.dumps({"sent": sent, "whole": len(msg)}))
+""")
+
+
+def test_a_question_trickled_over_tcp_is_cut_at_its_deadline(api, make_sandbox):
+    """A question over TCP has NET_DNS_TCP_MSG_MS (5 s) to come whole, however it trickles in:
+    one sent a byte every 0.7 s (18 s in all) is cut before its end, so it holds no place of
+    the sandbox's share for long."""
+    sbid = make_sandbox()
+    res = api.exec(sbid, ["python3", "-c", TRICKLE, "0.7"], timeout=120)
+    assert res["exit_code"] == 0, res
+    r = json.loads(res["stdout"])
+    assert r["sent"] < r["whole"], r
+    assert ask_tcp(api, sbid, "web.test") == [{"rcode": 0, "a": [nettopo.PUBLIC[0]]}]  # a whole one is served
+
+
+# One sandbox's share taken, for `seconds`: questions for a name never answered upstream, over
+# UDP, 80 a second (more than its share of 64 waiting), and NET_DNS_TCP_PER_SANDBOX connections over TCP kept open a byte at a time.
+FLOOD = textwrap.dedent(r"""
+    import os, socket, struct, sys, time
+    until = time.time() + float(sys.argv[1])
+    q = struct.pack("!HHHHH", 0x0100, 1, 0, 0, 0) + b"\x04drop\x04test\x00" + struct.pack("!HH", 1, 1)
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.setblocking(False)
+    conns = []
+    while time.time() < until:
+        for _ in range(80):
+            try:
+                u.sendto(os.urandom(2) + q, ("169.254.0.22", 53))
+            except OSError:
+                pass
+        try:
+            while u.recv(2048):
+                pass
+        except OSError:
+            pass
+        held = []
+        for c in conns:
+            try:
+                c.send(b"\0")
+                held.append(c)
+            except OSError:
+                c.close()
+        conns = held
+        while len(conns) < 4:
+            try:
+                c = socket.create_connection(("169.254.0.22", 53), timeout=5)
+                c.send(b"\0\x40")  # a question of 64 bytes, to come a byte at a time
+                conns.append(c)
+            except OSError:
+                break
+        time.sleep(1)
+    print("done")
+""")
+
+
+def test_one_tenants_floods_leave_every_other_sandbox_resolving(api, make_sandbox, topo):
+    """Each sandbox has its own share of questions waiting upstream (NET_DNS_PENDING_MAX, 64)
+    and of connections over TCP (NET_DNS_TCP_PER_SANDBOX, 4): sixteen sandboxes (one tenant
+    may hold 64) each flooding with questions upstream never answers, and holding its
+    connections open a byte at a time, take nothing of another sandbox's, whose questions are
+    answered over UDP and TCP all the while."""
+    import threading
+    neighbour = make_sandbox()
+    flooders = [make_sandbox() for _ in range(16)]
+    with open(topo.dns_log) as f:
+        before = len(f.readlines())
+    outs = []
+
+    def flood(sbid):
+        outs.append(api.exec(sbid, ["python3", "-c", FLOOD, "60"], timeout=180))
+
+    threads = [threading.Thread(target=flood, args=(s,)) for s in flooders]
+    for t in threads:
+        t.start()
+    try:
+        def flooding():
+            with open(topo.dns_log) as f:
+                return len(f.readlines()) - before >= 16 * 64
+        wait_until(flooding, 120, "the floods to fill their shares upstream")
+        for _ in range(3):
+            assert lookup(api, neighbour, "web.test") == nettopo.PUBLIC[0]
+            assert ask_tcp(api, neighbour, "web.test") == [{"rcode": 0, "a": [nettopo.PUBLIC[0]]}]
+    finally:
+        for t in threads:
+            t.join()
+    assert [o["exit_code"] for o in outs] == [0] * 16, outs
+
+
+def test_a_sandboxs_share_of_questions_waiting_holds_at_its_edge(api, make_sandbox):
+    """NET_DNS_PENDING_MAX (64) questions of one sandbox wait upstream at once: of 65 sent
+    together for a name upstream never answers, the 65th alone is answered, REFUSED."""
+    sbid = make_sandbox()
+    r = ask(api, sbid, nettopo.DROP, count=65)
+    assert r["answers"] == 1 and r["rcode"] == 5, r

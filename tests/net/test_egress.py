@@ -9,6 +9,7 @@ import json
 import signal
 import socket
 import struct
+import subprocess
 
 import pytest
 
@@ -349,3 +350,41 @@ def test_a_sandbox_from_a_snapshot_keeps_its_sources_policy(api, make_sandbox, p
         assert stopped(probe(other, [WEB]), WEB)
     finally:
         api.ok("DELETE", f"/v1/snapshots/{snap}", expect=(204,))
+
+
+def spaced_table(spaced):
+    """The name of spaced's own table, inet space_<tag> (the tag: FNV-1a of its state dir)."""
+    h = 2166136261
+    for c in spaced.state_dir.encode():
+        h = ((h ^ c) * 16777619) & 0xffffffff
+    return f"space_{h & 0xffff:04x}"
+
+
+def test_rules_taken_away_leave_sandboxes_reaching_nothing_until_they_are_back(api, spaced, make_sandbox, probe,
+                                                                                topo):
+    """With its rules gone (what `nft flush ruleset` or a restart of nftables.service does), a
+    sandbox reaches nothing it may not, not everything: here only this spaced's own table is
+    deleted (`nft delete table inet space_<tag>`), which is the same loss for this spaced and
+    touches no other program's rules on the machine. The made-up internet routes the transit
+    range back, as a network that routes private ranges would, so an unfiltered packet would get
+    its answer. spaced puts its rules back, and the sandbox works as before."""
+    from test_dns import lookup
+    sbid = make_sandbox(network={"egress": "allow", "allow": ["web.test"]})
+    assert lookup(api, sbid, "web.test") == nettopo.PUBLIC[0]
+    r = probe(sbid, [WEB, WEB2])
+    assert reached(r, WEB) and stopped(r, WEB2), r
+    transit = spaced.transit  # the suite's spaced's slots
+    subprocess.run(["ip", "-n", topo.inet, "route", "replace", transit, "via", nettopo.UPLINK_HOST], check=True)
+    table = spaced_table(spaced)
+    try:
+        topo.run(["nft", "list", "table", "inet", table], check=True, capture_output=True)
+        topo.run(["nft", "delete", "table", "inet", table], check=True)
+        r = probe(sbid, [WEB2, f"{nettopo.UNREACHABLE[1]}:80"], timeout=2)
+        assert stopped(r, WEB2) and stopped(r, f"{nettopo.UNREACHABLE[1]}:80"), r
+        wait_until(lambda: topo.run(["nft", "list", "table", "inet", table], capture_output=True).returncode == 0,
+                   60, "spaced to put its table back")
+        assert lookup(api, sbid, "web.test") == nettopo.PUBLIC[0]  # its pins went with the table: asked again
+        r = probe(sbid, [WEB, WEB2])
+        assert reached(r, WEB) and stopped(r, WEB2), r
+    finally:
+        subprocess.run(["ip", "-n", topo.inet, "route", "del", transit], capture_output=True)

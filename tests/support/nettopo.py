@@ -16,6 +16,10 @@ else, so whatever a sandbox sends ends in these two namespaces.
                  private (RFC 1918) and shared (CGNAT) ranges
     PERMITTED    a private address the suite's spaced permits (--egress-permit)
 
+The resolver (DNS) answers the names of NAMES and `moving.test`, never answers DROP, and
+writes the source ("address:port") of every question over UDP, a line each, to
+Topology.dns_log.
+
 Topology(prefix) makes it; close() removes both namespaces, which takes every interface and
 process bound to them along.
 """
@@ -30,6 +34,7 @@ import textwrap
 
 PUBLIC = ["192.0.2.10", "192.0.2.11", "203.0.113.7"]
 DNS = "203.0.113.53"  # the made-up internet's resolver (UDP, TCP): the names of NAMES, and `moving.test`
+DROP = "drop.test"  # a name that resolver never answers (its questions are dropped)
 NAMES = {"web.test": PUBLIC[0], "web2.test": PUBLIC[1], "a.cdn.test": PUBLIC[2], "b.cdn.test": PUBLIC[1],
          # names that answer with what must stay unreachable: DNS rebinding against an allow list
          "rebind.test": "169.254.169.254", "private.test": "10.9.9.9",
@@ -67,13 +72,15 @@ SERVER = textwrap.dedent("""
 
 DNS_SERVER = textwrap.dedent("""
     import json, socket, struct, sys, threading
-    names, moving = json.loads(sys.argv[2]), sys.argv[3]
+    names, moving, log = json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 
     def answer(q, tcp):
         p, labels = 12, []
         while q[p]:
             labels.append(q[p + 1:p + 1 + q[p]].decode().lower()); p += 1 + q[p]
         name, qtype = ".".join(labels), struct.unpack("!H", q[p + 1:p + 3])[0]
+        if name == "drop.test":
+            return None
         question = q[12:p + 5]
         addrs, ttl = names.get(name), 300
         if name == "moving.test":
@@ -94,6 +101,8 @@ DNS_SERVER = textwrap.dedent("""
                     return
                 q = c.recv(struct.unpack("!H", head)[0], socket.MSG_WAITALL)
                 a = answer(q, True)
+                if a is None:
+                    continue
                 c.sendall(struct.pack("!H", len(a)) + a)
 
     def tcp_main(l):
@@ -110,8 +119,12 @@ DNS_SERVER = textwrap.dedent("""
     print("ready", flush=True)
     while True:
         q, src = s.recvfrom(2048)
+        with open(log, "a") as f:
+            f.write("%s:%d\\n" % src)
         try:
-            s.sendto(answer(q, False), src)
+            a = answer(q, False)
+            if a is not None:
+                s.sendto(a, src)
         except Exception:
             continue
 """)
@@ -153,9 +166,11 @@ class Topology:
         self.serve(self.inet, [f"{a}:80" for a in PUBLIC + UNREACHABLE + [PERMITTED]])
         self.serve(self.host, [f"0.0.0.0:{HOST_PORT}"])
         self.moving = os.path.join(tempfile.mkdtemp(prefix="space-net-dns-"), "moving")
+        self.dns_log = os.path.join(os.path.dirname(self.moving), "questions")  # "addr:port" a UDP question
+        open(self.dns_log, "w").close()
         self.move("moving.test", PUBLIC[0])
         p = subprocess.Popen(["ip", "netns", "exec", self.inet, sys.executable, "-c", DNS_SERVER, DNS,
-                              json.dumps(NAMES), self.moving],
+                              json.dumps(NAMES), self.moving, self.dns_log],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         if p.stdout.readline().strip() != b"ready":
             raise RuntimeError("the test resolver did not start")
