@@ -275,6 +275,7 @@ def q(path):
 # range 10.214.N.0/24 and the DNS port NET_SLOT_PORT + N, held by a lock on NET_SLOTS/N for as
 # long as the Daemon is not cleaned up (or its process lives).
 NET_SLOTS = "/run/space-test-slots"
+NET_RULE_PRIO = 100  # daemon/net/net.h
 NET_SLOT_PORT = 20000
 
 
@@ -447,6 +448,13 @@ class Daemon:
         # goes too. Left behind, a machine's tables would pile up to the kernel's limit of
         # 1,024 hooks on one hook point, after which no spaced can start.
         subprocess.run(["nft", "delete", "table", "inet", f"space_{net_tag(self.state_dir)}"], capture_output=True)
+        # so do the routing rules of its transit range (daemon/net/net.c, NET_RULE_PRIO and the
+        # next): kept by spaced so that its sandboxes stay closed while it is down, they would
+        # pile up on the machine, one pair per range a test used
+        ranges = {self.transit} | {self.args[i + 1] for i, a in enumerate(self.args[:-1]) if a == "--net-transit"}
+        for rng in ranges:
+            for prio in (NET_RULE_PRIO, NET_RULE_PRIO + 1):
+                subprocess.run(["ip", "rule", "del", "priority", str(prio), "from", rng], capture_output=True)
         if self.slot_fd is not None:
             os.close(self.slot_fd)  # the transit range and DNS port go back to the machine
             self.slot_fd = None
