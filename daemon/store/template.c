@@ -24,13 +24,15 @@
 
 #define TEMPLATE_SUITE "bookworm"
 #define TEMPLATE_VARIANT "minbase"
-#define TEMPLATE_PACKAGES "python3,bash,coreutils,procps,ca-certificates"
-#define TEMPLATE_RECIPE 2 /* bump when the way the template is made changes */
+#define TEMPLATE_PACKAGES "python3,bash,coreutils,procps,ca-certificates,sudo"
+#define TEMPLATE_RECIPE 3 /* bump when the way the template is made changes */
 /* The account E2B's templates have, made in every template built here: uid and gid 1000, its
- * home owned by it, bash its shell. Run by mmdebstrap in the finished root ("$1"). */
+ * home owned by it, bash its shell, root's through sudo without a password (as in E2B's base
+ * template: the sandbox is the user's own). Run by mmdebstrap in the finished root ("$1"). */
 #define TEMPLATE_USER_HOOK \
 	"--customize-hook=chroot \"$1\" useradd --uid 1000 --user-group --create-home --home-dir /home/user " \
-	"--shell /bin/bash user && chmod 0755 \"$1/home/user\""
+	"--shell /bin/bash user && chmod 0755 \"$1/home/user\" && " \
+	"echo 'user ALL=(ALL:ALL) NOPASSWD: ALL' > \"$1/etc/sudoers.d/user\" && chmod 0440 \"$1/etc/sudoers.d/user\""
 
 /* The host's apt source files, the inputs that decide what gets installed. */
 static int apt_sources(char paths[][300], int max)

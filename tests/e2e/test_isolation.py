@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from conftest import AGENT, SPACED, q, wait_usable, gvisor_only
+from conftest import AGENT, MICROVM, SPACED, q, wait_usable, gvisor_only
 
 
 def ids(api):
@@ -173,3 +173,17 @@ def test_the_kind_survives_a_restart_even_one_that_cannot_run_it(make_daemon):
     assert d.api.ok("GET", f"/v1/sandboxes/{sbid}")["state"] == "running"
     wait_usable(d.api, sbid)
     assert d.api.exec(sbid, ["cat", "/work/keep.txt"])["stdout"] == "kept\n"
+
+
+def test_the_default_templates_user_has_root_through_sudo(api, sandbox):
+    """The default template's `user` account, as in E2B's base template: a command of its own
+    becomes root through sudo without a password. Under gVisor every process of a sandbox runs
+    with no_new_privs (runsc sets it), so there sudo says it cannot, and the user stays itself."""
+    res = api.exec(sandbox, ["sh", "-c", "id -u; sudo -n sh -c 'id -u; echo x > /root/by-user && cat /root/by-user'"],
+                   user="user")
+    if MICROVM:
+        assert res["exit_code"] == 0, res
+        assert res["stdout"].split() == ["1000", "0", "x"], res
+    else:
+        assert res["exit_code"] != 0 and res["stdout"].split() == ["1000"], res
+        assert "no new privileges" in res["stderr"], res
