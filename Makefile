@@ -174,7 +174,7 @@ e2e: all
 # commands are requests of the API, whose lifecycle e2e-vm checks directly).
 # Builds (test_build.py) run their steps under gVisor whatever the default kind; the gVisor
 # suite starts a microVM of a built template too.
-E2E_SURFACE := test_bad_input.py test_cli.py test_cli_lifecycle.py test_names.py test_tenants.py test_quotas.py \
+E2E_SURFACE := test_bad_input.py test_config.py test_cli.py test_cli_lifecycle.py test_names.py test_tenants.py test_quotas.py \
                test_tls.py test_templates.py test_build.py
 # The crash points and the lifecycle stress on microVMs (about 4 minutes) are make stress's:
 # the lifecycle code they drive is the one the gVisor suite crashes at every step.

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/config.h"
 #include "daemon/core/isolation.h"
 #include "daemon/core/build.h"
 #include "daemon/core/lifecycle.h"
@@ -84,20 +85,6 @@ static const struct loop_hooks io_hooks = {
 	.lock = io_lock, .unlock = io_unlock, .tick = io_tick, .after = io_after, .reaper = io_reaper,
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: spaced [--state-dir DIR] [--socket PATH] [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]\n"
-		   "              [--isolation gvisor|microvm] [--accel auto|kvm|tcg] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
-		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
-		   "              [--template NAME=PKG[,PKG...]]... [--default-egress none|open|allow]\n"
-		   "              [--egress-permit CIDR]... [--net-transit CIDR]\n"
-		   "              [--proxy-listen HOST:PORT [--proxy-domain DOMAIN] [--proxy-idle-timeout SECONDS]]\n"
-		   "              [--dns-upstream ADDR[:PORT]] [--dns-port PORT] [--ready-timeout SECONDS]\n"
-		   "              [--pool TEMPLATE=N[,cpus=C][,memory_mb=M][,disk_mb=D][,isolation=KIND]]...\n"
-		   "              [--e2b-listen HOST:PORT]\n"
-		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n");
-}
-
 /* Makes path and its missing parents, the parents 0755 and path itself `mode`, whatever the
  * umask; what exists keeps its mode. Returns 0 or -errno. */
 static int mkdir_p(const char *path, mode_t mode)
@@ -143,185 +130,6 @@ static int make_state_dir(const char *path)
 	}
 	close(fd);
 	return rc;
-}
-
-/* The templates --template asks for, besides the default one. */
-struct named_templates {
-	struct template_spec t[TEMPLATE_MAX_NAMED];
-	int n;
-};
-
-/* Adds one --template NAME=PKG[,PKG...] to nt. Returns 0 or -EINVAL, having said why. */
-static int add_template(struct named_templates *nt, const char *arg)
-{
-	struct err e = { 0 };
-	if (nt->n == TEMPLATE_MAX_NAMED) {
-		fprintf(stderr, "spaced: --template: at most %d named templates\n", TEMPLATE_MAX_NAMED);
-		return -EINVAL;
-	}
-	struct template_spec *t = &nt->t[nt->n];
-	if (template_parse(arg, t, &e) < 0) {
-		fprintf(stderr, "spaced: --template %s: %s\n", arg, e.msg);
-		return -EINVAL;
-	}
-	for (int i = 0; i < nt->n; i++)
-		if (strcmp(nt->t[i].name, t->name) == 0) {
-			fprintf(stderr, "spaced: --template: %s is named twice\n", t->name);
-			return -EINVAL;
-		}
-	nt->n++;
-	return 0;
-}
-
-/* The kind --driver (older spaceds' name for --isolation) means: its "auto" and "vm" are
- * today's gvisor and microvm; anything else is taken as a kind's name. */
-static const char *driver_kind(const char *driver)
-{
-	if (strcmp(driver, "auto") == 0)
-		return ISOLATION_DEFAULT;
-	return strcmp(driver, "vm") == 0 ? "microvm" : driver;
-}
-
-/* Reads the command line into d, nt and *isolation (the default kind's name). */
-static int parse_args(struct daemon *d, struct named_templates *nt, const char **isolation, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "state-dir", required_argument, NULL, 's' }, { "socket", required_argument, NULL, 'S' },
-		{ "listen", required_argument, NULL, 'l' },    { "isolation", required_argument, NULL, 'i' },
-		{ "driver", required_argument, NULL, 'd' },
-		{ "cache-dir", required_argument, NULL, 'c' }, { "agent", required_argument, NULL, 'a' },
-		{ "no-auto-resume", no_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
-		{ "tls-cert", required_argument, NULL, 'C' }, { "tls-key", required_argument, NULL, 'K' },
-		{ "tenant-snapshots", required_argument, NULL, 'n' },
-		{ "tenant-snapshot-mb", required_argument, NULL, 'b' }, { "reserve-mb", required_argument, NULL, 'r' },
-		{ "template", required_argument, NULL, 't' }, { "accel", required_argument, NULL, 'A' },
-		{ "default-egress", required_argument, NULL, 'E' }, { "egress-permit", required_argument, NULL, 'P' },
-		{ "net-transit", required_argument, NULL, 'T' },
-		{ "proxy-listen", required_argument, NULL, 'x' }, { "proxy-domain", required_argument, NULL, 'y' },
-		{ "proxy-idle-timeout", required_argument, NULL, 'I' },
-		{ "dns-upstream", required_argument, NULL, 'U' }, { "dns-port", required_argument, NULL, 'N' },
-		{ "ready-timeout", required_argument, NULL, 'Y' }, { "pool", required_argument, NULL, 'o' },
-		{ "e2b-listen", required_argument, NULL, 'e' },
-		{ NULL, 0, NULL, 0 },
-	};
-	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
-	snprintf(d->cache_dir, sizeof(d->cache_dir), "/var/cache/space");
-	snprintf(d->socket_path, sizeof(d->socket_path), "/run/space/space.sock");
-	*isolation = ISOLATION_DEFAULT;
-	d->auto_resume = true;
-	d->max_snapshots = TENANT_MAX_SNAPSHOTS;
-	d->max_snapshot_bytes = TENANT_MAX_SNAPSHOT_BYTES;
-	d->default_egress = NET_EGRESS_OPEN;
-	snprintf(d->proxy_domain, sizeof(d->proxy_domain), "localhost");
-	d->proxy_idle_s = PROXY_IDLE_TIMEOUT_S;
-	d->dns_port = NET_DNS_PORT;
-	d->ready_timeout_s = READY_DEFAULT_TIMEOUT_S;
-	char exe[400];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	snprintf(d->agent_path, sizeof(d->agent_path), "%s/space-agent", dirname(exe));
-
-	int c;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's': snprintf(d->state_dir, sizeof(d->state_dir), "%s", optarg); break;
-		case 'S': snprintf(d->socket_path, sizeof(d->socket_path), "%s", optarg); break;
-		case 'l': snprintf(d->listen_addr, sizeof(d->listen_addr), "%s", optarg); break;
-		case 'i': *isolation = optarg; break;
-		case 'A': d->vm_accel = optarg; break;
-		case 'd':
-			*isolation = driver_kind(optarg);
-			log_warn("--driver is deprecated: use --isolation %s", *isolation);
-			break;
-		case 'c': snprintf(d->cache_dir, sizeof(d->cache_dir), "%s", optarg); break;
-		case 'a': snprintf(d->agent_path, sizeof(d->agent_path), "%s", optarg); break;
-		case 'R': d->auto_resume = false; break;
-		case 'C': snprintf(d->tls_cert_path, sizeof(d->tls_cert_path), "%s", optarg); break;
-		case 'K': snprintf(d->tls_key_path, sizeof(d->tls_key_path), "%s", optarg); break;
-		case 'n': d->max_snapshots = atoi(optarg); break;
-		case 'b': d->max_snapshot_bytes = strtoull(optarg, NULL, 10) << 20; break;
-		case 'r': d->reserve_bytes = strtoull(optarg, NULL, 10) << 20; break;
-		case 't':
-			if (add_template(nt, optarg) < 0)
-				return -EINVAL;
-			break;
-		case 'E': {
-			enum net_egress m;
-			if (net_egress_parse(optarg, &m) < 0) {
-				fprintf(stderr, "spaced: --default-egress is none, open or allow, not %s\n", optarg);
-				return -EINVAL;
-			}
-			d->default_egress = (int)m;
-			break;
-		}
-		case 'P':
-			if (d->net_npermits >= NET_PERMITS_MAX ||
-			    net_cidr_normal(optarg, d->net_permits[d->net_npermits], sizeof(d->net_permits[0])) < 0) {
-				fprintf(stderr, "spaced: --egress-permit takes an IPv4 CIDR block (at most %d of them), not %s\n",
-					NET_PERMITS_MAX, optarg);
-				return -EINVAL;
-			}
-			d->net_npermits++;
-			break;
-		case 'U': snprintf(d->dns_upstream, sizeof(d->dns_upstream), "%s", optarg); break;
-		case 'N':
-			d->dns_port = atoi(optarg);
-			if (d->dns_port < 1 || d->dns_port > 65535) {
-				fprintf(stderr, "spaced: --dns-port wants a port (1-65535), not %s\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'Y': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 1 || v > READY_MAX_TIMEOUT_S) {
-				fprintf(stderr, "spaced: --ready-timeout wants seconds (1-%d), not %s\n", READY_MAX_TIMEOUT_S,
-					optarg);
-				return -EINVAL;
-			}
-			d->ready_timeout_s = (int)v;
-			break;
-		}
-		case 'o': {
-			char why[256];
-			if (pool_parse(d, optarg, why, sizeof(why)) < 0) {
-				fprintf(stderr, "spaced: %s\n", why);
-				return -EINVAL;
-			}
-			break;
-		}
-		case 'x': snprintf(d->proxy_listen, sizeof(d->proxy_listen), "%s", optarg); break;
-		case 'I': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 1 || v > PROXY_IDLE_TIMEOUT_MAX_S) {
-				fprintf(stderr, "spaced: --proxy-idle-timeout wants seconds (1-%d), not %s\n",
-					PROXY_IDLE_TIMEOUT_MAX_S, optarg);
-				return -EINVAL;
-			}
-			d->proxy_idle_s = (int)v;
-			break;
-		}
-		case 'e': snprintf(d->e2b_listen, sizeof(d->e2b_listen), "%s", optarg); break;
-		case 'y':
-			if (!*optarg || strlen(optarg) >= sizeof(d->proxy_domain) || strchr(optarg, ':') || strchr(optarg, '/')) {
-				fprintf(stderr, "spaced: --proxy-domain wants a DNS name, not %s\n", optarg);
-				return -EINVAL;
-			}
-			snprintf(d->proxy_domain, sizeof(d->proxy_domain), "%s", optarg);
-			break;
-		case 'T':
-			if (net_transit_parse(optarg, d->net_transit, sizeof(d->net_transit)) < 0) {
-				fprintf(stderr, "spaced: --net-transit takes an IPv4 range /%d to /%d, not %s\n",
-					NET_TRANSIT_MIN_PREFIX, NET_TRANSIT_MAX_PREFIX, optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -EINVAL;
-		}
-	}
-	return 0;
 }
 
 /* Makes a token and prints it. A tenant's name over TENANT_NAME_MAX bytes is refused: cut to
@@ -389,7 +197,7 @@ static void raise_nofile(void)
 int main(int argc, char **argv)
 {
 	static struct daemon dd;
-	static struct named_templates named;
+	static struct config cfg;
 	struct daemon *d = &dd;
 	const char *isolation;
 	struct err e = { 0 };
@@ -410,9 +218,10 @@ int main(int argc, char **argv)
 
 	/* 1. configuration (and the durability tests' crash step, when they set one) */
 	crash_init();
-	rc = parse_args(d, &named, &isolation, argc, argv);
+	rc = config_load(d, &cfg, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
+	isolation = cfg.isolation;
 	raise_nofile();
 	if (optind == argc && http_tls_load(d, &e) < 0) {
 		fprintf(stderr, "spaced: %s\n", e.msg);
@@ -439,7 +248,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "spaced: cannot create a token: %s\n", e.msg);
 			return rc == -EINVAL ? 2 : rc < 0;
 		}
-		usage(stderr);
+		config_usage(stderr);
 		return 2;
 	}
 
@@ -490,8 +299,8 @@ int main(int argc, char **argv)
 	/* 4. the templates: the default one and those --template names (each built once per
 	 * machine and package list, then cached) */
 	static const struct template_spec deflt = { .name = TEMPLATE_DEFAULT };
-	for (int i = -1; i < named.n; i++) {
-		const struct template_spec *t = i < 0 ? &deflt : &named.t[i];
+	for (int i = -1; i < cfg.ntemplates; i++) {
+		const struct template_spec *t = i < 0 ? &deflt : &cfg.templates[i];
 		if (template_ensure(d, t, &e) < 0) {
 			log_error("template %s: %s", t->name, e.msg);
 			return 1;
