@@ -48,11 +48,12 @@ static json_t *domain_of(const struct req *r)
 	return r->gw->domain[0] ? json_string(r->gw->domain) : json_null();
 }
 
-/* The token its ports need through the proxy: none (null) when they are public. */
+/* The token its ports need through the proxy (its traffic token, which opens nothing else):
+ * none (null) when they are public. */
 static json_t *traffic_token(const json_t *sb)
 {
 	return json_is_true(json_object_get(sb, "public_ports")) ? json_null()
-								 : json_incref(json_object_get(sb, "access_token"));
+								 : json_incref(json_object_get(sb, "traffic_token"));
 }
 
 /* The Sandbox object of a create or connect. */

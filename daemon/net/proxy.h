@@ -5,7 +5,7 @@
  * spaced --proxy-listen ADDR:PORT [--proxy-domain DOMAIN] starts it: one thread, one epoll
  * set, every connection a pair of sockets. It reads the first request's head of a connection
  * (at most PROXY_HEAD_MAX bytes), takes the sandbox and port from its Host, checks the
- * sandbox's access token (header X-Space-Token or E2B's E2b-Traffic-Access-Token, or the
+ * sandbox's traffic token (header X-Space-Token or E2B's E2b-Traffic-Access-Token, or the
  * cookie space_token, which a one-time query parameter ?space_token= sets with a redirect)
  * unless the sandbox has public ports,
  * connects to the sandbox's address (its edge's end, net_host_reach) and from then on carries
