@@ -424,6 +424,27 @@ static bool split_id(const char *url, const char *prefix, char *id, size_t n, co
 	return true;
 }
 
+bool control_admit(struct req *r, enum MHD_Result *rc)
+{
+	if (strcmp(r->url, "/health") == 0)
+		return true; /* E2B's API's health needs no key (and authenticates nothing) */
+	struct client tenant;
+	char hdr[300];
+	struct client_err e = { 0 };
+	struct client *c = gw_as_tenant(r->gw, gw_header(r, "X-API-KEY"), &tenant, hdr, sizeof(hdr));
+	if (!c) {
+		*rc = gw_error(r, 401, "an API key is required (X-API-KEY: a space token)");
+		return false;
+	}
+	if (client_request(c, "GET", "/v1/health", NULL, NULL, &e) < 0) {
+		*rc = e.kind == CLIENT_ERR_API && e.status == 401 ? gw_error(r, 401, "X-API-KEY is not a valid key")
+								   : gw_error_from(r, &e);
+		return false;
+	}
+	admit_authenticated(r);
+	return true;
+}
+
 enum MHD_Result control_handle(struct req *r)
 {
 	const char *m = r->method, *u = r->url, *rest;
