@@ -45,6 +45,10 @@
 #define GW_MAX_UNAUTH 256
 #define GW_MAX_UNAUTH_PER_IP 32
 #define GW_UNAUTH_IDLE_S 10
+/* libmicrohttpd's messages (a connection over a limit) logged in a minute, at most: a peer
+ * hammering a limit cannot flood spaced's log. */
+#define GW_LOG_BURST 5
+#define GW_LOG_WINDOW_MS 60000
 #define GW_THREAD_STACK (512 * 1024) /* a connection's or a stream worker's thread */
 
 struct gw_watchers;
@@ -65,6 +69,9 @@ struct gw {
 	 * when spaced runs none. */
 	char domain[256];
 	struct gw_admit admit;
+	pthread_mutex_t log_lock;    /* libmicrohttpd's messages, GW_LOG_BURST a minute (main.c) */
+	int64_t log_window_ms;       /* [log_lock] when the current minute began */
+	int log_count;               /* [log_lock] messages in it */
 };
 
 /* One request, the connection's own (libmicrohttpd's *req_cls). */

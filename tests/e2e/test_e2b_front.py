@@ -152,3 +152,44 @@ def test_no_internet_is_none_whatever_spaceds_default(make_daemon):
     status, closed = create({"templateID": "base", "allow_internet_access": False})
     assert status == 201, closed
     assert d.api.ok("GET", f"/v1/sandboxes/{closed['sandboxID']}")["network"]["egress"] == "none"
+
+
+def test_connections_refused_over_a_limit_are_logged_a_few_lines_a_minute(make_daemon):
+    """An address past GW_MAX_PER_IP (256) is refused again and again; the log says so in at
+    most GW_LOG_BURST (5) lines a minute."""
+    port = free_port()
+    d = make_daemon(args=["--e2b-listen", f"127.0.0.1:{port}"])
+    sb = d.api.ok("POST", "/v1/sandboxes", {})
+    head = (f"GET /health HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: {sb['id']}\r\n"
+            f"X-Access-Token: {sb['access_token']}\r\n\r\n").encode()
+
+    def authenticated():
+        s = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=("127.0.0.9", 0))
+        got = b""
+        try:
+            s.sendall(head)
+            while b"\r\n\r\n" not in got:
+                b = s.recv(4096)
+                if not b:
+                    break
+                got += b
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # closed as it was accepted
+        return s, got
+
+    held = []
+    try:
+        for _ in range(256):
+            s, got = authenticated()
+            assert got.startswith(b"HTTP/1.1 204"), got
+            held.append(s)
+        for _ in range(30):
+            s, got = authenticated()
+            s.close()
+            assert got == b""  # closed unanswered
+    finally:
+        for s in held:
+            s.close()
+    with open(d.log_path, "rb") as f:
+        lines = [line for line in f if line.startswith(b"space-e2b: ") and b"limit" in line]
+    assert 1 <= len(lines) <= 5, lines
