@@ -208,6 +208,11 @@ def test_the_token_is_checked_and_not_passed_in(served, topo, api, make_sandbox)
     ghost = client(topo, host_of("0123456789ab"), [{"path": "/id", "headers": {"X-Space-Token": token}}])[0]
     ghost_none = client(topo, host_of("0123456789ab"), [{"path": "/id"}])[0]
     assert none["status"] == 401 and wrong["status"] == 403, (none, wrong)
+    # the sandbox's access token (the E2B front's envdAccessToken) is not its traffic token
+    access = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+    assert access != token
+    own = client(topo, host_of(sbid), [{"path": "/id", "headers": {"X-Space-Token": access}}])[0]
+    assert (own["status"], own["body"]) == (wrong["status"], wrong["body"])
     # a sandbox that does not exist is answered exactly as one whose token is wrong
     assert (ghost["status"], ghost["body"]) == (wrong["status"], wrong["body"])
     assert (ghost_none["status"], ghost_none["body"]) == (none["status"], none["body"])
