@@ -7,6 +7,7 @@ socket (0660 root:space) is the host administrator's.
 """
 
 import http.client
+import itertools
 import json
 import resource
 import socket
@@ -153,23 +154,12 @@ def test_idle_tcp_connections_cannot_lock_out_clients(attack, spaced, tenants):
         except (OSError, http.client.HTTPException):
             return False
 
-    def still_open():
-        n = 0
-        for s in socks:
-            s.settimeout(0)  # non-blocking: no byte waiting is an open connection
-            try:
-                n += s.recv(1, socket.MSG_PEEK) != b""
-            except BlockingIOError:
-                n += 1
-            except OSError:
-                pass
-        return n
     try:
         ok = None
         try:
             ok = wait_until(served, 30, "a token holder to be served while idle connections are open", interval=1)
         finally:
-            attack.note(f"{len(socks)} idle unauthenticated TCP connections from one address, {still_open()} of "
+            attack.note(f"{len(socks)} idle unauthenticated TCP connections from one address, {open_of(socks)} of "
                         f"them still open (the rest closed by spaced): a token holder from another address "
                         + ("was served" if ok else "was locked out"))
     finally:
@@ -202,12 +192,9 @@ def test_the_e2b_front_reads_no_body_before_a_credential(attack, spaced, tenants
         s = socket.create_connection((host, port), timeout=30, source_address=("127.0.0.4", 0))
         try:  # the head only: an answer can come from nothing else
             s.sendall(f"{line} HTTP/1.1\r\nHost: x\r\n{hdrs}Content-Length: 1048576\r\n\r\n".encode())
-            got = b""
-            while b"\r\n\r\n" not in got:
-                b = s.recv(4096)
-                if not b:
-                    break
-                got += b
+            with s.makefile("rb") as f:
+                # its lines up to the head's end, or the close
+                got = b"".join(itertools.takewhile(lambda line: line != b"\r\n", iter(f.readline, b"")))
         except OSError:
             got = b""
         finally:
@@ -228,7 +215,7 @@ def test_the_e2b_front_reads_no_body_before_a_credential(attack, spaced, tenants
             c.close()
     try:
         ok = wait_until(served, 30, "a key holder to be served by the E2B front", interval=1)
-        open_now = sum(1 for s in socks if still_open(s))
+        open_now = open_of(socks)
     finally:
         for s in socks:
             s.close()
@@ -238,14 +225,18 @@ def test_the_e2b_front_reads_no_body_before_a_credential(attack, spaced, tenants
     assert open_now == 32
 
 
-def still_open(s):
-    s.settimeout(0)  # non-blocking: no byte waiting is an open connection
-    try:
-        return s.recv(1, socket.MSG_PEEK) != b""
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+def open_of(socks):
+    """How many of socks the peer has not closed."""
+    n = 0
+    for s in socks:
+        s.settimeout(0)  # non-blocking: no byte waiting is an open connection
+        try:
+            n += s.recv(1, socket.MSG_PEEK) != b""
+        except BlockingIOError:
+            n += 1
+        except OSError:
+            pass
+    return n
 
 
 def log_lines(spaced, needle):
