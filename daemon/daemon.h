@@ -165,7 +165,11 @@ struct sandbox {
 	int net_slot;               /* its slot of the host's transit range (net/net.h), with network */
 	char net_transit[20];       /* that range, as it was when the sandbox was made */
 	bool net_changing;          /* [L] a change of its policy is under way */
-	char access_token[SANDBOX_TOKEN_LEN + 1]; /* what opens its ports through the proxy */
+	/* Two secrets that do not stand in for each other: access_token is what the E2B front's
+	 * sandbox plane takes (its envdAccessToken: commands and files); traffic_token is what
+	 * opens its ports through the port proxy (E2B's trafficAccessToken), and nothing else. */
+	char access_token[SANDBOX_TOKEN_LEN + 1];
+	char traffic_token[SANDBOX_TOKEN_LEN + 1];
 	bool public_ports;          /* its ports open to anyone who reaches the proxy */
 	int auto_resume;            /* 1: a request for its agent resumes it when paused or suspended;
 	                               0: it is refused (409); -1: the daemon's setting (a record from

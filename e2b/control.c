@@ -18,6 +18,7 @@
 
 #define FAR_FUTURE "9999-12-31T23:59:59Z" /* endAt of a sandbox without a deadline */
 #define LIST_MAX 1000                     /* the most sandboxes one page may hold */
+#define E2B_ALL_TRAFFIC "0.0.0.0/0"         /* the SDKs' ALL_TRAFFIC: every address */
 
 /* E2B's name for spaced's template, and back. */
 static const char *e2b_template(const char *space)
@@ -48,11 +49,12 @@ static json_t *domain_of(const struct req *r)
 	return r->gw->domain[0] ? json_string(r->gw->domain) : json_null();
 }
 
-/* The token its ports need through the proxy: none (null) when they are public. */
+/* The token its ports need through the proxy (its traffic token, which opens nothing else):
+ * none (null) when they are public. */
 static json_t *traffic_token(const json_t *sb)
 {
 	return json_is_true(json_object_get(sb, "public_ports")) ? json_null()
-								 : json_incref(json_object_get(sb, "access_token"));
+								 : json_incref(json_object_get(sb, "traffic_token"));
 }
 
 /* The Sandbox object of a create or connect. */
@@ -87,8 +89,13 @@ static json_t *listed_obj(const struct req *r, const json_t *sb, bool detail)
 		json_object_set_new(o, "envdAccessToken", json_incref(json_object_get(sb, "access_token")));
 		json_object_set_new(o, "domain", domain_of(r));
 		json_object_set_new(o, "allowInternetAccess", json_boolean(egress && strcmp(egress, "none") != 0));
-		json_object_set_new(o, "network", json_pack("{s:b}", "allowPublicTraffic",
-							     json_is_true(json_object_get(sb, "public_ports"))));
+		json_t *n = json_pack("{s:b}", "allowPublicTraffic", json_is_true(json_object_get(sb, "public_ports")));
+		if (egress && strcmp(egress, "allow") == 0) { /* as E2B says it: all denied, but these */
+			json_object_set_new(n, "allowOut", json_incref(json_object_get(net, "allow")));
+			json_object_set_new(n, "denyOut", json_pack("[s]", E2B_ALL_TRAFFIC));
+		} else if (json_array_size(json_object_get(net, "deny")) > 0)
+			json_object_set_new(n, "denyOut", json_incref(json_object_get(net, "deny")));
+		json_object_set_new(o, "network", n);
 		json_object_set_new(o, "lifecycle", json_pack("{s:s, s:b}", "onTimeout",
 							       action && strcmp(action, "kill") == 0 ? "kill" : "pause",
 							       "autoResume", json_is_true(json_object_get(sb, "auto_resume"))));
@@ -121,6 +128,86 @@ static long timeout_of(const json_t *b, long def)
 	return (long)json_integer_value(t);
 }
 
+/* A list of E2B's egress rules (allowOut, denyOut): absent (NULL) or an array of strings;
+ * false when it is neither. */
+static bool rules_of(const json_t *net, const char *name, const json_t **out)
+{
+	const json_t *v = json_object_get(net, name), *x;
+	size_t i;
+	*out = json_is_null(v) ? NULL : v;
+	if (!*out)
+		return true;
+	if (!json_is_array(v))
+		return false;
+	json_array_foreach(v, i, x) {
+		if (!json_is_string(x))
+			return false;
+	}
+	return true;
+}
+
+static bool holds(const json_t *list, const char *s)
+{
+	size_t i;
+	const json_t *x;
+	json_array_foreach(list, i, x) {
+		if (strcmp(json_string_value(x), s) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * space's egress policy for E2B's allow_internet_access (aia) and network rules (net: the
+ * create's "network", or an updateNetwork's body), into *out: NULL for spaced's default (a
+ * create that restricts nothing), else a policy for spaced (docs/network.md). E2B's allowOut
+ * wins over its denyOut, so with all traffic denied (allowInternetAccess false, or 0.0.0.0/0 in
+ * denyOut) the allowed entries are the only ones reachable: egress "allow" with them, or "none";
+ * otherwise denyOut is taken from "open". -1 with msg for what space cannot honour: allowOut
+ * as exceptions to a partial denyOut, and E2B's header rules and egress proxy.
+ */
+static int egress_policy(const json_t *aia, const json_t *net, bool update, json_t **out, char *msg, size_t n)
+{
+	static const char *const refused[] = { "rules", "egressProxy" };
+	const json_t *allow, *deny;
+	*out = NULL;
+	if (aia && !json_is_boolean(aia) && !json_is_null(aia)) {
+		snprintf(msg, n, "allow_internet_access must be true or false");
+		return -1;
+	}
+	if (net && !json_is_object(net) && !json_is_null(net)) {
+		snprintf(msg, n, "network must be an object");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		if (!json_is_null(json_object_get(net, refused[i])) && json_object_get(net, refused[i])) {
+			snprintf(msg, n, "network.%s is not offered by space's E2B front (docs/e2b.md); the sandbox "
+				 "was not made or changed", refused[i]);
+			return -1;
+		}
+	}
+	if (!rules_of(net, "allowOut", &allow) || !rules_of(net, "denyOut", &deny)) {
+		snprintf(msg, n, "network.allowOut and network.denyOut must be lists of addresses, ranges or host names");
+		return -1;
+	}
+	bool allowing = json_array_size(allow) > 0, denying = json_array_size(deny) > 0;
+	if (json_is_false(aia) || (deny && holds(deny, E2B_ALL_TRAFFIC))) {
+		*out = allowing ? json_pack("{s:s, s:O, s:[]}", "egress", "allow", "allow", allow, "deny")
+				: json_pack("{s:s, s:[], s:[]}", "egress", "none", "allow", "deny");
+		return 0;
+	}
+	if (allowing && denying) {
+		snprintf(msg, n, "network.allowOut as exceptions to network.denyOut is offered only when all other "
+			 "traffic is denied (denyOut holds %s, or allowInternetAccess is false)", E2B_ALL_TRAFFIC);
+		return -1;
+	}
+	if (denying)
+		*out = update ? json_pack("{s:s, s:O}", "egress", "open", "deny", deny) : json_pack("{s:O}", "deny", deny);
+	else if (update)
+		*out = json_pack("{s:s, s:[]}", "egress", "open", "deny");
+	return 0;
+}
+
 static enum MHD_Result create(struct req *r, struct client *c)
 {
 	json_t *b = body_object(r);
@@ -135,9 +222,16 @@ static enum MHD_Result create(struct req *r, struct client *c)
 	/* E2B's defaults: a paused sandbox stays so until connect(); its ports are public */
 	bool resume = json_is_true(json_object_get(json_object_get(b, "autoResume"), "enabled"));
 	bool public = !json_is_false(json_object_get(json_object_get(b, "network"), "allowPublicTraffic"));
+	json_t *egress = NULL;
+	char why[300];
 	if (timeout < 0 || (given && !tpl)) {
 		json_decref(b);
 		return gw_error(r, 400, timeout < 0 ? "timeout must be whole seconds, 1..86400" : "templateID is too long");
+	}
+	if (egress_policy(json_object_get(b, "allow_internet_access"), json_object_get(b, "network"), false, &egress, why,
+			  sizeof(why)) < 0) {
+		json_decref(b);
+		return gw_error(r, 400, "%s", why);
 	}
 	json_t *ask = json_pack("{s:s, s:i, s:i, s:s, s:b, s:b}", "template", space_template(tpl), "timeout", 0,
 				"lifetime", (int)timeout, "timeout_action", pause ? "suspend" : "kill", "auto_resume", resume,
@@ -146,6 +240,8 @@ static enum MHD_Result create(struct req *r, struct client *c)
 		json_object_set(ask, "metadata", (json_t *)meta);
 	if (json_is_object(env))
 		json_object_set(ask, "env", (json_t *)env);
+	if (egress)
+		json_object_set_new(ask, "network", egress);
 	json_decref(b);
 	json_t *sb = NULL;
 	struct client_err e = { 0 };
@@ -234,6 +330,31 @@ static enum MHD_Result connect_to(struct req *r, struct client *c, const char *i
 	json_t *out = sandbox_obj(r, sb);
 	json_decref(sb);
 	return gw_json(r, paused ? 201 : 200, out);
+}
+
+/* updateNetwork: the sandbox's egress policy replaced by what the body maps to. */
+static enum MHD_Result update_network(struct req *r, struct client *c, const char *id)
+{
+	json_t *b = body_object(r), *policy = NULL;
+	char why[300], path[96];
+	int rc = b ? egress_policy(json_object_get(b, "allow_internet_access"), b, true, &policy, why, sizeof(why)) : -1;
+	json_decref(b);
+	if (rc < 0)
+		return gw_error(r, 400, "%s", b ? why : "the body is not a JSON object");
+	enum MHD_Result answer = MHD_NO;
+	json_t *sb = get_sandbox(r, c, id, &answer);
+	if (!sb) {
+		json_decref(policy);
+		return answer;
+	}
+	json_decref(sb);
+	struct client_err e = { 0 };
+	gw_sandbox_path(path, sizeof(path), id, "/network");
+	rc = client_request(c, "PATCH", path, policy, NULL, &e);
+	json_decref(policy);
+	if (rc < 0)
+		return e.status == 404 ? gw_error(r, 404, "sandbox %s not found", id) : gw_error_from(r, &e);
+	return gw_json(r, 204, NULL);
 }
 
 static enum MHD_Result pause_sandbox(struct req *r, struct client *c, const char *id)
@@ -423,6 +544,27 @@ static bool split_id(const char *url, const char *prefix, char *id, size_t n, co
 	return true;
 }
 
+bool control_admit(struct req *r, enum MHD_Result *rc)
+{
+	if (strcmp(r->url, "/health") == 0)
+		return true; /* E2B's API's health needs no key (and authenticates nothing) */
+	struct client tenant;
+	char hdr[300];
+	struct client_err e = { 0 };
+	struct client *c = gw_as_tenant(r->gw, gw_header(r, "X-API-KEY"), &tenant, hdr, sizeof(hdr));
+	if (!c) {
+		*rc = gw_error(r, 401, "an API key is required (X-API-KEY: a space token)");
+		return false;
+	}
+	if (client_request(c, "GET", "/v1/health", NULL, NULL, &e) < 0) {
+		*rc = e.kind == CLIENT_ERR_API && e.status == 401 ? gw_error(r, 401, "X-API-KEY is not a valid key")
+								   : gw_error_from(r, &e);
+		return false;
+	}
+	admit_authenticated(r);
+	return true;
+}
+
 enum MHD_Result control_handle(struct req *r)
 {
 	const char *m = r->method, *u = r->url, *rest;
@@ -477,5 +619,7 @@ enum MHD_Result control_handle(struct req *r)
 		return connect_to(r, c, id, strcmp(rest, "/resume") == 0);
 	if (get && strcmp(rest, "/metrics") == 0)
 		return metrics_one(r, c, id);
+	if (strcmp(m, "PUT") == 0 && strcmp(rest, "/network") == 0)
+		return update_network(r, c, id);
 	return gw_error(r, 501, "%s %s is not offered by space's E2B front (docs/e2b.md)", m, u);
 }

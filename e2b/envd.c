@@ -1,9 +1,11 @@
 /*
  * e2b/envd.c - E2B's sandbox plane on spaced's API (docs/e2b.md, "sandbox plane"): the
  * request names its sandbox in E2b-Sandbox-Id and proves it may use it with the sandbox's
- * access token in X-Access-Token; a sandbox that is not there or not running is 502, as the
- * SDKs expect of a sandbox that is gone. A paused one created with autoResume is resumed by
- * the request (spaced's transparent resume); one created without stays paused, and is 502.
+ * access token in X-Access-Token, checked on the request's head, before any of its body is
+ * read. A sandbox that is not there, not running, or not with this token is 502, as the SDKs
+ * expect of a sandbox that is gone; the first two read the same, so ids cannot be probed. A
+ * paused one created with autoResume is resumed by the request (spaced's transparent resume);
+ * one created without stays paused, and is 502.
  */
 #include "e2b/gateway.h"
 
@@ -26,9 +28,13 @@ static bool same_secret(const char *a, const char *b)
 	return diff == 0;
 }
 
-/* Checks that the request may use sandbox sbid: 0 with its spaced record (new reference) in
- * *out, or the E2B status that says why not with msg filled. */
-static unsigned check(struct req *r, const char *sbid, json_t **out, char *msg, size_t n)
+/* The one answer for a sandbox the request may not use: not there, or not with this token.
+ * Both read the same, so that ids cannot be probed. */
+#define REFUSED "sandbox is not running, or X-Access-Token is not its access token"
+
+/* Checks that the request may use sandbox sbid: 0 with *running set, or the E2B status that says
+ * why not with msg filled. */
+static unsigned check(struct req *r, const char *sbid, bool *running, char *msg, size_t n)
 {
 	char path[64];
 	json_t *sb = NULL;
@@ -39,26 +45,25 @@ static unsigned check(struct req *r, const char *sbid, json_t **out, char *msg, 
 		snprintf(msg, n, "only the sandbox's own port (49983) is served here");
 		return 502;
 	}
-	if (!gw_sandbox_path(path, sizeof(path), sbid, "") || client_request(&r->gw->up, "GET", path, NULL, &sb, &e) < 0) {
-		snprintf(msg, n, "%s", e.kind == CLIENT_ERR_API && e.status != 404 ? e.message : "sandbox is not running");
+	if (gw_sandbox_path(path, sizeof(path), sbid, "") &&
+	    client_request(&r->gw->up, "GET", path, NULL, &sb, &e) < 0 && e.kind == CLIENT_ERR_API && e.status != 404) {
+		snprintf(msg, n, "%s", e.message); /* spaced's own trouble, the same for any id */
 		return 502;
 	}
 	const char *have = json_string_value(json_object_get(sb, "access_token"));
 	const char *st = json_string_value(json_object_get(sb, "state")) ?: "";
 	unsigned status = 0;
-	if (!token || !have || !same_secret(token, have)) {
-		snprintf(msg, n, "X-Access-Token is not this sandbox's access token");
-		status = 401;
+	if (!sb || !token || !have || !same_secret(token, have)) {
+		snprintf(msg, n, REFUSED);
+		status = 502;
 	} else if (strcmp(st, "running") != 0 && strcmp(st, "resuming") != 0 &&
 		   !(json_is_true(json_object_get(sb, "auto_resume")) && control_state(st))) {
 		/* paused: a request resumes it only when it was created with autoResume */
 		snprintf(msg, n, "sandbox is not running");
 		status = 502;
 	}
-	if (status)
-		json_decref(sb);
-	else
-		*out = sb;
+	*running = strcmp(st, "running") == 0;
+	json_decref(sb);
 	return status;
 }
 
@@ -69,33 +74,31 @@ static enum MHD_Result refuse(struct req *r, const char *sbid, unsigned status, 
 	return gw_error(r, status, "%s", msg);
 }
 
+bool envd_admit(struct req *r, const char *sbid, enum MHD_Result *rc)
+{
+	char msg[300];
+	unsigned status = check(r, sbid, &r->running, msg, sizeof(msg));
+	if (status) {
+		*rc = refuse(r, sbid, status, msg);
+		return false;
+	}
+	admit_authenticated(r);
+	return true;
+}
+
 bool envd_upload(struct req *r, const char *data, size_t n)
 {
 	const char *sbid = gw_header(r, "E2b-Sandbox-Id");
 	if (strcmp(r->method, "POST") != 0 || strcmp(r->url, "/files") != 0)
 		return false;
-	if (!r->checked) { /* nothing is taken for a sandbox the request may not use */
-		json_t *sb = NULL;
-		char msg[300];
-		r->checked = true;
-		r->refused = check(r, sbid, &sb, msg, sizeof(msg)) != 0;
-		json_decref(sb);
-	}
-	return r->refused || files_upload(r, sbid, data, n); /* refused: dropped, the answer says why */
+	return files_upload(r, sbid, data, n); /* its sandbox was checked on the head (envd_admit) */
 }
 
 enum MHD_Result envd_handle(struct req *r, const char *sbid)
 {
-	json_t *sb = NULL;
-	char msg[300];
-	unsigned status = check(r, sbid, &sb, msg, sizeof(msg));
-	if (status)
-		return refuse(r, sbid, status, msg);
-	bool running = strcmp(json_string_value(json_object_get(sb, "state")), "running") == 0;
-	json_decref(sb);
 	bool get = strcmp(r->method, "GET") == 0, post = strcmp(r->method, "POST") == 0;
 	if (strcmp(r->url, "/health") == 0)
-		return running ? gw_json(r, 204, NULL) : refuse(r, sbid, 502, "sandbox is paused");
+		return r->running ? gw_json(r, 204, NULL) : refuse(r, sbid, 502, "sandbox is paused");
 	if (get && strcmp(r->url, "/files") == 0)
 		return files_download(r, sbid);
 	if (post && strcmp(r->url, "/files") == 0)

@@ -18,7 +18,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -32,14 +34,32 @@
 #define GW_KEEPALIVE_S 50            /* a silent command stream gets a keepalive this often */
 /* Connections the front holds at once, and from one address: E2B's SDKs keep up to 200 to a
  * sandbox's plane and one per running command (each holds a thread here, and a stream worker
- * beside it). An idle connection is closed after GW_IDLE_S; a command's stream is never idle
- * that long (keepalives). */
+ * beside it); one address may hold a quarter of them, so that a few cannot take them all. An
+ * authenticated connection (admit.c) is closed after GW_IDLE_S idle; a command's stream is never
+ * idle that long (keepalives). One not yet authenticated is closed after GW_UNAUTH_IDLE_S idle,
+ * and the front takes at most GW_MAX_UNAUTH_PER_IP of them from one address, GW_MAX_UNAUTH in
+ * all. */
 #define GW_MAX_CONNECTIONS 1024
-#define GW_MAX_PER_IP 512
+#define GW_MAX_PER_IP 256
 #define GW_IDLE_S 600
+#define GW_MAX_UNAUTH 256
+#define GW_MAX_UNAUTH_PER_IP 32
+#define GW_UNAUTH_IDLE_S 10
+/* libmicrohttpd's messages (a connection over a limit) logged in a minute, at most: a peer
+ * hammering a limit cannot flood spaced's log. */
+#define GW_LOG_BURST 5
+#define GW_LOG_WINDOW_MS 60000
 #define GW_THREAD_STACK (512 * 1024) /* a connection's or a stream worker's thread */
 
 struct gw_watchers;
+struct gw_conn;
+
+/* The connections the front holds (admit.c). */
+struct gw_admit {
+	pthread_mutex_t lock;
+	struct gw_conn *conns;       /* [lock] every connection, newest first */
+	unsigned unauth;             /* [lock] those not yet authenticated */
+};
 
 struct gw {
 	struct client up;            /* spaced's Unix socket, as the administrator */
@@ -48,6 +68,10 @@ struct gw {
 	 * "<port>-<id>.<domain>"): spaced's port proxy as "<its domain>:<its port>", or "" (null)
 	 * when spaced runs none. */
 	char domain[256];
+	struct gw_admit admit;
+	pthread_mutex_t log_lock;    /* libmicrohttpd's messages, GW_LOG_BURST a minute (main.c) */
+	int64_t log_window_ms;       /* [log_lock] when the current minute began */
+	int log_count;               /* [log_lock] messages in it */
 };
 
 /* One request, the connection's own (libmicrohttpd's *req_cls). */
@@ -58,7 +82,8 @@ struct req {
 	char url[1024];
 	struct buf body;
 	bool too_large;
-	bool checked, refused;       /* an upload's sandbox was checked before its first byte (envd.c) */
+	bool answered;               /* refused on its head: its body, if any, is not read */
+	bool running;                /* the sandbox of a sandbox-plane request is running (envd.c) */
 	void *upload;                /* a multipart upload under way (files.c) */
 	void (*upload_free)(void *upload);
 };
@@ -95,6 +120,22 @@ long gw_timeout_s(struct req *r);
 
 /* "/v1/sandboxes/<id><rest>" into dst; false when it does not fit or id is not a sandbox id. */
 bool gw_sandbox_path(char *dst, size_t n, const char *id, const char *rest);
+
+/* Connections (admit.c): admit_init before the daemon starts; admit_policy and admit_notify are
+ * libmicrohttpd's accept policy and connection notifier (cls: the struct gw); admit_authenticated
+ * marks r's connection as having shown a credential (idempotent). */
+void admit_init(struct gw_admit *a);
+enum MHD_Result admit_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+void admit_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+		  enum MHD_ConnectionNotificationCode code);
+void admit_authenticated(struct req *r);
+
+/* The checks of a request's head, before any of its body is read: true when it may go on
+ * (and its connection is authenticated, but for the control plane's /health); false with the
+ * refusal queued in *rc. Control plane: a valid X-API-KEY (asked of spaced); sandbox plane:
+ * the sandbox's access token, a sandbox that is not there answered as one whose token is wrong. */
+bool control_admit(struct req *r, enum MHD_Result *rc);
+bool envd_admit(struct req *r, const char *sbid, enum MHD_Result *rc);
 
 /* The control plane (control.c) and the sandbox plane (envd.c). */
 enum MHD_Result control_handle(struct req *r);

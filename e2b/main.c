@@ -155,9 +155,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		snprintf(r->method, sizeof(r->method), "%s", method);
 		snprintf(r->url, sizeof(r->url), "%s", url);
 		*req_cls = r;
-		return MHD_YES;
+		/* credentials are checked on the head: a refused request's body is never read */
+		const char *sbid = gw_header(r, "E2b-Sandbox-Id");
+		enum MHD_Result rc = MHD_YES;
+		r->answered = !(sbid ? envd_admit(r, sbid, &rc) : control_admit(r, &rc));
+		return rc;
 	}
 	const char *sbid = gw_header(r, "E2b-Sandbox-Id");
+	if (r->answered) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
@@ -208,13 +216,28 @@ static int parse_listen(const char *s, struct sockaddr_in *sa)
 
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
-	(void)cls;
+	struct gw *gw = cls;
 	/* an SDK that stops reading a stream (a command's handle let go, a timeout) closes its
 	 * connection mid-request: the ordinary end of such a call, not worth a line each */
 	if (strstr(fmt, "closed by remote side"))
 		return;
-	fprintf(stderr, "space-e2b: ");
-	vfprintf(stderr, fmt, ap);
+	int64_t now = gw_mono_ms();
+	pthread_mutex_lock(&gw->log_lock);
+	if (now - gw->log_window_ms >= GW_LOG_WINDOW_MS) {
+		if (gw->log_count > GW_LOG_BURST)
+			fprintf(stderr, "space-e2b: %d more messages in the last minute were not logged\n",
+				gw->log_count - GW_LOG_BURST);
+		gw->log_window_ms = now;
+		gw->log_count = 0;
+	}
+	bool say = gw->log_count++ < GW_LOG_BURST;
+	pthread_mutex_unlock(&gw->log_lock);
+	if (!say)
+		return;
+	char line[512];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	fprintf(stderr, "space-e2b: %s\n", line);
 }
 
 int main(int argc, char **argv)
@@ -273,10 +296,15 @@ int main(int argc, char **argv)
 			: (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &sa },
 		{ MHD_OPTION_END, 0, NULL },
 	};
+	admit_init(&gw.admit);
+	pthread_mutex_init(&gw.log_lock, NULL);
+	gw.log_window_ms = gw_mono_ms();
+	/* a connection's idle limit is the unauthenticated one until a request on it authenticates */
 	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-		on_request, &gw, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_ARRAY, where,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &gw, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GW_IDLE_S,
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, admit_policy,
+		&gw, on_request, &gw, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, &gw, MHD_OPTION_ARRAY, where,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &gw, MHD_OPTION_NOTIFY_CONNECTION, admit_notify, &gw,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GW_UNAUTH_IDLE_S,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)GW_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 		(unsigned)GW_MAX_PER_IP, MHD_OPTION_THREAD_STACK_SIZE, (size_t)GW_THREAD_STACK,
 		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);

@@ -136,6 +136,7 @@ json_t *sandbox_json(const struct sandbox *sb)
 	json_object_set_new(o, "public_ports", json_boolean(sb->public_ports));
 	json_object_set_new(o, "auto_resume", json_boolean(sandbox_auto_resume(sb->d, sb)));
 	json_object_set_new(o, "access_token", json_string(sb->access_token));
+	json_object_set_new(o, "traffic_token", json_string(sb->traffic_token));
 	return o;
 }
 
@@ -639,9 +640,9 @@ static json_t *merged_env(const json_t *base, const json_t *over)
 
 int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *cfg, struct err *e)
 {
-	char token[SANDBOX_TOKEN_LEN + 1];
+	char token[SANDBOX_TOKEN_LEN + 1], traffic[SANDBOX_TOKEN_LEN + 1];
 	json_t *env = merged_env(sb->env, cfg->env), *meta = json_deep_copy(cfg->metadata);
-	if (!env || !meta || random_hex(token, SANDBOX_TOKEN_LEN) < 0) {
+	if (!env || !meta || random_hex(token, SANDBOX_TOKEN_LEN) < 0 || random_hex(traffic, SANDBOX_TOKEN_LEN) < 0) {
 		json_decref(env);
 		json_decref(meta);
 		return err_set(e, 500, "internal", EIO, "cannot claim sandbox %s: out of memory or randomness", sb->id);
@@ -651,6 +652,7 @@ int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *
 	sb->env = env;
 	sb->metadata = meta;
 	snprintf(sb->access_token, sizeof(sb->access_token), "%s", token);
+	snprintf(sb->traffic_token, sizeof(sb->traffic_token), "%s", traffic);
 	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");
 	sb->timeout_s = cfg->timeout_s;
 	sb->lifetime_s = cfg->lifetime_s;
@@ -728,7 +730,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->net_transit);
 	sb->public_ports = cfg->public_ports;
 	sb->auto_resume = cfg->auto_resume;
-	if (random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0) {
+	if (random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0 || random_hex(sb->traffic_token, SANDBOX_TOKEN_LEN) < 0) {
 		sandbox_free(sb);
 		err_set(e, 500, "internal", EIO, "no randomness for an access token");
 		return NULL;
@@ -984,6 +986,23 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 	}
 }
 
+/* A sandbox recorded before it had a token of a kind gets one, recorded before it is served. */
+static void give_tokens(struct daemon *d, struct sandbox *sb)
+{
+	char *const tokens[] = { sb->access_token, sb->traffic_token };
+	int made = 0;
+	for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
+		if (tokens[i][0] != '\0')
+			continue;
+		if (random_hex(tokens[i], SANDBOX_TOKEN_LEN) < 0)
+			log_warn("sandbox %s: no randomness for a token; what it guards stays closed", sb->id);
+		else
+			made++;
+	}
+	if (made && store_put_sandbox(d->store, sb) < 0)
+		log_warn("sandbox %s: cannot record its new tokens", sb->id);
+}
+
 int sandbox_adopt_all(struct daemon *d)
 {
 	struct sandbox *list = NULL;
@@ -994,6 +1013,7 @@ int sandbox_adopt_all(struct daemon *d)
 		json_t *tpl = store_template_config(d->store, sb->template);
 		take_defaults(sb, tpl);
 		json_decref(tpl);
+		give_tokens(d, sb);
 	}
 	daemon_lock(d);
 	while (list) {

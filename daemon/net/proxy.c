@@ -234,7 +234,7 @@ static void look_up(struct daemon *d, struct target *t, const char *token)
 	struct sandbox *sb = sandbox_find(d, t->id);
 	t->found = sb != NULL && !sb->pool;
 	if (t->found) {
-		t->allowed = !token || sb->public_ports || same_token(token, sb->access_token);
+		t->allowed = !token || sb->public_ports || same_token(token, sb->traffic_token);
 		t->has_network = sb->network != NULL;
 		snprintf(t->state, sizeof(t->state), "%s", sb_state_name(sb->state));
 		if (sb->network)
@@ -279,7 +279,7 @@ static int admit(struct proxy *px, struct pconn *c, const struct proxy_head *h, 
 			refuse(px, c, 403, "Forbidden", NULL, "this token does not open this port\n");
 		else
 			refuse(px, c, 401, "Unauthorized", NULL,
-			       "this port needs the sandbox's access token: header X-Space-Token, or ?space_token=\n");
+			       "this port needs the sandbox's traffic token: header X-Space-Token, or ?space_token=\n");
 		return -1;
 	}
 	if (c->state == P_PIPE && (strcmp(t->id, c->id) != 0 || t->port != c->port)) {

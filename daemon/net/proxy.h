@@ -5,7 +5,7 @@
  * spaced --proxy-listen ADDR:PORT [--proxy-domain DOMAIN] starts it: one thread, one epoll
  * set, every connection a pair of sockets. It reads every request of a connection
  * (proxy_http.h): takes the sandbox and port from the first one's Host, and checks each one's
- * Host (the same port of the same sandbox) and the sandbox's access token (header
+ * Host (the same port of the same sandbox) and the sandbox's traffic token (header
  * X-Space-Token or E2B's E2b-Traffic-Access-Token, or the cookie space_token, which a one-time
  * query parameter ?space_token= sets with a redirect) unless the sandbox has public ports,
  * and removes the token before passing the request on; the body passes unchanged. It connects

@@ -53,6 +53,8 @@ static const char *const steps[SCHEMA_VERSION] = {
 	 * else "default"): an empty tenant is the administrator's, which no token may be. */
 	"UPDATE tokens SET tenant = CASE WHEN length(coalesce(name, '')) BETWEEN 1 AND 63 "
 	"THEN name ELSE 'default' END WHERE tenant = ''",
+	/* '': made before ports had a token of their own; adoption makes one */
+	"ALTER TABLE sandboxes ADD COLUMN traffic_token TEXT NOT NULL DEFAULT ''",
 };
 
 static int version(sqlite3 *db)

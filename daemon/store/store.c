@@ -139,13 +139,13 @@ int store_put_sandbox(struct store *st, const struct sandbox *sb)
 			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
 			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms,"
 			       " tenant, disk_mb, seq, isolation, network, access_token, public_ports, expires_ms,"
-			       " auto_resume) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiidssidiiisiisssiii", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       " auto_resume, traffic_token) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiiisiisssiiis", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
 			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
 			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
 			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq, sb->isolation, net,
 			       sb->access_token, (int64_t)sb->public_ports, sb->expires_ms,
-			       (int64_t)sb->auto_resume);
+			       (int64_t)sb->auto_resume, sb->traffic_token);
 	free(env);
 	free(meta);
 	free(net);
@@ -220,7 +220,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
 			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb, seq, isolation,"
-			       " network, access_token, public_ports, expires_ms, auto_resume FROM sandboxes"
+			       " network, access_token, public_ports, expires_ms, auto_resume, traffic_token FROM sandboxes"
 			       " ORDER BY created_ms",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
@@ -266,6 +266,8 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		sb->public_ports = sqlite3_column_int(stmt, 20) != 0;
 		sb->expires_ms = sqlite3_column_int64(stmt, 21);
 		sb->auto_resume = sqlite3_column_int(stmt, 22);
+		const unsigned char *traffic = sqlite3_column_text(stmt, 23);
+		snprintf(sb->traffic_token, sizeof(sb->traffic_token), "%s", traffic ? (const char *)traffic : "");
 		if (sb->expires_ms == 0 && sb->lifetime_s > 0) /* recorded before lifetimes could move */
 			sb->expires_ms = sb->created_ms + (int64_t)(sb->lifetime_s * 1000);
 		*tail = sb;

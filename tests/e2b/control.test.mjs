@@ -225,7 +225,65 @@ test('getHost(port) reaches a server in the sandbox through spaced\'s port proxy
     await poll(async () => (await get(url, { 'e2b-traffic-access-token': sb.trafficAccessToken })).status === 200,
       'the server to answer the token')
     assert.equal((await sb.getInfo()).network.allowPublicTraffic, false)
+
+    // the traffic token opens ports and nothing else; the access token opens no port
+    const mine = (await spaced('GET', `/v1/sandboxes/${sb.sandboxId}`)).body
+    assert.equal(sb.trafficAccessToken, mine.traffic_token)
+    assert.notEqual(mine.traffic_token, mine.access_token)
+    assert.equal((await get(url, { 'e2b-traffic-access-token': mine.access_token })).status, 403)
+    const plane = (path, token, init = {}) => fetch(`${process.env.E2B_SANDBOX_URL}${path}`, { ...init,
+      headers: { ...init.headers, 'E2b-Sandbox-Id': sb.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': token } })
+    const list = { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json', 'Connect-Protocol-Version': '1' } }
+    const ghost = await (await fetch(`${process.env.E2B_SANDBOX_URL}/files?path=/etc/hostname`,
+      { headers: { 'E2b-Sandbox-Id': '0123456789ab', 'X-Access-Token': mine.traffic_token } })).json()
+    for (const [path, init] of [['/files?path=/etc/hostname', {}], ['/process.Process/List', list]]) {
+      const r = await plane(path, mine.traffic_token, init)
+      assert.equal(r.status, 502, path) // as for a sandbox that is not there
+      assert.equal((await r.json()).message, ghost.message, path)
+      assert.equal((await plane(path, mine.access_token, init)).status, 200, path)
+    }
   })
+})
+
+test('egress: allowInternetAccess and network.allowOut/denyOut become space\'s policy; what it cannot honour is 400', async () => {
+  const policy = async (sb) => (await spaced('GET', `/v1/sandboxes/${sb.sandboxId}`)).body.network
+  await withSandbox({ allowInternetAccess: false }, async (sb) => {
+    assert.deepEqual(await policy(sb), { ...(await policy(sb)), egress: 'none', allow: [], deny: [] })
+    assert.equal((await sb.getInfo()).allowInternetAccess, false)
+    // a connect inside fails at once (refused), and never leaves the machine
+    const r = await sb.commands.run('python3 -c "import socket; socket.create_connection((\'192.0.2.1\', 80), timeout=20)"')
+      .catch((e) => e)
+    assert.notEqual(r.exitCode, 0)
+    assert.match(r.stderr, /ConnectionRefusedError|Network is unreachable|No route to host/)
+  })
+  await withSandbox({ allowInternetAccess: false, network: { allowOut: ['192.0.2.7'] } }, async (sb) => {
+    const p = await policy(sb)
+    assert.equal(p.egress, 'allow')
+    assert.deepEqual(p.allow, ['192.0.2.7'])
+    const info = await sb.getInfo()
+    assert.deepEqual([info.network.allowOut, info.network.denyOut], [['192.0.2.7'], ['0.0.0.0/0']])
+  })
+  await withSandbox({ network: { denyOut: [e2b.ALL_TRAFFIC], allowOut: ['198.51.100.0/24', 'example.com'] } }, async (sb) => {
+    const p = await policy(sb)
+    assert.equal(p.egress, 'allow')
+    assert.deepEqual(p.allow, ['198.51.100.0/24', 'example.com'])
+  })
+  await withSandbox({ network: { denyOut: ['203.0.113.9'] } }, async (sb) => {
+    assert.deepEqual((await policy(sb)).deny, ['203.0.113.9'])
+    // updateNetwork maps the same
+    await sb.updateNetwork({ allowInternetAccess: false })
+    assert.equal((await policy(sb)).egress, 'none')
+    await sb.updateNetwork({ denyOut: [e2b.ALL_TRAFFIC], allowOut: ['192.0.2.8'] })
+    assert.deepEqual([(await policy(sb)).egress, (await policy(sb)).allow], ['allow', ['192.0.2.8']])
+    await assert.rejects(sb.updateNetwork({ denyOut: ['192.0.2.0/24'], allowOut: ['192.0.2.8'] }), /400/)
+    assert.deepEqual((await policy(sb)).allow, ['192.0.2.8']) // unchanged by the refusal
+  })
+  const before = (await spaced('GET', '/v1/sandboxes')).body.sandboxes.length
+  // allowOut as exceptions to a partial denyOut, and an egress proxy: not offered, so refused
+  await assert.rejects(Sandbox.create({ network: { denyOut: ['192.0.2.0/24'], allowOut: ['192.0.2.8'] } }), /400/)
+  await assert.rejects(Sandbox.create({ network: { egressProxy: { address: '192.0.2.1:1080' } } }), /400.*egressProxy/)
+  await assert.rejects(Sandbox.create({ network: { denyOut: ['not an address!'] } }), /400/)
+  assert.equal((await spaced('GET', '/v1/sandboxes')).body.sandboxes.length, before)
 })
 
 test('autoResume: a paused sandbox made with it is resumed by a command; one made without stays paused', async () => {

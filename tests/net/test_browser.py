@@ -70,7 +70,7 @@ def test_a_page_inside_renders_in_a_browser_and_its_websocket_works(api, make_sa
     sbid = make_sandbox()
     api.put_file(sbid, "/srv/page.py", SERVER.encode())
     api.exec(sbid, "(nohup python3 /srv/page.py >/dev/null 2>&1 &)")
-    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["traffic_token"]
     url = f"http://8000-{sbid}.localhost:{PROXY_PORT}/?space_token={token}"
     profile = tempfile.mkdtemp(prefix="space-net-chromium-")
 

@@ -194,7 +194,7 @@ def start_server(api, sbid, bind="0.0.0.0", port=8000):
 def served(api, make_sandbox, topo):
     sbid = make_sandbox()
     start_server(api, sbid)
-    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["traffic_token"]
 
     def up():
         out = client(topo, host_of(sbid), [{"path": "/id", "headers": {"X-Space-Token": token}}])
@@ -213,13 +213,18 @@ def test_http_through_the_proxy_with_keep_alive(served, topo):
 def test_the_token_is_checked_and_not_passed_in(served, topo, api, make_sandbox):
     sbid, token = served
     other = make_sandbox()
-    other_token = api.ok("GET", f"/v1/sandboxes/{other}")["access_token"]
+    other_token = api.ok("GET", f"/v1/sandboxes/{other}")["traffic_token"]
     assert other_token != token
     none = client(topo, host_of(sbid), [{"path": "/id"}])[0]
     wrong = client(topo, host_of(sbid), [{"path": "/id", "headers": {"X-Space-Token": other_token}}])[0]
     ghost = client(topo, host_of("0123456789ab"), [{"path": "/id", "headers": {"X-Space-Token": token}}])[0]
     ghost_none = client(topo, host_of("0123456789ab"), [{"path": "/id"}])[0]
     assert none["status"] == 401 and wrong["status"] == 403, (none, wrong)
+    # the sandbox's access token (the E2B front's envdAccessToken) is not its traffic token
+    access = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+    assert access != token
+    own = client(topo, host_of(sbid), [{"path": "/id", "headers": {"X-Space-Token": access}}])[0]
+    assert (own["status"], own["body"]) == (wrong["status"], wrong["body"])
     # a sandbox that does not exist is answered exactly as one whose token is wrong
     assert (ghost["status"], ghost["body"]) == (wrong["status"], wrong["body"])
     assert (ghost_none["status"], ghost_none["body"]) == (none["status"], none["body"])
@@ -251,7 +256,7 @@ def test_a_websocket_echoes_through_the_proxy(api, make_sandbox, topo):
     sbid = make_sandbox()
     api.put_file(sbid, "/srv/ws.py", WS_SERVER.encode())
     api.exec(sbid, "(nohup python3 /srv/ws.py 8765 >/dev/null 2>&1 &)")
-    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["traffic_token"]
 
     def talk():
         r = topo.run(["/usr/bin/python3", "-c", WS_CLIENT, host_of(sbid, 8765), token, "one", "two", "three"],
@@ -279,7 +284,7 @@ def test_the_proxy_says_what_is_wrong(served, topo, api, make_sandbox):
     # a paused sandbox that requests do not resume (auto_resume false)
     still = make_sandbox(auto_resume=False)
     start_server(api, still)
-    still_token = api.ok("GET", f"/v1/sandboxes/{still}")["access_token"]
+    still_token = api.ok("GET", f"/v1/sandboxes/{still}")["traffic_token"]
     wait_until(lambda: client(topo, host_of(still), [{"path": "/id", "headers": {"X-Space-Token": still_token}}])[0]
                ["status"] == 200, 60, "the second server")
     api.ok("POST", f"/v1/sandboxes/{still}/pause")
@@ -304,7 +309,7 @@ def test_a_request_resumes_a_paused_or_suspended_sandbox_with_auto_resume(served
 def test_a_server_on_loopback_only_is_reached_through_the_agents_relay(api, make_sandbox, topo):
     sbid = make_sandbox()
     start_server(api, sbid, bind="127.0.0.1", port=8000)
-    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["traffic_token"]
     out = wait_until(lambda: (lambda o: o if o and o["status"] == 200 else None)(
         client(topo, host_of(sbid), [{"path": "/x0", "headers": {"X-Space-Token": token}}])[0]),
         60, "the loopback server through the proxy")

@@ -321,7 +321,9 @@ def spaced():
     for binary in (SPACED, AGENT):
         if not os.access(binary, os.X_OK):
             pytest.exit(f"{binary} is missing: run `make` first", returncode=2)
-    d = Daemon(listen=f"127.0.0.1:{free_port()}")
+    e2b = free_port()  # its E2B front too: an edge of its own (test_api_edge.py)
+    d = Daemon(listen=f"127.0.0.1:{free_port()}", args=["--e2b-listen", f"127.0.0.1:{e2b}"])
+    d.e2b = ("127.0.0.1", e2b)
     try:
         d.start()
         yield d

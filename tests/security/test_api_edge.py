@@ -7,6 +7,7 @@ socket (0660 root:space) is the host administrator's.
 """
 
 import http.client
+import itertools
 import json
 import resource
 import socket
@@ -153,23 +154,12 @@ def test_idle_tcp_connections_cannot_lock_out_clients(attack, spaced, tenants):
         except (OSError, http.client.HTTPException):
             return False
 
-    def still_open():
-        n = 0
-        for s in socks:
-            s.settimeout(0)  # non-blocking: no byte waiting is an open connection
-            try:
-                n += s.recv(1, socket.MSG_PEEK) != b""
-            except BlockingIOError:
-                n += 1
-            except OSError:
-                pass
-        return n
     try:
         ok = None
         try:
             ok = wait_until(served, 30, "a token holder to be served while idle connections are open", interval=1)
         finally:
-            attack.note(f"{len(socks)} idle unauthenticated TCP connections from one address, {still_open()} of "
+            attack.note(f"{len(socks)} idle unauthenticated TCP connections from one address, {open_of(socks)} of "
                         f"them still open (the rest closed by spaced): a token holder from another address "
                         + ("was served" if ok else "was locked out"))
     finally:
@@ -181,6 +171,72 @@ def test_idle_tcp_connections_cannot_lock_out_clients(attack, spaced, tenants):
     logged = log_lines(spaced, "warn http: ") - http_lines
     attack.note(f"spaced logged {logged} lines about the refused connections")
     assert logged <= 6, spaced.log_tail(20)
+
+
+def test_the_e2b_front_reads_no_body_before_a_credential(attack, spaced, tenants):
+    """From one address without a valid key: requests to the E2B front with a bad key, no key,
+    or a bad sandbox token, each announcing a 1 MiB body that is never sent, then 100 idle
+    connections; meanwhile an E2B client with a valid key, from another address, lists its
+    sandboxes.
+
+    Expected: every refusal (401; on the sandbox plane 502, as for a sandbox that is not there)
+    arrives on the head alone; the front takes 32 connections without a credential from one
+    address (GW_MAX_UNAUTH_PER_IP) and closes the rest; the key holder is served.
+    """
+    host, port = spaced.e2b
+    heads = [("POST /v2/sandboxes", "X-API-KEY: sp_0123456789abcdef\r\n", b"401"),
+             ("POST /v2/sandboxes", "", b"401"),
+             ("POST /files?path=/tmp/x", "E2b-Sandbox-Id: 0123456789ab\r\nX-Access-Token: guess\r\n", b"502")]
+    answers = []
+    for line, hdrs, want in heads:
+        s = socket.create_connection((host, port), timeout=30, source_address=("127.0.0.4", 0))
+        try:  # the head only: an answer can come from nothing else
+            s.sendall(f"{line} HTTP/1.1\r\nHost: x\r\n{hdrs}Content-Length: 1048576\r\n\r\n".encode())
+            with s.makefile("rb") as f:
+                # its lines up to the head's end, or the close
+                got = b"".join(itertools.takewhile(lambda line: line != b"\r\n", iter(f.readline, b"")))
+        except OSError:
+            got = b""
+        finally:
+            s.close()
+        answers.append(status_of(got))
+        assert status_of(got) == want.decode(), (line, got)
+    socks = open_idle(100, lambda: socket.create_connection((host, port), timeout=5, source_address=("127.0.0.4", 0)))
+    key = tenants["alice"].token
+
+    def served():
+        c = http.client.HTTPConnection(host, port, timeout=10)
+        try:
+            c.request("GET", "/v2/sandboxes", headers={"X-API-KEY": key})
+            return c.getresponse().status == 200
+        except (OSError, http.client.HTTPException):
+            return False
+        finally:
+            c.close()
+    try:
+        ok = wait_until(served, 30, "a key holder to be served by the E2B front", interval=1)
+        open_now = open_of(socks)
+    finally:
+        for s in socks:
+            s.close()
+    attack.note(f"E2B front: refusals on the head alone {answers}; {len(socks)} idle connections without a "
+                f"credential from one address, {open_now} kept; a key holder from another address "
+                + ("was served" if ok else "was locked out"))
+    assert open_now == 32
+
+
+def open_of(socks):
+    """How many of socks the peer has not closed."""
+    n = 0
+    for s in socks:
+        s.settimeout(0)  # non-blocking: no byte waiting is an open connection
+        try:
+            n += s.recv(1, socket.MSG_PEEK) != b""
+        except BlockingIOError:
+            n += 1
+        except OSError:
+            pass
+    return n
 
 
 def log_lines(spaced, needle):
