@@ -357,7 +357,7 @@ def test_a_later_request_for_another_sandbox_is_refused_and_goes_nowhere(served,
     sbid, token = served
     other = make_sandbox()
     start_server(api, other)
-    other_token = api.ok("GET", f"/v1/sandboxes/{other}")["access_token"]
+    other_token = api.ok("GET", f"/v1/sandboxes/{other}")["traffic_token"]
     wait_until(lambda: client(topo, host_of(other), [{"path": "/id", "headers": {"X-Space-Token": other_token}}])[0]
                ["status"] == 200, 60, "the other sandbox's server")
     first = {"path": "/id?first", "headers": {"X-Space-Token": token}}
@@ -514,7 +514,7 @@ def test_a_port_that_never_answers_is_given_up_on(api, make_sandbox, topo):
     """The proxy waits for a sandbox's port to answer at most PROXY_CONNECT_TIMEOUT_MS (10 s),
     then answers 504 (the client's own wait here is 60 s)."""
     sbid = make_sandbox()
-    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["access_token"]
+    token = api.ok("GET", f"/v1/sandboxes/{sbid}")["traffic_token"]
     api.put_file(sbid, "/srv/deaf.py", DEAF_SERVER.encode())
     api.exec(sbid, "(nohup python3 /srv/deaf.py 8002 >/dev/null 2>&1 &)")
     wait_until(lambda: api.get_file(sbid, "/srv/deaf")[0] == 200, 60, "the deaf server")
