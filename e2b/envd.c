@@ -4,6 +4,8 @@
  * access token in X-Access-Token; a sandbox that is not there or not running is 502, as the
  * SDKs expect of a sandbox that is gone. A paused one created with autoResume is resumed by
  * the request (spaced's transparent resume); one created without stays paused, and is 502.
+ * A request for another of the sandbox's ports (E2b-Sandbox-Port) goes to it through spaced's
+ * port proxy (ports.h), which decides who may use it, as for getHost(port) traffic.
  */
 #include "e2b/gateway.h"
 
@@ -14,6 +16,7 @@
 
 #include "e2b/connect.h"
 #include "e2b/files.h"
+#include "e2b/ports.h"
 #include "e2b/process.h"
 
 /* Constant-time comparison of two NUL-terminated strings. */
@@ -72,7 +75,7 @@ static enum MHD_Result refuse(struct req *r, const char *sbid, unsigned status, 
 bool envd_upload(struct req *r, const char *data, size_t n)
 {
 	const char *sbid = gw_header(r, "E2b-Sandbox-Id");
-	if (strcmp(r->method, "POST") != 0 || strcmp(r->url, "/files") != 0)
+	if (strcmp(r->method, "POST") != 0 || strcmp(r->url, "/files") != 0 || ports_other(r))
 		return false;
 	if (!r->checked) { /* nothing is taken for a sandbox the request may not use */
 		json_t *sb = NULL;
@@ -86,6 +89,8 @@ bool envd_upload(struct req *r, const char *data, size_t n)
 
 enum MHD_Result envd_handle(struct req *r, const char *sbid)
 {
+	if (ports_other(r))
+		return ports_handle(r, sbid);
 	json_t *sb = NULL;
 	char msg[300];
 	unsigned status = check(r, sbid, &sb, msg, sizeof(msg));

@@ -27,6 +27,7 @@
 #include "lib/buf.h"
 
 #define GW_ENVD_VERSION "0.5.6"      /* what the SDKs are told (docs/e2b.md: their version gates) */
+#define GW_ENVD_PORT "49983"         /* envd's port: the sandbox plane's own (other ports: ports.h) */
 #define GW_DEFAULT_TIMEOUT_S 300     /* a sandbox's deadline when a create or connect gives none */
 #define GW_MAX_BODY (1 << 20)        /* a REST or unary RPC body */
 #define GW_KEEPALIVE_S 50            /* a silent command stream gets a keepalive this often */
@@ -48,6 +49,9 @@ struct gw {
 	 * "<port>-<id>.<domain>"): spaced's port proxy as "<its domain>:<its port>", or "" (null)
 	 * when spaced runs none. */
 	char domain[256];
+	/* The address spaced's port proxy listens on (HOST:PORT), where requests for the sandboxes'
+	 * other ports go (ports.h), or "" when spaced runs none. */
+	char proxy[256];
 };
 
 /* One request, the connection's own (libmicrohttpd's *req_cls). */
