@@ -37,6 +37,7 @@ struct fwd {
 	size_t len;
 	struct gw_stream *s;
 	bool headed;
+	bool bad;   /* a header could not be kept */
 	char sbid[16];
 };
 
@@ -128,14 +129,14 @@ static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char
 	if (!kept(name))
 		return MHD_YES;
 	char *line = NULL;
-	if (asprintf(&line, "%s: %s", name, value ? value : "") < 0)
-		return MHD_NO;
-	struct curl_slist *l = curl_slist_append(f->headers, line);
+	struct curl_slist *l = NULL;
+	if (asprintf(&line, "%s: %s", name, value ? value : "") >= 0)
+		l = curl_slist_append(f->headers, line);
 	free(line);
-	if (!l)
-		return MHD_NO;
-	f->headers = l;
-	return MHD_YES;
+	if (l)
+		f->headers = l;
+	f->bad |= !l;
+	return l ? MHD_YES : MHD_NO;
 }
 
 struct query {
@@ -180,9 +181,11 @@ static struct fwd *prepare(struct req *r, const char *sbid, long port, const cha
 		f->url = NULL;
 		goto fail;
 	}
-	if (MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, f) < 0 ||
-	    !(f->headers = curl_slist_append(f->headers, "Expect:")))
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, f);
+	struct curl_slist *expect = f->bad ? NULL : curl_slist_append(f->headers, "Expect:");
+	if (!expect)
 		goto fail;
+	f->headers = expect;
 	if (r->body.len && !(f->body = malloc(r->body.len)))
 		goto fail;
 	if (r->body.len)
