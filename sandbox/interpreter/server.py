@@ -39,7 +39,7 @@ CONTEXTS_MAX = 4               # kernels at once, the default ones included (eac
 DEFAULT_CWD = "/home/user" if os.path.isdir("/home/user") else "/"
 
 # A language's kernel (its Jupyter kernelspec name).
-KERNELS = {"python": "python3"}
+KERNELS = {"python": "python3", "r": "ir"}
 # MIME type of a kernel's output -> the SDK's name for that format.
 FORMATS = {
     "text/plain": "text", "text/html": "html", "text/markdown": "markdown", "image/svg+xml": "svg",
@@ -108,8 +108,6 @@ class Context:
         """Sets env_vars in the kernel for one cell; the code that puts them back, or None."""
         if not env_vars:
             return None
-        if self.language != "python":
-            raise HttpError(400, "env_vars are taken in python contexts only")
         pairs = {str(k): str(v) for k, v in env_vars.items()}
         self._silent("import os as __sp_os\n__sp_env = {k: __sp_os.environ.get(k) for k in %r}\n"
                      "__sp_os.environ.update(%r)" % (list(pairs), pairs))
@@ -161,6 +159,7 @@ class Context:
 class Contexts:
     def __init__(self):
         self.lock = threading.Lock()
+        self.making = threading.Lock()  # held while a default context is made
         self.all = {}
         self.defaults = {}  # language -> its default context's id
 
@@ -186,13 +185,13 @@ class Contexts:
 
     def default(self, language):
         language = (language or "python").lower()
-        with self.lock:
-            ctx = self.all.get(self.defaults.get(language, ""))
-        if ctx:
-            return ctx
-        ctx = self.create(language, DEFAULT_CWD)
-        with self.lock:
-            self.defaults.setdefault(language, ctx.id)
+        with self.making:  # two first calls at once make one kernel
+            with self.lock:
+                ctx = self.all.get(self.defaults.get(language, ""))
+            if not ctx:
+                ctx = self.create(language, DEFAULT_CWD)
+                with self.lock:
+                    self.defaults[language] = ctx.id
         return ctx
 
     def remove(self, context_id):
@@ -277,6 +276,8 @@ class Handler(BaseHTTPRequestHandler):
         if body.get("context_id") and body.get("language"):
             raise HttpError(400, "give context_id or language, not both")
         ctx = CONTEXTS.get(body["context_id"]) if body.get("context_id") else CONTEXTS.default(body.get("language"))
+        if env_vars and ctx.language != "python":
+            raise HttpError(400, "env_vars are taken in python contexts only")
         self.send_response(200)
         self.send_header("Content-Type", "application/x-ndjson")
         self.end_headers()

@@ -167,3 +167,26 @@ test('at most 4 contexts at once, the default one included', async () => {
   }
   await sb.createCodeContext().then((c) => sb.removeCodeContext(c)) // room again
 })
+
+test('r: a default context of its own, state kept, errors', async () => {
+  // IRkernel shows a cell's value as display data, not as the cell's result: no main result
+  const value = (ex) => ex.results.map((r) => [r.text, r.isMainResult])
+  const ex = await sb.runCode('x <- c(1, 2, 3)\nsum(x)', { language: 'r' })
+  assert.equal(ex.error, undefined)
+  assert.deepEqual(value(ex), [['[1] 6', false]])
+  assert.ok(ex.results[0].html, ex.results[0].formats())
+  assert.deepEqual(value(await sb.runCode('x * 2', { language: 'r' })), [['[1] 2 4 6', false]])
+  const out = await sb.runCode('cat("to stdout\\n")', { language: 'r' })
+  assert.deepEqual(out.logs.stdout, ['to stdout\n'])
+  // envs are set in python kernels only: refused before anything runs
+  await assert.rejects(sb.runCode('x <- 0', { language: 'r', envs: { A: 'b' } }),
+    (e) => e instanceof ci.SandboxError && /^400 /.test(e.message))
+  const bad = await sb.runCode('stop("no good")', { language: 'r' })
+  assert.match(bad.error.value, /no good/)
+  // python's default context is another kernel (restarted by the test before): R's x is not there
+  assert.equal((await sb.runCode('"x" in globals()', { language: 'python' })).text, 'False')
+  const ctx = await sb.createCodeContext({ language: 'r' })
+  assert.equal(ctx.language, 'r')
+  assert.deepEqual(value(await sb.runCode('exists("x")', { context: ctx })), [['[1] FALSE', false]])
+  await sb.removeCodeContext(ctx)
+})

@@ -74,7 +74,7 @@ def build_interpreter(d):
         packages = f.read().strip()
     ctx = io.BytesIO()
     with tarfile.open(fileobj=ctx, mode="w") as tar:
-        for name in ("Dockerfile", "server.py"):
+        for name in ("Dockerfile", "server.py", "ir-kernel.json"):
             tar.add(os.path.join(CI_DIR, name), arcname=name)
     path = f"/v1/templates?name={CI_TEMPLATE}&packages={urllib.parse.quote(packages)}"
     status, _, body = d.api.request("POST", path, raw=ctx.getvalue(), timeout=CI_BUILD_TIMEOUT)
