@@ -158,6 +158,22 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *n
 	return q->bad ? MHD_NO : MHD_YES;
 }
 
+/* The request's path, which libmicrohttpd hands over decoded, percent-encoded again into out
+ * (a path's own characters kept, every other byte as %XX): "/a%3Fb" stays a path, not "/a?b". */
+static int encode_path(const char *path, struct buf *out)
+{
+	static const char keep[] = "-._~/!$&'()*+,;=:@";
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		char esc[4];
+		bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			     strchr(keep, *p);
+		snprintf(esc, sizeof(esc), "%%%02X", *p);
+		if (buf_put(out, plain ? (const char *)p : esc, plain ? 1 : 3) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 bool ports_other(struct req *r)
 {
 	const char *port = gw_header(r, "E2b-Sandbox-Port");
@@ -169,6 +185,7 @@ static struct fwd *prepare(struct req *r, const char *sbid, long port, const cha
 {
 	struct fwd *f = calloc(1, sizeof(*f));
 	struct query q = { 0 };
+	struct buf path = { 0 };
 	char connect_to[300];
 	*why = "out of memory";
 	if (!f || !(f->curl = curl_easy_init()))
@@ -176,8 +193,9 @@ static struct fwd *prepare(struct req *r, const char *sbid, long port, const cha
 	q.curl = f->curl;
 	snprintf(f->sbid, sizeof(f->sbid), "%s", sbid);
 	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, &q);
-	if (q.bad || buf_put(&q.out, "", 1) < 0 ||
-	    asprintf(&f->url, "http://%ld-%s.%s%s%s", port, sbid, r->gw->domain, r->url, (char *)q.out.data) < 0) {
+	if (q.bad || buf_put(&q.out, "", 1) < 0 || encode_path(r->url, &path) < 0 || buf_put(&path, "", 1) < 0 ||
+	    asprintf(&f->url, "http://%ld-%s.%s%s%s", port, sbid, r->gw->domain, (char *)path.data,
+		     (char *)q.out.data) < 0) {
 		f->url = NULL;
 		goto fail;
 	}
@@ -218,9 +236,11 @@ static struct fwd *prepare(struct req *r, const char *sbid, long port, const cha
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	}
 	buf_free(&q.out);
+	buf_free(&path);
 	return f;
 fail:
 	buf_free(&q.out);
+	buf_free(&path);
 	if (f)
 		fwd_free(f);
 	return NULL;

@@ -138,6 +138,13 @@ test('a port nothing listens on, and a sandbox that is not there, are 502', asyn
     headers: { 'E2b-Sandbox-Id': '000000000000', 'E2b-Sandbox-Port': '49999' }
   })
   assert.ok(gone.status >= 400, gone.status)
+  // the path reaches the server as it was sent: an escaped "?" stays in the path
+  const odd = await fetch(process.env.E2B_SANDBOX_URL + '/contexts/a%3Fb?x=%26', {
+    method: 'DELETE',
+    headers: { 'E2b-Sandbox-Id': sb.sandboxId, 'E2b-Sandbox-Port': '49999' }
+  })
+  assert.equal(odd.status, 404)
+  assert.equal(await odd.text(), 'context a%3Fb is not there')
   // envd's own port is still the front's
   assert.equal(await sb.isRunning(), true)
 })
