@@ -22,8 +22,12 @@ Standard library and Debian's python3-jupyter-client only.
 import json
 import os
 import select
+import shlex
+import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +44,7 @@ DEFAULT_CWD = "/home/user" if os.path.isdir("/home/user") else "/"
 
 # A language's kernel (its Jupyter kernelspec name).
 KERNELS = {"python": "python3", "r": "ir"}
+LANGUAGES = set(KERNELS) | {"bash"}  # bash: a shell of our own (BashContext), no kernel
 # MIME type of a kernel's output -> the SDK's name for that format.
 FORMATS = {
     "text/plain": "text", "text/html": "html", "text/markdown": "markdown", "image/svg+xml": "svg",
@@ -156,6 +161,93 @@ class Context:
                 on_msg(msg)
 
 
+class BashContext:
+    """A bash shell that keeps its state (variables, functions, folder) from cell to cell. A cell
+    is a file the shell sources, followed by a marker on each stream with its exit status; an
+    interrupt is the shell's SIGINT, on which it returns from the cell (its trap) and lives on."""
+
+    def __init__(self, language, cwd):
+        self.id = str(uuid.uuid4())
+        self.language = language
+        self.cwd = cwd
+        self.lock = threading.Lock()
+        self.proc = None
+        self.count = 0
+        self.token = "\x1eSPACE-CELL-%s" % self.id  # in no program's output
+
+    def describe(self):
+        return {"id": self.id, "language": self.language, "cwd": self.cwd}
+
+    def start(self):
+        self.proc = subprocess.Popen(["bash", "--noprofile", "--norc"], cwd=self.cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.proc.stdin.write(b"trap 'return 130' INT\n")
+        self.proc.stdin.flush()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.proc:
+            self.proc.wait()
+            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                f.close()
+
+    def restart(self):
+        with self.lock:
+            self.stop()
+            self.start()
+
+    def run(self, code, env_vars, emit, gone):
+        with self.lock:
+            if self.proc.poll() is not None:  # a cell's `exit` ended the shell: a new one
+                self.stop()
+                self.start()
+            fd, path = tempfile.mkstemp(prefix="space-cell-", suffix=".sh")
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(code + "\n")
+                self.count += 1
+                emit({"type": "number_of_executions", "execution_count": self.count})
+                self.proc.stdin.write(("source %s </dev/null; printf '%%s %%d\\n' '%s' $?; printf '%%s\\n' '%s' >&2\n"
+                                       % (shlex.quote(path), self.token, self.token)).encode())
+                self.proc.stdin.flush()
+                status = self._read(emit, gone)
+            finally:
+                os.unlink(path)
+            if status is None:
+                emit({"type": "error", "name": "ShellExited", "value": "the shell ended", "traceback": ""})
+            elif status != 0:
+                emit({"type": "error", "name": "ExitStatus", "value": "exit status %d" % status, "traceback": ""})
+
+    def _read(self, emit, gone):
+        """Hands the cell's output to emit until both markers came; its exit status, or None when
+        the shell ended first."""
+        pending = {self.proc.stdout: b"", self.proc.stderr: b""}
+        names = {self.proc.stdout: "stdout", self.proc.stderr: "stderr"}
+        token = self.token.encode()
+        status, interrupted = None, False
+        while pending:
+            if not interrupted and gone():
+                os.killpg(self.proc.pid, signal.SIGINT)
+                interrupted = True
+            ready = select.select(list(pending), [], [], POLL_S)[0]
+            for f in ready:
+                data = os.read(f.fileno(), 65536)
+                buf = pending[f] + data
+                at = buf.find(token)
+                if not data or at >= 0:  # the shell's end, or the cell's
+                    out = buf if at < 0 else buf[:at]
+                    if f is self.proc.stdout and at >= 0:
+                        status = int(buf[at + len(token):].split(b"\n", 1)[0] or 0)
+                    del pending[f]
+                else:  # whole lines go out as they come
+                    cut = buf.rfind(b"\n") + 1
+                    out, pending[f] = buf[:cut], buf[cut:]
+                if out and not interrupted:
+                    emit({"type": names[f], "text": out.decode(errors="replace")})
+        return status
+
+
 class Contexts:
     def __init__(self):
         self.lock = threading.Lock()
@@ -165,12 +257,12 @@ class Contexts:
 
     def create(self, language, cwd):
         language = (language or "python").lower()
-        if language not in KERNELS:
-            raise HttpError(400, "language %r is not offered here (%s)" % (language, ", ".join(sorted(KERNELS))))
+        if language not in LANGUAGES:
+            raise HttpError(400, "language %r is not offered here (%s)" % (language, ", ".join(sorted(LANGUAGES))))
         with self.lock:
             if len(self.all) >= CONTEXTS_MAX:
                 raise HttpError(429, "at most %d contexts at once" % CONTEXTS_MAX)
-        ctx = Context(language, cwd or DEFAULT_CWD)
+        ctx = (BashContext if language == "bash" else Context)(language, cwd or DEFAULT_CWD)
         ctx.start()
         with self.lock:
             self.all[ctx.id] = ctx

@@ -197,3 +197,20 @@ test('r: a default context of its own, state kept, errors', async () => {
   assert.deepEqual(value(await sb.runCode('exists("x")', { context: ctx })), [['[1] FALSE', false]])
   await sb.removeCodeContext(ctx)
 })
+
+test('bash: a shell that keeps its variables and folder, exit statuses as errors, interrupts', async () => {
+  const out = []
+  const ex = await sb.runCode('n=21\ncd /tmp\necho out; echo err >&2', { language: 'bash', onStdout: (m) => out.push(m.line) })
+  assert.equal(ex.error, undefined)
+  assert.deepEqual(out, ['out\n'])
+  assert.deepEqual(ex.logs.stderr, ['err\n'])
+  assert.deepEqual((await sb.runCode('echo $((n * 2)) $PWD', { language: 'bash' })).logs.stdout, ['42 /tmp\n'])
+  const bad = await sb.runCode('false', { language: 'bash' })
+  assert.equal(bad.error.name, 'ExitStatus')
+  assert.equal(bad.error.value, 'exit status 1')
+  // a cell reads no input: its stdin is /dev/null, not the shell's
+  assert.deepEqual((await sb.runCode('cat; echo read-nothing', { language: 'bash' })).logs.stdout, ['read-nothing\n'])
+  await assert.rejects(sb.runCode('while true; do sleep 0.1; done', { language: 'bash', timeoutMs: 3000 }),
+    (e) => e instanceof ci.TimeoutError)
+  assert.deepEqual((await sb.runCode('echo $n', { language: 'bash' })).logs.stdout, ['21\n'])
+})
