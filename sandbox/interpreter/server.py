@@ -59,19 +59,28 @@ class HttpError(Exception):
         self.status = status
 
 
-class Context:
-    """One kernel and the lock that lets one cell run in it at a time."""
+class BaseContext:
+    """What every context has: its id, language, folder, and the lock that lets one cell run in
+    it at a time. A context also has start(), stop(), restart() and run(code, env_vars, emit,
+    gone)."""
 
     def __init__(self, language, cwd):
         self.id = str(uuid.uuid4())
         self.language = language
         self.cwd = cwd
         self.lock = threading.Lock()
-        self.km = None
-        self.kc = None
 
     def describe(self):
         return {"id": self.id, "language": self.language, "cwd": self.cwd}
+
+
+class Context(BaseContext):
+    """One Jupyter kernel."""
+
+    def __init__(self, language, cwd):
+        super().__init__(language, cwd)
+        self.km = None
+        self.kc = None
 
     def start(self):
         self.km = KernelManager(kernel_name=KERNELS[self.language])
@@ -161,22 +170,16 @@ class Context:
                 on_msg(msg)
 
 
-class BashContext:
+class BashContext(BaseContext):
     """A bash shell that keeps its state (variables, functions, folder) from cell to cell. A cell
     is a file the shell sources, followed by a marker on each stream with its exit status; an
     interrupt is the shell's SIGINT, on which it returns from the cell (its trap) and lives on."""
 
     def __init__(self, language, cwd):
-        self.id = str(uuid.uuid4())
-        self.language = language
-        self.cwd = cwd
-        self.lock = threading.Lock()
+        super().__init__(language, cwd)
         self.proc = None
         self.count = 0
         self.token = "\x1eSPACE-CELL-%s" % self.id  # in no program's output
-
-    def describe(self):
-        return {"id": self.id, "language": self.language, "cwd": self.cwd}
 
     def start(self):
         self.proc = subprocess.Popen(["bash", "--noprofile", "--norc"], cwd=self.cwd, stdin=subprocess.PIPE,
