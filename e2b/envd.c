@@ -6,6 +6,9 @@
  * expect of a sandbox that is gone; the first two read the same, so ids cannot be probed. A
  * paused one created with autoResume is resumed by the request (spaced's transparent resume);
  * one created without stays paused, and is 502.
+ * A request for another of the sandbox's ports (E2b-Sandbox-Port) goes to it through spaced's
+ * port proxy (ports.h), once its traffic token (E2b-Traffic-Access-Token, unless the ports
+ * are public) is checked here the same way.
  */
 #include "e2b/gateway.h"
 
@@ -16,6 +19,7 @@
 
 #include "e2b/connect.h"
 #include "e2b/files.h"
+#include "e2b/ports.h"
 #include "e2b/process.h"
 
 /* Constant-time comparison of two NUL-terminated strings. */
@@ -30,7 +34,7 @@ static bool same_secret(const char *a, const char *b)
 
 /* The one answer for a sandbox the request may not use: not there, or not with this token.
  * Both read the same, so that ids cannot be probed. */
-#define REFUSED "sandbox is not running, or X-Access-Token is not its access token"
+#define REFUSED "sandbox is not running, or the token given is not its own"
 
 /* Checks that the request may use sandbox sbid: 0 with *running set, or the E2B status that says
  * why not with msg filled. */
@@ -39,21 +43,18 @@ static unsigned check(struct req *r, const char *sbid, bool *running, char *msg,
 	char path[64];
 	json_t *sb = NULL;
 	struct client_err e = { 0 };
-	const char *token = gw_header(r, "X-Access-Token");
-	const char *port = gw_header(r, "E2b-Sandbox-Port");
-	if (port && strcmp(port, "49983") != 0) {
-		snprintf(msg, n, "only the sandbox's own port (49983) is served here");
-		return 502;
-	}
+	bool other_port = ports_other(r); /* its token is the traffic token, as the proxy's */
+	const char *token = gw_header(r, other_port ? "E2b-Traffic-Access-Token" : "X-Access-Token");
 	if (gw_sandbox_path(path, sizeof(path), sbid, "") &&
 	    client_request(&r->gw->up, "GET", path, NULL, &sb, &e) < 0 && e.kind == CLIENT_ERR_API && e.status != 404) {
 		snprintf(msg, n, "%s", e.message); /* spaced's own trouble, the same for any id */
 		return 502;
 	}
-	const char *have = json_string_value(json_object_get(sb, "access_token"));
+	const char *have = json_string_value(json_object_get(sb, other_port ? "traffic_token" : "access_token"));
 	const char *st = json_string_value(json_object_get(sb, "state")) ?: "";
+	bool open = other_port && json_is_true(json_object_get(sb, "public_ports"));
 	unsigned status = 0;
-	if (!sb || !token || !have || !same_secret(token, have)) {
+	if (!sb || (!open && (!token || !have || !same_secret(token, have)))) {
 		snprintf(msg, n, REFUSED);
 		status = 502;
 	} else if (strcmp(st, "running") != 0 && strcmp(st, "resuming") != 0 &&
@@ -89,13 +90,15 @@ bool envd_admit(struct req *r, const char *sbid, enum MHD_Result *rc)
 bool envd_upload(struct req *r, const char *data, size_t n)
 {
 	const char *sbid = gw_header(r, "E2b-Sandbox-Id");
-	if (strcmp(r->method, "POST") != 0 || strcmp(r->url, "/files") != 0)
+	if (strcmp(r->method, "POST") != 0 || strcmp(r->url, "/files") != 0 || ports_other(r))
 		return false;
 	return files_upload(r, sbid, data, n); /* its sandbox was checked on the head (envd_admit) */
 }
 
 enum MHD_Result envd_handle(struct req *r, const char *sbid)
 {
+	if (ports_other(r))
+		return ports_handle(r, sbid);
 	bool get = strcmp(r->method, "GET") == 0, post = strcmp(r->method, "POST") == 0;
 	if (strcmp(r->url, "/health") == 0)
 		return r->running ? gw_json(r, 204, NULL) : refuse(r, sbid, 502, "sandbox is paused");

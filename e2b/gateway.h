@@ -29,6 +29,7 @@
 #include "lib/buf.h"
 
 #define GW_ENVD_VERSION "0.5.6"      /* what the SDKs are told (docs/e2b.md: their version gates) */
+#define GW_ENVD_PORT "49983"         /* envd's port: the sandbox plane's own (other ports: ports.h) */
 #define GW_DEFAULT_TIMEOUT_S 300     /* a sandbox's deadline when a create or connect gives none */
 #define GW_MAX_BODY (1 << 20)        /* a REST or unary RPC body */
 #define GW_KEEPALIVE_S 50            /* a silent command stream gets a keepalive this often */
@@ -72,6 +73,9 @@ struct gw {
 	pthread_mutex_t log_lock;    /* libmicrohttpd's messages, GW_LOG_BURST a minute (main.c) */
 	int64_t log_window_ms;       /* [log_lock] when the current minute began */
 	int log_count;               /* [log_lock] messages in it */
+	/* The address spaced's port proxy listens on (HOST:PORT), where requests for the sandboxes'
+	 * other ports go (ports.h), or "" when spaced runs none. */
+	char proxy[256];
 };
 
 /* One request, the connection's own (libmicrohttpd's *req_cls). */

@@ -4,6 +4,7 @@
  * start), with spaced's Unix socket; it ends with spaced.
  *
  *   space-e2b --listen HOST:PORT | --listen-fd FD [--name NAME] --socket PATH [--sandbox-domain DOMAIN]
+ *             [--proxy-address HOST:PORT]
  */
 #include "e2b/gateway.h"
 
@@ -248,6 +249,7 @@ int main(int argc, char **argv)
 		{ "listen-fd", required_argument, NULL, 'f' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "sandbox-domain", required_argument, NULL, 'd' },
+		{ "proxy-address", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct gw gw;
@@ -263,13 +265,15 @@ int main(int argc, char **argv)
 			fd = atoi(optarg);
 		else if (c == 'd')
 			bad |= snprintf(gw.domain, sizeof(gw.domain), "%s", optarg) >= (int)sizeof(gw.domain);
+		else if (c == 'p')
+			bad |= snprintf(gw.proxy, sizeof(gw.proxy), "%s", optarg) >= (int)sizeof(gw.proxy);
 		else
 			return 2;
 	}
 	struct sockaddr_in sa;
 	if (bad || !listen || !sock || optind != argc || (fd < 0 && parse_listen(listen, &sa) < 0) || (fd >= 0 && fd < 3)) {
 		fprintf(stderr, "usage: space-e2b --listen HOST:PORT | --listen-fd FD [--name NAME] --socket PATH "
-			"[--sandbox-domain DOMAIN]\n");
+			"[--sandbox-domain DOMAIN] [--proxy-address HOST:PORT]\n");
 		return 2;
 	}
 	/* it ends with spaced, which started it */

@@ -14,12 +14,19 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 struct gw_stream {
 	int rd, wr;
+	/* the answer's status and content type, when the worker gives them (gw_stream_head) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool headed;
+	unsigned status;
+	char content_type[128];
 	int client;      /* the client's connection (libmicrohttpd's), watched for its end; or -1 */
 	atomic_int refs; /* the worker's and the response's */
 	atomic_bool failed; /* the body broke off: the answer ends without its end (gw_stream_fail) */
@@ -30,8 +37,23 @@ struct gw_stream {
 
 static void put(struct gw_stream *s)
 {
-	if (atomic_fetch_sub(&s->refs, 1) == 1)
+	if (atomic_fetch_sub(&s->refs, 1) == 1) {
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
 		free(s);
+	}
+}
+
+void gw_stream_head(struct gw_stream *s, unsigned status, const char *content_type)
+{
+	pthread_mutex_lock(&s->mu);
+	if (!s->headed) {
+		s->headed = true;
+		s->status = status;
+		snprintf(s->content_type, sizeof(s->content_type), "%s", content_type);
+		pthread_cond_signal(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
 }
 
 static void *worker(void *p)
@@ -40,6 +62,7 @@ static void *worker(void *p)
 	s->fn(s, s->arg);
 	if (s->free_arg)
 		s->free_arg(s->arg);
+	gw_stream_head(s, 500, "application/octet-stream"); /* a worker that gave none: an empty 500 */
 	close(s->wr); /* the end of the body */
 	put(s);
 	return NULL;
@@ -75,8 +98,8 @@ static void done(void *cls)
 	put(s);
 }
 
-enum MHD_Result gw_stream_start(struct req *r, const char *content_type, gw_stream_fn fn, void *arg,
-				void (*free_arg)(void *arg))
+/* A stream for r whose worker runs fn(arg) on a thread of its own, or NULL (free_arg(arg) ran). */
+static struct gw_stream *begin(struct req *r, gw_stream_fn fn, void *arg, void (*free_arg)(void *arg))
 {
 	struct gw_stream *s = calloc(1, sizeof(*s));
 	int fds[2];
@@ -84,34 +107,65 @@ enum MHD_Result gw_stream_start(struct req *r, const char *content_type, gw_stre
 		free(s);
 		if (free_arg)
 			free_arg(arg);
-		return MHD_NO;
+		return NULL;
 	}
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	*s = (struct gw_stream){ .rd = fds[0], .wr = fds[1], .client = ci ? ci->connect_fd : -1, .refs = 2, .fn = fn,
 				 .arg = arg, .free_arg = free_arg };
-	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, reader, s, done);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
 	pthread_t t;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, GW_THREAD_STACK);
-	if (!resp || pthread_create(&t, &attr, worker, s) != 0) {
-		pthread_attr_destroy(&attr);
-		if (resp)
-			MHD_destroy_response(resp); /* done() closes rd and drops one reference */
-		else
-			close(s->rd);
+	int rc = pthread_create(&t, &attr, worker, s);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		close(s->rd);
 		close(s->wr);
 		if (free_arg)
 			free_arg(arg);
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
 		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Answers r with status and content_type, the body read from s's pipe; the response holds s's
+ * second reference (done() drops it). */
+static enum MHD_Result respond(struct req *r, struct gw_stream *s, unsigned status, const char *content_type)
+{
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, reader, s, done);
+	if (!resp) {
+		done(s); /* the worker finds the pipe closed */
 		return MHD_NO;
 	}
-	pthread_attr_destroy(&attr);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-	enum MHD_Result rc = MHD_queue_response(r->conn, MHD_HTTP_OK, resp);
+	enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	return rc;
+}
+
+enum MHD_Result gw_stream_start(struct req *r, const char *content_type, gw_stream_fn fn, void *arg,
+				void (*free_arg)(void *arg))
+{
+	struct gw_stream *s = begin(r, fn, arg, free_arg);
+	return s ? respond(r, s, MHD_HTTP_OK, content_type) : MHD_NO;
+}
+
+enum MHD_Result gw_stream_start_head(struct req *r, gw_stream_fn fn, void *arg, void (*free_arg)(void *arg))
+{
+	struct gw_stream *s = begin(r, fn, arg, free_arg);
+	if (!s)
+		return MHD_NO;
+	pthread_mutex_lock(&s->mu);
+	while (!s->headed)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	return respond(r, s, s->status, s->content_type);
 }
 
 int gw_stream_write(struct gw_stream *s, const void *p, size_t n)

@@ -565,8 +565,10 @@ static int e2b_spawn(struct daemon *d)
 	const char *proxy_port = strrchr(d->proxy_listen, ':');
 	if (proxy_port)
 		snprintf(domain, sizeof(domain), "%s%s", d->proxy_domain, proxy_port);
+	/* and the proxy's address, where the front carries the sandbox plane's requests for a port
+	 * other than envd's (e2b/ports.h); without a proxy, the NULL ends the list before either */
 	char *argv[] = { d->e2b_path, "--listen-fd", "3", "--name", d->e2b_listen, "--socket", d->socket_path,
-			 domain[0] ? "--sandbox-domain" : NULL, domain, NULL };
+			 domain[0] ? "--sandbox-domain" : NULL, domain, "--proxy-address", d->proxy_listen, NULL };
 	pid_t pid = spawn_start_keep(argv, &d->e2b_fd, 1, STDERR_FILENO, STDERR_FILENO);
 	if (pid < 0) {
 		log_error("cannot start %s: %s", d->e2b_path, strerror((int)-pid));
