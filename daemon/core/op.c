@@ -336,8 +336,8 @@ static void on_oom_event(struct op *op, const uint8_t *data)
 				(json_int_t)o.used, "memory_limit_bytes", (json_int_t)o.limit));
 }
 
-/* Tells a stream how many output bytes it skipped (a "drop" process's, unread or past
- * PROC_DROP_KEEP untaken), before what follows them. */
+/* Tells a stream how many output bytes of a "drop" process were discarded while nobody read
+ * it (proc_keep), before the tail that was kept. */
 static void report_dropped(struct op *op)
 {
 	if (!op->stream || !op->dropped)
@@ -356,13 +356,8 @@ void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 	}
 	int which = type == SP_A_STDERR;
 	if (op->stream) {
-		if (op->proc && op->proc->drop && op->untaken + (uint64_t)n > PROC_DROP_KEEP) {
-			/* a slow client of a "drop" process: this chunk skips it; a sequence held
-			 * back goes out before the gap rather than joined across it */
-			flush_holds(op);
-			op->dropped += n;
-			return;
-		}
+		/* under either policy a connected reader misses nothing: what its client has not
+		 * taken yet holds back the process's credit (op_proc_credit) */
 		report_dropped(op);
 		op->untaken += n;
 		stream_output(op, which, data, n);
