@@ -233,8 +233,11 @@ void op_fail(struct op *op, const struct err *e)
 		if (op->kind == OP_READ) {
 			op->failed = true;
 		} else {
-			emit_json(op, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", e->code,
-						"message", e->msg));
+			json_t *ev = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", e->code, "message",
+					       e->msg);
+			if (ev && e->state[0])
+				json_object_set_new(json_object_get(ev, "error"), "state", json_string(e->state));
+			emit_json(op, ev);
 		}
 		op->eof = true;
 		op_wake(op);
@@ -243,6 +246,27 @@ void op_fail(struct op *op, const struct err *e)
 	if (op->err.status == 0)
 		op->err = *e;
 	op_finish(op);
+}
+
+void op_fail_list(struct op **head, const struct err *e)
+{
+	while (*head) {
+		struct op *op = *head;
+		op_unlink(op); /* takes it off the list */
+		op_fail(op, e);
+	}
+}
+
+void op_fail_process_requests(struct sandbox *sb, const struct err *e)
+{
+	for (struct proc *p = sb->procs; p; p = p->next) {
+		while (p->readers) {
+			struct op *op = p->readers;
+			op_unlink(op);
+			op_fail(op, e);
+		}
+		op_fail_list(&p->waiters, e);
+	}
 }
 
 /* The captured-output budget of op's tenant: the administrator's own, or its tenant's while it

@@ -165,8 +165,15 @@ void op_suspend(struct op *op);
 uint32_t op_link(struct op *op, struct sandbox *sb);
 /* Removes op from whatever sandbox or process it is linked to. [L] */
 void op_unlink(struct op *op);
-/* Fails op with e: finishes it, or ends its stream with an error event. [L] */
+/* Fails op with e: finishes it, or ends its stream with an error event ({"type": "error",
+ * "error": {"code", "message"[, "state"]}}). [L] */
 void op_fail(struct op *op, const struct err *e);
+/* Unlinks and fails with e every request of a list linked through `next` (sb->ops, sb->deferred,
+ * a process's waiters). [L] */
+void op_fail_list(struct op **head, const struct err *e);
+/* Unlinks and fails with e every request that waits on one of sb's processes: its output
+ * readers (exec streams, output streams, captures), waiters and stdin writers. [L] */
+void op_fail_process_requests(struct sandbox *sb, const struct err *e);
 
 /* Makes op one of the output readers of p; the first after a gap also gets what p kept
  * meanwhile (and, under "drop", how much it discarded). The caller checks PROC_MAX_READERS.
