@@ -47,8 +47,8 @@
 #define SANDBOX_MAX_PENDING (64u * 2u * 256u * 1024u) /* unread output held for one sandbox */
 #define PROC_MAX_READERS 16              /* output streams reading one process at once */
 #define SANDBOX_MAX_READERS 128          /* output streams reading one sandbox's processes at once */
-/* A process started with "output": "drop": the most recent unread output kept for a reader that
- * joins later, and the output one reader may hold untaken before what follows skips it. */
+/* A process started with "output": "drop": the most recent output kept, while nobody reads it,
+ * for a reader that joins later (a connected reader holds the process back instead). */
 #define PROC_DROP_KEEP (64u * 1024u)
 #define AGENT_HELLO_TIMEOUT_MS 30000     /* from runsc start to the agent's hello */
 /* Liveness: an agent someone waits on that said nothing for AGENT_PING_AFTER_MS is pinged; a
@@ -106,8 +106,9 @@ struct proc {
 	                               never from a start spaced asked for */
 	struct op *readers;         /* [L] the streams and captures taking its output (op->next_reader) */
 	int nreaders;               /* [L] how many: at most PROC_MAX_READERS through the output route */
-	bool drop;                  /* [L] output policy "drop": unread output is discarded rather than
-	                               holding the process back (else "block") */
+	bool drop;                  /* [L] output policy "drop": output is discarded while no reader is
+	                               connected rather than holding the process back (else "block");
+	                               a connected reader holds it back under either */
 	struct buf pending;         /* [L] output received while nobody read it: all of it under "block"
 	                               (the credit bounds it), the last PROC_DROP_KEEP bytes under "drop" */
 	uint32_t pending_raw;       /* [L] payload bytes in it (counted in sb->pending_bytes) */

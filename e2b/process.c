@@ -8,7 +8,9 @@
  * ends with deadline_exceeded). Connect is one more reader of a running process's output
  * (spaced gives each reader all of it); its deadline bounds only the stream. A client that goes
  * away leaves the process running. Commands start with spaced's "drop" output policy: as under
- * envd, one that nobody reads is never held back (spaced keeps its last output for a Connect).
+ * envd, one that nobody reads is never held back (spaced keeps its last output for a Connect),
+ * and one whose stream is connected waits for it (the pipe to the client is the only buffer,
+ * stream.c), so a slow reader slows the command and misses nothing.
  *
  * E2B's List, and a selector by tag, read what spaced's process records keep of each start
  * (argv, env, cwd, tag).

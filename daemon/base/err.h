@@ -13,7 +13,8 @@ struct err {
 	int status;        /* HTTP status, 0 while unset */
 	char code[24];     /* machine-readable: not_found, conflict, ... */
 	char msg[384];     /* for a person */
-	char state[16];    /* with 409: the sandbox's current state */
+	char state[16];    /* with 409, or a request ended by what became of its sandbox (suspended,
+	                      deleting, failed): the sandbox's state */
 };
 
 /* Fills e (if it is still unset) and returns -errno_val, for `return err_set(...)`. */

@@ -59,6 +59,20 @@ static bool said_hello(struct sandbox *sb)
 	return peer_ready(sb);
 }
 
+/* Ends, with an error naming the state, every request that waits on a process of sb: its
+ * processes no longer run on the host (they wait in an image, or are lost), so nothing more
+ * would come to them until a resume, which may never come. A pause keeps them. [L] */
+static void end_process_requests(struct sandbox *sb, enum sb_state st)
+{
+	struct err e = { 0 };
+	if (st == SB_FAILED)
+		err_set(&e, 500, "sandbox_failed", EIO, "sandbox %s failed: %s", sb->id, sb->reason);
+	else
+		err_set(&e, 409, "conflict", EBUSY, "sandbox %s was suspended", sb->id);
+	snprintf(e.state, sizeof(e.state), "%s", sb_state_name(st));
+	op_fail_process_requests(sb, &e);
+}
+
 /* Records sb's new state and answers the job's request with the sandbox. Called without
  * d->lock; returns with it held. The record is written with the lock released, while sb
  * still shows the transition's own state (suspending, resuming...), so nothing else may
@@ -93,6 +107,8 @@ static void settle(struct job *j, enum sb_state st, const struct err *e)
 	int rc = store_save(d->store, &rec);
 	daemon_lock(d);
 	sb->state = st;
+	if ((st == SB_SUSPENDED && from != SB_SUSPENDED) || st == SB_FAILED)
+		end_process_requests(sb, st);
 	if (!j->op)
 		return;
 	struct err unrecorded = { 0 };
@@ -584,6 +600,11 @@ void lifecycle_expire(struct daemon *d)
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
 		if (sb->state != SB_RUNNING && sb->state != SB_PAUSED)
 			continue;
+		/* an open request that waits on the sandbox (an exec, an output stream, a wait, a
+		 * watch) is activity for as long as it is open: the idle timeout counts from when
+		 * the last one ended */
+		if (peer_awaited(sb))
+			sandbox_touch(sb);
 		bool lifetime = sb->expires_ms > 0 && now >= sb->expires_ms;
 		bool idle = sb->deadline_ms > 0 && now >= sb->deadline_ms;
 		if (idle && !lifetime && sb->keepalive && proc_any_running(sb)) {

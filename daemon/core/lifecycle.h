@@ -58,7 +58,8 @@ struct sb_timeouts {
 int lifecycle_set_timeouts(struct daemon *d, struct sandbox *sb, const struct sb_timeouts *t, struct op *op,
 			   struct err *e);
 
-/* Suspends or deletes every sandbox whose idle timeout or lifetime has passed. [L] */
+/* Suspends or deletes every sandbox whose idle timeout or lifetime has passed; a request open on
+ * a sandbox (peer_awaited) is activity, and moves its idle timeout on. [L] */
 void lifecycle_expire(struct daemon *d);
 /* Once a second on the I/O thread: timeouts, then every sandbox's peer_tick. [L] */
 void lifecycle_tick(struct daemon *d);

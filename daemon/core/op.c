@@ -233,8 +233,11 @@ void op_fail(struct op *op, const struct err *e)
 		if (op->kind == OP_READ) {
 			op->failed = true;
 		} else {
-			emit_json(op, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", e->code,
-						"message", e->msg));
+			json_t *ev = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", e->code, "message",
+					       e->msg);
+			if (ev && e->state[0])
+				json_object_set_new(json_object_get(ev, "error"), "state", json_string(e->state));
+			emit_json(op, ev);
 		}
 		op->eof = true;
 		op_wake(op);
@@ -243,6 +246,27 @@ void op_fail(struct op *op, const struct err *e)
 	if (op->err.status == 0)
 		op->err = *e;
 	op_finish(op);
+}
+
+void op_fail_list(struct op **head, const struct err *e)
+{
+	while (*head) {
+		struct op *op = *head;
+		op_unlink(op); /* takes it off the list */
+		op_fail(op, e);
+	}
+}
+
+void op_fail_process_requests(struct sandbox *sb, const struct err *e)
+{
+	for (struct proc *p = sb->procs; p; p = p->next) {
+		while (p->readers) {
+			struct op *op = p->readers;
+			op_unlink(op);
+			op_fail(op, e);
+		}
+		op_fail_list(&p->waiters, e);
+	}
 }
 
 /* The captured-output budget of op's tenant: the administrator's own, or its tenant's while it
@@ -336,8 +360,8 @@ static void on_oom_event(struct op *op, const uint8_t *data)
 				(json_int_t)o.used, "memory_limit_bytes", (json_int_t)o.limit));
 }
 
-/* Tells a stream how many output bytes it skipped (a "drop" process's, unread or past
- * PROC_DROP_KEEP untaken), before what follows them. */
+/* Tells a stream how many output bytes of a "drop" process were discarded while nobody read
+ * it (proc_keep), before the tail that was kept. */
 static void report_dropped(struct op *op)
 {
 	if (!op->stream || !op->dropped)
@@ -356,13 +380,8 @@ void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 	}
 	int which = type == SP_A_STDERR;
 	if (op->stream) {
-		if (op->proc && op->proc->drop && op->untaken + (uint64_t)n > PROC_DROP_KEEP) {
-			/* a slow client of a "drop" process: this chunk skips it; a sequence held
-			 * back goes out before the gap rather than joined across it */
-			flush_holds(op);
-			op->dropped += n;
-			return;
-		}
+		/* under either policy a connected reader misses nothing: what its client has not
+		 * taken yet holds back the process's credit (op_proc_credit) */
 		report_dropped(op);
 		op->untaken += n;
 		stream_output(op, which, data, n);

@@ -95,7 +95,7 @@ struct op {
 	uint32_t raw_carry;         /* output bytes held back whose credit is still to go out */
 	bool drop;                  /* the start asked for "output": "drop" */
 	uint32_t untaken;           /* output bytes handed to this stream that its client has not taken */
-	uint64_t dropped;           /* output bytes this stream skipped, still to report ("dropped") */
+	uint64_t dropped;           /* output discarded before this stream joined, still to report ("dropped") */
 
 	/* streams to the client [L] */
 	struct buf out;             /* bytes for the HTTP client */
@@ -165,16 +165,24 @@ void op_suspend(struct op *op);
 uint32_t op_link(struct op *op, struct sandbox *sb);
 /* Removes op from whatever sandbox or process it is linked to. [L] */
 void op_unlink(struct op *op);
-/* Fails op with e: finishes it, or ends its stream with an error event. [L] */
+/* Fails op with e: finishes it, or ends its stream with an error event ({"type": "error",
+ * "error": {"code", "message"[, "state"]}}). [L] */
 void op_fail(struct op *op, const struct err *e);
+/* Unlinks and fails with e every request of a list linked through `next` (sb->ops, sb->deferred,
+ * a process's waiters). [L] */
+void op_fail_list(struct op **head, const struct err *e);
+/* Unlinks and fails with e every request that waits on one of sb's processes: its output
+ * readers (exec streams, output streams, captures), waiters and stdin writers. [L] */
+void op_fail_process_requests(struct sandbox *sb, const struct err *e);
 
 /* Makes op one of the output readers of p; the first after a gap also gets what p kept
  * meanwhile (and, under "drop", how much it discarded). The caller checks PROC_MAX_READERS.
  * Every reader gets all output from when it joined, and the exit. [L] */
 void op_attach(struct op *op, struct proc *p);
-/* Returns to the agent the credit of p's output that no reader still holds: under "block", what
- * the slowest reader's client has taken (what waits for a reader in p->pending is held); under
- * "drop", everything but what readers hold within PROC_DROP_KEEP. [L] */
+/* Returns to the agent the credit of p's output that no reader still holds. While p has
+ * readers, under either policy, that is what the slowest reader's client has taken: the
+ * process goes at the pace of its slowest connected reader. With none, "block" holds what
+ * waits for a reader in p->pending, "drop" holds nothing (proc_keep keeps only the tail). [L] */
 void op_proc_credit(struct sandbox *sb, struct proc *p);
 
 /* Hands one frame for op's tag to it. Returns 0, or -EPROTO with why (CHAN_MAX_WHY bytes)

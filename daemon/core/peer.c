@@ -32,16 +32,18 @@ static void sock_path(const struct sandbox *sb, char *out, size_t n)
 	snprintf(out, n, "%s/sock/agent.sock", sb->dir);
 }
 
-/* Fails every request waiting on a reply from the agent of sb. */
+/* Fails every request waiting on a reply from the agent of sb (a folder watch among them): with
+ * the state when a suspend (or a snapshot's) detached the agent, else as unavailable. */
 static void fail_pending(struct sandbox *sb, const char *why)
 {
 	struct err e = { 0 };
-	err_set(&e, 503, "unavailable", EPIPE, "sandbox %s: %s", sb->id, why);
-	while (sb->ops) {
-		struct op *op = sb->ops;
-		op_unlink(op);
-		op_fail(op, &e);
+	if (sb->state == SB_SUSPENDING) {
+		err_set(&e, 409, "conflict", EBUSY, "sandbox %s is being suspended", sb->id);
+		snprintf(e.state, sizeof(e.state), "%s", sb_state_name(sb->state));
+	} else {
+		err_set(&e, 503, "unavailable", EPIPE, "sandbox %s: %s", sb->id, why);
 	}
+	op_fail_list(&sb->ops, &e);
 }
 
 static void on_dropped(void *ctx, const char *why)
@@ -443,8 +445,7 @@ bool peer_ready(const struct sandbox *sb)
 	return chan_ready(&sb->chan);
 }
 
-/* Whether a request or a client waits on the agent of sb. */
-static bool awaited(const struct sandbox *sb)
+bool peer_awaited(const struct sandbox *sb)
 {
 	if (sb->ops)
 		return true;
@@ -490,7 +491,7 @@ static bool in_long_call(const struct sandbox *sb)
 static void watch_agent(struct daemon *d, struct sandbox *sb, int64_t now)
 {
 	struct peer *pe = &sb->peer;
-	if (sb->state != SB_RUNNING || sb->chan.fd < 0 || in_long_call(sb) || !awaited(sb)) {
+	if (sb->state != SB_RUNNING || sb->chan.fd < 0 || in_long_call(sb) || !peer_awaited(sb)) {
 		pe->ping_ms = 0;
 		sb->chan.last_rx_ms = now;
 		pe->probe_ms = now;

@@ -55,6 +55,10 @@ int peer_request(struct daemon *d, struct sandbox *sb, const char *what, uint8_t
 		 const void *b, size_t nb, int timeout_ms, struct err *e);
 /* Whether sb's agent said hello and its process listing is in: requests may go to it. */
 bool peer_ready(const struct sandbox *sb);
+/* Whether a request or a client waits on sb: a request for its agent (a folder watch among
+ * them), or a reader (exec stream, output stream, capture), waiter or stdin writer of one of
+ * its running processes. */
+bool peer_awaited(const struct sandbox *sb);
 
 /*
  * Once a second: clients that left are let go, silent streams get a keepalive, and an agent

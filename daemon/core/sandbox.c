@@ -187,28 +187,9 @@ bool sandbox_usable(const struct sandbox *sb, struct err *e)
 /* Fails every request linked to sb or its processes. [L] */
 static void fail_all(struct sandbox *sb, const struct err *e)
 {
-	while (sb->deferred) {
-		struct op *op = sb->deferred;
-		op_unlink(op);
-		op_fail(op, e);
-	}
-	while (sb->ops) {
-		struct op *op = sb->ops;
-		op_unlink(op);
-		op_fail(op, e);
-	}
-	for (struct proc *p = sb->procs; p; p = p->next) {
-		while (p->readers) {
-			struct op *op = p->readers;
-			op_unlink(op);
-			op_fail(op, e);
-		}
-		while (p->waiters) {
-			struct op *op = p->waiters;
-			op_unlink(op);
-			op_fail(op, e);
-		}
-	}
+	op_fail_list(&sb->deferred, e);
+	op_fail_list(&sb->ops, e);
+	op_fail_process_requests(sb, e);
 }
 
 void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason)
@@ -219,6 +200,7 @@ void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason)
 		log_warn("sandbox %s: cannot record that it failed", sb->id);
 	struct err e = { 0 };
 	err_set(&e, 500, "sandbox_failed", EIO, "sandbox %s failed: %s", sb->id, reason);
+	snprintf(e.state, sizeof(e.state), "%s", sb_state_name(sb->state));
 	fail_all(sb, &e);
 	log_warn("sandbox %s failed: %s", sb->id, reason);
 }
@@ -817,6 +799,7 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 	sb->state = SB_DELETING;
 	struct err gone = { 0 };
 	err_set(&gone, 404, "not_found", ENOENT, "sandbox %s was deleted", sb->id);
+	snprintf(gone.state, sizeof(gone.state), "%s", sb_state_name(sb->state));
 	fail_all(sb, &gone);
 	struct job j = { .fn = delete_job, .sb = sb, .op = op, .count = (int)old };
 	store_record(sb, &j.first); /* written by the job, with the lock released */

@@ -589,20 +589,6 @@ def test_unread_output_of_a_drop_process_is_discarded_and_its_tail_kept(api, san
     assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 0
 
 
-def test_a_slow_reader_of_a_drop_process_skips_output_and_is_told(api, sandbox):
-    total = 16 * SP_WINDOW
-    pid = start_proc(api, sandbox, ["python3", "-c", FLOOD, str(total)], stdin_open=True, output="drop")
-    with open_reader(api, sandbox, pid) as s:
-        api.ok("POST", proc_path(sandbox, pid, "/stdin"), raw=b"go\n", expect=(204,))
-        # the client reads nothing until the process ended: it did not wait for this reader
-        done = api.ok("GET", proc_path(sandbox, pid, f"/wait?timeout={IO_TIMEOUT}"))
-        assert (done["state"], done["exit_code"]) == ("exited", 0), done
-        out, _, events = collect(s)
-    dropped = sum(e["bytes"] for e in events if e["type"] == "dropped")
-    assert dropped > 0 and dropped + len(out) == total, (dropped, len(out))
-    assert events[-1]["type"] == "exit"
-
-
 def test_a_block_process_is_held_back_until_read(api, sandbox):
     total = 16 * SP_WINDOW
     pid = start_proc(api, sandbox, ["python3", "-c", FLOOD, str(total)], stdin_open=True, stdin="go\n")

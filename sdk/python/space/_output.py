@@ -8,8 +8,11 @@ GET .../processes/{pid}/output, and when the stream ends without an exit
 event (the daemon restarted, the agent reconnected, the connection broke) it
 attaches again: the daemon keeps output nobody has read, so nothing is lost
 or repeated (under the "drop" output policy, the daemon keeps only the last
-of it). It stops for good when the exit arrives, when the sandbox or the
-process is gone, or when close() is called from any thread. Other readers of
+of it). A suspend ends the stream with an error naming the state: then it
+waits, reading the sandbox's record (which does not resume it), until the
+sandbox runs again, and attaches then. It stops for good when the exit
+arrives, when the sandbox or the process is gone, or when close() is called
+from any thread. Other readers of
 the same process get the same output beside it.
 
 Follower runs a ProcessOutput in a daemon thread and hands each event to a
@@ -24,6 +27,7 @@ from ._transport import event_bytes
 
 REATTACH_GIVE_UP = 300.0   # seconds of failed re-attaching before the follower gives up
 REATTACH_BACKOFF = (0.05, 1.0)
+RESUME_POLL = 0.5          # seconds between looks at a suspended sandbox's state
 
 
 class TakenOver(errors.SpaceError):
@@ -95,6 +99,10 @@ class ProcessOutput:
                         return
                     elif kind == "error":
                         err = ev.get("error") or {}
+                        if err.get("state") == "suspended":
+                            self._wait_running()
+                            failing_since, delay = None, REATTACH_BACKOFF[0]
+                            break  # re-attach once it runs
                         if err.get("code") == "conflict":
                             raise TakenOver(err.get("message") or "another reader took over the output",
                                             409, "conflict")
@@ -112,6 +120,18 @@ class ProcessOutput:
                 raise errors.ConnectionError("lost the output of process %d for %d s" % (self.pid, REATTACH_GIVE_UP))
             self._pause(delay)
             delay = min(delay * 2, REATTACH_BACKOFF[1])
+
+    def _wait_running(self):
+        """Waits until the sandbox runs again (someone resumed it), without resuming it; raises
+        when it is gone or failed."""
+        path = "/v1/sandboxes/%s" % self.sandbox_id
+        while not self._closed:
+            state = self.transport.json("GET", path, not_found=errors.SandboxNotFound).get("state")
+            if state == "running":
+                return
+            if state in ("failed", "deleting"):
+                raise errors.SpaceError("sandbox %s is %s" % (self.sandbox_id, state))
+            self._pause(RESUME_POLL)
 
     def _pause(self, delay):
         # waiting between re-attach attempts; close() does not need to cut it short

@@ -382,8 +382,8 @@ class CommandHandle:
 
     @property
     def dropped(self):
-        """Output bytes this handle missed: a "drop" command's, printed while nobody read it
-        (beyond what the daemon keeps) or while this handle read too slowly. 0 under "block"."""
+        """Output bytes this handle missed: a "drop" command's, printed before it connected
+        while nobody read it (beyond what the daemon keeps). 0 under "block"."""
         with self._lock:
             return self._dropped
 
