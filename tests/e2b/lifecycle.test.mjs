@@ -75,6 +75,8 @@ test('fork: one by default, with E2B\'s 15 s deadline; errors the SDK raises', a
     // another tenant's key does not find the sandbox
     await assert.rejects(Sandbox.fork(parent.sandboxId, { apiKey: other }), e2b.SandboxNotFoundError)
     await assert.rejects(parent.fork({ count: 17 }), (e) => e instanceof e2b.SandboxError && /400: count must be 1\.\.16/.test(e.message))
+    await assert.rejects(parent.fork({ count: 'two' }), (e) => e instanceof e2b.SandboxError && /400: count must be a whole number/.test(e.message))
+    await assert.rejects(parent.fork({ timeoutMs: 86_401_000 }), (e) => e instanceof e2b.SandboxError && /400: timeout must be whole seconds, 1\.\.86400/.test(e.message))
   })
   await assert.rejects(Sandbox.fork('000000000000'), e2b.SandboxNotFoundError)
 })
