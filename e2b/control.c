@@ -26,7 +26,7 @@ static const char *e2b_template(const char *space)
 	return space && strcmp(space, "default") == 0 ? "base" : space ? space : "";
 }
 
-static const char *space_template(const char *e2b)
+const char *control_template(const char *e2b)
 {
 	return !e2b || strcmp(e2b, "base") == 0 ? "default" : e2b;
 }
@@ -58,7 +58,7 @@ static json_t *traffic_token(const json_t *sb)
 }
 
 /* The Sandbox object of a create or connect. */
-static json_t *sandbox_obj(const struct req *r, const json_t *sb)
+json_t *control_sandbox(const struct req *r, const json_t *sb)
 {
 	const char *tpl = e2b_template(json_string_value(json_object_get(sb, "template")));
 	return json_pack("{s:s?, s:s, s:s, s:s, s:s, s:s?, s:o, s:o}", "sandboxID",
@@ -104,7 +104,7 @@ static json_t *listed_obj(const struct req *r, const json_t *sb, bool detail)
 }
 
 /* The request's JSON body: an object (an empty body is {}), or NULL when it is not one. */
-static json_t *body_object(struct req *r)
+json_t *control_body(struct req *r)
 {
 	if (buf_avail(&r->body) == 0)
 		return json_object();
@@ -118,7 +118,7 @@ static json_t *body_object(struct req *r)
 
 /* The seconds of a "timeout" field: def when absent; -1 when it is not a whole number of
  * seconds spaced takes (0 < S <= 86400). */
-static long timeout_of(const json_t *b, long def)
+long control_timeout(const json_t *b, long def)
 {
 	const json_t *t = json_object_get(b, "timeout");
 	if (!t || json_is_null(t))
@@ -210,10 +210,10 @@ static int egress_policy(const json_t *aia, const json_t *net, bool update, json
 
 static enum MHD_Result create(struct req *r, struct client *c)
 {
-	json_t *b = body_object(r);
+	json_t *b = control_body(r);
 	if (!b)
 		return gw_error(r, 400, "the body is not a JSON object");
-	long timeout = timeout_of(b, GW_DEFAULT_TIMEOUT_S);
+	long timeout = control_timeout(b, GW_DEFAULT_TIMEOUT_S);
 	const json_t *meta = json_object_get(b, "metadata"), *env = json_object_get(b, "envVars");
 	const char *given = json_string_value(json_object_get(b, "templateID"));
 	char name[256] = "";
@@ -233,9 +233,11 @@ static enum MHD_Result create(struct req *r, struct client *c)
 		json_decref(b);
 		return gw_error(r, 400, "%s", why);
 	}
-	json_t *ask = json_pack("{s:s, s:i, s:i, s:s, s:b, s:b}", "template", space_template(tpl), "timeout", 0,
-				"lifetime", (int)timeout, "timeout_action", pause ? "suspend" : "kill", "auto_resume", resume,
-				"public_ports", public);
+	json_t *ask = json_pack("{s:i, s:i, s:s, s:b, s:b}", "timeout", 0, "lifetime", (int)timeout, "timeout_action",
+				pause ? "suspend" : "kill", "auto_resume", resume, "public_ports", public);
+	/* a snapshot's id stands for it, as in E2B, where a snapshot is a template */
+	json_object_set_new(ask, snapshots_is_id(tpl) ? "snapshot" : "template", json_string(snapshots_is_id(tpl) ? tpl
+										 : control_template(tpl)));
 	if (json_is_object(meta))
 		json_object_set(ask, "metadata", (json_t *)meta);
 	if (json_is_object(env))
@@ -249,7 +251,7 @@ static enum MHD_Result create(struct req *r, struct client *c)
 	json_decref(ask);
 	if (rc < 0)
 		return gw_error_from(r, &e);
-	json_t *out = sandbox_obj(r, sb);
+	json_t *out = control_sandbox(r, sb);
 	if (tpl) /* the name the client used: its alias */
 		json_object_set_new(out, "templateID", json_string(tpl)), json_object_set_new(out, "alias", json_string(tpl));
 	json_decref(sb);
@@ -304,8 +306,8 @@ static long seconds_until(const char *t)
  * one is resumed with the deadline from now. */
 static enum MHD_Result connect_to(struct req *r, struct client *c, const char *id, bool resume_only)
 {
-	json_t *b = body_object(r);
-	long timeout = b ? timeout_of(b, GW_DEFAULT_TIMEOUT_S) : -1;
+	json_t *b = control_body(r);
+	long timeout = b ? control_timeout(b, GW_DEFAULT_TIMEOUT_S) : -1;
 	json_decref(b);
 	if (timeout < 0)
 		return gw_error(r, 400, "timeout must be whole seconds, 1..86400");
@@ -327,7 +329,7 @@ static enum MHD_Result connect_to(struct req *r, struct client *c, const char *i
 		return rc;
 	if (!(sb = get_sandbox(r, c, id, &rc)))
 		return rc;
-	json_t *out = sandbox_obj(r, sb);
+	json_t *out = control_sandbox(r, sb);
 	json_decref(sb);
 	return gw_json(r, paused ? 201 : 200, out);
 }
@@ -335,7 +337,7 @@ static enum MHD_Result connect_to(struct req *r, struct client *c, const char *i
 /* updateNetwork: the sandbox's egress policy replaced by what the body maps to. */
 static enum MHD_Result update_network(struct req *r, struct client *c, const char *id)
 {
-	json_t *b = body_object(r), *policy = NULL;
+	json_t *b = control_body(r), *policy = NULL;
 	char why[300], path[96];
 	int rc = b ? egress_policy(json_object_get(b, "allow_internet_access"), b, true, &policy, why, sizeof(why)) : -1;
 	json_decref(b);
@@ -359,7 +361,7 @@ static enum MHD_Result update_network(struct req *r, struct client *c, const cha
 
 static enum MHD_Result pause_sandbox(struct req *r, struct client *c, const char *id)
 {
-	json_t *b = body_object(r);
+	json_t *b = control_body(r);
 	bool no_memory = json_is_false(json_object_get(b, "memory"));
 	json_decref(b);
 	if (no_memory)
@@ -514,19 +516,7 @@ static enum MHD_Result list(struct req *r, struct client *c, bool v2)
 	}
 	free(v);
 	json_decref(items);
-	char *text = json_dumps(page, JSON_COMPACT);
-	json_decref(page);
-	struct MHD_Response *resp = text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE) : NULL;
-	if (!resp) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	if (more)
-		MHD_add_response_header(resp, "X-Next-Token", cur);
-	enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
-	MHD_destroy_response(resp);
-	return rc;
+	return gw_json_paged(r, page, more ? cur : NULL);
 }
 
 /* The id in url after prefix ("/sandboxes/"), up to the next '/', into id; the rest in *rest. */
@@ -582,7 +572,20 @@ enum MHD_Result control_handle(struct req *r)
 		return list(r, c, u[1] == 'v');
 	if (get && strcmp(u, "/sandboxes/metrics") == 0)
 		return metrics_many(r, c);
-	char id[32];
+	if (get && strcmp(u, "/snapshots") == 0)
+		return snapshots_list(r, c);
+	char id[GW_TEMPLATE_ID_MAX];
+	if (strcmp(u, "/templates/tags") == 0 && (post || strcmp(m, "DELETE") == 0))
+		return gw_error(r, 403, "template tags are not assigned or removed through E2B's API on space: templates "
+				"are the operator's (space template build -t NAME:TAG; docs/e2b.md)");
+	if (get && split_id(u, "/templates/aliases/", id, sizeof(id), &rest) && !*rest)
+		return templates_alias(r, c, id);
+	if (split_id(u, "/templates/", id, sizeof(id), &rest)) {
+		if (get && strcmp(rest, "/tags") == 0)
+			return templates_tags(r, c, id);
+		if (strcmp(m, "DELETE") == 0 && !*rest)
+			return snapshots_delete(r, c, id);
+	}
 	if (split_id(u, "/v2/sandboxes/", id, sizeof(id), &rest) && post && strcmp(rest, "/connect") == 0)
 		return connect_to(r, c, id, false);
 	if (!split_id(u, "/sandboxes/", id, sizeof(id), &rest))
@@ -600,8 +603,8 @@ enum MHD_Result control_handle(struct req *r)
 		return gw_json(r, 204, NULL);
 	}
 	if (post && strcmp(rest, "/timeout") == 0) {
-		json_t *b = body_object(r);
-		long t = b ? timeout_of(b, -1) : -1;
+		json_t *b = control_body(r);
+		long t = b ? control_timeout(b, -1) : -1;
 		json_decref(b);
 		if (t < 0)
 			return gw_error(r, 400, "timeout must be whole seconds, 1..86400");
@@ -621,5 +624,9 @@ enum MHD_Result control_handle(struct req *r)
 		return metrics_one(r, c, id);
 	if (strcmp(m, "PUT") == 0 && strcmp(rest, "/network") == 0)
 		return update_network(r, c, id);
+	if (post && strcmp(rest, "/fork") == 0)
+		return snapshots_fork(r, c, id);
+	if (post && strcmp(rest, "/snapshots") == 0)
+		return snapshots_take(r, c, id);
 	return gw_error(r, 501, "%s %s is not offered by space's E2B front (docs/e2b.md)", m, u);
 }

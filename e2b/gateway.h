@@ -4,7 +4,8 @@
  *
  * A request with an E2b-Sandbox-Id header belongs to the sandbox plane (envd.c: health, files,
  * the Process and Filesystem services over Connect), every other to the control plane
- * (control.c: create, list, get, kill, timeout, pause, connect). The control plane's
+ * (control.c: create, list, get, kill, timeout, pause, connect; snapshots.c: fork and snapshots;
+ * templates.c: template look-ups). The control plane's
  * X-API-KEY is a space token (e2b_<rest> is read as sp_<rest>); spaced is asked with it in
  * Space-Tenant-Token, so tenants apply as they do everywhere. The sandbox plane's
  * X-Access-Token is the sandbox's own access token, handed out as envdAccessToken.
@@ -105,6 +106,9 @@ const char *gw_user(struct req *r, char *dst, size_t n);
 
 /* Answers with body as JSON (stolen; NULL: no body). MHD_YES or MHD_NO. */
 enum MHD_Result gw_json(struct req *r, unsigned status, json_t *body);
+/* Answers 200 with a page of a list (page stolen) and, when more follow, their cursor next in
+ * X-Next-Token (NULL: none), as E2B's paginators read it. */
+enum MHD_Result gw_json_paged(struct req *r, json_t *page, const char *next);
 /* Answers an E2B error: {"code": status, "message"}. */
 enum MHD_Result gw_error(struct req *r, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Answers spaced's error as E2B's (status kept; 5xx other than 502/503/507 as 500). */
@@ -150,6 +154,32 @@ const char *control_state(const char *space_state);
 enum MHD_Result metrics_one(struct req *r, struct client *c, const char *id);
 enum MHD_Result metrics_many(struct req *r, struct client *c);
 #define GW_METRICS_IDS_MAX 100
+/* What control.c shares with snapshots.c: the Sandbox object E2B's create, connect and fork
+ * answer for spaced's sandbox sb; the request's JSON body (an empty one is {}), or NULL when it
+ * is not an object; the seconds of its "timeout" (def when absent, -1 when not 1..86400). */
+json_t *control_sandbox(const struct req *r, const json_t *sb);
+/* spaced's name for E2B's template name ("base" is "default"). */
+const char *control_template(const char *e2b);
+json_t *control_body(struct req *r);
+long control_timeout(const json_t *b, long def);
+/* Fork and snapshots (snapshots.c), asked as c: sandbox.fork(), createSnapshot, listSnapshots
+ * (a page of at most GW_SNAPSHOTS_PAGE_MAX, GW_SNAPSHOTS_PAGE unless ?limit= says), and
+ * deleteSnapshot. A fork's deadline is its "timeout", GW_FORK_TIMEOUT_S when it gives none, as
+ * E2B's API. snapshots_is_id: whether s is a snapshot's id (a create's templateID may be one). */
+#define GW_FORK_TIMEOUT_S 15
+#define GW_SNAPSHOTS_PAGE 100
+#define GW_SNAPSHOTS_PAGE_MAX 1000
+enum MHD_Result snapshots_fork(struct req *r, struct client *c, const char *id);
+enum MHD_Result snapshots_take(struct req *r, struct client *c, const char *id);
+enum MHD_Result snapshots_list(struct req *r, struct client *c);
+enum MHD_Result snapshots_delete(struct req *r, struct client *c, const char *sid);
+bool snapshots_is_id(const char *s);
+/* Templates (templates.c): aliasExists (GET /templates/aliases/{alias}) and getTags
+ * (GET /templates/{id}/tags) from spaced's templates and the tenant's snapshots; assigning
+ * or removing tags is refused (403: templates are the operator's). */
+#define GW_TEMPLATE_ID_MAX 256 /* bytes of a template's, alias's or snapshot's id in a path, with its NUL */
+enum MHD_Result templates_alias(struct req *r, struct client *c, const char *alias);
+enum MHD_Result templates_tags(struct req *r, struct client *c, const char *name);
 enum MHD_Result envd_handle(struct req *r, const char *sbid);
 /* A chunk of a sandbox-plane request's body, before it is whole: true when it was taken (a
  * streamed upload), false when it is to be kept in r->body. */

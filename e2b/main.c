@@ -58,7 +58,8 @@ const char *gw_user(struct req *r, char *dst, size_t n)
 	return out;
 }
 
-enum MHD_Result gw_json(struct req *r, unsigned status, json_t *body)
+/* Answers with body as JSON (stolen), and an X-Next-Token of next unless NULL. */
+static enum MHD_Result answer_json(struct req *r, unsigned status, json_t *body, const char *next)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
@@ -71,9 +72,21 @@ enum MHD_Result gw_json(struct req *r, unsigned status, json_t *body)
 	}
 	if (text)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (next)
+		MHD_add_response_header(resp, "X-Next-Token", next);
 	enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	return rc;
+}
+
+enum MHD_Result gw_json(struct req *r, unsigned status, json_t *body)
+{
+	return answer_json(r, status, body, NULL);
+}
+
+enum MHD_Result gw_json_paged(struct req *r, json_t *page, const char *next)
+{
+	return answer_json(r, 200, page, next);
 }
 
 enum MHD_Result gw_error(struct req *r, unsigned status, const char *fmt, ...)

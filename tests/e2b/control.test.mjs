@@ -4,20 +4,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
-import { e2b, Sandbox, spaced, uniq, withSandbox } from './helpers.mjs'
+import { e2b, poll, Sandbox, spaced, uniq, withSandbox } from './helpers.mjs'
 
 const MIB = 1 << 20
-
-// fn's first truthy answer, asked again every 200 ms until deadlineMs pass.
-async function poll (fn, what, deadlineMs = 90_000) {
-  const end = Date.now() + deadlineMs
-  for (;;) {
-    const v = await fn()
-    if (v) return v
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-}
 
 // GET http://<host>/<path> with every name resolved to loopback (as browsers do *.localhost):
 // {status, body}.

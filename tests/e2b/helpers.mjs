@@ -31,6 +31,17 @@ export function uniq () {
   return randomBytes(5).toString('hex')
 }
 
+// fn's first truthy answer, asked again every 200 ms until deadlineMs pass.
+export async function poll (fn, what, deadlineMs = 90_000) {
+  const end = Date.now() + deadlineMs
+  for (;;) {
+    const v = await fn()
+    if (v) return v
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+}
+
 // Runs fn with a new sandbox (created with opts), killed afterwards whatever happens.
 export async function withSandbox (opts, fn) {
   const sb = await Sandbox.create(opts)

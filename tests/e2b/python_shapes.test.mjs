@@ -73,5 +73,5 @@ test('errors: a bad body, an unknown key, what space does not offer', async () =
   const r = await fetch(api + '/sandboxes', { headers: { 'X-API-KEY': 'e2b_00' } })
   assert.equal(r.status, 401)
   assert.equal((await r.json()).code, 401)
-  isError(await call('POST', '/sandboxes/000000000000/snapshots', {}), 501)
+  isError(await call('GET', '/sandboxes/000000000000/logs'), 501)
 })
