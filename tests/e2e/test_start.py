@@ -86,4 +86,4 @@ def test_the_ready_timeout_is_seconds_from_1_to_3600(tmp_path):
     for bad in ("0", "3601", "2s", ""):
         r = subprocess.run([SPACED, "--state-dir", str(tmp_path), "--ready-timeout", bad], capture_output=True,
                            text=True, timeout=30)
-        assert r.returncode != 0 and "--ready-timeout wants seconds (1-3600)" in r.stderr, (bad, r.stderr)
+        assert r.returncode != 0 and "--ready-timeout wants a whole number from 1 to 3600" in r.stderr, (bad, r.stderr)

@@ -299,6 +299,7 @@ class Daemon:
     """One build/spaced with its own state directory and socket (and a TCP listener with listen)."""
 
     count = 0
+    transits = {}  # state dir: the transit range of the first Daemon on it in this process
 
     def __init__(self, state_dir=None, listen=None, agent=AGENT, cwd=ROOT, spaced=SPACED, prefix="space-test-",
                  io_timeout=IO_TIMEOUT, args=(), env=None):
@@ -318,6 +319,9 @@ class Daemon:
         slot, self.slot_fd = net_slot()
         self.transit = f"10.214.{slot}.0/24"
         self.dns_port = NET_SLOT_PORT + slot
+        # A spaced started again on a state dir keeps its sandboxes' transit range (spaced
+        # refuses another): the range the first one had, whose slot that Daemon still holds.
+        self.transit = Daemon.transits.setdefault(os.path.realpath(self.state_dir), self.transit)
 
     def argv(self):
         a = [self.spaced, "--state-dir", self.state_dir, "--socket", self.socket, "--agent", self.agent]
