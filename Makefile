@@ -235,7 +235,9 @@ e2b-test: all
 sdk-vm: all vm-guest
 	SPACE_TEST_ISOLATION=microvm $(PYTEST) tests/sdk
 security-vm: all vm-guest
-	SPACE_TEST_ISOLATION=microvm SPACE_SECURITY_RESULTS=$(BUILD)/security-microvm.json $(PYTEST) tests/security
+	SPACE_TEST_ISOLATION=microvm SPACE_SECURITY_RESULTS=$(BUILD)/security-microvm.json $(PYTEST) tests/security; rc=$$?; \
+	/usr/bin/python3 tests/security/report.py $(BUILD)/security-microvm.json --kind microvm --update docs/security.md \
+		|| rc=1; exit $$rc
 
 # The escape and abuse suite (about 12 minutes) and the fuzz targets (clang's libFuzzer), both
 # part of `make test`.
