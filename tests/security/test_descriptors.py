@@ -7,6 +7,8 @@ sandbox's channel or disk), nor one of another sandbox's runtime.
 import ctypes
 import os
 
+import spacetest
+
 SYS_KCMP = 312  # x86_64
 KCMP_FILE = 0
 libc = ctypes.CDLL(None, use_errno=True)
@@ -38,18 +40,8 @@ def runtime_pids(spaced, sbid):
     """The host processes that run sandbox sbid: every one whose command line names it or its
     folder (runsc's sandbox and gofer, QEMU's -name, the log keeper's folder)."""
     marks = (sbid.encode(), spaced.sandbox_dir(sbid).encode())
-    pids = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit() or int(p) == spaced.proc.pid:
-            continue
-        try:
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if any(m in a for a in args for m in marks):
-            pids.append(int(p))
-    return pids
+    return [pid for pid, args in spacetest.host_processes()
+            if pid != spaced.proc.pid and any(m in a for a in args for m in marks)]
 
 
 def shared(pids_a, pids_b):

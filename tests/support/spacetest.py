@@ -565,6 +565,18 @@ def qmp(path, *commands, timeout=60):
         return out[1:]
 
 
+def host_processes():
+    """(pid, argv as a list of bytes) of every live process of the host."""
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                yield int(p), f.read().split(b"\0")
+        except OSError:
+            continue  # it ended meanwhile
+
+
 def free_port():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))

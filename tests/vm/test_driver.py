@@ -67,19 +67,9 @@ def sh(api, sbid, script, **kw):
 def qemu_pids(daemon, sbid):
     """Live QEMU processes whose command line names this sandbox (-name ID)."""
     mine = sbid.encode()
-    pids = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        named = any(a == b"-name" and b == mine for a, b in zip(args, args[1:]))
-        if args and args[0].endswith(b"qemu-system-x86_64") and named:
-            pids.append(int(p))
-    return pids
+    return [pid for pid, args in spacetest.host_processes()
+            if args and args[0].endswith(b"qemu-system-x86_64")
+            and any(a == b"-name" and b == mine for a, b in zip(args, args[1:]))]
 
 
 def state(api, sbid):
