@@ -174,7 +174,7 @@ static int base(struct build *b)
 		hash_sha256_hex("scratch", 7, hex);
 		snprintf(b->key, sizeof(b->key), "%.*s", TEMPLATE_BUILD_KEY_LEN, hex);
 		snprintf(parent, sizeof(parent), "%s/build", b->cache_dir);
-		if (cache_get(parent, b->key, empty_root, NULL, &e) < 0)
+		if (cache_hold(parent, b->key, empty_root, NULL, &e) < 0) /* held while the build runs */
 			return build_fail(b, EIO, "%s", e.msg);
 		snprintf(b->from, sizeof(b->from), "%s%s", TEMPLATE_BUILD_PREFIX, b->key);
 		snprintf(b->rootfs, sizeof(b->rootfs), "%s/%s/rootfs", parent, b->key);

@@ -602,7 +602,9 @@ int step_files(struct build *b, const struct dockerfile_step *s)
 		build_step_event(b, s, cached);
 		struct fill f = { .b = b, .s = s, .src = &src };
 		struct err e = { 0 };
-		int got = cached ? 0 : cache_get(parent, key, fill_step, &f, &e);
+		/* held for the rest of the build, which reads it (the builder's exit lets go): no
+		 * prune takes it away meanwhile (cache_prune.h) */
+		int got = cache_hold(parent, key, fill_step, &f, &e);
 		if (got < 0) {
 			if (!b->msg[0])
 				build_fail(b, -got, "%s", e.msg);

@@ -82,6 +82,21 @@ int cli_help(const struct cli *cli)
 	return 0;
 }
 
+int cli_run_sub(struct cli *cli, int argc, char **argv, const struct cli_sub *subs, size_t n)
+{
+	for (size_t i = 0; argc >= 2 && i < n; i++) {
+		if (strcmp(argv[1], subs[i].word))
+			continue;
+		char name[64];
+		struct cli sub = *cli;
+		snprintf(name, sizeof(name), "%s %s", cli->name, subs[i].word);
+		sub.name = name;
+		argv[1] = name;
+		return subs[i].run(&sub, argc - 1, argv + 1);
+	}
+	return -1;
+}
+
 int cli_kv_add(json_t *obj, const char *kv)
 {
 	const char *eq = strchr(kv, '=');

@@ -48,6 +48,16 @@ int cli_usage_error(const struct cli *cli, const char *fmt, ...) __attribute__((
 /* Prints the command's usage on stdout; returns 0. */
 int cli_help(const struct cli *cli);
 
+/* A subcommand of a command (`space snapshot ls`): its word and what runs it. */
+struct cli_sub {
+	const char *word;
+	int (*run)(struct cli *cli, int argc, char **argv);
+};
+
+/* Runs the one of subs[0..n) that argv[1] names, as "NAME WORD" in messages (getopt's too);
+ * returns its exit status, or -1 when argv[1] names none. */
+int cli_run_sub(struct cli *cli, int argc, char **argv, const struct cli_sub *subs, size_t n);
+
 /* After getopt returned '?' (getopt has printed why): the --help pointer; returns cli->usage_exit. */
 int cli_bad_option(const struct cli *cli);
 
@@ -167,12 +177,13 @@ int cmd_watch(struct cli *cli, int argc, char **argv);
 int cmd_metrics(struct cli *cli, int argc, char **argv);
 int cmd_network(struct cli *cli, int argc, char **argv);
 int cmd_port_forward(struct cli *cli, int argc, char **argv);
+int cmd_system(struct cli *cli, int argc, char **argv);
 
 extern const char cmd_create_usage[], cmd_ls_usage[], cmd_inspect_usage[], cmd_rm_usage[],
 	cmd_template_usage[], cmd_status_usage[], cmd_version_usage[], cmd_exec_usage[],
 	cmd_run_usage[], cmd_shell_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[], cmd_pause_usage[],
 	cmd_resume_usage[], cmd_suspend_usage[], cmd_sync_usage[], cmd_timeout_usage[], cmd_snapshot_usage[],
 	cmd_fork_usage[], cmd_ports_usage[], cmd_metrics_usage[], cmd_port_forward_usage[], cmd_network_usage[],
-	cmd_watch_usage[];
+	cmd_watch_usage[], cmd_system_usage[];
 
 #endif

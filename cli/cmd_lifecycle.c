@@ -426,26 +426,12 @@ static int snapshot_rm(struct cli *cli, int argc, char **argv)
 
 int cmd_snapshot(struct cli *cli, int argc, char **argv)
 {
-	static const struct {
-		const char *word;
-		int (*run)(struct cli *cli, int argc, char **argv);
-	} subcommands[] = {
+	static const struct cli_sub subs[] = {
 		{ "ls", snapshot_ls }, { "list", snapshot_ls },
 		{ "inspect", snapshot_inspect }, { "rm", snapshot_rm },
 	};
-
-	for (size_t i = 0; argc >= 2 && i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
-		if (strcmp(argv[1], subcommands[i].word))
-			continue;
-		/* "space snapshot ls" names the command in messages, getopt's included */
-		char name[64];
-		struct cli sub = *cli;
-		snprintf(name, sizeof(name), "%s %s", cli->name, subcommands[i].word);
-		sub.name = name;
-		argv[1] = name;
-		return subcommands[i].run(&sub, argc - 1, argv + 1);
-	}
-	return snapshot_take(cli, argc, argv);
+	int rc = cli_run_sub(cli, argc, argv, subs, sizeof(subs) / sizeof(subs[0]));
+	return rc >= 0 ? rc : snapshot_take(cli, argc, argv);
 }
 
 int cmd_fork(struct cli *cli, int argc, char **argv)

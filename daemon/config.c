@@ -17,6 +17,7 @@
 #include "daemon/core/isolation.h"
 #include "daemon/core/pool.h"
 #include "daemon/core/ready.h"
+#include "daemon/core/system.h"
 #include "daemon/net/dns.h"
 #include "daemon/net/net.h"
 #include "daemon/net/policy.h"
@@ -26,7 +27,7 @@ enum opt {
 	O_STATE_DIR = 256, O_SOCKET, O_LISTEN, O_ISOLATION, O_DRIVER, O_CACHE_DIR, O_AGENT, O_NO_AUTO_RESUME,
 	O_HELP, O_TLS_CERT, O_TLS_KEY, O_TENANT_SNAPSHOTS, O_TENANT_SNAPSHOT_MB, O_RESERVE_MB, O_TEMPLATE, O_ACCEL,
 	O_DEFAULT_EGRESS, O_EGRESS_PERMIT, O_NET_TRANSIT, O_PROXY_LISTEN, O_PROXY_DOMAIN, O_PROXY_IDLE_TIMEOUT,
-	O_DNS_UPSTREAM, O_DNS_PORT, O_READY_TIMEOUT, O_POOL, O_E2B_LISTEN, O_CONFIG,
+	O_DNS_UPSTREAM, O_DNS_PORT, O_READY_TIMEOUT, O_POOL, O_E2B_LISTEN, O_CONFIG, O_CACHE_MAX_MB,
 };
 
 static const struct option opts[] = {
@@ -58,6 +59,7 @@ static const struct option opts[] = {
 	{ "pool", required_argument, NULL, O_POOL },
 	{ "e2b-listen", required_argument, NULL, O_E2B_LISTEN },
 	{ "config", required_argument, NULL, O_CONFIG },
+	{ "cache-max-mb", required_argument, NULL, O_CACHE_MAX_MB },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -65,7 +67,8 @@ void config_usage(FILE *f)
 {
 	fprintf(f, "usage: spaced [--config FILE] [--state-dir DIR] [--socket PATH]\n"
 		   "              [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]\n"
-		   "              [--isolation gvisor|microvm] [--accel auto|kvm|tcg] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
+		   "              [--isolation gvisor|microvm] [--accel auto|kvm|tcg] [--cache-dir DIR] [--cache-max-mb MB]\n"
+		   "              [--agent PATH] [--no-auto-resume]\n"
 		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
 		   "              [--template NAME=PKG[,PKG...]]... [--default-egress none|open|allow]\n"
 		   "              [--egress-permit CIDR]... [--net-transit CIDR]\n"
@@ -90,6 +93,7 @@ static void defaults(struct daemon *d, struct config *c)
 	d->default_egress = NET_EGRESS_OPEN;
 	snprintf(d->proxy_domain, sizeof(d->proxy_domain), "localhost");
 	d->proxy_idle_s = PROXY_IDLE_TIMEOUT_S;
+	d->cache_max_bytes = (long long)CACHE_MAX_MB_DEFAULT << 20;
 	d->dns_port = NET_DNS_PORT;
 	d->ready_timeout_s = READY_DEFAULT_TIMEOUT_S;
 	char exe[400];
@@ -200,6 +204,10 @@ static int apply(struct daemon *d, struct config *c, int id, const char *v, char
 	case O_SOCKET: return text("socket", v, d->socket_path, sizeof(d->socket_path), why, n);
 	case O_LISTEN: return text("listen", v, d->listen_addr, sizeof(d->listen_addr), why, n);
 	case O_CACHE_DIR: return text("cache-dir", v, d->cache_dir, sizeof(d->cache_dir), why, n);
+	case O_CACHE_MAX_MB:
+		rc = number("cache-max-mb", v, 0, CACHE_MAX_MB_MAX, &x, why, n);
+		d->cache_max_bytes = rc == 0 ? x << 20 : d->cache_max_bytes;
+		return rc;
 	case O_AGENT: return text("agent", v, d->agent_path, sizeof(d->agent_path), why, n);
 	case O_TLS_CERT: return text("tls-cert", v, d->tls_cert_path, sizeof(d->tls_cert_path), why, n);
 	case O_TLS_KEY: return text("tls-key", v, d->tls_key_path, sizeof(d->tls_key_path), why, n);

@@ -268,6 +268,8 @@ struct daemon {
 	int64_t e2b_started_ms;     /* when it was last started (mono ms) */
 	char proxy_domain[128];     /* --proxy-domain (default "localhost") */
 	int proxy_idle_s;           /* --proxy-idle-timeout (default PROXY_IDLE_TIMEOUT_S) */
+	long long cache_max_bytes;  /* --cache-max-mb in bytes, 0: no bound (core/system.h) */
+	bool cache_trimming;        /* [L] a trim job runs */
 	struct proxy *proxy;        /* the port proxy, when it runs (net/proxy.h) */
 	char dns_upstream[64];      /* --dns-upstream ADDR[:PORT], "" for /etc/resolv.conf's */
 	struct pool *pools;         /* --pool (core/pool.h) */

@@ -86,6 +86,8 @@ int api_agent_process(struct op *op, struct sandbox *sb, json_t *argv);
 
 int api_health(struct op *op);
 int api_version(struct op *op);
+int api_system_df(struct op *op);
+int api_system_prune(struct op *op);
 int api_templates(struct op *op);
 int api_template_get(struct op *op);
 int api_template_build(struct op *op);

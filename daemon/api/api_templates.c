@@ -9,6 +9,7 @@
 
 #include "daemon/api/api.h"
 #include "daemon/core/build.h"
+#include "daemon/core/system.h"
 #include "daemon/core/template_rm.h"
 #include "daemon/store/store.h"
 
@@ -108,5 +109,7 @@ int api_template_put(struct op *op)
 	op->kind = OP_JOB;
 	int rc = build_record(op->d, op, op->tpl, body, &op->err);
 	json_decref(body);
+	if (rc == 0)
+		system_trim(op->d); /* a build adds step roots: the cache is kept under its bound */
 	return rc == 0 ? API_PENDING : API_DONE;
 }

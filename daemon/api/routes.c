@@ -18,6 +18,8 @@
 static const struct route routes[] = {
 	{ "GET", "/v1/health", api_health, NULL },
 	{ "GET", "/v1/version", api_version, NULL },
+	{ "GET", "/v1/system/df", api_system_df, NULL },
+	{ "POST", "/v1/system/prune", api_system_prune, NULL },
 	{ "GET", "/v1/templates", api_templates, NULL },
 	{ "POST", "/v1/templates", api_template_build, api_template_build_upload },
 	{ "PUT", "/v1/templates/:tpl", api_template_put, NULL },

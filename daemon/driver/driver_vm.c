@@ -124,7 +124,7 @@ static void vm_fini(struct driver *drv)
 
 /* ---- create ---- */
 
-static int booted_image(struct driver *drv, const struct sandbox *sb, struct boot *b, struct err *e);
+static int booted_image(struct driver *drv, const struct sandbox *sb, struct boot *b, int *hold, struct err *e);
 
 /* The disk at img as a copy of from (a snapshot's or a booted image's disk.img). */
 static int copy_disk(const char *from, const char *img, struct err *e)
@@ -172,11 +172,12 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	bool usual = sb->memory_mb == DEFAULT_MEMORY_MB && sb->cpus == DEFAULT_CPUS && sb->disk_mb == DISK_DEFAULT_MB;
 	struct err warm = { 0 };
 	char from[720];
+	int hold = -1;
 	if (seed) {
 		/* a snapshot of a VM holds its disk, as it was when its memory was written */
 		snprintf(from, sizeof(from), "%s/disk.img", seed);
 		rc = copy_disk(from, img, e);
-	} else if (usual && booted_image(drv, sb, &b, &warm) == 0) {
+	} else if (usual && booted_image(drv, sb, &b, &hold, &warm) == 0) {
 		/* its template's booted guest, with a copy of the disk it had when its memory was
 		 * written; it takes its name from the host (H_IDENTITY), as a fork does */
 		snprintf(from, sizeof(from), "%s/disk.img", b.booted);
@@ -187,8 +188,13 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 			log_warn("sandbox %s boots: no booted image of its template (%s)", sb->id, warm.msg);
 		rc = disk_create(blanks, img, sb->disk_mb, e);
 	}
-	if (rc < 0 || (rc = vm_bind_sockets(drv, sb, e)) < 0 || (rc = vm_write_env(sb, e)) < 0)
+	if (rc < 0 || (rc = vm_bind_sockets(drv, sb, e)) < 0 || (rc = vm_write_env(sb, e)) < 0) {
+		if (hold >= 0)
+			close(hold);
 		return rc;
+	}
+	if (hold >= 0)
+		vm_pending_hold(drv, sb->id, hold); /* until the start has QEMU load it */
 	return vm_write_boot(sb, &b, e);
 }
 
@@ -473,9 +479,10 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
  * The booted image of sb's template for sb's sizes, built once in the cache (booted/<key>,
  * keyed by everything the guest's memory depends on: QEMU, the accelerator, kernel,
  * initramfs, template image, command line, RAM, vCPUs, disk size). Writes its folder into
- * b->booted. Returns 0 or -errno with e filled (then the sandbox boots).
+ * b->booted and a hold of it (cache.h: no prune removes it) into *hold, for the start that
+ * restores from it to let go. Returns 0 or -errno with e filled (then the sandbox boots).
  */
-static int booted_image(struct driver *drv, const struct sandbox *sb, struct boot *b, struct err *e)
+static int booted_image(struct driver *drv, const struct sandbox *sb, struct boot *b, int *hold, struct err *e)
 {
 	struct boot wait = *b; /* a nameless guest: the name comes with each sandbox */
 	snprintf(wait.cmdline, sizeof(wait.cmdline), "%s", drv->cmdline);
@@ -491,10 +498,12 @@ static int booted_image(struct driver *drv, const struct sandbox *sb, struct boo
 	struct booted_build bb = { .drv = drv, .like = sb, .boot = &wait };
 	snprintf(bb.id, sizeof(bb.id), "boot%.*s", SANDBOX_ID_LEN - 4, key);
 	int64_t t0 = mono_ms();
-	if ((rc = cache_get(parent, key, build_booted, &bb, e)) < 0)
+	bool made = !cache_has(parent, key);
+	if ((rc = cache_hold(parent, key, build_booted, &bb, e)) < 0)
 		return rc;
-	if (rc == 1)
+	if (made)
 		log_info("booted image %s/%s made in %lld ms", parent, key, (long long)(mono_ms() - t0));
+	*hold = rc;
 	snprintf(b->booted, sizeof(b->booted), "%s/%s", parent, key);
 	return 0;
 }

@@ -21,6 +21,7 @@
 struct pending {
 	char id[64];
 	int agent_fd, qmp_fd;
+	int hold;               /* the booted image it restores from, held (cache_hold), or -1 */
 	struct pending *next;
 };
 
@@ -48,6 +49,9 @@ struct driver {
 /* Binds sb's agent and monitor sockets afresh (replacing what a stopped QEMU left), keeping
  * them in drv->pending until a start gives them to QEMU. Returns 0 or -errno with e filled. */
 int vm_bind_sockets(struct driver *drv, struct sandbox *sb, struct err *e);
+/* Keeps fd (a cache_hold of the booted image sb's start restores from) with sb's pending
+ * sockets, closed when a start has QEMU load the image; closed now if there are none. */
+void vm_pending_hold(struct driver *drv, const char *id, int fd);
 /* Closes the sockets bound for sb that no QEMU took (all of them with id NULL). */
 void vm_drop_sockets(struct driver *drv, const char *id);
 

@@ -49,6 +49,8 @@ static void close_pending(struct pending *p)
 		close(p->agent_fd);
 	if (p->qmp_fd >= 0)
 		close(p->qmp_fd);
+	if (p->hold >= 0)
+		close(p->hold);
 	free(p);
 }
 
@@ -126,6 +128,7 @@ int vm_bind_sockets(struct driver *drv, struct sandbox *sb, struct err *e)
 	if (!p)
 		return err_set(e, 500, "internal", ENOMEM, "out of memory");
 	snprintf(p->id, sizeof(p->id), "%s", sb->id);
+	p->hold = -1;
 	p->agent_fd = listen_at(agent, e);
 	p->qmp_fd = p->agent_fd < 0 ? -1 : listen_at(qmp, e);
 	if (p->qmp_fd < 0) {
@@ -378,6 +381,19 @@ int vm_launch(struct driver *drv, struct sandbox *sb, int image_fd, bool transie
 	if ((rc = vm_confine(sb, VM_OVERHEAD_MB, pid, e)) < 0 || (rc = vm_monitor(sb, q, e)) < 0)
 		return failed_start(sb, pid, rc, e);
 	return 0;
+}
+
+void vm_pending_hold(struct driver *drv, const char *id, int fd)
+{
+	pthread_mutex_lock(&drv->lock);
+	struct pending *p = drv->pending;
+	while (p && strcmp(p->id, id) != 0)
+		p = p->next;
+	if (p && p->hold < 0)
+		p->hold = fd, fd = -1;
+	pthread_mutex_unlock(&drv->lock);
+	if (fd >= 0)
+		close(fd);
 }
 
 void vm_drop_sockets(struct driver *drv, const char *id)

@@ -5,8 +5,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -40,6 +42,74 @@ static void remove_tree(const char *path)
 	spawn_run(rm, -1, -1);
 }
 
+/* The entry's use, stamped on its lock file (cache.h). */
+static void stamp(const char *lockpath)
+{
+	int fd = open(lockpath, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		futimens(fd, NULL);
+		close(fd);
+	}
+}
+
+/* nftw's walk has no argument of its own: the bytes being added up, one walk at a time. */
+static __thread long long *added;
+
+static int add(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)path;
+	(void)type;
+	(void)ftw;
+	if (S_ISDIR(st->st_mode) || st->st_nlink < 2)
+		*added += (long long)st->st_blocks * 512;
+	return 0;
+}
+
+/* What the entry at path added: its blocks but those of files with other names too. */
+static long long walk_added(const char *path)
+{
+	long long n = 0;
+	added = &n;
+	int rc = nftw(path, add, 64, FTW_PHYS | FTW_MOUNT);
+	added = NULL;
+	return rc < 0 ? -1 : n;
+}
+
+static void put_bytes(const char *final, long long n)
+{
+	char path[PATH_MAX + 8], text[32];
+	snprintf(path, sizeof(path), "%s.bytes", final);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	int len = snprintf(text, sizeof(text), "%lld\n", n);
+	if (write(fd, text, (size_t)len) != len)
+		unlink(path);
+	close(fd);
+}
+
+long long cache_bytes(const char *parent, const char *name)
+{
+	char final[PATH_MAX], path[PATH_MAX + 8], text[32];
+	snprintf(final, sizeof(final), "%s/%s", parent, name);
+	snprintf(path, sizeof(path), "%s.bytes", final);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (r > 0) {
+		text[r] = '\0';
+		char *end;
+		long long n = strtoll(text, &end, 10);
+		if (end != text && n >= 0)
+			return n;
+	}
+	long long n = walk_added(final); /* an entry from before sizes were kept */
+	if (n >= 0)
+		put_bytes(final, n);
+	return n;
+}
+
 int cache_get(const char *parent, const char *name, cache_build_fn *build, void *ctx, struct err *e)
 {
 	char final[PATH_MAX], tmp[PATH_MAX], lockpath[PATH_MAX];
@@ -47,6 +117,11 @@ int cache_get(const char *parent, const char *name, cache_build_fn *build, void 
 		return err_set(e, 500, "internal", ENAMETOOLONG, "cache path too long: %s/%s", parent, name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", final);
 	snprintf(lockpath, sizeof(lockpath), "%s.lock", final);
+	struct stat st;
+	if (stat(final, &st) == 0) { /* published, and never changed: no lock, no wait on a holder */
+		stamp(lockpath);
+		return 0;
+	}
 	int rc = dir_make(parent, 0755);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot create %s: %s", parent, strerror(-rc));
@@ -59,7 +134,6 @@ int cache_get(const char *parent, const char *name, cache_build_fn *build, void 
 		rc = err_set(e, 500, "internal", errno, "cannot lock %s: %s", lockpath, strerror(errno));
 		goto out;
 	}
-	struct stat st;
 	if (stat(final, &st) == 0) {
 		rc = 0;
 		goto out;
@@ -67,6 +141,7 @@ int cache_get(const char *parent, const char *name, cache_build_fn *build, void 
 	remove_tree(tmp);
 	if ((rc = build(tmp, ctx, e)) < 0)
 		goto fail;
+	long long bytes = walk_added(tmp);
 	if ((rc = sync_parent(parent)) < 0) {
 		rc = err_set(e, 500, "internal", -rc, "cannot sync %s: %s", parent, strerror(-rc));
 		goto fail;
@@ -76,6 +151,9 @@ int cache_get(const char *parent, const char *name, cache_build_fn *build, void 
 		goto fail;
 	}
 	sync_parent(parent); /* the rename: a cache may lose it in a crash, and is rebuilt */
+	futimens(lock, NULL);
+	if (bytes >= 0)
+		put_bytes(final, bytes); /* lost in a crash, it is counted again (cache_bytes) */
 	rc = 1;
 	goto out;
 fail:
@@ -83,4 +161,31 @@ fail:
 out:
 	close(lock);
 	return rc;
+}
+
+int cache_hold(const char *parent, const char *name, cache_build_fn *build, void *ctx, struct err *e)
+{
+	char final[PATH_MAX], lockpath[PATH_MAX];
+	snprintf(final, sizeof(final), "%s/%s", parent, name);
+	snprintf(lockpath, sizeof(lockpath), "%s/%s.lock", parent, name);
+	for (;;) {
+		int rc = cache_get(parent, name, build, ctx, e);
+		if (rc < 0)
+			return rc;
+		int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return err_set(e, 500, "internal", errno, "cannot open %s: %s", lockpath, strerror(errno));
+		while ((rc = flock(fd, LOCK_SH)) < 0 && errno == EINTR)
+			;
+		struct stat st;
+		if (rc == 0 && stat(final, &st) == 0) {
+			futimens(fd, NULL);
+			return fd;
+		}
+		rc = rc < 0 ? errno : 0;
+		close(fd);
+		if (rc)
+			return err_set(e, 500, "internal", rc, "cannot lock %s: %s", lockpath, strerror(rc));
+		/* pruned between cache_get and the lock: made again */
+	}
 }

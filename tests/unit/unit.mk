@@ -103,14 +103,14 @@ UNIT_LIBS_test_identity :=
 # channel, the store and the template cache, which bring most of the daemon. Only the HTTP
 # front end (http.c), the drivers and main.c stay out.
 UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
-                 daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/core/build.c \
+                 daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/api/api_system.c daemon/core/build.c daemon/core/system.c \
                  daemon/core/op.c daemon/core/entry.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/ready.c daemon/core/pool.c \
                  daemon/core/snapshot.c daemon/core/template_rm.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
                  daemon/core/metrics.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
                  daemon/base/hash.c \
-                 daemon/store/store.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/base/dir.c \
+                 daemon/store/store.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/store/cache_prune.c daemon/base/dir.c \
                  daemon/net/net.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 
