@@ -60,7 +60,7 @@ FUZZ_DAEMON_SRC := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c da
 FUZZ_HARNESS_SRC := tests/fuzz/stubs_daemon.c tests/fuzz/harness_daemon.c
 # The agent modules, compiled with the fake system calls.
 FUZZ_AGENT_SRC := agent/conn.c agent/dispatch.c agent/proc.c agent/files.c agent/xfer.c \
-                  agent/user.c agent/fsuser.c agent/spawn.c agent/identity.c agent/oom.c agent/ports.c agent/watch.c
+                  agent/user.c agent/fsuser.c agent/spawn.c agent/identity.c agent/oom.c agent/oom_kernel.c agent/ports.c agent/watch.c
 
 fuzz_obj = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(1))
 
