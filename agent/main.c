@@ -282,7 +282,7 @@ int main(int argc, char **argv)
 		agent_log("getrandom: %s", strerror(errno));
 		return 1;
 	}
-	if (conn_init(&a, transport, where) < 0) {
+	if (conn_init(&a, transport, where, &dispatch_hooks) < 0) {
 		agent_log("out of memory");
 		return 1;
 	}
