@@ -13,7 +13,8 @@
 #                   smoke of the end-to-end suite (a few minutes)
 #   make stress     the lifecycle stress tests with SPECIFICATION.md's full counts, both kinds,
 #                   and the crash points on microVMs
-#   make layers     fails if spaced's modules call each other in a circle (scripts/layers.py)
+#   make layers     fails if the modules of any program call each other in a circle
+#                   (scripts/layers.py)
 #   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
 #   make bench      benchmarks against raw runsc (bench/run.py; SPECIFICATION.md)
 #   make security   the escape and abuse suite (tests/security)
@@ -202,10 +203,18 @@ E2E_SMOKE := tests/e2e/test_daemon.py tests/e2e/test_files.py tests/e2e/test_lif
 e2e-smoke: all
 	$(PYTEST) $(E2E_SMOKE)
 
-# No circle of calls among spaced's modules: each layer reaches the ones above it only through
-# the tables and callbacks it is given (docs/architecture.md).
+# No circle of calls among the modules of any program: each layer reaches the ones above it
+# only through the tables and callbacks it is given (docs/architecture.md). Each program is
+# looked at with everything it links. space-e2b's handlers and its gateway still call each
+# other in circles (docs/architecture.md): they are printed, and fail nothing, until cut.
+LAYERS_PROGRAMS := spaced: $(DAEMON_OBJ) $(LIB_OBJ) \
+                   space-agent: $(AGENT_OBJ) \
+                   space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(LIB_OBJ) \
+                   space: $(CLI_OBJ) $(LIB_OBJ) \
+                   space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(LIB_OBJ) \
+                   libspace: $(LIB_OBJ)
 layers: all
-	/usr/bin/python3 scripts/layers.py --check $(DAEMON_OBJ)
+	/usr/bin/python3 scripts/layers.py --check --warn space-e2b $(LAYERS_PROGRAMS)
 
 # The documents against the code: every limit a document names has the code's number; every
 # route is in openapi.yaml and api.md and they name no other; the tests and files the
