@@ -24,7 +24,7 @@
 #include "conn.h"
 #include "oom.h"
 #include "proc.h"
-#include "user.h"
+#include "../lib/user.h"
 #include "watch.h"
 #include "xfer.h"
 

@@ -19,7 +19,7 @@
 #   api_body       request bodies through the real create/exec/... handlers, and the
 #                  H_EXEC frame exec builds, checked against the body
 #   codec          UTF-8 check, JSON escaping (round trip through jansson), base64
-#   passwd         agent/user.c over an arbitrary /etc/passwd and /etc/group (memfds), looked
+#   passwd         lib/user.c over an arbitrary /etc/passwd and /etc/group (memfds), looked
 #                  up by name and by id
 #   ports          agent/ports.c over lines of /proc/net/tcp and /proc/net/tcp6
 #   net            egress policies (daemon/net/policy.c), the port proxy's Host routing
@@ -60,7 +60,7 @@ FUZZ_DAEMON_SRC := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c da
 FUZZ_HARNESS_SRC := tests/fuzz/stubs_daemon.c tests/fuzz/harness_daemon.c
 # The agent modules, compiled with the fake system calls.
 FUZZ_AGENT_SRC := agent/conn.c agent/dispatch.c agent/proc.c agent/files.c agent/xfer.c \
-                  agent/user.c agent/fsuser.c agent/spawn.c agent/identity.c agent/oom.c agent/oom_kernel.c agent/ports.c agent/watch.c
+                  lib/user.c agent/fsuser.c agent/spawn.c agent/identity.c agent/oom.c agent/oom_kernel.c agent/ports.c agent/watch.c
 
 fuzz_obj = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(1))
 
@@ -68,7 +68,7 @@ FUZZ_SRC_frame         := lib/frame.c
 FUZZ_SRC_codec         := lib/codec.c
 FUZZ_SRC_connect       := e2b/connect.c lib/codec.c lib/buf.c
 FUZZ_SRC_multipart     := e2b/multipart.c
-FUZZ_SRC_passwd        := agent/user.c
+FUZZ_SRC_passwd        := lib/user.c
 FUZZ_SRC_ports         := agent/ports.c
 FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/net/dns_wire.c daemon/base/err.c
 FUZZ_SRC_proxy_http    := daemon/net/proxy_http.c

@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/fuzz_passwd.c - agent/user.c: the sandbox's /etc/passwd and
+ * tests/fuzz/fuzz_passwd.c - lib/user.c: the sandbox's /etc/passwd and
  * /etc/group, which whoever controls the sandbox's root filesystem writes.
  *
  * Input layout (little-endian):
@@ -38,7 +38,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "agent/user.h"
+#include "lib/user.h"
 
 #define HEADER 10
 #define NAMES_FROM_LINES 4

@@ -13,7 +13,7 @@
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_metrics daemon/core/test_state daemon/core/test_proc daemon/core/test_isolation daemon/driver/test_oci \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
-              agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail agent/test_vport \
+              lib/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/base/test_dir \
               e2b/test_connect e2b/test_multipart daemon/core/test_entry
@@ -89,7 +89,7 @@ UNIT_LIBS_test_fwcfg :=
 UNIT_test_entry      := daemon/core/entry.c lib/frame.c
 UNIT_LIBS_test_entry := -ljansson
 
-UNIT_test_user       := agent/user.c
+UNIT_test_user       := lib/user.c
 UNIT_LIBS_test_user  :=
 
 UNIT_test_ports      := agent/ports.c

@@ -1,6 +1,6 @@
 /*
- * tests/unit/agent/test_user.c - users and groups from a sandbox's
- * /etc/passwd and /etc/group (agent/user.c): the uid, gid, home and groups a
+ * tests/unit/lib/test_user.c - users and groups from a sandbox's
+ * /etc/passwd and /etc/group (lib/user.c): the uid, gid, home and groups a
  * command runs with, whatever the sandbox's files contain. The files are
  * written into a temporary directory under /tmp and read through
  * user_by_name_in / user_by_id_in.
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "agent/user.h"
+#include "lib/user.h"
 
 struct fixture {
 	char dir[64];

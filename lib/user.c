@@ -1,5 +1,5 @@
 /*
- * agent/user.c - looks users and groups up in the sandbox's /etc/passwd and
+ * lib/user.c - looks users and groups up in the sandbox's /etc/passwd and
  * /etc/group. A static binary cannot use NSS (getpwnam), and the sandbox's
  * files are the only source of users anyway, so the agent parses them (the
  * rules are in user.h). Lines are read whole with getline, so no line is

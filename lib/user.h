@@ -1,5 +1,5 @@
 /*
- * agent/user.h - users and groups from the sandbox's /etc/passwd and
+ * lib/user.h - users and groups from the sandbox's /etc/passwd and
  * /etc/group, read directly (a static binary has no NSS).
  *
  * The files are read as the C library reads them: one entry per line,
@@ -9,8 +9,8 @@
  * id that is not a plain decimal number below 2^32). The first entry of a
  * name or uid is the one that counts. A NUL byte ends what is read of a line.
  */
-#ifndef SPACE_AGENT_USER_H
-#define SPACE_AGENT_USER_H
+#ifndef SPACE_LIB_USER_H
+#define SPACE_LIB_USER_H
 
 #include <stddef.h>
 #include <stdint.h>
