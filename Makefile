@@ -36,19 +36,22 @@ CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -DSPACE_VERSION='"$(VERSION)"' -I.
 SAN     :=
 
 LIB_SRC     := $(wildcard lib/*.c)
+# the HTTP client of spaced's API (lib/client/): for the programs that link libcurl
+CLIENT_SRC  := $(wildcard lib/client/*.c)
 DAEMON_SRC  := $(wildcard daemon/*.c daemon/*/*.c)
 CLI_SRC     := $(wildcard cli/*.c)
 # space-build (builder/): the template builder spaced starts; it parses with the daemon's
 # Dockerfile parser, keeps its steps in the machine's cache as spaced does, and speaks to
-# spaced with the CLI's client.
+# spaced with the API's client (libspace-client.a).
 BUILDER_SRC := $(wildcard builder/*.c) $(wildcard daemon/template/*.c) daemon/base/err.c daemon/base/hash.c \
-               daemon/base/spawn.c daemon/base/dir.c daemon/store/cache.c cli/client.c
+               daemon/base/spawn.c daemon/base/dir.c daemon/store/cache.c
 AGENT_SRC   := $(wildcard agent/*.c)
 # space-e2b (e2b/): the E2B front spaced starts for --e2b-listen; it asks spaced with the
-# CLI's client.
-E2B_SRC     := $(wildcard e2b/*.c) cli/client.c
+# API's client (libspace-client.a).
+E2B_SRC     := $(wildcard e2b/*.c)
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLIENT_OBJ  := $(CLIENT_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ  := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
 AGENT_OBJ   := $(AGENT_SRC:%.c=$(BUILD)/agent-static/%.o) $(LIB_SRC:%.c=$(BUILD)/agent-static/%.o)
@@ -88,19 +91,22 @@ $(BUILD)/agent-static/%.o: %.c
 $(BUILD)/libspace.a: $(LIB_OBJ)
 	@ar rcs $@ $^
 
+$(BUILD)/libspace-client.a: $(CLIENT_OBJ)
+	@ar rcs $@ $^
+
 $(BUILD)/spaced: $(DAEMON_OBJ) $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(DAEMON_LIBS)
 
-$(BUILD)/space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace.a
+$(BUILD)/space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(BUILDER_LIBS)
 
-$(BUILD)/space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace.a
+$(BUILD)/space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(E2B_LIBS)
 
-$(BUILD)/space: $(CLI_OBJ) $(BUILD)/libspace.a
+$(BUILD)/space: $(CLI_OBJ) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(CLI_LIBS)
 
@@ -209,10 +215,11 @@ e2e-smoke: all
 # other in circles (docs/architecture.md): they are printed, and fail nothing, until cut.
 LAYERS_PROGRAMS := spaced: $(DAEMON_OBJ) $(LIB_OBJ) \
                    space-agent: $(AGENT_OBJ) \
-                   space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(LIB_OBJ) \
-                   space: $(CLI_OBJ) $(LIB_OBJ) \
-                   space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(LIB_OBJ) \
-                   libspace: $(LIB_OBJ)
+                   space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(LIB_OBJ) \
+                   space: $(CLI_OBJ) $(CLIENT_OBJ) $(LIB_OBJ) \
+                   space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(LIB_OBJ) \
+                   libspace: $(LIB_OBJ) \
+                   libspace-client: $(CLIENT_OBJ) $(LIB_OBJ)
 layers: all
 	/usr/bin/python3 scripts/layers.py --check --warn space-e2b $(LAYERS_PROGRAMS)
 

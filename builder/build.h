@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <jansson.h>
 
-#include "cli/client.h"
+#include "lib/client/client.h"
 #include "daemon/store/template.h"
 #include "daemon/template/dockerfile.h"
 
