@@ -27,7 +27,7 @@
 #   proxy_http     the port proxy's reading of requests: heads, the token taken out, the
 #                  redirect, bodies (Content-Length, chunked), a 101 (daemon/net/proxy_http.c)
 #   dockerfile     the Dockerfiles templates are built from, with build arguments
-#                  (daemon/template/dockerfile.c, dockerfile_lex.c, dockerfile_words.c)
+#                  (daemon/template/dockerfile*.c)
 #   connect        the E2B front's Connect envelopes and proto3 JSON values (e2b/connect.c)
 #   multipart      the E2B front's multipart/form-data uploads (e2b/multipart.c), as a real
 #                  libmicrohttpd server on loopback hands a body over
@@ -73,7 +73,8 @@ FUZZ_SRC_ports         := agent/ports.c
 FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/net/dns_wire.c daemon/base/err.c
 FUZZ_SRC_proxy_http    := daemon/net/proxy_http.c
 FUZZ_SRC_dockerfile    := daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
-                          daemon/template/dockerfile_words.c daemon/base/err.c
+                          daemon/template/dockerfile_words.c daemon/template/dockerfile_ref.c \
+                          daemon/template/dockerfile_canon.c daemon/base/err.c
 FUZZ_SRC_api_route     := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_api_body      := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_daemon_frames := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)

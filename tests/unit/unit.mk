@@ -140,5 +140,6 @@ UNIT_LIBS_test_dns_wire :=
 
 # the Dockerfile subset templates are built from: a pure parser, nothing else
 UNIT_test_dockerfile      := daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
-                             daemon/template/dockerfile_words.c daemon/base/err.c
+                             daemon/template/dockerfile_words.c daemon/template/dockerfile_ref.c \
+                             daemon/template/dockerfile_canon.c daemon/base/err.c
 UNIT_LIBS_test_dockerfile :=
