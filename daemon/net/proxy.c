@@ -19,19 +19,25 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "daemon/base/clock.h"
 #include "daemon/base/log.h"
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/op.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/net/net.h"
+#include "proto/agent.h"
 
 struct proxy {
 	struct daemon *d;
