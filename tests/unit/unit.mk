@@ -15,7 +15,8 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
               lib/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
-              daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/base/test_dir \
+              daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
+              daemon/template/test_dockerfile_canon daemon/base/test_dir \
               e2b/test_connect e2b/test_multipart daemon/core/test_entry
 
 UNIT_test_buf        := lib/buf.c
@@ -141,5 +142,11 @@ UNIT_LIBS_test_dns_wire :=
 # the Dockerfile subset templates are built from: a pure parser, nothing else
 UNIT_test_dockerfile      := daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
                              daemon/template/dockerfile_words.c daemon/template/dockerfile_ref.c \
-                             daemon/template/dockerfile_canon.c daemon/base/err.c
+                             daemon/template/dockerfile_canon.c daemon/base/err.c \
+                             tests/unit/daemon/template/dockerfile_check.c
 UNIT_LIBS_test_dockerfile :=
+# the parser's reading of its text, and its canonical text: the same parser, the same helpers
+UNIT_test_dockerfile_words      := $(UNIT_test_dockerfile)
+UNIT_LIBS_test_dockerfile_words :=
+UNIT_test_dockerfile_canon      := $(UNIT_test_dockerfile)
+UNIT_LIBS_test_dockerfile_canon :=
