@@ -12,7 +12,7 @@
 
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_metrics daemon/core/test_state daemon/core/test_proc daemon/core/test_isolation daemon/driver/test_oci \
-              daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
+              daemon/store/test_store daemon/store/test_schema daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
               lib/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
@@ -52,8 +52,12 @@ UNIT_LIBS_test_isolation := -ljansson -lpthread
 UNIT_test_oci        := daemon/driver/oci.c
 UNIT_LIBS_test_oci   := -ljansson
 
-UNIT_test_store      := daemon/store/store.c daemon/store/schema.c daemon/core/state.c
+UNIT_test_store      := daemon/store/store.c daemon/store/schema.c daemon/core/state.c \
+                        tests/unit/daemon/store/store_check.c
 UNIT_LIBS_test_store := -lsqlite3 -ljansson
+# the schema's steps, opened through the store as spaced opens its database
+UNIT_test_schema      := $(UNIT_test_store)
+UNIT_LIBS_test_schema := $(UNIT_LIBS_test_store)
 
 # the template cache: its parsing and keys (the build itself runs in the e2e suite)
 UNIT_test_template      := daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/base/dir.c daemon/store/store.c daemon/store/schema.c \
