@@ -211,8 +211,8 @@ e2e-smoke: all
 
 # No circle of calls among the modules of any program: each layer reaches the ones above it
 # only through the tables and callbacks it is given (docs/architecture.md). Each program is
-# looked at with everything it links. space-e2b's handlers and its gateway still call each
-# other in circles (docs/architecture.md): they are printed, and fail nothing, until cut.
+# looked at with everything it links. Some of space-e2b's handlers still call each other in
+# circles (docs/architecture.md): they are printed, and fail nothing, until cut.
 LAYERS_PROGRAMS := spaced: $(DAEMON_OBJ) $(LIB_OBJ) \
                    space-agent: $(AGENT_OBJ) \
                    space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(LIB_OBJ) \
