@@ -13,7 +13,8 @@
 #                   smoke of the end-to-end suite (a few minutes)
 #   make stress     the lifecycle stress tests with SPECIFICATION.md's full counts, both kinds,
 #                   and the crash points on microVMs
-#   make layers     fails if spaced's modules call each other in a circle (scripts/layers.py)
+#   make layers     fails if the modules of any program call each other in a circle
+#                   (scripts/layers.py)
 #   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
 #   make bench      benchmarks against raw runsc (bench/run.py; SPECIFICATION.md)
 #   make security   the escape and abuse suite (tests/security)
@@ -35,19 +36,22 @@ CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -DSPACE_VERSION='"$(VERSION)"' -I.
 SAN     :=
 
 LIB_SRC     := $(wildcard lib/*.c)
+# the HTTP client of spaced's API (lib/client/): for the programs that link libcurl
+CLIENT_SRC  := $(wildcard lib/client/*.c)
 DAEMON_SRC  := $(wildcard daemon/*.c daemon/*/*.c)
 CLI_SRC     := $(wildcard cli/*.c)
 # space-build (builder/): the template builder spaced starts; it parses with the daemon's
 # Dockerfile parser, keeps its steps in the machine's cache as spaced does, and speaks to
-# spaced with the CLI's client.
+# spaced with the API's client (libspace-client.a).
 BUILDER_SRC := $(wildcard builder/*.c) $(wildcard daemon/template/*.c) daemon/base/err.c daemon/base/hash.c \
-               daemon/base/spawn.c daemon/base/dir.c daemon/store/cache.c cli/client.c
+               daemon/base/spawn.c daemon/base/dir.c daemon/store/cache.c
 AGENT_SRC   := $(wildcard agent/*.c)
 # space-e2b (e2b/): the E2B front spaced starts for --e2b-listen; it asks spaced with the
-# CLI's client.
-E2B_SRC     := $(wildcard e2b/*.c) cli/client.c
+# API's client (libspace-client.a).
+E2B_SRC     := $(wildcard e2b/*.c)
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLIENT_OBJ  := $(CLIENT_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ  := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
 AGENT_OBJ   := $(AGENT_SRC:%.c=$(BUILD)/agent-static/%.o) $(LIB_SRC:%.c=$(BUILD)/agent-static/%.o)
@@ -87,19 +91,22 @@ $(BUILD)/agent-static/%.o: %.c
 $(BUILD)/libspace.a: $(LIB_OBJ)
 	@ar rcs $@ $^
 
+$(BUILD)/libspace-client.a: $(CLIENT_OBJ)
+	@ar rcs $@ $^
+
 $(BUILD)/spaced: $(DAEMON_OBJ) $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(DAEMON_LIBS)
 
-$(BUILD)/space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace.a
+$(BUILD)/space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(BUILDER_LIBS)
 
-$(BUILD)/space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace.a
+$(BUILD)/space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(E2B_LIBS)
 
-$(BUILD)/space: $(CLI_OBJ) $(BUILD)/libspace.a
+$(BUILD)/space: $(CLI_OBJ) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(CLI_LIBS)
 
@@ -202,10 +209,19 @@ E2E_SMOKE := tests/e2e/test_daemon.py tests/e2e/test_files.py tests/e2e/test_lif
 e2e-smoke: all
 	$(PYTEST) $(E2E_SMOKE)
 
-# No circle of calls among spaced's modules: each layer reaches the ones above it only through
-# the tables and callbacks it is given (docs/architecture.md).
+# No circle of calls among the modules of any program: each layer reaches the ones above it
+# only through the tables and callbacks it is given (docs/architecture.md). Each program is
+# looked at with everything it links. Some of space-e2b's handlers still call each other in
+# circles (docs/architecture.md): they are printed, and fail nothing, until cut.
+LAYERS_PROGRAMS := spaced: $(DAEMON_OBJ) $(LIB_OBJ) \
+                   space-agent: $(AGENT_OBJ) \
+                   space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(LIB_OBJ) \
+                   space: $(CLI_OBJ) $(CLIENT_OBJ) $(LIB_OBJ) \
+                   space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(LIB_OBJ) \
+                   libspace: $(LIB_OBJ) \
+                   libspace-client: $(CLIENT_OBJ) $(LIB_OBJ)
 layers: all
-	/usr/bin/python3 scripts/layers.py --check $(DAEMON_OBJ)
+	/usr/bin/python3 scripts/layers.py --check --warn space-e2b $(LAYERS_PROGRAMS)
 
 # The documents against the code: every limit a document names has the code's number; every
 # route is in openapi.yaml and api.md and they name no other; the tests and files the

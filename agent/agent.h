@@ -7,7 +7,8 @@
  * (proc.c, spawn.c). File operations (files.c) run inline; downloads,
  * uploads and listings that span many frames are kept as transfers (xfer.c),
  * watched folders as watches (watch.c).
- * Incoming frames are routed by dispatch.c.
+ * Incoming frames are routed by dispatch.c. The log, the clocks and the
+ * poll set every module uses are agent.c's.
  *
  * Every module works on one `struct agent`, passed explicitly; there is no
  * global state. Functions return 0 or a negative errno.
@@ -23,7 +24,7 @@
 #include "conn.h"
 #include "oom.h"
 #include "proc.h"
-#include "user.h"
+#include "../lib/user.h"
 #include "watch.h"
 #include "xfer.h"
 

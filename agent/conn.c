@@ -4,7 +4,7 @@
  *
  * The connection's descriptor comes from its transport (conn_unix below, the
  * virtio-serial port in vport.c) and is non-blocking. Incoming bytes collect
- * in one buffer of a maximal frame; every whole frame goes to dispatch_frame,
+ * in one buffer of a maximal frame; every whole frame goes up (conn_hooks: dispatch_frame),
  * and a frame that fails its checks closes the connection. Outgoing frames
  * wait in one FIFO (struct outframe) written through the transport (sendmsg
  * with MSG_NOSIGNAL on the socket). The queue is bounded by credit for output
@@ -30,7 +30,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "dispatch.h"
 
 #define CONN_IOV_MAX 64
 
@@ -49,11 +48,12 @@ static uint32_t frame_chan(const struct outframe *o)
 	return frame_get_u32(o->bytes + 8);
 }
 
-int conn_init(struct agent *a, const struct conn_transport *t, const char *where)
+int conn_init(struct agent *a, const struct conn_transport *t, const char *where, const struct conn_hooks *up)
 {
 	struct conn *c = &a->conn;
 	memset(c, 0, sizeof(*c));
 	c->t = t;
+	c->up = up;
 	c->where = where;
 	c->fd = -1;
 	c->dev_fd = -1;
@@ -205,8 +205,7 @@ static void end_connection(struct agent *a)
 			prev = o;
 		o = next;
 	}
-	xfer_abandon_all(a);
-	watch_abandon_all(a);
+	c->up->ended(a);
 }
 
 static int write_within(struct conn *c, unsigned ms);
@@ -266,7 +265,7 @@ static int begin_connection(struct agent *a, const uint64_t *nonce)
 	uint8_t hello[sizeof(struct sp_hello) + sizeof(struct sp_hello_ext)];
 	uint8_t *ext = hello + sizeof(struct sp_hello);
 	frame_put_u32(hello + offsetof(struct sp_hello, version), SP_PROTO_VERSION);
-	frame_put_u32(hello + offsetof(struct sp_hello, max_pid), proc_max_pid(a));
+	frame_put_u32(hello + offsetof(struct sp_hello, max_pid), c->up->max_pid(a));
 	frame_put_u64(hello + offsetof(struct sp_hello, boot_id), a->boot_id);
 	frame_put_u32(ext + offsetof(struct sp_hello_ext, features), SP_FEATURE_FILE_USER);
 	frame_put_u32(ext + offsetof(struct sp_hello_ext, rsvd), 0);
@@ -279,7 +278,7 @@ static int begin_connection(struct agent *a, const uint64_t *nonce)
 			return -ENOMEM; /* the hello is dropped with the connection */
 	}
 	c->generation++;
-	proc_on_connect(a);
+	c->up->begun(a);
 	return 0;
 }
 
@@ -480,7 +479,7 @@ static void conn_parse(struct agent *a)
 			pos += (size_t)n; /* of a connection that ended: not ours to answer */
 			continue;
 		}
-		if (n < 0 || dispatch_frame(a, &f) == -EPROTO) {
+		if (n < 0 || c->up->frame(a, &f) == -EPROTO) {
 			agent_log("bad frame (type %u, len %u) from the host",
 				  c->in[pos + 4], frame_get_u32(c->in + pos));
 			conn_drop(a, "protocol error", false);

@@ -25,6 +25,7 @@
 #include <sys/uio.h>
 
 struct agent;
+struct frame;
 struct pollset;
 struct proc;
 
@@ -75,8 +76,24 @@ struct outframe {
 	uint8_t bytes[];
 };
 
+/*
+ * What the connection calls in the layers above it, given at conn_init (dispatch.h's
+ * dispatch_hooks): the connection is their transport and never names them.
+ */
+struct conn_hooks {
+	/* A whole frame from the host; -EPROTO closes the connection (dispatch_frame). */
+	int (*frame)(struct agent *a, const struct frame *f);
+	/* The highest pid the agent has run, said in every hello. */
+	uint32_t (*max_pid)(const struct agent *a);
+	/* A connection began: its hello is queued, credit starts afresh. */
+	void (*begun)(struct agent *a);
+	/* A connection ended: what belonged to it (transfers, watches) goes. */
+	void (*ended)(struct agent *a);
+};
+
 struct conn {
 	const struct conn_transport *t;
+	const struct conn_hooks *up; /* the layers above (borrowed) */
 	const char *where;         /* the transport's address: socket path, port name */
 	int fd;                    /* -1 while disconnected */
 	int dev_fd;                /* a transport's own descriptor kept across connections, or -1 */
@@ -91,8 +108,8 @@ struct conn {
 	size_t in_len;
 };
 
-/* Allocates buffers; t and where are borrowed. Connection attempts start at conn_tick. */
-int conn_init(struct agent *a, const struct conn_transport *t, const char *where);
+/* Allocates buffers; t, where and up are borrowed. Connection attempts start at conn_tick. */
+int conn_init(struct agent *a, const struct conn_transport *t, const char *where, const struct conn_hooks *up);
 
 /* Connects when disconnected and the retry time has come. */
 void conn_tick(struct agent *a, uint64_t now);

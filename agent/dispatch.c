@@ -150,3 +150,17 @@ int dispatch_frame(struct agent *a, const struct frame *f)
 		agent_log("message type %u: %s", f->type, strerror(-err));
 	return err;
 }
+
+/* A connection ended: its transfers and watches end with it. */
+static void abandon_all(struct agent *a)
+{
+	xfer_abandon_all(a);
+	watch_abandon_all(a);
+}
+
+const struct conn_hooks dispatch_hooks = {
+	.frame = dispatch_frame,
+	.max_pid = proc_max_pid,
+	.begun = proc_on_connect,
+	.ended = abandon_all,
+};

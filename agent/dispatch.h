@@ -14,4 +14,9 @@ struct agent;
  */
 int dispatch_frame(struct agent *a, const struct frame *f);
 
+/* The connection's hooks (conn.h) into the agent's handlers: frames to dispatch_frame, the
+ * hello's highest pid and a new connection to the process table, an ended connection's
+ * transfers and watches abandoned. */
+extern const struct conn_hooks dispatch_hooks;
+
 #endif

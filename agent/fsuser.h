@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #include "../lib/frame.h"
-#include "user.h"
+#include "../lib/user.h"
 
 /* Whom a file request acts as: `set` false for the agent itself. */
 struct fsuser {

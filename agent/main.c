@@ -23,7 +23,6 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,40 +40,6 @@
 #include "vminit.h"
 #include "proto/agent.h"
 #include "vport.h"
-
-uint64_t agent_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-uint64_t agent_wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void agent_log(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	dprintf(STDERR_FILENO, "space-agent: %s\n", line);
-}
-
-void pollset_add(struct pollset *ps, int fd, short events, watch_fn *fn, void *obj)
-{
-	if (ps->n >= AGENT_MAX_FDS)
-		return;
-	ps->fds[ps->n] = (struct pollfd){ .fd = fd, .events = events };
-	ps->fn[ps->n] = fn;
-	ps->obj[ps->n] = obj;
-	ps->n++;
-}
 
 /* fds 0-2 must exist so that no pipe of ours lands there. */
 static int setup_std_fds(void)
@@ -317,7 +282,7 @@ int main(int argc, char **argv)
 		agent_log("getrandom: %s", strerror(errno));
 		return 1;
 	}
-	if (conn_init(&a, transport, where) < 0) {
+	if (conn_init(&a, transport, where, &dispatch_hooks) < 0) {
 		agent_log("out of memory");
 		return 1;
 	}

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "spawn.h"
-#include "user.h"
+#include "../lib/user.h"
 
 #define UID_BY_NAME 0xffffffffu
 #define WORKDIR "/work"

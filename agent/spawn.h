@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "user.h"
+#include "../lib/user.h"
 
 struct spawn_req {
 	const char *path;         /* the program to run; NULL: argv[0], searched in PATH */

@@ -12,7 +12,8 @@
  * changes). key hashes the step's canonical text, the files COPY reads and the key of the
  * step before, so an unchanged step is found, not run again.
  *
- * Order: build_* in main.c: parse, base, each step (step_run in step.c), commit.
+ * Order: build_* in main.c: parse, base, each step (step_run in step.c), commit. What the
+ * steps and the phases share (events, failures) is build.c's.
  */
 #ifndef SPACE_BUILDER_BUILD_H
 #define SPACE_BUILDER_BUILD_H
@@ -22,7 +23,7 @@
 #include <stdbool.h>
 #include <jansson.h>
 
-#include "cli/client.h"
+#include "lib/client/client.h"
 #include "daemon/store/template.h"
 #include "daemon/template/dockerfile.h"
 

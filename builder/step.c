@@ -1,6 +1,6 @@
 /*
  * builder/step.c - the steps of a build that change files: RUN in a sandbox, COPY and ADD
- * from the context, WORKDIR; each one's cache key; users looked up in a root filesystem.
+ * from the context, WORKDIR; each one's cache key; users looked up in a root filesystem (lib/user.h).
  */
 #include "builder/build.h"
 
@@ -20,48 +20,26 @@
 #include "daemon/driver/oci.h"
 #include "daemon/base/spawn.h"
 #include "daemon/store/cache.h"
+#include "lib/user.h"
 
 /* ---- users ---- */
 
+#define USER_FD_PATH 32 /* "/proc/self/fd/" and a descriptor's number */
+
 /*
- * Looks key up in the colon-separated file open at fd (consumed): the first line whose field
- * match (0: the name, 2: the id) is key gives its fields 2 and 3 in *id and *id2 (a group
- * line's id2 is its id again). Returns 0 or -ENOENT.
+ * Opens file path of the root filesystem open at root (fs_open_in: none of its links leads
+ * out) and writes into name the path lib/user.h's lookups read it by, /proc/self/fd/N ("" when
+ * it cannot be opened: a lookup in it finds nothing). Returns the descriptor, which the caller
+ * closes, or -errno.
  */
-static int lookup(int fd, int match, const char *key, long long *id, long long *id2)
+static int in_root(int root, const char *path, char name[USER_FD_PATH])
 {
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
-		return -ENOENT;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	int rc = -ENOENT;
-	while (rc < 0 && getline(&line, &cap, f) > 0) {
-		char *field[4] = { 0 }, *p = line;
-		line[strcspn(line, "\n")] = '\0';
-		for (int i = 0; i < 4 && p; i++) {
-			field[i] = p;
-			p = strchr(p, ':');
-			if (p)
-				*p++ = '\0';
-		}
-		char *end;
-		if (!field[2] || !field[match] || strcmp(field[match], key) != 0)
-			continue;
-		*id = strtoll(field[2], &end, 10);
-		if (*end || *id < 0 || *id >= 0xffffffffll)
-			continue;
-		*id2 = field[3] ? strtoll(field[3], &end, 10) : *id;
-		if (!field[3] || *end || *id2 < 0 || *id2 >= 0xffffffffll)
-			*id2 = *id;
-		rc = 0;
-	}
-	free(line);
-	fclose(f);
-	return rc;
+	int fd = fs_open_in(root, path, O_RDONLY);
+	if (fd >= 0)
+		snprintf(name, USER_FD_PATH, "/proc/self/fd/%d", fd);
+	else
+		name[0] = '\0';
+	return fd;
 }
 
 static bool numeric(const char *s, long long *out)
@@ -81,18 +59,30 @@ int step_user(struct build *b, const char *rootfs, const char *spec, long long *
 	int root = open(rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return build_fail(b, errno, "cannot open the build's files: %s", strerror(errno));
-	long long ignored;
+	char passwd[USER_FD_PATH], groups[USER_FD_PATH];
+	int pfd = in_root(root, "/etc/passwd", passwd), gfd = in_root(root, "/etc/group", groups);
+	struct user_info u;
+	gid_t g;
 	int rc = 0;
 	if (numeric(user, uid)) {
 		/* a number: its passwd line's group if it has one, else root's, as in Docker */
-		if (lookup(fs_open_in(root, "/etc/passwd", O_RDONLY), 2, user, &ignored, gid) < 0)
-			*gid = 0;
-	} else if (lookup(fs_open_in(root, "/etc/passwd", O_RDONLY), 0, user, uid, gid) < 0) {
+		*gid = user_by_spec_in(passwd, groups, user, &u) == 0 ? u.gid : 0;
+	} else if (user_by_name_in(passwd, groups, user, &u) == 0) {
+		*uid = u.uid;
+		*gid = u.gid;
+	} else {
 		rc = build_fail(b, ENOENT, "no user %s in /etc/passwd", user);
 	}
-	if (rc == 0 && group && !numeric(group, gid) &&
-	    lookup(fs_open_in(root, "/etc/group", O_RDONLY), 0, group, gid, &ignored) < 0)
-		rc = build_fail(b, ENOENT, "no group %s in /etc/group", group);
+	if (rc == 0 && group && !numeric(group, gid)) {
+		if (user_group_by_name_in(groups, group, &g) == 0)
+			*gid = g;
+		else
+			rc = build_fail(b, ENOENT, "no group %s in /etc/group", group);
+	}
+	if (pfd >= 0)
+		close(pfd);
+	if (gfd >= 0)
+		close(gfd);
 	close(root);
 	return rc;
 }

@@ -13,7 +13,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "client.h"
+#include "lib/client/client.h"
 
 enum {
 	CLI_EXIT_FAIL = 1,           /* an API error, a local failure */

@@ -20,7 +20,7 @@
 
 #include <pthread.h>
 
-#include "client.h"
+#include "lib/client/client.h"
 
 #define STDINFWD_CHUNK (64u << 10)
 

@@ -20,7 +20,7 @@
 
 #include <jansson.h>
 
-#include "client.h"
+#include "lib/client/client.h"
 
 /* POST /v1/sandboxes/{id}/exec with body plus "stream": true. */
 int stream_exec(struct client *c, const char *id, json_t *body, int *exit_code,

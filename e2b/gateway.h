@@ -26,7 +26,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "cli/client.h"
+#include "lib/client/client.h"
 #include "lib/buf.h"
 
 #define GW_ENVD_VERSION "0.5.6"      /* what the SDKs are told (docs/e2b.md: their version gates) */

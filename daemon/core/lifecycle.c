@@ -5,7 +5,7 @@
  * transitional state (recorded in the store first), the job does the driver
  * work without d->lock, and the final state is recorded before the request
  * is answered. A crash in between leaves the transitional state in the store,
- * which adoption resolves (sandbox.c).
+ * which adoption resolves (sandbox_adopt.c).
  *
  * Suspend follows an order that is part of the contract: runsc's checkpoint
  * panics with a connected host socket in the sandbox, and a failed checkpoint

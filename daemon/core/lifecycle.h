@@ -64,7 +64,7 @@ void lifecycle_expire(struct daemon *d);
 /* Once a second on the I/O thread: timeouts, then every sandbox's peer_tick. [L] */
 void lifecycle_tick(struct daemon *d);
 /* How agent events reach this layer (d->peer_events): a ready agent lets deferred requests go
- * on; a lost, silent or stopped one is watched, nudged or probed by sandbox.c's jobs. */
+ * on; a lost, silent or stopped one is watched, nudged or probed by sandbox_live.c's jobs. */
 extern const struct peer_events lifecycle_peer_events;
 
 /* Called when a resume ended (e NULL on success): requests waiting for it go on. [L] */

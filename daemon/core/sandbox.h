@@ -2,6 +2,11 @@
  * daemon/core/sandbox.h - the sandbox registry and the life of a sandbox:
  * creation and deletion as jobs off the request path, re-adoption of running
  * sandboxes when spaced starts, and their JSON views.
+ *
+ * One module in six files, one job each: the registry (sandbox.c), the JSON view
+ * (sandbox_view.c), the jobs that watch a running sandbox's agent (sandbox_live.c), create and
+ * delete (sandbox_create.c), a change of network policy (sandbox_net.c) and adoption at start
+ * (sandbox_adopt.c).
  */
 #ifndef SPACE_DAEMON_SANDBOX_H
 #define SPACE_DAEMON_SANDBOX_H

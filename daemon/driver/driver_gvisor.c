@@ -15,8 +15,12 @@
  * --host-uds=open so the agent can connect to its socket, and the network: gVisor's own
  * stack on the interface of the sandbox's inner namespace (--network=sandbox, net/net.h),
  * or none for a sandbox made before sandboxes had one.
+ *
+ * The sandbox's host cgroups are driver_gvisor_cg.c's; what sandboxes leave behind, found
+ * and released, driver_gvisor_left.c's.
  */
 #include "daemon/driver/driver.h"
+#include "daemon/driver/driver_gvisor_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -39,12 +43,6 @@
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
-
-struct driver {
-	struct daemon *d;
-	char root[600];      /* runsc --root */
-	char runtime[128];   /* "runsc <version>" */
-};
 
 /* The socket folder needs one inode and no blocks; the rest is all a sandbox can put there. */
 #define SOCK_TMPFS_OPTS "size=64k,nr_inodes=16,mode=0700"
@@ -403,33 +401,6 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	return 0;
 }
 
-/*
- * The host's memory backstop. runsc sizes the sandbox's kernel (MemTotal inside) from the
- * cgroup's limit, so the spec asks for the sandbox's own memory; once the sandbox runs, the
- * limit is raised to BACKSTOP_MB above it. The agent's watcher keeps what is used inside below
- * the sandbox's memory (agent/oom.c), and the backstop only catches what outruns it: an
- * allocation faster than the watcher's readings, or the runtime's own memory.
- */
-#define BACKSTOP_MB(mb) ((mb) + (mb) / 4 + 128)
-
-/* Raises the host limit of a sandbox that runs. One that cannot be raised leaves the sandbox
- * under its nominal limit (the watcher inside still acts first), so it is said, not failed:
- * the sandbox is up, and a start or resume that reported failure would misstate that. */
-static void raise_backstop(struct sandbox *sb)
-{
-	char p[256], val[32];
-	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.limit_in_bytes", sb->id);
-	snprintf(val, sizeof(val), "%llu", (unsigned long long)BACKSTOP_MB((uint64_t)sb->memory_mb) << 20);
-	int fd = open(p, O_WRONLY | O_CLOEXEC);
-	ssize_t w = fd < 0 ? -1 : write(fd, val, strlen(val));
-	int rc = w == (ssize_t)strlen(val) ? 0 : -errno;
-	if (fd >= 0)
-		close(fd);
-	if (rc < 0)
-		log_warn("sandbox %s: cannot raise its host memory limit (%s): %s; it stays at %d MiB", sb->id, p,
-			 strerror(-rc), sb->memory_mb);
-}
-
 static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	char bundle[700];
@@ -441,17 +412,6 @@ static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
 	if (rc == 0)
 		raise_backstop(sb);
 	return rc;
-}
-
-static void remove_cgroups(const char *id)
-{
-	static const char *ctl[] = { "cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids",
-				     "systemd", "unified" };
-	for (size_t i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++) {
-		char p[256];
-		snprintf(p, sizeof(p), "/sys/fs/cgroup/%s/space/%s", ctl[i], id);
-		rmdir(p);
-	}
 }
 
 static enum driver_state gv_state(struct driver *drv, struct sandbox *sb);
@@ -498,18 +458,6 @@ static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 	char *args[] = { "checkpoint", opt, leave_running ? "--leave-running" : sb->id, leave_running ? sb->id : NULL,
 			 NULL };
 	return runsc(drv, sb, args, e);
-}
-
-/* The memory cgroup made ahead of a restore, at the backstop: runsc takes a cgroup that exists
- * as it is, and a restore loads the sandbox's whole memory beside the sentry's own, which at
- * the nominal limit (what the spec says, sizing the kernel inside) can be killed mid-load
- * when the sandbox was near its limit. */
-static void backstop_ahead(struct sandbox *sb)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s", sb->id);
-	if (mkdir(p, 0755) == 0 || errno == EEXIST)
-		raise_backstop(sb);
 }
 
 static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
@@ -593,198 +541,6 @@ static enum driver_state gv_state(struct driver *drv, struct sandbox *sb)
 		r = DRV_PAUSED;
 	json_decref(j);
 	return r;
-}
-
-/* A cgroup file's text into buf (NUL-terminated); false when it cannot be read. */
-static bool cgroup_read(const char *path, char *buf, size_t n)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t got = read(fd, buf, n - 1);
-	close(fd);
-	if (got <= 0)
-		return false;
-	buf[got] = '\0';
-	return true;
-}
-
-/* The value after `key ` in a cgroup file of `key value` lines, or -1. */
-static long long cgroup_field(const char *path, const char *key)
-{
-	char buf[4096];
-	if (!cgroup_read(path, buf, sizeof(buf)))
-		return -1;
-	size_t k = strlen(key);
-	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-		if (strncmp(line, key, k) == 0 && line[k] == ' ')
-			return atoll(line + k + 1);
-	return -1;
-}
-
-/* The number a cgroup file of one line holds, or -1. */
-static long long cgroup_value(const char *path)
-{
-	char val[64];
-	return cgroup_read(path, val, sizeof(val)) ? atoll(val) : -1;
-}
-
-/* What the sandbox's host cgroups count: its memory (the page cache of its files included,
- * which is the file part of memory.stat) and the CPU time of runsc's processes. */
-static int gv_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.usage_in_bytes", sb->id);
-	long long mem = cgroup_value(p);
-	if (mem < 0)
-		return -ENOENT;
-	memset(out, 0, sizeof(*out));
-	out->memory_bytes = (uint64_t)mem;
-	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.stat", sb->id);
-	long long active = cgroup_field(p, "total_active_file"), inactive = cgroup_field(p, "total_inactive_file");
-	out->cache_bytes = (uint64_t)(active > 0 ? active : 0) + (uint64_t)(inactive > 0 ? inactive : 0);
-	snprintf(p, sizeof(p), "/sys/fs/cgroup/cpuacct/space/%s/cpuacct.usage", sb->id);
-	long long cpu = cgroup_value(p);
-	out->cpu_ns = cpu > 0 ? (uint64_t)cpu : 0;
-	return 0;
-}
-
-static void gv_exit_reason(struct driver *drv, struct sandbox *sb, char *buf, size_t n)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.oom_control", sb->id);
-	if (cgroup_field(p, "oom_kill") > 0) {
-		snprintf(buf, n, "oom");
-		return;
-	}
-	snprintf(p, sizeof(p), "/sys/fs/cgroup/pids/space/%s/pids.events", sb->id);
-	if (cgroup_field(p, "max") > 0) {
-		snprintf(buf, n, "pids");
-		return;
-	}
-	snprintf(buf, n, "exited");
-}
-
-/* The leftovers found so far, growing as gv_leftovers finds more. */
-struct found {
-	struct driver_leftover *v;
-	size_t n, cap;
-	char sandboxes[600];  /* <state dir>/sandboxes, canonical */
-};
-
-static int found_add(struct found *f, enum driver_left kind, const char *name, const char *file)
-{
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? 2 * f->cap : 16;
-		struct driver_leftover *v = realloc(f->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		f->v = v;
-		f->cap = cap;
-	}
-	struct driver_leftover *l = &f->v[f->n++];
-	memset(l, 0, sizeof(*l));
-	l->kind = kind;
-	snprintf(l->name, sizeof(l->name), "%s", name);
-	snprintf(l->file, sizeof(l->file), "%s", file ? file : "");
-	/* the sandbox whose dir holds it: <state>/sandboxes/<owner>/... */
-	const char *p = kind == DRV_LEFT_CONTAINER ? NULL : kind == DRV_LEFT_MOUNT ? name : file;
-	size_t k = strlen(f->sandboxes);
-	if (!p)
-		snprintf(l->owner, sizeof(l->owner), "%s", strlen(name) < sizeof(l->owner) ? name : "");
-	else if (f->sandboxes[0] && strncmp(p, f->sandboxes, k) == 0 && p[k] == '/')
-		snprintf(l->owner, sizeof(l->owner), "%.*s", (int)strcspn(p + k + 1, "/"), p + k + 1);
-	return 0;
-}
-
-static int found_mount(const char *mnt, void *ctx)
-{
-	return found_add(ctx, DRV_LEFT_MOUNT, mnt, NULL);
-}
-
-static int found_loop(const char *dev, const char *file, void *ctx)
-{
-	return found_add(ctx, DRV_LEFT_LOOP, dev, file);
-}
-
-static int deeper_first(const void *a, const void *b)
-{
-	size_t la = strlen(((const struct driver_leftover *)a)->name), lb = strlen(((const struct driver_leftover *)b)->name);
-	return la < lb ? 1 : la > lb ? -1 : 0;
-}
-
-#define LIST_BYTES (64 * 1024) /* `runsc list -quiet` of SPACE_MAX_SANDBOXES ids and then some */
-
-static int gv_leftovers(struct driver *drv, struct driver_leftover **out, size_t *n)
-{
-	struct found f = { 0 };
-	char dir[600];
-	snprintf(dir, sizeof(dir), "%s/sandboxes", drv->d->state_dir);
-	char *canon = realpath(dir, NULL);
-	if (canon)
-		snprintf(f.sandboxes, sizeof(f.sandboxes), "%s", canon);
-	free(canon);
-	char *ids = malloc(LIST_BYTES);
-	char *argv[] = { "runsc", "--root", drv->root, "list", "-quiet", NULL };
-	int rc = ids ? 0 : -ENOMEM;
-	if (rc == 0 && spawn_capture(argv, ids, LIST_BYTES) != 0)
-		rc = -EIO;
-	char *save = NULL;
-	for (char *id = rc == 0 ? strtok_r(ids, "\n", &save) : NULL; id && rc == 0; id = strtok_r(NULL, "\n", &save))
-		rc = found_add(&f, DRV_LEFT_CONTAINER, id, NULL);
-	free(ids);
-	/* mounts only inside sandbox dirs: the state dir itself, or a disk mounted on it, is not ours */
-	if (rc == 0 && f.sandboxes[0])
-		rc = host_mounts_below(f.sandboxes, found_mount, &f);
-	if (rc == 0)
-		rc = host_loops_below(drv->d->state_dir, found_loop, &f);
-	if (rc < 0) {
-		free(f.v);
-		return rc;
-	}
-	/* a mount on top of another goes first: deeper paths before the ones they are in */
-	size_t first = 0, last;
-	while (first < f.n && f.v[first].kind != DRV_LEFT_MOUNT)
-		first++;
-	for (last = first; last < f.n && f.v[last].kind == DRV_LEFT_MOUNT; last++)
-		;
-	if (last > first)
-		qsort(f.v + first, last - first, sizeof(*f.v), deeper_first);
-	*out = f.v;
-	*n = f.n;
-	return 0;
-}
-
-/* A container id runsc listed, safe to use in a path (cgroups). */
-static int plain_id(const char *id)
-{
-	return id[0] && id[0] != '.' && !strchr(id, '/');
-}
-
-static int gv_release(struct driver *drv, const struct driver_leftover *l, struct err *e)
-{
-	int rc;
-	switch (l->kind) {
-	case DRV_LEFT_CONTAINER: {
-		char *del[] = { "runsc", "--root", drv->root, "delete", "--force", (char *)l->name, NULL };
-		char *state[] = { "runsc", "--root", drv->root, "state", (char *)l->name, NULL };
-		char out[4096];
-		if (spawn_run(del, -1, -1) != 0 && spawn_capture(state, out, sizeof(out)) == 0)
-			return err_set(e, 500, "internal", EBUSY, "runsc still knows container %s after delete", l->name);
-		if (plain_id(l->name))
-			remove_cgroups(l->name);
-		return 0;
-	}
-	case DRV_LEFT_MOUNT:
-		if ((rc = host_umount(l->name)) < 0)
-			return err_set(e, 500, "internal", -rc, "unmounting %s: %s", l->name, strerror(-rc));
-		return 0;
-	case DRV_LEFT_LOOP:
-		if ((rc = host_loop_detach(l->name, l->file)) < 0)
-			return err_set(e, 500, "internal", -rc, "detaching %s from %s: %s", l->name, l->file, strerror(-rc));
-		return 0;
-	}
-	return err_set(e, 500, "internal", EINVAL, "unknown leftover");
 }
 
 static const char *gv_runtime(struct driver *drv)

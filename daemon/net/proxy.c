@@ -11,9 +11,11 @@
  * reader slows the writer and nothing grows. Every state has a deadline. When both directions
  * have ended, the sandbox's side is closed with a reset (SO_LINGER 0): a connection closed
  * that way leaves no time-wait inside the sandbox, which gVisor could not write into a
- * suspend's image (lifecycle.c, drain_network).
+ * suspend's image (lifecycle.c, drain_network). The bytes of the two directions are moved by
+ * proxy_flow.c.
  */
 #include "daemon/net/proxy.h"
+#include "daemon/net/proxy_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,58 +38,6 @@
 #include "daemon/core/sandbox.h"
 #include "daemon/net/net.h"
 #include "proto/agent.h"
-
-enum pstate { P_HEAD, P_WAKE, P_CONNECT, P_RELAY, P_PIPE };
-
-/* PIPE: how far the client's bytes were read as requests. */
-enum rstate {
-	R_HEAD,    /* the next request's head */
-	R_BODY,    /* its body (struct proxy_body) */
-	R_UPGRADE, /* an Upgrade request went on: nothing more is read until its answer's status */
-	R_TUNNEL,  /* it switched protocols: bytes pass unread */
-	R_REFUSED, /* a request was refused: its answer (owed) waits for the sandbox's side to end */
-};
-
-struct pconn;
-
-/* One socket of a connection, as epoll knows it. */
-struct end {
-	struct pconn *c;
-	int fd;
-	uint32_t events; /* what epoll watches now */
-};
-
-/* Bytes on their way from one end to the other. */
-struct flow {
-	char buf[PROXY_BUF];
-	size_t off, len;
-	bool eof;  /* its source ended */
-	bool shut; /* its destination was told (shutdown SHUT_WR) */
-};
-
-struct pconn {
-	struct pconn *next, *prev;
-	enum pstate state;
-	enum rstate rstate;
-	struct end client, up;
-	struct flow c2u, u2c;
-	char in[PROXY_HEAD_MAX]; /* the client's bytes not yet read as requests */
-	size_t in_len;
-	bool in_eof;              /* the client ended its side */
-	struct proxy_body body;   /* R_BODY */
-	bool upgrade;             /* the request whose body passes asked for an Upgrade */
-	struct proxy_status status; /* R_UPGRADE: its answer's status */
-	char *owed;               /* R_REFUSED: the whole answer, sent once the sandbox's side ends */
-	size_t owed_len;
-	int64_t deadline; /* of the state it is in (the proxy's main loop) */
-	char id[SANDBOX_ID_LEN + 1]; /* the sandbox it goes to (its first request's) */
-	int port;         /* ... and port */
-	bool relayed;     /* through the agent's relay (a server bound to loopback only) */
-	char reach[16];   /* the sandbox's address */
-	struct in_addr peer; /* the client's address */
-	bool dropped;     /* closed; freed once the round of events that may still name it is over */
-	struct pconn *next_dropped;
-};
 
 struct proxy {
 	struct daemon *d;
@@ -300,42 +250,6 @@ static int admit(struct proxy *px, struct pconn *c, const struct proxy_head *h, 
 	return 0;
 }
 
-/* Room at the end of f for more bytes (what was sent is moved out of the way first). */
-static size_t flow_room(struct flow *f)
-{
-	if (f->off > 0) {
-		memmove(f->buf, f->buf + f->off, f->len);
-		f->off = 0;
-	}
-	return PROXY_BUF - f->len;
-}
-
-/* Moves the first n bytes of the client's (read) into c2u, which has room for them. */
-static void take_in(struct pconn *c, size_t n, bool copy)
-{
-	if (copy) {
-		memcpy(c->c2u.buf + c->c2u.off + c->c2u.len, c->in, n);
-		c->c2u.len += n;
-	}
-	memmove(c->in, c->in + n, c->in_len - n);
-	c->in_len -= n;
-}
-
-/* Request h (at the start of in, admitted) goes on without the token: -ENOSPC until c2u has room. */
-static int pass_head(struct pconn *c, const struct proxy_head *h)
-{
-	size_t room = flow_room(&c->c2u);
-	int n = proxy_http_rewrite(c->in, h->len, c->c2u.buf + c->c2u.len, room);
-	if (n < 0)
-		return n;
-	c->c2u.len += (size_t)n;
-	take_in(c, h->len, false);
-	proxy_http_body_start(&c->body, h);
-	c->upgrade = h->upgrade;
-	c->rstate = R_BODY;
-	return 0;
-}
-
 /* PIPE: reads the client's bytes as requests as far as they go, and passes them on. */
 static void advance(struct proxy *px, struct pconn *c)
 {
@@ -461,12 +375,6 @@ static void start_connect(struct proxy *px, struct pconn *c, const struct target
 	dial(px, c, t->port);
 }
 
-/* Whether the client's side is read now (PIPE). */
-static bool reading_client(const struct pconn *c)
-{
-	return !c->in_eof && c->in_len < sizeof(c->in) && c->rstate != R_REFUSED;
-}
-
 /* Interest of both ends from the flows' state; ends the connection when both flows are done,
  * or with the answer it owes once the sandbox's side has ended. */
 static void rearm(struct proxy *px, struct pconn *c)
@@ -499,37 +407,6 @@ static void rearm(struct proxy *px, struct pconn *c)
 		up |= EPOLLOUT;
 	watch(px, &c->client, client);
 	watch(px, &c->up, up);
-}
-
-/* Reads what src has into f while it has room: the bytes read (the last of f's), 0 when none
- * came, -1 when the connection is broken; f->eof at its end. */
-static ssize_t flow_read(struct flow *f, int src)
-{
-	size_t room = flow_room(f);
-	if (f->eof || room == 0)
-		return 0;
-	ssize_t r = recv(src, f->buf + f->len, room, MSG_DONTWAIT);
-	if (r > 0)
-		f->len += (size_t)r;
-	else if (r == 0)
-		f->eof = true;
-	else if (errno != EAGAIN && errno != EINTR)
-		return -1;
-	return r > 0 ? r : 0;
-}
-
-/* Sends what f holds to dst as far as it takes it: the bytes sent, or -1 when broken. */
-static ssize_t flow_write(struct flow *f, int dst)
-{
-	if (f->len == 0)
-		return 0;
-	ssize_t w = send(dst, f->buf + f->off, f->len, MSG_DONTWAIT | MSG_NOSIGNAL);
-	if (w > 0) {
-		f->off += (size_t)w;
-		f->len -= (size_t)w;
-		return w;
-	}
-	return w < 0 && errno != EAGAIN && errno != EINTR ? -1 : 0;
 }
 
 /* PIPE: an event of one end. Bytes read and sent both ways; any byte moved keeps it alive. */

@@ -1,6 +1,7 @@
 /*
  * daemon/template/dockerfile.c - the Dockerfile subset's parser (see dockerfile.h): the
- * instructions, the result, the canonical text and the public functions.
+ * instructions, the result and the public functions (a step's canonical text is
+ * dockerfile_canon.c's, FROM's references are checked in dockerfile_ref.c).
  *
  * Three passes: lex the text into instructions (directives, comments, continuations:
  * dockerfile_lex.c); find the FROM; then run each instruction through its handler in
@@ -13,11 +14,8 @@
 #include "daemon/template/dockerfile_int.h"
 
 #include <errno.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define SUPPORTED "FROM, RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, LABEL"
 
@@ -115,127 +113,6 @@ static int user_spec(struct parser *p, const char *what, const char *w, struct d
 	return rc;
 }
 
-/* NAME or TAG of space:NAME[:TAG]. */
-static int template_part(struct parser *p, const char *ref, const char *what, const char *s, size_t n)
-{
-	if (n > DOCKERFILE_TEMPLATE_NAME_MAX)
-		return df_fail(p, E2BIG, "FROM %s: a template's %s is longer than %d bytes", SHOW(ref), what,
-			       DOCKERFILE_TEMPLATE_NAME_MAX);
-	bool ok = n && is_alnum(s[0]);
-	for (size_t i = 1; ok && i < n; i++)
-		ok = is_alnum(s[i]) || s[i] == '.' || s[i] == '_' || s[i] == '-';
-	return ok ? 0 : df_fail(p, EINVAL, "FROM %s: a template's %s is [A-Za-z0-9][A-Za-z0-9._-]*", SHOW(ref), what);
-}
-
-/* [a-z0-9]+ joined by '.', '_', "__" or a run of '-': a component of an image's repository. */
-static bool repo_part(const char *s, size_t n)
-{
-	size_t i = 0;
-	for (;;) {
-		size_t start = i;
-		while (i < n && (is_lower(s[i]) || is_digit(s[i])))
-			i++;
-		if (i == start)
-			return false;
-		if (i == n)
-			return true;
-		if (s[i] == '_' && i + 1 < n && s[i + 1] == '_')
-			i += 2;
-		else if (s[i] == '.' || s[i] == '_')
-			i++;
-		else if (s[i] == '-')
-			i += strspn(s + i, "-");
-		else
-			return false;
-	}
-}
-
-/* host[:port], the host's labels [A-Za-z0-9] with '-' inside. */
-static bool registry_ok(const char *s)
-{
-	const char *colon = strchr(s, ':');
-	size_t n = colon ? (size_t)(colon - s) : strlen(s);
-	if (colon) {
-		size_t d = strlen(colon + 1);
-		int port = atoi(colon + 1);
-		if (!d || d > 5 || strspn(colon + 1, "0123456789") != d || port < 1 || port > 65535)
-			return false;
-	}
-	for (size_t i = 0;; i++) {
-		size_t l = 0;
-		while (i + l < n && s[i + l] != '.')
-			l++;
-		if (!l || !is_alnum(s[i]) || !is_alnum(s[i + l - 1]))
-			return false;
-		for (size_t k = i; k < i + l; k++)
-			if (!is_alnum(s[k]) && s[k] != '-')
-				return false;
-		i += l;
-		if (i == n)
-			return true;
-	}
-}
-
-static int image_ref(struct parser *p, const char *ref, struct dockerfile_from *f)
-{
-	const char *c0;
-	int rc = df_mem_dup(p, ref, strlen(ref), &c0);
-	if (rc)
-		return rc;
-	char *c = (char *)c0, *at = strchr(c, '@');
-	if (at) {
-		*at = '\0';
-		f->digest = at + 1;
-		if (strncmp(f->digest, "sha256:", 7) || strlen(f->digest) != 7 + 64 ||
-		    strspn(f->digest + 7, "0123456789abcdef") != 64)
-			return df_fail(p, EINVAL, "FROM %s: a digest is sha256: and 64 lower-case hex digits",
-				       SHOW(ref));
-	}
-	char *slash = strrchr(c, '/'), *colon = strrchr(c, ':');
-	if (colon && (!slash || colon > slash)) {
-		*colon = '\0';
-		f->tag = colon + 1;
-		size_t n = strlen(f->tag);
-		if (n > DOCKERFILE_IMAGE_TAG_MAX)
-			return df_fail(p, E2BIG, "FROM %s: a tag is longer than %d bytes", SHOW(ref),
-				       DOCKERFILE_IMAGE_TAG_MAX);
-		bool ok = n && (is_alnum(f->tag[0]) || f->tag[0] == '_');
-		for (size_t i = 1; ok && i < n; i++)
-			ok = is_alnum(f->tag[i]) || strchr("_.-", f->tag[i]);
-		if (!ok)
-			return df_fail(p, EINVAL, "FROM %s: a tag is [A-Za-z0-9_][A-Za-z0-9_.-]*", SHOW(ref));
-	}
-	if (strlen(c) > DOCKERFILE_IMAGE_NAME_MAX)
-		return df_fail(p, E2BIG, "FROM %s: an image's name is longer than %d bytes", SHOW(ref),
-			       DOCKERFILE_IMAGE_NAME_MAX);
-	char *first = strchr(c, '/');
-	f->name = c;
-	if (first) {
-		size_t n = (size_t)(first - c);
-		bool upper = false;
-		for (size_t i = 0; i < n; i++)
-			upper |= c[i] >= 'A' && c[i] <= 'Z';
-		if (memchr(c, '.', n) || memchr(c, ':', n) || (n == 9 && !memcmp(c, "localhost", 9)) || upper) {
-			*first = '\0';
-			f->registry = c;
-			f->name = first + 1;
-			if (!registry_ok(c))
-				return df_fail(p, EINVAL, "FROM %s: a registry is host[:port]", SHOW(ref));
-		}
-	}
-	for (const char *s = f->name;; s += strcspn(s, "/") + 1) {
-		if (!repo_part(s, strcspn(s, "/")))
-			return df_fail(p, EINVAL,
-				       "FROM %s: not an image: [REGISTRY/]REPOSITORY[:TAG][@DIGEST], the "
-				       "repository's parts lower-case letters and digits joined by . _ __ or -",
-				       SHOW(ref));
-		if (!s[strcspn(s, "/")])
-			break;
-	}
-	f->base = DOCKERFILE_BASE_IMAGE;
-	return 0;
-}
-
 /* A name ENV or ARG sets, or a LABEL key: its length, and its rule. */
 static int key_ok(struct parser *p, const char *instr, const char *k)
 {
@@ -327,12 +204,12 @@ static int do_from(struct parser *p, struct dockerfile_step *s, struct slice arg
 		return 0;
 	}
 	if (strncmp(f->ref, "space:", 6))
-		return image_ref(p, f->ref, f);
+		return df_image_ref(p, f->ref, f);
 	const char *name = f->ref + 6, *colon = strchr(name, ':');
 	size_t n = colon ? (size_t)(colon - name) : strlen(name);
 	f->tag = colon ? colon + 1 : "latest";
-	if ((rc = template_part(p, f->ref, "name", name, n)) ||
-	    (rc = template_part(p, f->ref, "tag", f->tag, strlen(f->tag))))
+	if ((rc = df_template_part(p, f->ref, "name", name, n)) ||
+	    (rc = df_template_part(p, f->ref, "tag", f->tag, strlen(f->tag))))
 		return rc;
 	f->base = DOCKERFILE_BASE_TEMPLATE;
 	return df_mem_dup(p, name, n, &f->name);
@@ -778,109 +655,6 @@ void dockerfile_free(struct dockerfile *df)
 		free(m);
 	}
 	free(df);
-}
-
-/* The canonical text */
-
-struct out {
-	char *s;
-	size_t n, len;
-};
-
-static void out_put(struct out *o, const char *s, size_t n)
-{
-	if (o->len < o->n) {
-		size_t k = o->n - 1 - o->len < n ? o->n - 1 - o->len : n;
-		memcpy(o->s + o->len, s, k);
-		o->s[o->len + k] = '\0';
-	}
-	o->len += n;
-}
-
-static void field(struct out *o, const char *name, const char *v)
-{
-	char num[32];
-	int k = snprintf(num, sizeof(num), "=%zu:", strlen(v));
-	out_put(o, name, strlen(name));
-	out_put(o, num, (size_t)k);
-	out_put(o, v, strlen(v));
-	out_put(o, "\n", 1);
-}
-
-size_t dockerfile_canonical(const struct dockerfile_step *s, char *buf, size_t n)
-{
-	static const char *const bases[] = { "default", "scratch", "template", "image" };
-	struct out o = { buf, n, 0 };
-	char mode[8];
-	if (n)
-		buf[0] = '\0';
-	field(&o, "kind", dockerfile_kind_name(s->kind));
-	switch (s->kind) {
-	case DOCKERFILE_FROM: {
-		const char *const names[] = { "ref", "registry", "name", "tag", "digest" };
-		const char *const parts[] = { s->from.ref, s->from.registry, s->from.name, s->from.tag,
-					      s->from.digest };
-		field(&o, "base", bases[s->from.base]);
-		for (size_t i = 0; i < 5; i++)
-			if (parts[i])
-				field(&o, names[i], parts[i]);
-		break;
-	}
-	case DOCKERFILE_RUN:
-		if (s->run.shell)
-			field(&o, "shell", s->run.shell);
-		for (size_t i = 0; i < s->run.argc; i++)
-			field(&o, "arg", s->run.argv[i]);
-		for (size_t i = 0; i < s->ctx.n_env; i++) {
-			field(&o, "env", s->ctx.env[i]->key);
-			field(&o, "value", s->ctx.env[i]->value);
-		}
-		field(&o, "workdir", s->ctx.workdir);
-		if (s->ctx.user)
-			field(&o, "user", s->ctx.user);
-		break;
-	case DOCKERFILE_COPY:
-	case DOCKERFILE_ADD:
-		for (size_t i = 0; i < s->copy.n_src; i++)
-			field(&o, "src", s->copy.src[i]);
-		field(&o, "dest", s->copy.dest);
-		field(&o, "dest_dir", s->copy.dest_dir ? "1" : "0");
-		if (s->copy.chown)
-			field(&o, "chown", s->copy.chown);
-		if (s->copy.chmod >= 0) {
-			snprintf(mode, sizeof(mode), "%04o", (unsigned)s->copy.chmod & 07777);
-			field(&o, "chmod", mode);
-		}
-		break;
-	case DOCKERFILE_ENV:
-	case DOCKERFILE_ARG:
-	case DOCKERFILE_LABEL:
-		for (size_t i = 0; i < s->pairs.n; i++) {
-			field(&o, "key", s->pairs.kv[i].key);
-			const char *v = s->pairs.kv[i].value;
-			field(&o, v ? "value" : "unset", v ? v : "");
-		}
-		break;
-	case DOCKERFILE_WORKDIR:
-		field(&o, "path", s->workdir);
-		break;
-	case DOCKERFILE_USER:
-		field(&o, "user", s->user.user);
-		if (s->user.group)
-			field(&o, "group", s->user.group);
-		break;
-	}
-	return o.len;
-}
-
-const char *dockerfile_kind_name(enum dockerfile_kind k)
-{
-	static const char *const names[] = { [DOCKERFILE_FROM] = "FROM",       [DOCKERFILE_RUN] = "RUN",
-					     [DOCKERFILE_COPY] = "COPY",       [DOCKERFILE_ADD] = "ADD",
-					     [DOCKERFILE_ENV] = "ENV",         [DOCKERFILE_ARG] = "ARG",
-					     [DOCKERFILE_WORKDIR] = "WORKDIR", [DOCKERFILE_USER] = "USER",
-					     [DOCKERFILE_LABEL] = "LABEL" };
-	return k <= DOCKERFILE_LABEL ? names[k] : "?";
 }
 
 int dockerfile_err_line(const struct err *e)

@@ -1,12 +1,14 @@
 /*
- * daemon/template/dockerfile_int.h - what the three files of the Dockerfile parser share.
+ * daemon/template/dockerfile_int.h - what the files of the Dockerfile parser share.
  *
  * Internal: only daemon/template/dockerfile*.c include it; the module's interface is
- * dockerfile.h. The parser is three files in layers, each calling only those listed before it
+ * dockerfile.h. The parser is five files in layers, each calling only those listed before it
  * (scripts/layers.py fails on a circle):
  *   dockerfile_lex.c    messages, the arena, strings; lexing; an instruction's flags, JSON arrays
  *   dockerfile_words.c  shell words: splitting, quoting and variable substitution
- *   dockerfile.c        the instructions, the result, the canonical text, the public functions
+ *   dockerfile_ref.c    what FROM names: a template, an image reference
+ *   dockerfile_canon.c  a step's canonical text, the instructions' names
+ *   dockerfile.c        the instructions, the result, the public functions
  *
  * Every function below works for one dockerfile_parse call, on its struct parser. Those that
  * return int return 0 or a negative errno with p->e filled (by df_fail or df_nomem), unless they say
@@ -188,5 +190,14 @@ const struct dockerfile_kv *df_var_kv(const struct var *v);
 /* w as Docker reads one word (quotes removed, the escape character applied, the variables in
  * p->vars substituted), as a string in the arena at *out. */
 int df_word(struct parser *p, struct slice w, const char **out);
+
+/* dockerfile_ref.c: what FROM names */
+
+/* NAME or TAG of space:NAME[:TAG] (what: "name" or "tag"), s[0..n) of FROM ref. */
+int df_template_part(struct parser *p, const char *ref, const char *what, const char *s, size_t n);
+
+/* ref, an image reference, checked and split into f's registry, name, tag and digest (in the
+ * arena). */
+int df_image_ref(struct parser *p, const char *ref, struct dockerfile_from *f);
 
 #endif

@@ -182,6 +182,31 @@ def test_a_failed_step_shows_why_and_leaves_the_template_as_it_was(api):
     assert api.json("GET", f"/v1/templates/{fresh}")[0] == 404
 
 
+def test_users_of_a_build_are_whom_its_sandboxes_run_as(api):
+    """USER and --chown are looked up in the image's /etc/passwd and /etc/group by the rules
+    the agent runs commands by (lib/user.h): an entry with blanks before its name is a user,
+    a line of too few fields is none, a group is found by its name."""
+    name = "users-" + secrets.token_hex(3)
+    status, events = build(api, name, {"Dockerfile": "FROM space:default\n"
+                                       "RUN echo '  spaceman:x:4321:4300::/tmp:/bin/sh' >> /etc/passwd"
+                                       " && echo 'crew:x:4500:' >> /etc/group\n"
+                                       "USER spaceman:crew\n"})
+    assert status == 200, events
+    assert done(events)["config"]["user"] == "4321:4500", events[-1]
+    sbid = api.create(template=name)
+    try:
+        assert api.exec(sbid, "id -u; id -g")["stdout"] == "4321\n4500\n"
+    finally:
+        api.delete(sbid)
+
+    short = "short-" + secrets.token_hex(3)
+    status, events = build(api, short, {"Dockerfile": "FROM space:default\n"
+                                        "RUN echo 'stub:x:4400' >> /etc/passwd\nUSER stub\n"})
+    assert events[-1]["type"] == "error", events[-1]
+    assert "no user stub in /etc/passwd" in events[-1]["error"]["message"], events[-1]
+    assert api.json("GET", f"/v1/templates/{short}")[0] == 404
+
+
 @pytest.mark.parametrize("files, message", [
     ({"Dockerfile": "FROM space:default\nEXPOSE 80\n"}, "line 2: EXPOSE is not supported"),
     ({"Dockerfile": "FROM space:no-such-template\n"}, "no template no-such-template"),

@@ -19,7 +19,7 @@
 #   api_body       request bodies through the real create/exec/... handlers, and the
 #                  H_EXEC frame exec builds, checked against the body
 #   codec          UTF-8 check, JSON escaping (round trip through jansson), base64
-#   passwd         agent/user.c over an arbitrary /etc/passwd and /etc/group (memfds), looked
+#   passwd         lib/user.c over an arbitrary /etc/passwd and /etc/group (memfds), looked
 #                  up by name and by id
 #   ports          agent/ports.c over lines of /proc/net/tcp and /proc/net/tcp6
 #   net            egress policies (daemon/net/policy.c), the port proxy's Host routing
@@ -27,7 +27,7 @@
 #   proxy_http     the port proxy's reading of requests: heads, the token taken out, the
 #                  redirect, bodies (Content-Length, chunked), a 101 (daemon/net/proxy_http.c)
 #   dockerfile     the Dockerfiles templates are built from, with build arguments
-#                  (daemon/template/dockerfile.c, dockerfile_lex.c, dockerfile_words.c)
+#                  (daemon/template/dockerfile*.c)
 #   connect        the E2B front's Connect envelopes and proto3 JSON values (e2b/connect.c)
 #   multipart      the E2B front's multipart/form-data uploads (e2b/multipart.c), as a real
 #                  libmicrohttpd server on loopback hands a body over
@@ -52,14 +52,15 @@ FUZZ_LIB_SRC  := lib/frame.c lib/codec.c lib/buf.c
 # lifecycle, snapshots, templates, host programs) are tests/fuzz/stubs_daemon.c.
 FUZZ_DAEMON_SRC := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c daemon/api/api_sandbox.c \
                    daemon/api/api_templates.c \
-                   daemon/core/op.c daemon/core/entry.c daemon/base/err.c daemon/io/timer.c daemon/core/sandbox.c daemon/core/ready.c daemon/core/pool.c \
+                   daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/entry.c daemon/base/err.c daemon/io/timer.c daemon/core/sandbox.c daemon/core/sandbox_view.c daemon/core/sandbox_live.c daemon/core/sandbox_create.c \
+                   daemon/core/sandbox_net.c daemon/core/sandbox_adopt.c daemon/core/ready.c daemon/core/pool.c \
                    daemon/core/state.c daemon/base/reaper.c daemon/base/clock.c daemon/io/chan.c \
                    daemon/io/loop.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c \
                    daemon/net/policy.c daemon/core/metrics.c
 FUZZ_HARNESS_SRC := tests/fuzz/stubs_daemon.c tests/fuzz/harness_daemon.c
 # The agent modules, compiled with the fake system calls.
 FUZZ_AGENT_SRC := agent/conn.c agent/dispatch.c agent/proc.c agent/files.c agent/xfer.c \
-                  agent/user.c agent/fsuser.c agent/spawn.c agent/identity.c agent/oom.c agent/ports.c agent/watch.c
+                  lib/user.c agent/fsuser.c agent/spawn.c agent/identity.c agent/oom.c agent/oom_kernel.c agent/ports.c agent/watch.c
 
 fuzz_obj = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(1))
 
@@ -67,12 +68,13 @@ FUZZ_SRC_frame         := lib/frame.c
 FUZZ_SRC_codec         := lib/codec.c
 FUZZ_SRC_connect       := e2b/connect.c lib/codec.c lib/buf.c
 FUZZ_SRC_multipart     := e2b/multipart.c
-FUZZ_SRC_passwd        := agent/user.c
+FUZZ_SRC_passwd        := lib/user.c
 FUZZ_SRC_ports         := agent/ports.c
 FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/net/dns_wire.c daemon/base/err.c
 FUZZ_SRC_proxy_http    := daemon/net/proxy_http.c
 FUZZ_SRC_dockerfile    := daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
-                          daemon/template/dockerfile_words.c daemon/base/err.c
+                          daemon/template/dockerfile_words.c daemon/template/dockerfile_ref.c \
+                          daemon/template/dockerfile_canon.c daemon/base/err.c
 FUZZ_SRC_api_route     := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_api_body      := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_daemon_frames := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/dispatch.h"
 #include "fakesys_impl.h"
 #include "lib/buf.h"
 #include "lib/frame.h"
@@ -78,7 +79,7 @@ static void start(void)
 	memset(&a, 0, sizeof(a));
 	a.sigfd = -1;
 	a.boot_id = 42;
-	if (conn_init(&a, &conn_unix, "/nonexistent/agent.sock") < 0)
+	if (conn_init(&a, &conn_unix, "/nonexistent/agent.sock", &dispatch_hooks) < 0)
 		abort();
 	proc_init(&a);
 	xfer_init(&a);

@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/fuzz_passwd.c - agent/user.c: the sandbox's /etc/passwd and
+ * tests/fuzz/fuzz_passwd.c - lib/user.c: the sandbox's /etc/passwd and
  * /etc/group, which whoever controls the sandbox's root filesystem writes.
  *
  * Input layout (little-endian):
@@ -21,7 +21,8 @@
  * And as a file request names them (user_by_spec_in): the uid alone finds
  * that uid or nothing, UID:GID always gives exactly those ids; the names of
  * uid and gid for entries (user_id_name_in) are shorter than USER_NAME_MAX,
- * hold no ':', and come back the same from the cache.
+ * hold no ':', and come back the same from the cache; gid's name, when it has one, is
+ * found as a group by that name (user_group_by_name_in), the same twice.
  *
  * Seeds (tests/fuzz/corpus/passwd/): seed-debian (a stock passwd and group),
  * seed-odd (comments, blank lines, malformed ids, NUL bytes, no final
@@ -38,7 +39,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "agent/user.h"
+#include "lib/user.h"
 
 #define HEADER 10
 #define NAMES_FROM_LINES 4
@@ -125,6 +126,13 @@ static void check_spec(uid_t uid, gid_t gid)
 	assert(strcmp(user_id_name_in(&c, passwd_file.path, uid), name) == 0); /* the cached one */
 	name = user_id_name_in(&c, group_file.path, gid);
 	assert(strlen(name) < USER_NAME_MAX && strchr(name, ':') == NULL);
+	/* a group that has a name is found by it, as the builder looks a USER's group up, the same
+	 * twice (the first entry of the name: not always gid's own) */
+	gid_t g, again;
+	if (*name) {
+		assert(user_group_by_name_in(group_file.path, name, &g) == 0);
+		assert(user_group_by_name_in(group_file.path, name, &again) == 0 && again == g);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -12,10 +12,11 @@
 
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_metrics daemon/core/test_state daemon/core/test_proc daemon/core/test_isolation daemon/driver/test_oci \
-              daemon/store/test_store daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
-              agent/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail agent/test_vport \
+              daemon/store/test_store daemon/store/test_schema daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
+              lib/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
-              daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/base/test_dir \
+              daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
+              daemon/template/test_dockerfile_canon daemon/base/test_dir \
               e2b/test_connect e2b/test_multipart daemon/core/test_entry
 
 UNIT_test_buf        := lib/buf.c
@@ -51,8 +52,12 @@ UNIT_LIBS_test_isolation := -ljansson -lpthread
 UNIT_test_oci        := daemon/driver/oci.c
 UNIT_LIBS_test_oci   := -ljansson
 
-UNIT_test_store      := daemon/store/store.c daemon/store/schema.c daemon/core/state.c
+UNIT_test_store      := daemon/store/store.c daemon/store/schema.c daemon/core/state.c \
+                        tests/unit/daemon/store/store_check.c
 UNIT_LIBS_test_store := -lsqlite3 -ljansson
+# the schema's steps, opened through the store as spaced opens its database
+UNIT_test_schema      := $(UNIT_test_store)
+UNIT_LIBS_test_schema := $(UNIT_LIBS_test_store)
 
 # the template cache: its parsing and keys (the build itself runs in the e2e suite)
 UNIT_test_template      := daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/base/dir.c daemon/store/store.c daemon/store/schema.c \
@@ -89,7 +94,7 @@ UNIT_LIBS_test_fwcfg :=
 UNIT_test_entry      := daemon/core/entry.c lib/frame.c
 UNIT_LIBS_test_entry := -ljansson
 
-UNIT_test_user       := agent/user.c
+UNIT_test_user       := lib/user.c
 UNIT_LIBS_test_user  :=
 
 UNIT_test_ports      := agent/ports.c
@@ -104,14 +109,15 @@ UNIT_LIBS_test_identity :=
 # front end (http.c), the drivers and main.c stay out.
 UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
                  daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/api/api_system.c daemon/core/build.c daemon/core/system.c \
-                 daemon/core/op.c daemon/core/entry.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/ready.c daemon/core/pool.c \
+                 daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/entry.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/sandbox_view.c daemon/core/sandbox_live.c daemon/core/sandbox_create.c \
+                 daemon/core/sandbox_net.c daemon/core/sandbox_adopt.c daemon/core/ready.c daemon/core/pool.c \
                  daemon/core/snapshot.c daemon/core/template_rm.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
                  daemon/core/metrics.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
                  daemon/base/hash.c \
                  daemon/store/store.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/store/cache_prune.c daemon/base/dir.c \
-                 daemon/net/net.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
+                 daemon/net/net.c daemon/net/net_ns.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 
 # test_metrics tests the samples' history (core/metrics.c), whose sampling job reaches the
@@ -139,5 +145,12 @@ UNIT_LIBS_test_dns_wire :=
 
 # the Dockerfile subset templates are built from: a pure parser, nothing else
 UNIT_test_dockerfile      := daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
-                             daemon/template/dockerfile_words.c daemon/base/err.c
+                             daemon/template/dockerfile_words.c daemon/template/dockerfile_ref.c \
+                             daemon/template/dockerfile_canon.c daemon/base/err.c \
+                             tests/unit/daemon/template/dockerfile_check.c
 UNIT_LIBS_test_dockerfile :=
+# the parser's reading of its text, and its canonical text: the same parser, the same helpers
+UNIT_test_dockerfile_words      := $(UNIT_test_dockerfile)
+UNIT_LIBS_test_dockerfile_words :=
+UNIT_test_dockerfile_canon      := $(UNIT_test_dockerfile)
+UNIT_LIBS_test_dockerfile_canon :=

@@ -3,7 +3,7 @@
  * what is recorded is what a restarted daemon loads, field by field;
  * a change is visible to another connection as soon as the call returns;
  * lookups of what is not there say so. Each test runs in its own temporary
- * directory under /tmp, removed afterwards.
+ * directory under /tmp, removed afterwards. The schema's steps are test_schema.c's.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,52 +23,7 @@
 
 #include "daemon/store/schema.h"
 #include "daemon/store/store.h"
-
-struct fixture {
-	char dir[64];
-	char path[128]; /* <dir>/space.db */
-	struct store *st;
-};
-
-static int setup(void **state)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	if (!fx)
-		return -1;
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/space-test-store-XXXXXX");
-	if (!mkdtemp(fx->dir)) {
-		free(fx);
-		return -1;
-	}
-	snprintf(fx->path, sizeof(fx->path), "%s/space.db", fx->dir);
-	if (store_open(fx->path, &fx->st) < 0) {
-		rmdir(fx->dir);
-		free(fx);
-		return -1;
-	}
-	*state = fx;
-	return 0;
-}
-
-/* Removes the directory and the files SQLite made in it (the database, its WAL and shm). */
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-	store_close(fx->st);
-	DIR *d = opendir(fx->dir);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d)) != NULL) {
-			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-				continue;
-			unlinkat(dirfd(d), e->d_name, 0);
-		}
-		closedir(d);
-	}
-	int rc = rmdir(fx->dir);
-	free(fx);
-	return rc;
-}
+#include "tests/unit/daemon/store/store_check.h"
 
 /* Closes the database and opens it again, as a restarted daemon does. */
 static void reopen(struct fixture *fx)
@@ -109,25 +64,6 @@ static struct sandbox *sandbox_make(const char *id, int64_t created_ms)
 	assert_non_null(sb->env);
 	assert_non_null(sb->metadata);
 	return sb;
-}
-
-static void sandbox_list_free(struct sandbox *sb)
-{
-	while (sb) {
-		struct sandbox *next = sb->next;
-		json_decref(sb->env);
-		json_decref(sb->metadata);
-		free(sb);
-		sb = next;
-	}
-}
-
-static size_t sandbox_count(const struct sandbox *sb)
-{
-	size_t n = 0;
-	for (; sb; sb = sb->next)
-		n++;
-	return n;
 }
 
 static const struct sandbox *sandbox_find(const struct sandbox *sb, const char *id)
@@ -270,15 +206,6 @@ static int save(struct store *st, struct sandbox *sb, enum sb_state s, const cha
 	sb->state = s;
 	snprintf(sb->reason, sizeof(sb->reason), "%s", reason ? reason : "");
 	return store_save_now(st, sb);
-}
-
-/* Runs sql on the database behind the store's back, as another program (or an older spaced) would. */
-static void raw_sql(struct fixture *fx, const char *sql)
-{
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
 }
 
 static void test_set_state(void **state)
@@ -628,8 +555,6 @@ static void test_reopen_keeps_everything(void **state)
 	sandbox_list_free(b);
 }
 
-/* A database an older spaced wrote, before sandboxes chose their isolation (the first
- * schema, with a row in each table), opens, and its sandboxes and snapshots are gVisor's. */
 static void test_timeouts_change_alone(void **state)
 {
 	struct fixture *fx = *state;
@@ -669,121 +594,12 @@ static void test_old_row_expires_a_lifetime_after_creation(void **state)
 	sandbox_list_free(sb);
 }
 
-/* The two tables of the first spaced, as it made them. */
-#define FIRST_TABLES \
-	"CREATE TABLE sandboxes(id TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT," \
-	" template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, timeout REAL NOT NULL," \
-	" env TEXT NOT NULL, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);" \
-	"CREATE TABLE snapshots(id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, name TEXT," \
-	" template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, env TEXT NOT NULL," \
-	" metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
-
-static void test_old_database_is_gvisor(void **state)
-{
-	struct fixture *fx = *state;
-	store_close(fx->st);
-	fx->st = NULL;
-	unlink(fx->path);
-	raw_sql(fx, FIRST_TABLES
-		    "INSERT INTO sandboxes VALUES('0123456789ab', 'suspended', NULL, 'default', 1, 512, 300,"
-		    " '{}', '{}', 1000);"
-		    "INSERT INTO snapshots VALUES('s1', '0123456789ab', NULL, 'default', 1, 512, '{}', '{}', 1000);");
-	assert_int_equal(store_open(fx->path, &fx->st), 0);
-
-	struct sandbox *list = NULL;
-	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
-	assert_int_equal(sandbox_count(list), 1);
-	assert_int_equal(list->state, SB_SUSPENDED);
-	assert_string_equal(list->isolation, "gvisor");
-	sandbox_list_free(list);
-	json_t *s = store_get_snapshot(fx->st, "s1");
-	assert_non_null(s);
-	assert_string_equal(json_string_value(json_object_get(s, "isolation")), "gvisor");
-	json_decref(s);
-}
-
-/* PRAGMA user_version of the fixture's database, read by a connection of its own. */
-static int user_version(struct fixture *fx)
-{
-	sqlite3 *db;
-	sqlite3_stmt *s;
-	int v = -1;
-	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return v;
-}
-
-static void test_a_new_database_has_every_step(void **state)
-{
-	struct fixture *fx = *state;
-	assert_int_equal(user_version(fx), SCHEMA_VERSION);
-	store_close(fx->st);
-	assert_int_equal(store_open(fx->path, &fx->st), 0); /* opening again changes nothing */
-	assert_int_equal(user_version(fx), SCHEMA_VERSION);
-}
-
-/* A database as a spaced from before numbered steps left it: every table, a few of the columns
- * added since, a sandbox and a token from before tenants. */
-static void test_a_database_from_before_numbering_gets_the_steps_it_lacks(void **state)
-{
-	struct fixture *fx = *state;
-	store_close(fx->st);
-	fx->st = NULL;
-	unlink(fx->path);
-	raw_sql(fx, FIRST_TABLES
-		    "CREATE TABLE tokens(hash TEXT PRIMARY KEY, name TEXT, created_ms INTEGER);"
-		    "CREATE TABLE templates(name TEXT PRIMARY KEY, key TEXT NOT NULL, path TEXT NOT NULL,"
-		    " created_ms INTEGER NOT NULL);"
-		    "ALTER TABLE sandboxes ADD COLUMN lifetime REAL NOT NULL DEFAULT 0;"
-		    "ALTER TABLE sandboxes ADD COLUMN timeout_kill INTEGER NOT NULL DEFAULT 0;"
-		    "ALTER TABLE tokens ADD COLUMN tenant TEXT NOT NULL DEFAULT '';"
-		    "INSERT INTO sandboxes(id, state, template, cpus, memory_mb, timeout, env, metadata, created_ms,"
-		    " lifetime) VALUES('0123456789ab', 'suspended', 'default', 2, 512, 300, '{}', '{}', 1000, 60);"
-		    "INSERT INTO tokens(hash, name, created_ms) VALUES('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'alice', 1000);"
-		    "INSERT INTO tokens(hash, name, created_ms) VALUES('bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', NULL, 1000);");
-	assert_int_equal(store_open(fx->path, &fx->st), 0);
-	assert_int_equal(user_version(fx), SCHEMA_VERSION);
-
-	struct sandbox *list = NULL;
-	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
-	assert_int_equal(sandbox_count(list), 1);
-	assert_int_equal(list->cpus, 2);
-	assert_true(list->lifetime_s == 60);
-	assert_string_equal(list->isolation, "gvisor"); /* a column it lacked, with its default */
-	sandbox_list_free(list);
-	char tenant[64];
-	assert_int_equal(store_token_tenant(fx->st, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", tenant, sizeof(tenant)), 1);
-	assert_string_equal(tenant, "alice");
-	assert_int_equal(store_token_tenant(fx->st, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", tenant, sizeof(tenant)), 1);
-	assert_string_equal(tenant, "default");
-}
-
-static void test_a_database_of_a_newer_spaced_is_refused(void **state)
-{
-	struct fixture *fx = *state;
-	store_close(fx->st);
-	fx->st = NULL;
-	char sql[64];
-	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SCHEMA_VERSION + 1);
-	raw_sql(fx, sql);
-	assert_int_equal(store_open(fx->path, &fx->st), -EPROTO);
-	assert_null(fx->st);
-	assert_int_equal(user_version(fx), SCHEMA_VERSION + 1); /* left as it was */
-}
-
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_open_creates_the_database),
-		T(test_a_new_database_has_every_step),
-		T(test_a_database_from_before_numbering_gets_the_steps_it_lacks),
-		T(test_a_database_of_a_newer_spaced_is_refused),
 		T(test_open_failures),
 		T(test_descriptors_close_on_exec),
 		T(test_sandbox_round_trip),
@@ -796,7 +612,6 @@ int main(void)
 		T(test_tokens),
 		T(test_templates),
 		T(test_reopen_keeps_everything),
-		T(test_old_database_is_gvisor),
 		T(test_timeouts_change_alone),
 		T(test_old_row_expires_a_lifetime_after_creation),
 	};

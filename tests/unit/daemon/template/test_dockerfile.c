@@ -1,9 +1,9 @@
 /*
- * tests/unit/daemon/template/test_dockerfile.c - the Dockerfile subset (daemon/template/dockerfile.c):
- * every instruction in every form, Docker's quoting, continuations and comments, substitution,
- * WORKDIR resolution, the space.* labels, the FROM forms, every instruction outside the subset
- * and every malformed line refused with its line, every limit at its edge, and the canonical
- * text the builder hashes.
+ * tests/unit/daemon/template/test_dockerfile.c - the Dockerfile subset (daemon/template/dockerfile.c,
+ * dockerfile_ref.c): every instruction in every form, WORKDIR resolution, the space.* labels,
+ * the FROM forms, every instruction outside the subset and every malformed line refused with
+ * its line, every limit at its edge. Docker's quoting, continuations, comments and
+ * substitution are test_dockerfile_words.c's; the canonical text, test_dockerfile_canon.c's.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,97 +16,7 @@
 #include <cmocka.h>
 
 #include "daemon/template/dockerfile.h"
-
-static int parse_with(const char *text, size_t len, const char *const *args, size_t n_args, struct dockerfile **df,
-		      struct err *e)
-{
-	struct dockerfile_input in = { .text = text, .len = len, .build_args = args, .n_build_args = n_args };
-	memset(e, 0, sizeof(*e));
-	int rc = dockerfile_parse(&in, df, e);
-	if (rc) {
-		assert_null(*df);
-		assert_int_equal(e->status, 400);
-		assert_string_equal(e->code, "invalid_argument");
-	}
-	return rc;
-}
-
-/* text parsed with build arguments; it must parse. */
-static struct dockerfile *good_args(const char *text, const char *const *args, size_t n_args)
-{
-	struct dockerfile *df;
-	struct err e;
-	int rc = parse_with(text, strlen(text), args, n_args, &df, &e);
-	if (rc)
-		fail_msg("%s: %s", text, e.msg);
-	return df;
-}
-
-static struct dockerfile *good(const char *text)
-{
-	return good_args(text, NULL, 0);
-}
-
-/* text (len bytes) refused with rc, its message naming line (0: none) and holding needle. */
-static void refused_len(const char *text, size_t len, const char *const *args, size_t n_args, int rc, int line,
-			const char *needle)
-{
-	struct dockerfile *df;
-	struct err e;
-	int got = parse_with(text, len, args, n_args, &df, &e);
-	if (got != rc || dockerfile_err_line(&e) != line || !strstr(e.msg, needle))
-		fail_msg("%.60s: got %d \"%s\", wanted %d at line %d with \"%s\"", text, got, e.msg, rc, line, needle);
-}
-
-static void refused(const char *text, int rc, int line, const char *needle)
-{
-	refused_len(text, strlen(text), NULL, 0, rc, line, needle);
-}
-
-static const char *value_of(const struct dockerfile_pairs *p, const char *key)
-{
-	for (size_t i = 0; i < p->n; i++)
-		if (!strcmp(p->kv[i].key, key))
-			return p->kv[i].value;
-	fail_msg("no %s", key);
-	return NULL;
-}
-
-static const char *env_of(const struct dockerfile_ctx *c, const char *key)
-{
-	for (size_t i = 0; i < c->n_env; i++)
-		if (!strcmp(c->env[i]->key, key))
-			return c->env[i]->value;
-	return NULL;
-}
-
-/* A string of n bytes c (static storage rotates over four). */
-static char *rep(char c, size_t n)
-{
-	static char *bufs[4];
-	static int k;
-	k = (k + 1) % 4;
-	free(bufs[k]);
-	bufs[k] = malloc(n + 1);
-	memset(bufs[k], c, n);
-	bufs[k][n] = '\0';
-	return bufs[k];
-}
-
-/* printf into a string (static storage rotates over four). */
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-	static char *bufs[4];
-	static int k;
-	va_list ap;
-	k = (k + 1) % 4;
-	free(bufs[k]);
-	va_start(ap, f);
-	assert_true(vasprintf(&bufs[k], f, ap) >= 0);
-	va_end(ap);
-	return bufs[k];
-}
+#include "tests/unit/daemon/template/dockerfile_check.h"
 
 #define SHA "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -463,182 +373,6 @@ static void workdir_user_and_the_special_labels(void **state)
 	refused("USER 12345678901\n", -EINVAL, 1, "at most 4294967294");
 }
 
-static void quoting_and_escapes_follow_docker(void **state)
-{
-	(void)state;
-	struct dockerfile *df = good("ENV A=\"q \\\" d \\$ b \\\\ n \\n\" B='s \\ $x \"' "
-				     "C=\\$lit\\ \\\"x\\\\ D=a\"b c\"'d e'f\n"
-				     "LABEL k=\"${UNSET:-dflt}\" 'q'=\"$UNSET\"\n");
-	const struct dockerfile_pairs *p = &df->steps[0].pairs;
-	assert_string_equal(value_of(p, "A"), "q \" d $ b \\ n \\n"); /* in "...", \ escapes only " $ \ */
-	assert_string_equal(value_of(p, "B"), "s \\ $x \"");           /* '...' is literal */
-	assert_string_equal(value_of(p, "C"), "$lit \"x\\");
-	assert_string_equal(value_of(p, "D"), "ab cd ef");
-	assert_string_equal(value_of(&df->steps[1].pairs, "k"), "dflt");
-	assert_string_equal(value_of(&df->steps[1].pairs, "q"), "");
-	dockerfile_free(df);
-	df = good("ENV E=a\\\\"); /* "\\" at the end continues, then the escape left ends the word: it goes */
-	assert_string_equal(value_of(&df->steps[0].pairs, "E"), "a");
-	dockerfile_free(df);
-
-	/* # escape=` : the backtick continues lines and escapes; the backslash is plain */
-	df = good("# escape=`\n"
-		  "FROM scratch\n"
-		  "RUN dir c:\\ `\n"
-		  "    && echo done\n"
-		  "ENV P=C:\\path A=`$x B=\"`\"q`\"\"\n"
-		  "COPY a\\b c:\\dest\\\n");
-	assert_string_equal(df->steps[1].run.shell, "dir c:\\     && echo done");
-	assert_string_equal(value_of(&df->steps[2].pairs, "P"), "C:\\path");
-	assert_string_equal(value_of(&df->steps[2].pairs, "A"), "$x");
-	assert_string_equal(value_of(&df->steps[2].pairs, "B"), "\"q\"");
-	assert_string_equal(df->steps[3].copy.src[0], "a\\b");
-	assert_string_equal(df->steps[3].copy.dest, "/c:\\dest\\");
-	dockerfile_free(df);
-	df = good("# Escape = \\ \n# syntax=docker/dockerfile:1\nRUN a \\\n b\n");
-	assert_string_equal(df->steps[0].run.shell, "a  b");
-	dockerfile_free(df);
-	/* a directive after the top is a comment */
-	df = good("# a comment first\n# escape=`\nRUN a \\\n b\n");
-	assert_string_equal(df->steps[0].run.shell, "a  b");
-	dockerfile_free(df);
-
-	refused("# escape=x\nFROM scratch\n", -EINVAL, 1, "the escape character is \\ or `");
-	refused("# escape=\\\n# escape=`\nFROM scratch\n", -EINVAL, 2, "given twice");
-	refused("ENV A=\"open\n", -EINVAL, 1, "unterminated double quote");
-	refused("ENV A='open\n", -EINVAL, 1, "unterminated single quote");
-	refused("ENV A=\"x\\\"\n", -EINVAL, 1, "unterminated double quote");
-}
-
-static void continuations_and_comments_are_lexed_as_docker_does(void **state)
-{
-	(void)state;
-	static const char text[] = "\xef\xbb\xbf# a comment\r\n"
-				   "\r\n"
-				   "   # an indented comment\n"
-				   "  from scratch \n"
-				   "RUN echo a \\\n"
-				   "# a comment inside is skipped\n"
-				   "\n"
-				   "   \t\n"
-				   "    && echo b \\  \t\n"
-				   "  # indented, skipped too\n"
-				   "  && echo c#not-a-comment\n"
-				   "Run echo d\\\\\n"
-				   "e\n"
-				   "\tRuN echo \\\n"
-				   "TRAILING JUNK NOT PART OF THE INPUT";
-	struct dockerfile *df;
-	struct err e;
-	/* the length excludes the junk: nothing past it is read, and no NUL is needed */
-	size_t len = strlen(text) - strlen("TRAILING JUNK NOT PART OF THE INPUT");
-	assert_int_equal(parse_with(text, len, NULL, 0, &df, &e), 0);
-	assert_int_equal(df->n_steps, 4);
-	assert_int_equal(df->steps[0].line, 4);
-	assert_string_equal(df->steps[0].text, "from scratch");
-	assert_int_equal(df->steps[1].line, 5);
-	assert_string_equal(df->steps[1].run.shell, "echo a     && echo b   && echo c#not-a-comment");
-	assert_string_equal(df->steps[1].text, "RUN echo a     && echo b   && echo c#not-a-comment");
-	assert_int_equal(df->steps[2].line, 12);
-	assert_string_equal(df->steps[2].run.shell, "echo d\\e"); /* "\\" at the end continues too */
-	assert_int_equal(df->steps[3].line, 14);
-	assert_string_equal(df->steps[3].run.shell, "echo"); /* a continuation at the end of the file */
-	dockerfile_free(df);
-
-	/* line numbers count every line, comments and continuations included */
-	refused("FROM scratch\nRUN a \\\n# c\n\n  b\nEXPOSE 80\n", -ENOTSUP, 6, "EXPOSE");
-	refused("", -EINVAL, 0, "holds no instruction");
-	refused("# only a comment\n\n   \n", -EINVAL, 0, "holds no instruction");
-	refused_len("FROM scratch\nRUN a\0b\n", 21, NULL, 0, -EINVAL, 2, "NUL");
-}
-
-static void substitution_follows_docker(void **state)
-{
-	(void)state;
-	const char *args[] = { "GIVEN=from-cli", "OVER=cli" };
-	struct dockerfile *df = good_args("ARG BEFORE=meta\n"
-					  "ARG GIVEN\n"
-					  "FROM scratch\n"
-					  "ENV E1=$BEFORE E2=${GIVEN}\n"
-					  "ARG BEFORE\n"
-					  "ARG GIVEN OVER=default EMPTY= UNSET\n"
-					  "ENV S=$BEFORE T=$GIVEN U=$OVER\n"
-					  "ENV A1=${EMPTY:-x} A2=${EMPTY-x} A3=${UNSET-x} A4=${UNSET:-x} "
-					  "A5=${OVER:-x}\n"
-					  "ENV B1=${EMPTY:+y} B2=${EMPTY+y} B3=${UNSET+y} B4=${OVER:+y} B5=${OVER+y}\n"
-					  "ENV C1=${OVER:?need} C2=${EMPTY?need} N=${UNSET:-${EMPTY:-${OVER}}} "
-					  "D=$$ E=$1 F=$@x G=$ H=a$.\n"
-					  "ENV SELF=1 SEEN=$SELF\n"
-					  "ENV OVER=env\n"
-					  "ARG OVER=again\n"
-					  "RUN echo $OVER\n"
-					  "LABEL l=$OVER\n",
-					  args, 2);
-	const struct dockerfile_step *s = df->steps;
-	assert_int_equal(df->from.base, DOCKERFILE_BASE_SCRATCH);
-	assert_string_equal(value_of(&s[3].pairs, "E1"), ""); /* ARGs before FROM are FROM's alone */
-	assert_string_equal(value_of(&s[3].pairs, "E2"), "");
-	assert_string_equal(value_of(&s[6].pairs, "S"), "meta"); /* until declared again */
-	assert_string_equal(value_of(&s[6].pairs, "T"), "from-cli");
-	assert_string_equal(value_of(&s[6].pairs, "U"), "cli"); /* a build argument beats the default */
-	assert_string_equal(value_of(&s[7].pairs, "A1"), "x");
-	assert_string_equal(value_of(&s[7].pairs, "A2"), "");
-	assert_string_equal(value_of(&s[7].pairs, "A3"), "x");
-	assert_string_equal(value_of(&s[7].pairs, "A4"), "x");
-	assert_string_equal(value_of(&s[7].pairs, "A5"), "cli");
-	assert_string_equal(value_of(&s[8].pairs, "B1"), "");
-	assert_string_equal(value_of(&s[8].pairs, "B2"), "y");
-	assert_string_equal(value_of(&s[8].pairs, "B3"), "");
-	assert_string_equal(value_of(&s[8].pairs, "B4"), "y");
-	assert_string_equal(value_of(&s[8].pairs, "B5"), "y");
-	assert_string_equal(value_of(&s[9].pairs, "C1"), "cli");
-	assert_string_equal(value_of(&s[9].pairs, "C2"), "");
-	assert_string_equal(value_of(&s[9].pairs, "N"), "cli");
-	assert_string_equal(value_of(&s[9].pairs, "D"), ""); /* Docker's special parameters: never set */
-	assert_string_equal(value_of(&s[9].pairs, "E"), "");
-	assert_string_equal(value_of(&s[9].pairs, "F"), "x");
-	assert_string_equal(value_of(&s[9].pairs, "G"), "$");
-	assert_string_equal(value_of(&s[9].pairs, "H"), "a$.");
-	assert_string_equal(value_of(&s[10].pairs, "SEEN"), ""); /* a line sees the values from before it */
-	assert_string_equal(value_of(&s[12].pairs, "OVER"), "cli");
-	assert_string_equal(s[13].run.shell, "echo $OVER"); /* RUN is the shell's */
-	assert_string_equal(env_of(&s[13].ctx, "OVER"), "env"); /* ENV overrides ARG */
-	assert_string_equal(env_of(&s[13].ctx, "GIVEN"), "from-cli");
-	assert_null(env_of(&s[13].ctx, "UNSET"));
-	assert_string_equal(env_of(&s[13].ctx, "EMPTY"), "");
-	assert_string_equal(value_of(&s[14].pairs, "l"), "env");
-	/* the template's environment: what ENV set, not ARGs */
-	for (size_t i = 0; i < df->n_env; i++)
-		assert_true(strcmp(df->env[i]->key, "GIVEN") && strcmp(df->env[i]->key, "EMPTY"));
-	dockerfile_free(df);
-
-	/* the base's environment, when the caller knows it */
-	const char *base[] = { "PATH=/usr/bin:/bin", "HOME=/root" };
-	struct dockerfile_input in = { .text = "FROM space:py\nENV PATH=/opt/bin:$PATH\nRUN true\n",
-				       .base_env = base, .n_base_env = 2 };
-	in.len = strlen(in.text);
-	struct err e;
-	assert_int_equal(dockerfile_parse(&in, &df, &e), 0);
-	assert_string_equal(value_of(&df->steps[1].pairs, "PATH"), "/opt/bin:/usr/bin:/bin");
-	assert_string_equal(env_of(&df->steps[2].ctx, "HOME"), "/root");
-	assert_int_equal(df->n_env, 1); /* the base's own are not the template's additions */
-	dockerfile_free(df);
-
-	refused("ENV A=${B\n", -EINVAL, 1, "unterminated ${");
-	refused("FROM scratch\n\nENV A=${B:-x\n", -EINVAL, 3, "unterminated ${");
-	refused("ENV A=${\n", -EINVAL, 1, "unterminated ${");
-	refused("ENV A=\"${B:-\"}\n", -EINVAL, 1, "unterminated");
-	refused("ENV A=${}\n", -EINVAL, 1, "bad substitution");
-	refused("ENV A=${:-x}\n", -EINVAL, 1, "bad substitution");
-	refused("ENV A=\"${B x}\"\n", -EINVAL, 1, "bad substitution");
-	refused("ENV A=${B:?}\n", -EINVAL, 1, "B: is not set");
-	refused("ENV A=${B?must}\n", -EINVAL, 1, "B: must");
-	refused("ENV A=${B:1}\n", -ENOTSUP, 1, "is not supported");
-	refused("ENV A=${B#x}\n", -ENOTSUP, 1, "${B#...} is not supported");
-	refused("ENV A=${B%x}\n", -ENOTSUP, 1, "is not supported");
-	refused("ENV A=${B/x/y}\n", -ENOTSUP, 1, "is not supported");
-}
-
 static void every_unsupported_instruction_is_named_with_its_line(void **state)
 {
 	(void)state;
@@ -856,77 +590,6 @@ static void limits_hold_at_their_edges(void **state)
 	free(buf);
 }
 
-static void the_canonical_text_holds_what_a_step_does(void **state)
-{
-	(void)state;
-	struct dockerfile *a = good("FROM scratch\n"
-				    "# a comment\n"
-				    "ENV V=1\n"
-				    "RUN   make   all\n"
-				    "COPY --chmod=644 src/ /app/\n");
-	struct dockerfile *b = good("from scratch\n"
-				    "env V=\"1\"\n"
-				    "run make   all\n"
-				    "copy --chmod=0644 ./src /app/\n");
-	struct dockerfile *c = good("FROM scratch\nENV V=2\nRUN make   all\nCOPY --chmod=644 src /app\n");
-	char x[1024], y[1024];
-	for (size_t i = 0; i < a->n_steps; i++) { /* the same steps written differently: the same text */
-		size_t n = dockerfile_canonical(&a->steps[i], x, sizeof(x));
-		assert_int_equal(n, strlen(x));
-		assert_int_equal(dockerfile_canonical(&b->steps[i], y, sizeof(y)), n);
-		assert_string_equal(x, y);
-	}
-	dockerfile_canonical(&a->steps[2], x, sizeof(x));
-	assert_string_equal(x, "kind=3:RUN\nshell=10:make   all\nenv=1:V\nvalue=1:1\nworkdir=1:/\n");
-	dockerfile_canonical(&c->steps[2], y, sizeof(y)); /* the environment in force counts for RUN */
-	assert_string_not_equal(x, y);
-	dockerfile_canonical(&a->steps[3], x, sizeof(x));
-	assert_string_equal(x, "kind=4:COPY\nsrc=3:src\ndest=4:/app\ndest_dir=1:1\nchmod=4:0644\n");
-	dockerfile_canonical(&c->steps[3], y, sizeof(y));
-	assert_string_not_equal(x, y);
-	dockerfile_canonical(&a->steps[0], x, sizeof(x));
-	assert_string_equal(x, "kind=4:FROM\nbase=7:scratch\nref=7:scratch\n");
-
-	/* sized as snprintf: the whole length, whatever fits, always terminated */
-	size_t n = dockerfile_canonical(&a->steps[3], NULL, 0);
-	assert_int_equal(n, strlen("kind=4:COPY\nsrc=3:src\ndest=4:/app\ndest_dir=1:1\nchmod=4:0644\n"));
-	memset(y, '#', sizeof(y));
-	assert_int_equal(dockerfile_canonical(&a->steps[3], y, 8), n);
-	assert_string_equal(y, "kind=4:");
-	assert_int_equal(y[8], '#');
-	assert_int_equal(dockerfile_canonical(&a->steps[3], y, 1), n);
-	assert_string_equal(y, "");
-	dockerfile_free(a);
-	dockerfile_free(b);
-	dockerfile_free(c);
-
-	/* every kind has its fields, and the length prefixes keep apart what plain joins would not */
-	static const char common[] = "FROM r.io/a:1\nARG X Y=a\nUSER u:g\nWORKDIR /w\nLABEL k=v\n"
-				     "ADD [\"a\", \"b c/\"]\n";
-	a = good(fmt("%sRUN [\"a\\nb\"]\n", common));
-	b = good(fmt("%sRUN [\"a\", \"b\"]\n", common));
-	dockerfile_canonical(&a->steps[0], x, sizeof(x));
-	assert_string_equal(x, "kind=4:FROM\nbase=5:image\nref=8:r.io/a:1\nregistry=4:r.io\nname=1:a\ntag=1:1\n");
-	dockerfile_canonical(&a->steps[1], x, sizeof(x));
-	assert_string_equal(x, "kind=3:ARG\nkey=1:X\nunset=0:\nkey=1:Y\nvalue=1:a\n");
-	dockerfile_canonical(&a->steps[2], x, sizeof(x));
-	assert_string_equal(x, "kind=4:USER\nuser=1:u\ngroup=1:g\n");
-	dockerfile_canonical(&a->steps[3], x, sizeof(x));
-	assert_string_equal(x, "kind=7:WORKDIR\npath=2:/w\n");
-	dockerfile_canonical(&a->steps[4], x, sizeof(x));
-	assert_string_equal(x, "kind=5:LABEL\nkey=1:k\nvalue=1:v\n");
-	dockerfile_canonical(&a->steps[5], x, sizeof(x));
-	assert_string_equal(x, "kind=3:ADD\nsrc=1:a\ndest=6:/w/b c\ndest_dir=1:1\n");
-	dockerfile_canonical(&a->steps[6], x, sizeof(x));
-	dockerfile_canonical(&b->steps[6], y, sizeof(y));
-	assert_string_not_equal(x, y);
-	assert_non_null(strstr(x, "arg=3:a\nb\n")); /* one argument holding a newline ... */
-	assert_non_null(strstr(y, "arg=1:a\narg=1:b\n")); /* ... is not two */
-	assert_string_equal(dockerfile_kind_name(DOCKERFILE_WORKDIR), "WORKDIR");
-	dockerfile_free(a);
-	dockerfile_free(b);
-}
-
 static void error_lines_read_back(void **state)
 {
 	(void)state;
@@ -948,14 +611,10 @@ int main(void)
 		cmocka_unit_test(copy_and_add_take_their_forms),
 		cmocka_unit_test(env_label_and_arg_take_their_forms),
 		cmocka_unit_test(workdir_user_and_the_special_labels),
-		cmocka_unit_test(quoting_and_escapes_follow_docker),
-		cmocka_unit_test(continuations_and_comments_are_lexed_as_docker_does),
-		cmocka_unit_test(substitution_follows_docker),
 		cmocka_unit_test(every_unsupported_instruction_is_named_with_its_line),
 		cmocka_unit_test(from_must_be_first_and_alone),
 		cmocka_unit_test(build_arguments_are_checked),
 		cmocka_unit_test(limits_hold_at_their_edges),
-		cmocka_unit_test(the_canonical_text_holds_what_a_step_does),
 		cmocka_unit_test(error_lines_read_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

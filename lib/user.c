@@ -1,5 +1,5 @@
 /*
- * agent/user.c - looks users and groups up in the sandbox's /etc/passwd and
+ * lib/user.c - looks users and groups up in the sandbox's /etc/passwd and
  * /etc/group. A static binary cannot use NSS (getpwnam), and the sandbox's
  * files are the only source of users anyway, so the agent parses them (the
  * rules are in user.h). Lines are read whole with getline, so no line is
@@ -252,6 +252,27 @@ static int id_find(const char *path, uint32_t want, char out[USER_NAME_MAX])
 {
 	struct id_want w = { want, out };
 	return find_entry(path, 4, id_match, &w);
+}
+
+struct group_want {
+	const char *name;
+	gid_t *gid;
+};
+
+static bool group_match(char **fld, size_t n, void *ctx)
+{
+	struct group_want *w = ctx;
+	uint32_t id;
+	if (n < 3 || !name_ok(fld[0]) || !parse_id(fld[2], &id) || strcmp(fld[0], w->name) != 0)
+		return false;
+	*w->gid = (gid_t)id;
+	return true;
+}
+
+int user_group_by_name_in(const char *group_path, const char *name, gid_t *gid)
+{
+	struct group_want w = { name, gid };
+	return name_ok(name) ? find_entry(group_path, 4, group_match, &w) : -ENOENT;
 }
 
 /* Whether the cache still describes file, as stat sees it now; if not it is emptied and st kept. */

@@ -1,6 +1,6 @@
 /*
- * tests/unit/agent/test_user.c - users and groups from a sandbox's
- * /etc/passwd and /etc/group (agent/user.c): the uid, gid, home and groups a
+ * tests/unit/lib/test_user.c - users and groups from a sandbox's
+ * /etc/passwd and /etc/group (lib/user.c): the uid, gid, home and groups a
  * command runs with, whatever the sandbox's files contain. The files are
  * written into a temporary directory under /tmp and read through
  * user_by_name_in / user_by_id_in.
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "agent/user.h"
+#include "lib/user.h"
 
 struct fixture {
 	char dir[64];
@@ -569,6 +569,31 @@ static void test_id_names(void **state)
 	assert_string_equal(user_id_name_in(&users, fx.passwd, 0), "");
 }
 
+/* A group by name (the builder's USER user:group): the first entry of that name gives its gid,
+ * by the rules of every lookup here; a line those rules skip is no group. */
+static void test_group_by_name(void **state)
+{
+	gid_t g = 12345;
+	write_files(PASSWD, "# crew:x:7:\n"
+			    "  crew:x:4500:\n"
+			    "crew:x:4600:\n"
+			    "short:x\n"
+			    "badid:x:-1:\n"
+			    "plain:x:46:carol,alice\n");
+	assert_int_equal(user_group_by_name_in(fx.group, "crew", &g), 0);
+	assert_int_equal(g, 4500);
+	assert_int_equal(user_group_by_name_in(fx.group, "plain", &g), 0);
+	assert_int_equal(g, 46);
+	g = 12345;
+	assert_int_equal(user_group_by_name_in(fx.group, "short", &g), -ENOENT);
+	assert_int_equal(user_group_by_name_in(fx.group, "badid", &g), -ENOENT);
+	assert_int_equal(user_group_by_name_in(fx.group, "nobody", &g), -ENOENT);
+	assert_int_equal(user_group_by_name_in(fx.group, "", &g), -ENOENT);
+	assert_int_equal(g, 12345); /* untouched when nothing matched */
+	assert_int_equal(unlink(fx.group), 0);
+	assert_int_equal(user_group_by_name_in(fx.group, "crew", &g), -ENOENT); /* no file */
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -591,6 +616,7 @@ int main(void)
 		T(test_unreadable_files),
 		T(test_by_spec),
 		T(test_id_names),
+		T(test_group_by_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

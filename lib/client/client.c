@@ -1,6 +1,6 @@
 /*
- * cli/client.c - the CLI's HTTP client: every byte between `space` and spaced
- * goes through here.
+ * lib/client/client.c - the HTTP client of the spaced API: every byte between spaced and
+ * `space`, space-build or space-e2b goes through here.
  *
  * One curl easy handle per request, so a struct client can be shared by the
  * stdin-forwarding thread and the main thread. Plain requests use

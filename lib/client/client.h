@@ -1,5 +1,8 @@
 /*
- * cli/client.h - the CLI's HTTP client for the spaced API (docs/api.md).
+ * lib/client/client.h - the HTTP client for the spaced API (docs/api.md), of the three
+ * programs that speak to spaced: the CLI, space-build and space-e2b. It needs libcurl, so it
+ * is an archive of its own (libspace-client.a) that the agent, which links lib/ statically,
+ * never links.
  *
  * Wraps libcurl: where the daemon is (SPACE_HOST), who we are (SPACE_TOKEN) and
  * whom we trust to have signed its certificate over https (SPACE_CA),
@@ -12,8 +15,8 @@
  * after client_init(), so several threads may issue requests through it at
  * once (each request uses its own curl handle).
  */
-#ifndef SPACE_CLI_CLIENT_H
-#define SPACE_CLI_CLIENT_H
+#ifndef SPACE_LIB_CLIENT_H
+#define SPACE_LIB_CLIENT_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /*
- * agent/user.h - users and groups from the sandbox's /etc/passwd and
+ * lib/user.h - users and groups from the sandbox's /etc/passwd and
  * /etc/group, read directly (a static binary has no NSS).
  *
  * The files are read as the C library reads them: one entry per line,
@@ -8,9 +8,13 @@
  * (too few fields, an empty name or one of USER_NAME_MAX bytes or more, an
  * id that is not a plain decimal number below 2^32). The first entry of a
  * name or uid is the one that counts. A NUL byte ends what is read of a line.
+ *
+ * The agent reads the sandbox's own files; the template builder (builder/step.c) reads an
+ * image's, for its USER and --chown, so a build and the sandboxes of what it built agree on
+ * who a user is.
  */
-#ifndef SPACE_AGENT_USER_H
-#define SPACE_AGENT_USER_H
+#ifndef SPACE_LIB_USER_H
+#define SPACE_LIB_USER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -80,5 +84,9 @@ int user_by_name_in(const char *passwd_path, const char *group_path, const char 
 int user_by_id_in(const char *passwd_path, const char *group_path, uid_t uid, gid_t gid, struct user_info *u);
 int user_by_spec_in(const char *passwd_path, const char *group_path, const char *spec, struct user_info *u);
 const char *user_id_name_in(struct user_name_cache *c, const char *path, uint32_t id);
+
+/* The gid of the first entry of group_path (a group file, by user.h's rules) named name into
+ * *gid. Returns 0, -ENOENT when there is none, or -errno when the file cannot be read. */
+int user_group_by_name_in(const char *group_path, const char *name, gid_t *gid);
 
 #endif

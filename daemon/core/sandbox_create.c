@@ -1,0 +1,409 @@
+/*
+ * daemon/core/sandbox_create.c - creating and deleting sandboxes.
+ *
+ * Create and delete are jobs: the HTTP thread registers the intent (state
+ * creating/deleting), starts a job thread and suspends the request; the job
+ * records the intent in the store before anything else, runs the driver
+ * without d->lock and finishes the request. A crash between the two leaves a creating/deleting record that
+ * sandbox_adopt_all reconciles (sandbox_adopt.c): an unconfirmed create is undone, a delete is
+ * completed. A warm pool's sandbox is given to its creator by sandbox_claim.
+ */
+#include "daemon/core/sandbox.h"
+#include "daemon/core/sandbox_private.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "daemon/net/net.h"
+#include "daemon/net/policy.h"
+#include "daemon/driver/disk.h"
+#include "daemon/driver/driver.h"
+#include "daemon/core/job.h"
+#include "daemon/base/log.h"
+#include "daemon/core/op.h"
+#include "daemon/core/peer.h"
+#include "daemon/core/ready.h"
+#include "daemon/store/template.h"
+
+/* n/2 random bytes as n hex characters and a NUL. */
+int random_hex(char *out, size_t n)
+{
+	uint8_t r[SANDBOX_TOKEN_LEN / 2];
+	if (n / 2 > sizeof(r) || getrandom(r, n / 2, 0) != (ssize_t)(n / 2))
+		return -EIO;
+	for (size_t i = 0; i < n / 2; i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
+static int new_id(char out[SANDBOX_ID_LEN + 1])
+{
+	return random_hex(out, SANDBOX_ID_LEN);
+}
+
+/* Ready: connected and its process list applied, so a listing right after is complete. */
+static bool agent_ready(struct sandbox *sb)
+{
+	return peer_ready(sb);
+}
+
+/* A sandbox restored from another one's image takes its own name, and fresh randomness,
+ * from its agent (a driver without a rename of its own: a VM's agent may set its host
+ * name). [L] */
+static int rename_inside(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	struct sp_identity id;
+	if (getrandom(id.seed, sizeof(id.seed), 0) != (ssize_t)sizeof(id.seed))
+		return err_set(e, 500, "internal", EIO, "getrandom: %s", strerror(errno));
+	return peer_request(d, sb, "taking its own name", SP_H_IDENTITY, &id, sizeof(id), sb->id, strlen(sb->id) + 1,
+			    AGENT_HELLO_TIMEOUT_MS, e);
+}
+
+int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, const char *snapshot, struct err *e)
+{
+	/* First recorded here, with the lock released: nothing changes a creating sandbox
+	 * (every action on it is refused), and a crash before this leaves nothing behind. */
+	int rc = store_put_sandbox(d->store, sb);
+	if (rc < 0) {
+		err_set(e, 500, "internal", -rc, "cannot record the sandbox: %s", strerror(-rc));
+		daemon_lock(d);
+		registry_remove(d, sb);
+		sandbox_retire(d, sb);
+		daemon_unlock(d);
+		return rc;
+	}
+	/* a snapshot's writable layer becomes this sandbox's own copy */
+	char seed[700];
+	if (snapshot)
+		snprintf(seed, sizeof(seed), "%s/upper", snapshot);
+	const struct driver_slot *dv = sandbox_driver(d, sb); /* picked at create: it runs here */
+	bool restored = false; /* from an image that waits for its identity */
+	rc = dv->ops->create(dv->drv, sb, rootfs, snapshot ? seed : NULL, e);
+	if (rc == 0) {
+		daemon_lock(d);
+		rc = peer_listen(d, sb);
+		daemon_unlock(d);
+		if (rc < 0)
+			err_set(e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
+	}
+	if (rc == 0 && snapshot) {
+		char image[700];
+		snprintf(image, sizeof(image), "%s/image", snapshot);
+		rc = dv->ops->restore(dv->drv, sb, image, e);
+		if (rc == 0 && dv->ops->rename) /* it wakes up as the sandbox it was copied from */
+			rc = dv->ops->rename(dv->drv, sb, e);
+	} else if (rc == 0) {
+		rc = dv->ops->start(dv->drv, sb, e);
+		restored = rc == DRIVER_RESTORED;
+		if (restored)
+			rc = 0;
+	}
+	daemon_lock(d);
+	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, driver_hello_ms(dv->ops)))
+		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
+			     sb->id, driver_hello_ms(dv->ops) / 1000);
+	if (rc == 0 && (restored || (snapshot && !dv->ops->rename)))
+		rc = rename_inside(d, sb, e);
+	if (rc == 0 && !snapshot && (sb->start_cmd || sb->ready_cmd))
+		rc = ready_run(d, sb, sb->start_cmd, sb->ready_cmd, e); /* a snapshot's come back running */
+	free(sb->start_cmd);
+	free(sb->ready_cmd);
+	sb->start_cmd = sb->ready_cmd = NULL;
+	if (rc == 0) {
+		/* written with the lock released, while it still shows creating; a create that
+		 * cannot be recorded is undone, or the next start would find it half made */
+		struct sb_record rec;
+		store_record(sb, &rec);
+		rec.state = SB_RUNNING;
+		daemon_unlock(d);
+		if ((rc = store_save(d->store, &rec)) < 0)
+			err_set(e, 500, "internal", -rc, "cannot record sandbox %s: %s", sb->id, strerror(-rc));
+		daemon_lock(d);
+		if (rc == 0) {
+			sb->state = SB_RUNNING;
+			daemon_unlock(d);
+			return 0;
+		}
+	}
+	/* An unconfirmed create is undone completely, or kept failed if that does not finish. */
+	sb->state = SB_DELETING;
+	daemon_unlock(d);
+	log_warn("sandbox %s: create failed: %s", sb->id, e->msg);
+	struct err left = { 0 };
+	if (sandbox_destroy(d, sb, &left) < 0)
+		log_warn("sandbox %s: undoing the create: %s; kept as failed", sb->id, left.msg);
+	return rc;
+}
+
+static void create_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct err e = { 0 };
+	json_t *answer = NULL;
+	int rc = sandbox_build(d, j->sb, j->text, j->text2[0] ? j->text2 : NULL, &e);
+	daemon_lock(d);
+	if (rc == 0)
+		answer = sandbox_json(j->sb); /* j->sb is gone after a failure */
+	if (rc == 0) {
+		j->op->status = 201;
+		j->op->json = answer;
+		op_finish(j->op);
+	} else {
+		op_fail(j->op, &e);
+	}
+	daemon_unlock(d);
+}
+
+int sandbox_destroy(struct daemon *d, struct sandbox *sb, struct err *e)
+{
+	const struct driver_slot *dv = sandbox_driver(d, sb);
+	int rc = dv ? dv->ops->destroy(dv->drv, sb, e) : unrunnable(d, sb, e);
+	if (rc == 0 && (rc = store_delete_sandbox(d->store, sb->id)) < 0) /* outside the lock */
+		err_set(e, 500, "internal", -rc, "its files are gone, but its record could not be removed: %s", strerror(-rc));
+	daemon_lock(d);
+	if (rc < 0) {
+		/* the record stays until a destroy finishes: what is left is never unaccounted for */
+		sb->state = SB_FAILED;
+		snprintf(sb->reason, sizeof(sb->reason), SANDBOX_UNDESTROYED "%s", e->msg);
+		store_save_now(d->store, sb);
+	} else {
+		registry_remove(d, sb);
+		sandbox_retire(d, sb);
+	}
+	daemon_unlock(d);
+	return rc;
+}
+
+bool sandbox_undestroyed(const struct sandbox *sb)
+{
+	return sb->state == SB_DELETING ||
+	       (sb->state == SB_FAILED && strncmp(sb->reason, SANDBOX_UNDESTROYED, strlen(SANDBOX_UNDESTROYED)) == 0);
+}
+
+static void delete_job(struct job *j)
+{
+	struct daemon *d = j->d;
+	struct err e = { 0 };
+	int rc = job_record(j, &e);
+	if (rc < 0) {
+		/* nothing was done: it is as it was (the store still says so) */
+		daemon_lock(d);
+		j->sb->state = (enum sb_state)j->count;
+		daemon_unlock(d);
+	} else {
+		rc = sandbox_destroy(d, j->sb, &e); /* the job's reference keeps j->sb */
+	}
+	daemon_lock(d);
+	if (j->op && rc < 0) {
+		op_fail(j->op, &e);
+	} else if (j->op) {
+		j->op->status = 204;
+		op_finish(j->op);
+	}
+	daemon_unlock(d);
+}
+
+/* The defaults a process of sb gets from its template's config (store_put_template): the
+ * image's working folder (an absolute path) and its user ("UID:GID", numbers). */
+void take_defaults(struct sandbox *sb, const json_t *tpl)
+{
+	const char *wd = json_string_value(json_object_get(tpl, "workdir"));
+	const char *user = json_string_value(json_object_get(tpl, "user"));
+	if (wd && wd[0] == '/' && strlen(wd) < sizeof(sb->workdir))
+		snprintf(sb->workdir, sizeof(sb->workdir), "%s", wd);
+	unsigned long u, g;
+	char end;
+	if (user && sscanf(user, "%lu:%lu%c", &u, &g, &end) == 2 && u < 0xffffffffu && g < 0xffffffffu) {
+		sb->has_user = true;
+		sb->uid = (uint32_t)u;
+		sb->gid = (uint32_t)g;
+	}
+}
+
+int sandbox_room(struct daemon *d, const char *tenant, struct err *e)
+{
+	if (tenant && *tenant) {
+		int owned = 0;
+		for (struct sandbox *o = d->sandboxes; o; o = o->next)
+			owned += strcmp(o->tenant, tenant) == 0;
+		if (owned >= TENANT_MAX_SANDBOXES)
+			return err_set(e, 429, "too_many", EAGAIN, "a tenant may have at most %d sandboxes",
+				       TENANT_MAX_SANDBOXES);
+	}
+	return 0;
+}
+
+/* A copy of base with over's entries put in, name by name. */
+static json_t *merged_env(const json_t *base, const json_t *over)
+{
+	json_t *env = json_object_size(base) ? json_deep_copy(base) : json_object();
+	if (env && json_object_size(over))
+		json_object_update(env, (json_t *)over);
+	return env;
+}
+
+int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *cfg, struct err *e)
+{
+	char token[SANDBOX_TOKEN_LEN + 1], traffic[SANDBOX_TOKEN_LEN + 1];
+	json_t *env = merged_env(sb->env, cfg->env), *meta = json_deep_copy(cfg->metadata);
+	if (!env || !meta || random_hex(token, SANDBOX_TOKEN_LEN) < 0 || random_hex(traffic, SANDBOX_TOKEN_LEN) < 0) {
+		json_decref(env);
+		json_decref(meta);
+		return err_set(e, 500, "internal", EIO, "cannot claim sandbox %s: out of memory or randomness", sb->id);
+	}
+	json_decref(sb->env);
+	json_decref(sb->metadata);
+	sb->env = env;
+	sb->metadata = meta;
+	snprintf(sb->access_token, sizeof(sb->access_token), "%s", token);
+	snprintf(sb->traffic_token, sizeof(sb->traffic_token), "%s", traffic);
+	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");
+	sb->timeout_s = cfg->timeout_s;
+	sb->lifetime_s = cfg->lifetime_s;
+	sb->timeout_kill = cfg->timeout_kill;
+	sb->keepalive = cfg->keepalive;
+	sb->public_ports = cfg->public_ports;
+	sb->auto_resume = cfg->auto_resume;
+	sb->created_ms = now_ms(); /* its lifetime counts from the claim */
+	sandbox_set_lifetime(sb, cfg->lifetime_s);
+	sandbox_touch(sb);
+	(void)d;
+	return 0;
+}
+
+void sandbox_forget(struct daemon *d, struct sandbox *sb)
+{
+	registry_remove(d, sb);
+	sandbox_free(sb);
+}
+
+struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char *rootfs, size_t n, struct err *e)
+{
+	if (d->nsandboxes >= SPACE_MAX_SANDBOXES) {
+		err_set(e, 429, "too_many", EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
+		return NULL;
+	}
+	if (sandbox_room(d, cfg->tenant, e) < 0)
+		return NULL;
+	if (template_rootfs(d, cfg->template, rootfs, n) < 0) {
+		err_set(e, 404, "not_found", ENOENT, "template %s does not exist", cfg->template);
+		return NULL;
+	}
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb) {
+		err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return NULL;
+	}
+	sb->d = d;
+	peer_init(sb);
+	do {
+		if (new_id(sb->id) < 0) {
+			free(sb);
+			err_set(e, 500, "internal", EIO, "no randomness for an id");
+			return NULL;
+		}
+	} while (sandbox_find(d, sb->id));
+	snprintf(sb->template, sizeof(sb->template), "%s", cfg->template);
+	snprintf(sb->isolation, sizeof(sb->isolation), "%s", cfg->isolation ? cfg->isolation : d->isolation->kind);
+	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");
+	sb->cpus = cfg->cpus;
+	sb->memory_mb = cfg->memory_mb;
+	/* 0 from a snapshot taken before disks: the default */
+	sb->disk_mb = cfg->disk_mb >= DISK_MIN_MB ? cfg->disk_mb : DISK_DEFAULT_MB;
+	sb->timeout_s = cfg->timeout_s;
+	sb->lifetime_s = cfg->lifetime_s;
+	sb->timeout_kill = cfg->timeout_kill;
+	sb->keepalive = cfg->keepalive;
+	sandbox_set_lifetime(sb, cfg->lifetime_s); /* counted from now, as created_ms below */
+	sandbox_touch(sb);
+	/* an image's environment is every sandbox's of it; the create's own wins (template.h) */
+	json_t *tpl = store_template_config(d->store, cfg->template), *tenv = json_object_get(tpl, "env");
+	sb->env = merged_env(tenv, cfg->env);
+	take_defaults(sb, tpl);
+	const char *start = json_string_value(json_object_get(tpl, "start"));
+	const char *ready = json_string_value(json_object_get(tpl, "ready"));
+	sb->start_cmd = start && *start && !cfg->snapshot ? strdup(start) : NULL; /* core/ready.h */
+	sb->ready_cmd = ready && *ready && !cfg->snapshot ? strdup(ready) : NULL;
+	json_decref(tpl);
+	sb->metadata = json_deep_copy(cfg->metadata);
+	sb->net_slot = -1;
+	if (!cfg->no_network)
+		sb->network = cfg->network ? json_deep_copy(cfg->network)
+					   : json_pack("{s:s, s:[], s:[]}", "egress", net_egress_name(d->default_egress),
+						       "allow", "deny");
+	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->net_transit);
+	sb->public_ports = cfg->public_ports;
+	sb->auto_resume = cfg->auto_resume;
+	if (random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0 || random_hex(sb->traffic_token, SANDBOX_TOKEN_LEN) < 0) {
+		sandbox_free(sb);
+		err_set(e, 500, "internal", EIO, "no randomness for an access token");
+		return NULL;
+	}
+	if (sb->network && (sb->net_slot = net_slot_pick(d)) < 0) {
+		sandbox_free(sb);
+		err_set(e, 503, "unavailable", ENOSPC, "no network slot is free (%d sandboxes have one)", NET_SLOTS);
+		return NULL;
+	}
+	sb->created_ms = now_ms();
+	sb->state = SB_CREATING;
+	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
+	registry_add(d, sb); /* recorded by sandbox_build */
+	return sb;
+}
+
+int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e)
+{
+	struct job j = { .fn = create_job, .op = op };
+	j.sb = sandbox_new(d, cfg, j.text, sizeof(j.text), e);
+	if (!j.sb)
+		return -EINVAL;
+	if (cfg->snapshot)
+		snprintf(j.text2, sizeof(j.text2), "%s", cfg->snapshot);
+	int rc = job_start(d, &j, e);
+	if (rc < 0)
+		sandbox_forget(d, j.sb);
+	return rc;
+}
+
+int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e)
+{
+	enum sb_state via;
+	if (!sandbox_driver(d, sb)) /* its files and runtime wait, untouched, for a spaced that runs it */
+		return unrunnable(d, sb, e);
+	if (state_begin(sb->state, ACT_DELETE, &via) != STATE_BEGIN) {
+		/* deleting already: the first delete answers; a second one is told why not */
+		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
+		return -EBUSY;
+	}
+	enum sb_state old = sb->state;
+	sb->state = SB_DELETING;
+	struct err gone = { 0 };
+	err_set(&gone, 404, "not_found", ENOENT, "sandbox %s was deleted", sb->id);
+	snprintf(gone.state, sizeof(gone.state), "%s", sb_state_name(sb->state));
+	fail_all(sb, &gone);
+	struct job j = { .fn = delete_job, .sb = sb, .op = op, .count = (int)old };
+	store_record(sb, &j.first); /* written by the job, with the lock released */
+	int rc = job_start(d, &j, e);
+	if (rc < 0)
+		sb->state = old;
+	return rc;
+}
+
+void sandbox_delete_marked(struct daemon *d, const char *key, const char *what)
+{
+	daemon_lock(d);
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
+		if (!json_object_get(sb->metadata, key) || sb->state == SB_DELETING)
+			continue;
+		struct err e = { 0 };
+		if (sandbox_delete(d, sb, NULL, &e) < 0)
+			log_warn("sandbox %s %s stays: %s", sb->id, what, e.msg);
+		else
+			log_info("sandbox %s %s is removed", sb->id, what);
+	}
+	daemon_unlock(d);
+}

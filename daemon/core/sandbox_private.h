@@ -1,0 +1,36 @@
+/*
+ * daemon/core/sandbox_private.h - what the sandbox module's files share among themselves and
+ * no one else uses: the registry's list, the reason a kind cannot run here, failing a
+ * sandbox's requests, tokens and a template's defaults. The module's contract is sandbox.h.
+ */
+#ifndef SPACE_DAEMON_SANDBOX_PRIVATE_H
+#define SPACE_DAEMON_SANDBOX_PRIVATE_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#include "daemon/daemon.h"
+#include "daemon/base/err.h"
+
+/* sandbox.c */
+
+/* Why this host cannot run sb's kind (sandbox_driver is NULL). */
+const char *unrunnable_why(struct daemon *d, const struct sandbox *sb);
+/* Fills *e for sb, whose kind this host cannot run. Returns -ENOTSUP. */
+int unrunnable(struct daemon *d, const struct sandbox *sb, struct err *e);
+/* Adds sb to the end of d's list of sandboxes. [L] */
+void registry_add(struct daemon *d, struct sandbox *sb);
+/* Takes sb out of d's list of sandboxes, if it is there. [L] */
+void registry_remove(struct daemon *d, struct sandbox *sb);
+/* Fails every request linked to sb or its processes. [L] */
+void fail_all(struct sandbox *sb, const struct err *e);
+
+/* sandbox_create.c */
+
+/* n/2 random bytes as n hex characters and a NUL (n at most SANDBOX_TOKEN_LEN). 0 or -EIO. */
+int random_hex(char *out, size_t n);
+/* The defaults a process of sb gets from its template's config (store_put_template): the
+ * image's working folder (an absolute path) and its user ("UID:GID", numbers). */
+void take_defaults(struct sandbox *sb, const json_t *tpl);
+
+#endif
