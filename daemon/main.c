@@ -41,6 +41,7 @@
 #include "daemon/base/log.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
+#include "daemon/core/stats.h"
 #include "daemon/core/sweep.h"
 #include "daemon/core/metrics.h"
 #include "daemon/net/net.h"
@@ -220,6 +221,8 @@ int main(int argc, char **argv)
 	pthread_cond_init(&d->cond, NULL);
 	d->loop.epfd = d->loop.wakefd = d->reaperfd = -1;
 	d->e2b_fd = d->e2b_pidfd = -1;
+	if (!(d->stats = stats_new()))
+		return 1;
 
 	/* 1. configuration (and the durability tests' crash step, when they set one) */
 	crash_init();

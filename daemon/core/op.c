@@ -18,6 +18,7 @@
 #include "daemon/base/log.h"
 #include "daemon/core/entry.h"
 #include "daemon/core/proc.h"
+#include "daemon/core/stats.h"
 #include "daemon/io/chan.h"
 #include "daemon/io/loop.h"
 #include "lib/codec.h"
@@ -60,6 +61,7 @@ static void count_hold(void)
 
 int daemon_wait(struct daemon *d, const struct timespec *until)
 {
+	stats_lock_held(d->stats, mono_ns() - held_since_ns);
 	count_hold();
 	int rc = pthread_cond_timedwait(&d->cond, &d->lock, until);
 	held_since_ns = mono_ns();
@@ -81,6 +83,7 @@ void daemon_unlock(struct daemon *d)
 	unsigned n = n_resume;
 	memcpy(list, to_resume, n * sizeof(list[0]));
 	n_resume = 0;
+	stats_lock_held(d->stats, mono_ns() - held_since_ns);
 	count_hold();
 	pthread_mutex_unlock(&d->lock);
 	for (unsigned i = 0; i < n; i++)
@@ -379,6 +382,7 @@ void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 		return;
 	}
 	int which = type == SP_A_STDERR;
+	stats_add(op->d->stats, STATS_EXEC_OUTPUT_BYTES, n);
 	if (op->stream) {
 		/* under either policy a connected reader misses nothing: what its client has not
 		 * taken yet holds back the process's credit (op_proc_credit) */

@@ -113,7 +113,7 @@ UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daem
                  daemon/core/metrics.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
-                 daemon/base/hash.c \
+                 daemon/base/hash.c daemon/base/expo.c daemon/core/stats.c \
                  daemon/store/store.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/base/dir.c \
                  daemon/net/net.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
