@@ -103,11 +103,11 @@ UNIT_test_identity      := agent/identity.c
 UNIT_LIBS_test_identity :=
 
 # test_api tests the route table (routes.c), which names every handler (api_sandbox.c, api_templates.c, api_ports.c,
-# api_exec.c, api_files.c); the handlers reach into the lifecycle, the snapshots, the agent
+# api_exec.c, api_files.c, api_metrics.c); the handlers reach into the lifecycle, the snapshots, the agent
 # channel, the store and the template cache, which bring most of the daemon. Only the HTTP
 # front end (http.c), the drivers and main.c stay out.
 UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
-                 daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/core/build.c \
+                 daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/api/api_metrics.c daemon/core/build.c \
                  daemon/core/op.c daemon/core/entry.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/ready.c daemon/core/pool.c \
                  daemon/core/snapshot.c daemon/core/template_rm.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
                  daemon/core/metrics.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
