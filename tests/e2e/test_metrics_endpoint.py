@@ -10,6 +10,7 @@ Every wait is a poll with a deadline.
 """
 
 import json
+import socket
 import math
 import os
 import re
@@ -136,9 +137,9 @@ def by_state(samples, state):
 @pytest.fixture(scope="module")
 def daemon():
     """A private spaced with a TCP listener (its counts are this file's alone)."""
-    port = free_port()
-    d = Daemon(listen=f"127.0.0.1:{port}")
-    d.port = port
+    port, proxy = free_port(), free_port()
+    d = Daemon(listen=f"127.0.0.1:{port}", args=["--proxy-listen", f"127.0.0.1:{proxy}"])
+    d.port, d.proxy = port, proxy
     try:
         d.start()
         yield d
@@ -232,6 +233,45 @@ def test_tcp_needs_an_administrator_s_token(daemon):
     assert status == 403
     samples = scrape(Api(tcp=tcp, token=admin_token(daemon)))
     assert ("space_node_cpus", frozenset()) in samples
+
+
+# One DNS question (A of argv[1]) over UDP to spaced's resolver inside: prints the answer's rcode.
+ASK = """
+import os, socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(10)
+q = os.urandom(2) + struct.pack("!HHHHH", 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(l)]) + l.encode() for l in sys.argv[1].split(".")) + b"\\0" + struct.pack("!HH", 1, 1)
+s.sendto(q, ("169.254.0.22", 53))
+print(s.recvfrom(2048)[0][3] & 0xf)
+"""
+
+
+def test_dns_questions_and_refusals_are_counted(daemon):
+    api = daemon.api
+    sbid = api.create()  # egress "none" (the tests' default): every name is refused
+    try:
+        before = scrape(api)
+        res = api.exec(sbid, ["python3", "-c", ASK, "web.test"])
+        assert res["exit_code"] == 0 and res["stdout"] == "5\n", res  # REFUSED
+        after = scrape(api)
+        assert value(after, "space_dns_queries_total") == value(before, "space_dns_queries_total") + 1
+        assert value(after, "space_dns_refusals_total") == value(before, "space_dns_refusals_total") + 1
+    finally:
+        api.delete(sbid)
+
+
+def test_proxy_connections_and_refusals_are_counted(daemon):
+    before = scrape(daemon.api)
+    with socket.create_connection(("127.0.0.1", daemon.proxy), timeout=10) as c:
+        c.sendall(b"GET / HTTP/1.1\r\nHost: no-such-sandbox\r\nConnection: close\r\n\r\n")
+        head = c.recv(4096)
+    assert head.startswith(b"HTTP/1.1 404"), head
+    after = scrape(daemon.api)
+    assert value(after, "space_proxy_connections_total") == value(before, "space_proxy_connections_total") + 1
+    assert value(after, "space_proxy_refusals_total", reason="request") == \
+        value(before, "space_proxy_refusals_total", reason="request") + 1
+    assert value(after, "space_proxy_refusals_total", reason="busy") == \
+        value(before, "space_proxy_refusals_total", reason="busy")
 
 
 @pytest.mark.skipif(not os.access(PROMETHEUS, os.X_OK), reason=f"{PROMETHEUS} is not installed")
