@@ -313,17 +313,18 @@ int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, siz
 
 int store_token_set_admin(struct store *st, const char *hash_hex)
 {
-	return exec_args(st, "UPDATE tokens SET admin = 1 WHERE hash = ?", "s", hash_hex);
+	return exec_args(st, "INSERT OR IGNORE INTO admin_tokens(hash) SELECT hash FROM tokens WHERE hash = ?", "s",
+			 hash_hex);
 }
 
 int store_token_admin(struct store *st, const char *hash_hex)
 {
 	sqlite3_stmt *stmt;
-	if (sqlite3_prepare_v2(st->db, "SELECT admin FROM tokens WHERE hash = ?", -1, &stmt, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM admin_tokens WHERE hash = ?", -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(stmt, 1, hash_hex, -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(stmt);
-	int admin = rc == SQLITE_ROW ? sqlite3_column_int(stmt, 0) != 0 : rc == SQLITE_DONE ? 0 : -EIO;
+	int admin = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_finalize(stmt);
 	return admin;
 }
