@@ -353,3 +353,27 @@ def test_pool_claims_count_hits_and_misses(make_daemon):
     assert by_state(after, "running") == by_state(before, "running") + 2
     for sbid in (hit, miss):
         d.api.delete(sbid)
+
+
+def test_a_failed_build_counts_as_started_and_failed(daemon):
+    from test_build import build
+    before = scrape(daemon.api)
+    status, events = build(daemon.api, "metrics-bad", {"Dockerfile": "FROM space:no-such-template\n"})
+    assert status == 200 and events[-1]["type"] == "error", events
+    after = scrape(daemon.api)
+    for name in ("space_template_builds_total", "space_template_build_failures_total",
+                 "space_template_build_seconds_count"):
+        assert value(after, name) == value(before, name) + 1, name
+
+
+def test_a_build_that_makes_its_template_is_no_failure(daemon):
+    from test_build import build, done
+    before = scrape(daemon.api)
+    status, events = build(daemon.api, "metrics-good", {"Dockerfile": "FROM space:default\nENV METRICS=1\n"})
+    assert status == 200, events
+    done(events)
+    after = scrape(daemon.api)
+    assert value(after, "space_template_builds_total") == value(before, "space_template_builds_total") + 1
+    assert value(after, "space_template_build_failures_total") == \
+        value(before, "space_template_build_failures_total")
+    daemon.api.ok("DELETE", "/v1/templates/metrics-good", expect=(200, 204))
