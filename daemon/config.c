@@ -76,7 +76,7 @@ void config_usage(FILE *f)
 		   "              [--dns-upstream ADDR[:PORT]] [--dns-port PORT] [--ready-timeout SECONDS]\n"
 		   "              [--pool TEMPLATE=N[,cpus=C][,memory_mb=M][,disk_mb=D][,isolation=KIND]]...\n"
 		   "              [--e2b-listen HOST:PORT]\n"
-		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]\n"
+		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT] [--admin]\n"
 		   "Options may also be lines of %s (or of --config FILE): name = value.\n",
 		CONFIG_DEFAULT_PATH);
 }

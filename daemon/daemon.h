@@ -86,6 +86,7 @@ struct op;
 struct peer_events;
 struct pool;
 struct metrics_history;
+struct stats;
 
 
 struct proc {
@@ -257,6 +258,7 @@ struct daemon {
 	struct sandbox *graveyard;  /* [L] sandboxes the I/O thread is to free */
 	struct tenant_load *loads;  /* [L] tenants with requests in flight */
 	uint64_t admin_captured;    /* [L] bytes the administrator's captures hold */
+	struct stats *stats;        /* spaced's own counters (core/stats.h: atomics, no lock) */
 	bool stopping;
 
 	void *mhd_unix, *mhd_tcp;   /* struct MHD_Daemon * */

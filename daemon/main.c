@@ -5,7 +5,7 @@
  *          [--isolation gvisor|microvm] [--accel auto|kvm|tcg] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]
  *          [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]
  *          [--template NAME=PKG[,PKG...]]...
- *   spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT]
+ *   spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT] [--admin]
  *
  * main() is the list of phases. Sandboxes do not depend on spaced staying
  * alive: stopping spaced leaves them running, and the next spaced adopts them.
@@ -41,6 +41,7 @@
 #include "daemon/base/log.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
+#include "daemon/core/stats.h"
 #include "daemon/core/sweep.h"
 #include "daemon/core/metrics.h"
 #include "daemon/net/net.h"
@@ -137,11 +138,14 @@ static int make_state_dir(const char *path)
 static int token_create(struct daemon *d, int argc, char **argv, struct err *e)
 {
 	const char *name = "", *tenant = NULL;
+	bool admin = false; /* it may also read GET /metrics over TCP */
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
 			name = argv[++i];
 		else if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc)
 			tenant = argv[++i];
+		else if (strcmp(argv[i], "--admin") == 0)
+			admin = true;
 		else
 			return err_set(e, 400, "invalid_argument", EINVAL, "token create: unexpected argument '%s'", argv[i]);
 	}
@@ -161,6 +165,8 @@ static int token_create(struct daemon *d, int argc, char **argv, struct err *e)
 	int rc = hash_sha256_hex(token, strlen(token), hex);
 	if (rc == 0)
 		rc = store_add_token(d->store, hex, name, tenant);
+	if (rc == 0 && admin)
+		rc = store_token_set_admin(d->store, hex);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot store it: %s", strerror(-rc));
 	printf("%s\n", token);
@@ -215,6 +221,8 @@ int main(int argc, char **argv)
 	pthread_cond_init(&d->cond, NULL);
 	d->loop.epfd = d->loop.wakefd = d->reaperfd = -1;
 	d->e2b_fd = d->e2b_pidfd = -1;
+	if (!(d->stats = stats_new()))
+		return 1;
 
 	/* 1. configuration (and the durability tests' crash step, when they set one) */
 	crash_init();

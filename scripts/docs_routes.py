@@ -4,7 +4,8 @@
     scripts/docs_routes.py
 
 - every route of spaced's route table (daemon/api/routes.c) is in docs/openapi.yaml and in
-  docs/api.md, and each of those documents names no route the table lacks;
+  docs/api.md, and each of those documents names no route the table lacks (the routes of API v1,
+  and those outside it: GET /metrics);
 - every `path::test_name` and `path.py` reference in SPECIFICATION.md and docs/*.md names a
   file that exists (and, for `::`, a test defined in it);
 - the README's tour of the tree names every top folder of the repository.
@@ -29,8 +30,13 @@ def norm(path):
     return re.sub(r"(?::[a-z_]+|\{[a-z_]+\})", "{}", path)
 
 
+# The routes outside API v1, where Prometheus looks (openapi.yaml gives each a servers: of its own).
+UNVERSIONED = r"/metrics\b"
+
+
 def table():
-    return {(m, norm(p)) for m, p in re.findall(r'\{\s*"([A-Z]+)",\s*"(/v1/[^"]*)"', read("daemon/api/routes.c"))}
+    return {(m, norm(p)) for m, p in
+            re.findall(rf'\{{\s*"([A-Z]+)",\s*"(/v1/[^"]*|{UNVERSIONED})"', read("daemon/api/routes.c"))}
 
 
 def openapi():
@@ -39,6 +45,9 @@ def openapi():
         m = re.match(r"^  (/\S*):\s*$", line)
         if m:
             path = "/v1" + m.group(1)
+            continue
+        if path and re.match(r"^    servers:", line):  # a path of its own server: not under /v1
+            path = path[len("/v1"):]
             continue
         m = re.match(r"^    (get|post|put|delete|patch):", line)
         if m and path:
@@ -49,7 +58,7 @@ def openapi():
 
 
 def api_md():
-    return {(m, norm(p)) for m, p in re.findall(r"\b(GET|POST|PUT|DELETE|PATCH) (/v1/[^\s`),]*)", read("docs/api.md"))}
+    return {(m, norm(p)) for m, p in re.findall(rf"\b(GET|POST|PUT|DELETE|PATCH) (/v1/[^\s`),]*|{UNVERSIONED})", read("docs/api.md"))}
 
 
 def references():

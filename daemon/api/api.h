@@ -134,4 +134,14 @@ int api_file_watch(struct op *op);
 int api_port_list(struct op *op);
 int api_port_connect(struct op *op);
 
+/* GET /metrics and the figures kept of every request (api_metrics.c, core/stats.h). */
+int api_metrics(struct op *op);
+/* Monotonic nanoseconds: a request's arrived_ns. */
+int64_t api_metrics_now_ns(void);
+/* A request ends (answered or left): counts what it was, how long it took and the bytes it moved. */
+void api_metrics_done(struct op *op);
+/* The answer of a request with a content_type: its out bytes, of that type. */
+struct MHD_Response;
+struct MHD_Response *api_text_response(struct op *op);
+
 #endif

@@ -221,6 +221,8 @@ static enum MHD_Result respond(struct op *op)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 					op->kind == OP_READ ? "application/octet-stream" : "application/x-ndjson");
 		MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	} else if (op->content_type) {
+		r = api_text_response(op);
 	} else {
 		r = json_response(op->json);
 	}
@@ -240,6 +242,7 @@ static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const 
 	op->d = l->d;
 	op->conn = conn;
 	op->tcp = l->tcp;
+	op->arrived_ns = api_metrics_now_ns();
 	op->query = json_object();
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, add_arg, op->query);
 	if (l->tcp && !authorized(l->d, conn, op->tenant, sizeof(op->tenant))) {
@@ -374,6 +377,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (op->counted)
 		tenant_release(l->d, op->tenant, api_route_waits(op->route));
 	daemon_unlock(l->d);
+	api_metrics_done(op);
 	op_free(op);
 }
 

@@ -62,6 +62,7 @@ static const struct route routes[] = {
 	{ "GET", "/v1/sandboxes/:id/ports", api_port_list, NULL },
 	{ "GET", "/v1/sandboxes/:id/metrics", api_sandbox_metrics, NULL },
 	{ "POST", "/v1/sandboxes/:id/ports/connect", api_port_connect, NULL },
+	{ "GET", "/metrics", api_metrics, NULL },
 };
 
 /* Matches url against pattern; captures into op. */

@@ -20,6 +20,7 @@
 #include "daemon/core/op.h"
 #include "daemon/core/pool.h"
 #include "daemon/core/sandbox.h"
+#include "daemon/core/stats.h"
 #include "daemon/core/template_rm.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
@@ -42,6 +43,7 @@ struct build {
 	int pidfd;         /* [L] the builder while it runs, else -1 */
 	bool started;      /* [L] the job owns the build (and frees it) */
 	bool cancelled;    /* [L] by build_cancel: no more context is taken, its builder is told */
+	bool made;         /* the builder said "done": the template was made */
 };
 
 static void remove_dir(const char *dir)
@@ -261,6 +263,7 @@ static void relay(struct build *b, int fd)
 		ssize_t n = read(fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
+		b->made = b->made || (n > 0 && memmem(buf, (size_t)n, "{\"type\":\"done\"", 14)); /* its last event */
 		daemon_lock(d);
 		if (n > 0 && b->op) {
 			buf_put(&b->op->out, buf, (size_t)n);
@@ -304,6 +307,7 @@ static void build_job(struct job *j)
 		argv[argc++] = (char *)json_string_value(a);
 	}
 	argv[argc] = NULL;
+	int64_t t0 = mono_ms();
 	int pipefd[2] = { -1, -1 }, logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	pid_t pid = pipe2(pipefd, O_CLOEXEC) < 0 ? -errno : spawn_start_keep(argv, NULL, 0, pipefd[1], logfd);
 	if (pipefd[1] >= 0)
@@ -327,7 +331,9 @@ static void build_job(struct job *j)
 	daemon_unlock(d);
 	if (pid > 0) {
 		log_info("building template %s (%s)", b->name, b->dir);
+		stats_add(d->stats, STATS_BUILDS_STARTED, 1);
 		relay(b, pipefd[0]);
+		stats_build_done(d->stats, b->made, (mono_ms() - t0) * 1000000);
 	}
 	if (pipefd[0] >= 0)
 		close(pipefd[0]);

@@ -19,6 +19,7 @@
 
 #include "daemon/base/log.h"
 #include "daemon/core/proc.h"
+#include "daemon/core/stats.h"
 
 /* Connections to resume once this thread drops d->lock. */
 static __thread struct MHD_Connection *to_resume[256];
@@ -58,6 +59,7 @@ static void count_hold(void)
 
 int daemon_wait(struct daemon *d, const struct timespec *until)
 {
+	stats_lock_held(d->stats, mono_ns() - held_since_ns);
 	count_hold();
 	int rc = pthread_cond_timedwait(&d->cond, &d->lock, until);
 	held_since_ns = mono_ns();
@@ -79,6 +81,7 @@ void daemon_unlock(struct daemon *d)
 	unsigned n = n_resume;
 	memcpy(list, to_resume, n * sizeof(list[0]));
 	n_resume = 0;
+	stats_lock_held(d->stats, mono_ns() - held_since_ns);
 	count_hold();
 	pthread_mutex_unlock(&d->lock);
 	for (unsigned i = 0; i < n; i++)

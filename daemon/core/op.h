@@ -83,6 +83,8 @@ struct op {
 	struct err err;
 	int status;
 	json_t *json;
+	const char *content_type;   /* not NULL: the answer is out's bytes, of this type (not JSON) */
+	int64_t arrived_ns;         /* when the request came (api_metrics_now_ns) */
 
 	/* exec */
 	bool stream;                /* NDJSON events instead of one result */

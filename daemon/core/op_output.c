@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/core/stats.h"
 #include "lib/codec.h"
 
 /* Encodes one output chunk as an event line: text when it is UTF-8, unless it is
@@ -110,6 +111,7 @@ void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 		return;
 	}
 	int which = type == SP_A_STDERR;
+	stats_add(op->d->stats, STATS_EXEC_OUTPUT_BYTES, n);
 	if (op->stream) {
 		/* under either policy a connected reader misses nothing: what its client has not
 		 * taken yet holds back the process's credit (op_proc_credit) */

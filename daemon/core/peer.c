@@ -20,6 +20,7 @@
 #include "daemon/core/op.h"
 #include "daemon/core/proc.h"
 #include "daemon/core/isolation.h"
+#include "daemon/core/stats.h"
 #include "daemon/driver/driver.h"
 
 #define ANY (CHAN_IN(CHAN_GREETED) | CHAN_IN(CHAN_READY))
@@ -110,6 +111,8 @@ static int on_hello(void *ctx, const struct frame *f, char *why)
 	sb->peer.features = 0;
 	if (f->len >= sizeof(h) + sizeof(struct sp_hello_ext))
 		sb->peer.features = frame_get_u32(f->payload + sizeof(h) + offsetof(struct sp_hello_ext, features));
+	if (sb->peer.boot_id) /* it said hello before: a reconnection */
+		stats_add(sb->d->stats, STATS_AGENT_RECONNECTS, 1);
 	sb->peer.boot_id = h.boot_id;
 	sb->peer.ping_ms = 0;
 	/* A fresh connection starts every window afresh: nothing is owed. */

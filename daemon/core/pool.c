@@ -15,6 +15,7 @@
 #include "daemon/core/peer.h"
 #include "daemon/core/quota.h"
 #include "daemon/core/sandbox.h"
+#include "daemon/core/stats.h"
 #include "daemon/driver/disk.h"
 #include "daemon/driver/driver.h"
 #include "daemon/net/net.h"
@@ -353,6 +354,8 @@ int pool_claim(struct daemon *d, const struct sb_config *cfg, struct op *op, str
 		    p->memory_mb == cfg->memory_mb && p->disk_mb == cfg->disk_mb)
 			sb = s;
 	}
+	if (!sb && d->npools)
+		stats_add(d->stats, STATS_POOL_MISSES, 1);
 	if (!sb)
 		return 0;
 	if (sandbox_room(d, cfg->tenant, e) < 0)
@@ -369,6 +372,7 @@ int pool_claim(struct daemon *d, const struct sb_config *cfg, struct op *op, str
 		return rc;
 	}
 	d->pools[sb->pool - 1].claims++;
+	stats_add(d->stats, STATS_POOL_HITS, 1);
 	sb->pool = -1; /* hidden until the claim is recorded */
 	return 1;
 }

@@ -41,6 +41,7 @@
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
 #include "daemon/core/op.h"
+#include "daemon/core/stats.h"
 #include "daemon/net/net.h"
 #include "daemon/net/policy.h"
 
@@ -145,6 +146,7 @@ static void refuse(struct dns *r, const uint8_t *q, size_t n, const struct socka
 {
 	uint8_t out[NET_DNS_MSG_MAX];
 	size_t len = dns_refused(q, n, out, sizeof(out));
+	stats_add(r->d->stats, STATS_DNS_REFUSED, 1);
 	if (len)
 		reply(r, out, len, to);
 }
@@ -163,6 +165,7 @@ static void on_question(struct dns *r)
 	struct asker a = who(r->d, &from, parsed ? name : NULL);
 	if (!a.found)
 		return; /* not a sandbox of this spaced: no answer at all */
+	stats_add(r->d->stats, STATS_DNS_QUERIES, 1);
 	if (!parsed || a.verdict == NET_NAME_REFUSE || !r->upstream) {
 		refuse(r, msg, (size_t)n, &from);
 		return;
@@ -375,8 +378,10 @@ static void *tcp_main(void *arg)
 		struct asker a = who(r->d, &c->from, parsed ? name : NULL);
 		if (!a.found)
 			break;
+		stats_add(r->d->stats, STATS_DNS_QUERIES, 1);
 		ssize_t len;
 		if (!parsed || a.verdict == NET_NAME_REFUSE || !r->upstream) {
+			stats_add(r->d->stats, STATS_DNS_REFUSED, 1);
 			len = (ssize_t)dns_refused(q, (size_t)n, ans, NET_DNS_TCP_MSG_MAX);
 		} else {
 			len = ask_tcp(r, q, (size_t)n, ans);

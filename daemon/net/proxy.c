@@ -36,6 +36,7 @@
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/op.h"
 #include "daemon/core/sandbox.h"
+#include "daemon/core/stats.h"
 #include "daemon/net/net.h"
 #include "proto/agent.h"
 
@@ -152,6 +153,8 @@ static void answer(struct proxy *px, struct pconn *c, int status, const char *re
 static void refuse(struct proxy *px, struct pconn *c, int status, const char *reason, const char *extra,
 		   const char *body)
 {
+	if (status >= 400) /* not a redirect */
+		stats_add(px->d->stats, STATS_PROXY_REFUSED_REQUEST, 1);
 	if (c->state != P_PIPE) {
 		answer(px, c, status, reason, extra, body);
 		return;
@@ -554,7 +557,9 @@ static void on_accept(struct proxy *px)
 		int fd = accept4(px->lfd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
+		stats_add(px->d->stats, STATS_PROXY_CONNECTIONS, 1);
 		if (px->nconns >= PROXY_CONNS_MAX || conns_from(px, sa.sin_addr) >= PROXY_CONNS_PER_ADDR) {
+			stats_add(px->d->stats, STATS_PROXY_REFUSED_BUSY, 1);
 			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 			ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 			(void)w;

@@ -55,6 +55,10 @@ static const char *const steps[SCHEMA_VERSION] = {
 	"THEN name ELSE 'default' END WHERE tenant = ''",
 	/* '': made before ports had a token of their own; adoption makes one */
 	"ALTER TABLE sandboxes ADD COLUMN traffic_token TEXT NOT NULL DEFAULT ''",
+	/* the hashes of administrators' tokens (spaced token create --admin), which may read GET
+	 * /metrics: a table of its own, which a step run again (a database from before numbering)
+	 * finds there */
+	"CREATE TABLE IF NOT EXISTS admin_tokens(hash TEXT PRIMARY KEY)",
 };
 
 static int version(sqlite3 *db)

@@ -311,6 +311,24 @@ int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, siz
 	return found;
 }
 
+int store_token_set_admin(struct store *st, const char *hash_hex)
+{
+	return exec_args(st, "INSERT OR IGNORE INTO admin_tokens(hash) SELECT hash FROM tokens WHERE hash = ?", "s",
+			 hash_hex);
+}
+
+int store_token_admin(struct store *st, const char *hash_hex)
+{
+	sqlite3_stmt *stmt;
+	if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM admin_tokens WHERE hash = ?", -1, &stmt, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(stmt, 1, hash_hex, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(stmt);
+	int admin = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_finalize(stmt);
+	return admin;
+}
+
 int store_put_template(struct store *st, const char *name, const char *key, const char *path, const char *source,
 		       const char *config)
 {

@@ -69,6 +69,11 @@ int store_add_token(struct store *st, const char *hash_hex, const char *name, co
 /* 1 with its tenant in `tenant` if a token with this hash exists, 0 if not, -ENAMETOOLONG if
  * its tenant does not fit in n bytes, or -errno. Compares every stored hash in constant time. */
 int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, size_t n);
+/* Makes the token with this hash an administrator's (spaced token create --admin). 0 or -errno. */
+int store_token_set_admin(struct store *st, const char *hash_hex);
+/* 1 if the token with this hash is an administrator's, 0 if not or if there is no such token (call
+ * it for a token store_token_tenant took), or -errno. */
+int store_token_admin(struct store *st, const char *hash_hex);
 
 /* source: where it came from (packages, an image); config: its defaults, a JSON object
  * ({"env": {...}, "workdir", "user", "cmd": [...]}, each when known). */

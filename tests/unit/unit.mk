@@ -16,7 +16,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               lib/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
-              daemon/template/test_dockerfile_canon daemon/base/test_dir \
+              daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo \
               e2b/test_connect e2b/test_multipart daemon/core/test_entry
 
 UNIT_test_buf        := lib/buf.c
@@ -34,6 +34,10 @@ UNIT_LIBS_test_connect := -ljansson
 # on a real libmicrohttpd server on loopback
 UNIT_test_multipart      := e2b/multipart.c lib/buf.c
 UNIT_LIBS_test_multipart := -lmicrohttpd
+
+# the exposition format, and the counters written in it
+UNIT_test_expo        := daemon/base/expo.c daemon/core/stats.c lib/buf.c
+UNIT_LIBS_test_expo   :=
 
 UNIT_test_dir        := daemon/base/dir.c
 UNIT_LIBS_test_dir   :=
@@ -104,18 +108,18 @@ UNIT_test_identity      := agent/identity.c
 UNIT_LIBS_test_identity :=
 
 # test_api tests the route table (routes.c), which names every handler (api_sandbox.c, api_templates.c, api_ports.c,
-# api_exec.c, api_files.c); the handlers reach into the lifecycle, the snapshots, the agent
+# api_exec.c, api_files.c, api_metrics.c); the handlers reach into the lifecycle, the snapshots, the agent
 # channel, the store and the template cache, which bring most of the daemon. Only the HTTP
 # front end (http.c), the drivers and main.c stay out.
 UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
-                 daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/api/api_system.c daemon/core/build.c daemon/core/system.c \
+                 daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/api/api_system.c daemon/api/api_metrics.c daemon/core/build.c daemon/core/system.c \
                  daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/entry.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/sandbox_view.c daemon/core/sandbox_live.c daemon/core/sandbox_create.c \
                  daemon/core/sandbox_net.c daemon/core/sandbox_adopt.c daemon/core/ready.c daemon/core/pool.c \
                  daemon/core/snapshot.c daemon/core/template_rm.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
                  daemon/core/metrics.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
-                 daemon/base/hash.c \
+                 daemon/base/hash.c daemon/base/expo.c daemon/core/stats.c \
                  daemon/store/store.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/store/cache_prune.c daemon/base/dir.c \
                  daemon/net/net.c daemon/net/net_ns.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread

@@ -467,9 +467,18 @@ static void test_tokens(void **state)
 	assert_int_equal(store_token_tenant(fx->st, HASH_B, fits, sizeof(fits)), 1);
 	assert_string_equal(fits, "globex");
 
+	/* an administrator's token is one only once made so, and stays one */
+	assert_int_equal(store_token_admin(fx->st, HASH_A), 0);
+	assert_int_equal(store_token_set_admin(fx->st, HASH_A), 0);
+	assert_int_equal(store_token_admin(fx->st, HASH_A), 1);
+	assert_int_equal(store_token_admin(fx->st, HASH_B), 0);
+	assert_int_equal(store_token_admin(fx->st, wrong), 0);
+
 	reopen(fx);
 	assert_int_equal(store_token_tenant(fx->st, HASH_A, tenant, sizeof(tenant)), 1);
 	assert_string_equal(tenant, "acme");
+	assert_int_equal(store_token_admin(fx->st, HASH_A), 1);
+	assert_int_equal(store_token_admin(fx->st, HASH_B), 0);
 }
 
 static void test_templates(void **state)
