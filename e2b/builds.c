@@ -36,6 +36,7 @@ struct gw_build {
 	size_t step_from;            /* [lock] the log's entry where the current step began */
 	int step;                    /* [lock] the E2B step being done (0: the base, -1: the end) */
 	int64_t ended_ms;            /* [lock] when it became READY or FAILED, 0 before */
+	int64_t asked_ms;            /* when it was asked for */
 	char partial[GW_BUILD_LINE_MAX]; /* [lock] output after its last line break */
 	size_t partial_len;
 	bool partial_err;            /* [lock] it came from stderr */
@@ -199,25 +200,44 @@ static void build_free(struct gw_build *b)
 	free(b);
 }
 
-/* Puts b in the table, forgetting the oldest finished build when it is full: 0, or -EBUSY when
- * every slot holds a build that has not ended. */
+/* When b stopped needing its place in the table: when it ended, or, asked for and never started,
+ * GW_BUILD_ASKED_S after it was asked for; 0 while it needs it. Lock held. */
+static int64_t done_ms(const struct gw_build *b, int64_t now)
+{
+	if (b->ended_ms)
+		return b->ended_ms;
+	bool idle = b->state == ASKED && b->context == -1 && now - b->asked_ms > GW_BUILD_ASKED_S * 1000L;
+	return idle ? b->asked_ms : 0;
+}
+
+/* Puts b in the table, forgetting the build that stopped needing its place first when it is
+ * full: 0, -EDQUOT when b's key has GW_BUILDS_PER_KEY that need theirs, or -EBUSY when every
+ * place is needed. */
 static int build_add(struct gw_builds *t, struct gw_build *b)
 {
 	pthread_mutex_lock(&t->lock);
-	int slot = -1;
-	for (int i = 0; i < GW_BUILDS_MAX && slot < 0; i++)
-		if (!t->all[i])
+	int64_t now = gw_mono_ms();
+	int slot = -1, free_slot = -1, mine = 0;
+	for (int i = 0; i < GW_BUILDS_MAX; i++) {
+		struct gw_build *x = t->all[i];
+		if (!x) {
+			free_slot = i;
+			continue;
+		}
+		int64_t done = done_ms(x, now);
+		mine += !done && strcmp(x->owner, b->owner) == 0;
+		if (done && (slot < 0 || done < done_ms(t->all[slot], now)))
 			slot = i;
-	for (int i = 0; i < GW_BUILDS_MAX && slot < 0; i++)
-		if (t->all[i]->ended_ms && (slot < 0 || t->all[i]->ended_ms < t->all[slot]->ended_ms))
-			slot = i;
-	if (slot >= 0) {
+	}
+	int rc = mine >= GW_BUILDS_PER_KEY ? -EDQUOT : free_slot >= 0 || slot >= 0 ? 0 : -EBUSY;
+	if (rc == 0) {
+		slot = free_slot >= 0 ? free_slot : slot;
 		if (t->all[slot])
 			build_free(t->all[slot]);
 		t->all[slot] = b;
 	}
 	pthread_mutex_unlock(&t->lock);
-	return slot >= 0 ? 0 : -EBUSY;
+	return rc;
 }
 
 /* ---- names ---- */
@@ -413,6 +433,7 @@ static enum MHD_Result request_build(struct req *r)
 	}
 	b->context = -1;
 	b->gw = r->gw;
+	b->asked_ms = gw_mono_ms();
 	owner_of(r, b->owner);
 	rnd[6] = (rnd[6] & 0x0f) | 0x40;
 	rnd[8] = (rnd[8] & 0x3f) | 0x80;
@@ -443,10 +464,14 @@ static enum MHD_Result request_build(struct req *r)
 	}
 	json_t *out = json_pack("{s:s, s:s, s:o, s:[s], s:O, s:b}", "templateID", b->tpl, "buildID", b->id, "tags", tags,
 				"aliases", b->tpl, "names", b->names, "public", false);
-	if (build_add(r->gw->builds, b) < 0) {
+	int added = build_add(r->gw->builds, b);
+	if (added < 0) {
 		build_free(b);
 		json_decref(out);
-		return gw_error(r, 429, "%d builds are under way: wait for one to end", GW_BUILDS_MAX);
+		if (added == -EDQUOT)
+			return gw_error(r, 429, "this key has %d builds asked for or under way: wait for one to end",
+					GW_BUILDS_PER_KEY);
+		return gw_error(r, 429, "%d builds are asked for or under way: wait for one to end", GW_BUILDS_MAX);
 	}
 	return gw_json(r, 202, out);
 }

@@ -15,7 +15,8 @@
  * events become the build's log. Everything is the key's: a build, an upload, a template built
  * through E2B (LABEL e2b.owner: the key's owner id) are another key's 404, and a name held by
  * the operator's or another key's template is refused (403). Builds live in the front's
- * memory: at most GW_BUILDS_MAX, the oldest finished one forgotten for a new one.
+ * memory: at most GW_BUILDS_MAX, GW_BUILDS_PER_KEY of one key not ended; the one that ended
+ * first (or was asked for GW_BUILD_ASKED_S ago and never started) is forgotten for a new one.
  *
  * Threads: a build runs in a thread of its own; gw_builds.lock guards the table and every
  * build's state and log.
@@ -29,6 +30,8 @@
 #include "e2b/gateway.h"
 
 #define GW_BUILDS_MAX 64              /* builds the front keeps (running ones and finished) */
+#define GW_BUILDS_PER_KEY 16          /* of them, asked for or running, of one key */
+#define GW_BUILD_ASKED_S 3600         /* a build asked for and not started is forgotten after this */
 #define GW_BUILD_LOG_MAX 10000        /* log entries of one build; later ones are dropped, and said so */
 #define GW_BUILD_LINE_MAX 4096        /* bytes of one log entry's message; longer lines are cut */
 #define GW_BUILD_REASON_LINES 20      /* the failed step's last log lines in its error */

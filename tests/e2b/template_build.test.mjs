@@ -183,3 +183,16 @@ test('limits: a template has at most 256 steps (RECIPE_STEPS_MAX)', async () => 
   const { body } = await spaced('GET', `/v1/templates/e2b-steps-${word}`)
   assert.equal(body.config.env.STEP, '255')
 })
+
+test('limits: a key has at most 16 builds asked for or under way (GW_BUILDS_PER_KEY); others still build', async () => {
+  const word = uniq()
+  const ask = (key, i) => fetch(`${process.env.E2B_API_URL}/v3/templates`, {
+    method: 'POST', headers: { 'X-API-KEY': key }, body: JSON.stringify({ name: `e2b-ask-${word}-${i}` })
+  })
+  // the other key's: none of the tests before left one of its builds waiting
+  for (let i = 0; i < 16; i++) assert.equal((await ask(other, i)).status, 202)
+  const over = await ask(other, 16)
+  assert.equal(over.status, 429)
+  assert.match((await over.json()).message, /this key has 16 builds asked for or under way/)
+  assert.equal((await ask(process.env.E2B_API_KEY, 17)).status, 202)
+})
