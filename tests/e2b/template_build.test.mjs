@@ -1,13 +1,15 @@
 // tests/e2b/template_build.test.mjs - templates built through the unmodified SDK's template
-// builder (Template().runCmd/copy/setEnvs/setWorkdir/setStartCmd, Template.build,
+// builder (Template().runCmd/copy/setEnvs/setWorkdir/setStartCmd, fromImage, Template.build,
 // buildInBackground, getBuildStatus) on spaced's own builds, then started by alias; a failing
 // step's BuildError with its log; the step cache shared with a second build; what is refused;
-// and another key's view of it all.
+// another key's view of it all; the limits at their edges.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { spawn } from 'node:child_process'
+import readline from 'node:readline'
 import { e2b, poll, Sandbox, spaced, uniq } from './helpers.mjs'
 
 const { Template, BuildError, waitForFile } = e2b
@@ -182,6 +184,39 @@ test('limits: a template has at most 256 steps (RECIPE_STEPS_MAX)', async () => 
   await Template.build(steps(256), `e2b-steps-${word}`)
   const { body } = await spaced('GET', `/v1/templates/e2b-steps-${word}`)
   assert.equal(body.config.env.STEP, '255')
+})
+
+// A registry on loopback with a busybox image (registry.py): its reference and a stop().
+async function localRegistry () {
+  const p = spawn('/usr/bin/python3', [new URL('registry.py', import.meta.url).pathname],
+    { stdio: ['pipe', 'pipe', 'inherit'] })
+  const lines = readline.createInterface({ input: p.stdout })
+  const ended = new Promise((resolve) => p.on('exit', resolve))
+  for await (const line of lines) {
+    if (line.startsWith('ready ')) return { ref: line.slice(6), stop: () => { p.stdin.end(); return ended } }
+  }
+  throw new Error(`registry.py ended without a registry (${await ended})`)
+}
+
+test('fromImage: an image from a registry (on loopback here) is the base, its steps run on it', async () => {
+  const word = uniq()
+  const name = `e2b-image-${word}`
+  const reg = await localRegistry()
+  try {
+    const logs = []
+    await Template.build(Template().fromImage(reg.ref).runCmd(`echo ${word} > /tmp/made`), name,
+      { onBuildLogs: (e) => logs.push(e.message) })
+    assert.ok(logs.some((m) => m.includes(`FROM ${reg.ref}: importing the image`)), logs.join('\n'))
+    const sb = await Sandbox.create(name, { timeoutMs: 60_000 })
+    try {
+      assert.equal(await sb.files.read('/etc/second.txt'), 'from the second layer\n') // the image's
+      assert.equal(await sb.files.read('/tmp/made'), `${word}\n`) // the step's
+    } finally {
+      await Sandbox.kill(sb.sandboxId).catch(() => {})
+    }
+  } finally {
+    await reg.stop()
+  }
 })
 
 test('limits: a key has at most 16 builds asked for or under way (GW_BUILDS_PER_KEY); others still build', async () => {
