@@ -132,6 +132,16 @@ test('what the front refuses, before anything runs', async () => {
   assert.match((await start.json()).message, /were not uploaded/)
 })
 
+test('a start command that ends before its ready command passes fails the create, with its output', async () => {
+  const word = uniq()
+  const name = `e2b-nostart-${word}`
+  await Template.build(Template().fromBaseImage().setStartCmd(`echo gave-up-${word}; exit 7`, 'false'), name)
+  await assert.rejects(Sandbox.create(name, { timeoutMs: 60_000, metadata: { t: word } }),
+    (e) => /422/.test(e.message) && e.message.includes(`gave-up-${word}`))
+  const left = (await spaced('GET', '/v1/sandboxes')).body.sandboxes.filter((x) => x.metadata?.t === word)
+  assert.deepEqual(left, []) // the sandbox went
+})
+
 // The status of build bg once it ended.
 async function ended (bg) {
   return poll(async () => {
