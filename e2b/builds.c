@@ -588,10 +588,12 @@ bool builds_upload(struct req *r, const char *data, size_t n)
 	return true;
 }
 
-static enum MHD_Result upload_end(struct req *r, const char *tpl)
+static enum MHD_Result upload_end(struct req *r, const char *tpl, const char *hash)
 {
 	struct upload *u = r->upload;
 	char owner[GW_BUILD_OWNER_LEN + 1];
+	if (!hash_ok(hash))
+		return gw_error(r, 400, "a files hash is 1 to %d lower-case hex digits", RECIPE_HASH_MAX);
 	owner_of(r, owner);
 	pthread_mutex_lock(&r->gw->builds->lock);
 	bool known = build_find(r->gw->builds, tpl, NULL, owner);
@@ -624,9 +626,13 @@ static enum MHD_Result trigger(struct req *r, const char *tpl, const char *id)
 	if (!asked)
 		return gw_error(r, 409, "build %s was started already", id);
 	json_t *body = control_body(r);
+	const char *from = json_string_value(json_object_get(body, "fromTemplate"));
 	int rc = body ? recipe_dockerfile(body, owner, control_template, &b->recipe, msg, sizeof(msg)) : -EINVAL;
 	if (!body)
 		snprintf(msg, sizeof(msg), "the body is not a JSON object");
+	/* another key's template is not there for this one, as a base either */
+	if (rc == 0 && from && !templates_visible(r, &r->gw->up, control_template(from)))
+		rc = -EINVAL, snprintf(msg, sizeof(msg), "fromTemplate: template %s not found", from);
 	json_decref(body);
 	int fd = rc < 0 ? -1 : open(t->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (rc == 0 && fd < 0)
@@ -697,7 +703,7 @@ bool builds_route(struct req *r, enum MHD_Result *rc)
 	if (post && strcmp(r->url, "/v3/templates") == 0)
 		return *rc = request_build(r), true;
 	if (files_path(r->url, buf, sizeof(buf), &tpl, &hash) && (get || strcmp(m, "PUT") == 0))
-		return *rc = get ? file_link(r, tpl, hash) : upload_end(r, tpl), true;
+		return *rc = get ? file_link(r, tpl, hash) : upload_end(r, tpl, hash), true;
 	int k = segments(r->url, buf, sizeof(buf), seg, 5);
 	/* /v2/templates/{id}/builds/{build} */
 	if (post && k == 5 && !strcmp(seg[0], "v2") && !strcmp(seg[1], "templates") && !strcmp(seg[3], "builds"))

@@ -219,6 +219,8 @@ static int base_write(struct out *o, const json_t *tpl, const char *(*base)(cons
 		return fprintf(o->f, "FROM space:default\n") < 0 ? -ENOMEM : 0;
 	if (!plain(image) || strchr(image, ' '))
 		return fail(msg, n, EINVAL, "fromImage must name an image");
+	if (strncmp(image, "space:", 6) == 0)
+		return fail(msg, n, EINVAL, "fromImage(\"%s\") names a space template: fromTemplate names those", image);
 	return fprintf(o->f, "FROM %s\n", image) < 0 ? -ENOMEM : 0;
 }
 

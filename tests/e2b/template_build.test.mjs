@@ -74,9 +74,20 @@ test('a template built with the SDK starts sandboxes by its alias, with its file
   assert.ok(steps.every((m) => m.endsWith('(cached)')), again.join('\n'))
   assert.ok(!again.includes(`ran-${word}`), again.join('\n'))
 
-  // another key does not see it, cannot start from it and cannot build over it
+  // fromTemplate: a template of the key's own is a base
+  await Template.build(Template().fromTemplate(name).runCmd('cp /opt/made /opt/again'), `${name}-on`)
+  const on = await Sandbox.create(`${name}-on`, { timeoutMs: 60_000 })
+  try {
+    assert.equal((await on.files.read('/opt/again')).trim(), `built-${word}`)
+  } finally {
+    await Sandbox.kill(on.sandboxId).catch(() => {})
+  }
+
+  // another key does not see it, cannot start from it, build on it or build over it
   assert.equal(await Template.aliasExists(name, { apiKey: other }), false)
   await assert.rejects(Sandbox.create(name, { apiKey: other }), /not found/)
+  await assert.rejects(Template.build(Template().fromTemplate(name).runCmd('true'), `e2b-on-${word}`, { apiKey: other }),
+    (e) => e instanceof BuildError && /fromTemplate: template .* not found/.test(e.message))
   await assert.rejects(Template.build(Template().fromBaseImage().runCmd('true'), name, { apiKey: other }),
     (e) => e instanceof BuildError && /403: template .* is not yours/.test(e.message))
   assert.equal(await Template.aliasExists(name), true)
@@ -114,6 +125,8 @@ test('what the front refuses, before anything runs', async () => {
     (e) => e instanceof BuildError && /skipCache is not offered/.test(e.message))
   await assert.rejects(Template.build(Template().fromImage('debian:12', { username: 'u', password: 'p' }).runCmd('true'),
     `e2b-cred-${word}`), (e) => e instanceof BuildError && /registry credentials .* not offered/.test(e.message))
+  await assert.rejects(Template.build(Template().fromImage('space:default').runCmd('true'), `e2b-space-${word}`),
+    (e) => e instanceof BuildError && /names a space template: fromTemplate names those/.test(e.message))
   await assert.rejects(Template.build(Template().fromBaseImage().runCmd('true'), 'default'),
     (e) => e instanceof BuildError && /space's default template/.test(e.message))
   await assert.rejects(Template.build(Template().fromBaseImage().runCmd('true'), 'bad name!'),
