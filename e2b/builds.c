@@ -17,43 +17,10 @@
 
 #include <openssl/evp.h>
 
+#include "e2b/buildrun.h"
 #include "e2b/recipe.h"
 
-#define NAME_MAX_LEN 63 /* bytes of a template's name with its tag (docs/templates.md) */
-
-enum state { ASKED, BUILDING, WAITING, READY, FAILED };
 static const char *const state_names[] = { "building", "building", "waiting", "ready", "error" };
-
-struct gw_build {
-	char id[37];                 /* a UUID, as E2B's */
-	char tpl[NAME_MAX_LEN + 1];  /* the template's id: its name without a tag */
-	char owner[GW_BUILD_OWNER_LEN + 1];
-	json_t *names;               /* the names the build records, NAME[:TAG] */
-	enum state state;            /* [lock] */
-	json_t *log;                 /* [lock] {timestamp, level, message, step} */
-	bool cut;                    /* [lock] GW_BUILD_LOG_MAX reached */
-	json_t *reason;              /* [lock] when FAILED */
-	size_t step_from;            /* [lock] the log's entry where the current step began */
-	int step;                    /* [lock] the E2B step being done (0: the base, -1: the end) */
-	int64_t ended_ms;            /* [lock] when it became READY or FAILED, 0 before */
-	int64_t asked_ms;            /* when it was asked for */
-	char partial[GW_BUILD_LINE_MAX]; /* [lock] output after its last line break */
-	size_t partial_len;
-	bool partial_err;            /* [lock] it came from stderr */
-	bool partial_cut;            /* [lock] the line was entered cut: the rest of it is dropped */
-	/* the run's own, untouched by others once it started */
-	struct recipe recipe;
-	int context;                 /* the build context's file */
-	struct gw *gw;
-};
-
-/* An upload under way (r->upload). */
-struct upload {
-	int fd;
-	char part[512], final[512];
-	long long bytes;
-	bool too_large, failed;
-};
 
 int builds_init(struct gw_builds *b)
 {
@@ -102,82 +69,6 @@ static void owner_of(struct req *r, char out[GW_BUILD_OWNER_LEN + 1])
 	builds_owner(gw_header(r, "X-API-KEY"), out);
 }
 
-/* ---- the log ---- */
-
-/* Appends a log entry (level "info" or "error") to b; lock held. */
-static void log_add(struct gw_build *b, const char *level, const char *text, size_t len)
-{
-	if (b->cut)
-		return;
-	char now[40], msg[GW_BUILD_LINE_MAX + 1];
-	struct timespec ts;
-	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	size_t k = strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(now + k, sizeof(now) - k, ".%03ldZ", ts.tv_nsec / 1000000);
-	if (json_array_size(b->log) == GW_BUILD_LOG_MAX - 1) {
-		b->cut = true;
-		snprintf(msg, sizeof(msg), "(the log is cut here: a build keeps %d entries)", GW_BUILD_LOG_MAX);
-		level = "warn";
-	} else {
-		if (len > GW_BUILD_LINE_MAX)
-			len = GW_BUILD_LINE_MAX;
-		memcpy(msg, text, len);
-		msg[len] = '\0';
-	}
-	json_t *e = json_pack("{s:s, s:s, s:s}", "timestamp", now, "level", level, "message", msg);
-	if (e && b->step >= 0) {
-		char step[16];
-		snprintf(step, sizeof(step), "%d", b->step);
-		json_object_set_new(e, "step", json_string(b->step == 0 ? "base" : step));
-	}
-	json_array_append_new(b->log, e);
-}
-
-/* Each line of text (a message) as a log entry; lock held. */
-static void log_lines(struct gw_build *b, const char *level, const char *text)
-{
-	while (text && *text) {
-		size_t len = strcspn(text, "\n");
-		log_add(b, level, text, len);
-		text += len + (text[len] == '\n');
-	}
-}
-
-/* The output kept after its last line break, as an entry of its own; lock held. */
-static void output_flush(struct gw_build *b)
-{
-	if (b->partial_len)
-		log_add(b, b->partial_err ? "error" : "info", b->partial, b->partial_len);
-	b->partial_len = 0;
-	b->partial_cut = false;
-}
-
-/* A piece of a step's output: each line an entry, as it ends (a line over GW_BUILD_LINE_MAX
- * bytes is cut there, the rest of it dropped); lock held. */
-static void output_add(struct gw_build *b, bool err, const char *data)
-{
-	if (err != b->partial_err)
-		output_flush(b);
-	b->partial_err = err;
-	for (; data && *data; data++) {
-		if (*data == '\n') {
-			if (!b->partial_cut)
-				log_add(b, err ? "error" : "info", b->partial, b->partial_len);
-			b->partial_len = 0;
-			b->partial_cut = false;
-		} else if (!b->partial_cut) {
-			b->partial[b->partial_len++] = *data;
-			if (b->partial_len == GW_BUILD_LINE_MAX) {
-				log_add(b, err ? "error" : "info", b->partial, b->partial_len);
-				b->partial_len = 0;
-				b->partial_cut = true;
-			}
-		}
-	}
-}
-
 /* ---- the table ---- */
 
 static struct gw_build *build_find(struct gw_builds *t, const char *tpl, const char *id, const char *owner)
@@ -206,7 +97,7 @@ static int64_t done_ms(const struct gw_build *b, int64_t now)
 {
 	if (b->ended_ms)
 		return b->ended_ms;
-	bool idle = b->state == ASKED && b->context == -1 && now - b->asked_ms > GW_BUILD_ASKED_S * 1000L;
+	bool idle = b->state == BUILDRUN_ASKED && b->context == -1 && now - b->asked_ms > GW_BUILD_ASKED_S * 1000L;
 	return idle ? b->asked_ms : 0;
 }
 
@@ -262,8 +153,8 @@ static int names_of(const json_t *body, json_t *names, char *tpl, size_t tpl_n, 
 {
 	const char *name = json_string_value(json_object_get(body, "name"));
 	const json_t *tags = json_object_get(body, "tags");
-	if (!name || strlen(name) > NAME_MAX_LEN)
-		return snprintf(msg, n, "name must be NAME or NAME:TAG, at most %d bytes", NAME_MAX_LEN), -EINVAL;
+	if (!name || strlen(name) > GW_BUILD_NAME_MAX)
+		return snprintf(msg, n, "name must be NAME or NAME:TAG, at most %d bytes", GW_BUILD_NAME_MAX), -EINVAL;
 	size_t base = strcspn(name, ":");
 	if (!name_part(name, base, false) || (name[base] && !name_part(name + base + 1, strlen(name + base + 1), true)))
 		return snprintf(msg, n, "name must be NAME or NAME:TAG: NAME [A-Za-z0-9][A-Za-z0-9._-]*, TAG "
@@ -275,120 +166,18 @@ static int names_of(const json_t *body, json_t *names, char *tpl, size_t tpl_n, 
 		return snprintf(msg, n, "tags must be an array of tags"), -EINVAL;
 	size_t i;
 	const json_t *t;
-	char full[NAME_MAX_LEN * 2 + 2];
+	char full[GW_BUILD_NAME_MAX * 2 + 2];
 	if (name[base] || json_array_size(tags) == 0)
 		json_array_append_new(names, json_string(strcmp(name + base, ":latest") == 0 ? tpl : name));
 	json_array_foreach(tags, i, t) {
 		const char *tag = json_string_value(t);
-		if (!tag || !name_part(tag, strlen(tag), true) || base + 1 + strlen(tag) > NAME_MAX_LEN)
+		if (!tag || !name_part(tag, strlen(tag), true) || base + 1 + strlen(tag) > GW_BUILD_NAME_MAX)
 			return snprintf(msg, n, "a tag is [A-Za-z0-9_][A-Za-z0-9._-]*, and NAME:TAG at most %d bytes",
-					NAME_MAX_LEN), -EINVAL;
+					GW_BUILD_NAME_MAX), -EINVAL;
 		snprintf(full, sizeof(full), strcmp(tag, "latest") == 0 ? "%s" : "%s:%s", tpl, tag);
 		json_array_append_new(names, json_string(full));
 	}
 	return 0;
-}
-
-/* ---- the run ---- */
-
-static int on_event(json_t *ev, void *arg)
-{
-	struct gw_build *b = arg;
-	struct gw_builds *t = b->gw->builds;
-	const char *type = json_string_value(json_object_get(ev, "type"));
-	pthread_mutex_lock(&t->lock);
-	if (type && strcmp(type, "output") != 0 && strcmp(type, "keepalive") != 0)
-		output_flush(b);
-	if (type && strcmp(type, "step") == 0) {
-		json_int_t line = json_integer_value(json_object_get(ev, "line"));
-		b->step = line >= 1 && (size_t)line <= b->recipe.n_lines ? b->recipe.step_of_line[line - 1] : -1;
-		b->step_from = json_array_size(b->log);
-		b->state = BUILDING;
-		char text[GW_BUILD_LINE_MAX];
-		snprintf(text, sizeof(text), "[%d/%d] %s%s", (int)json_integer_value(json_object_get(ev, "step")),
-			 (int)json_integer_value(json_object_get(ev, "steps")),
-			 json_string_value(json_object_get(ev, "text")) ?: "",
-			 json_is_true(json_object_get(ev, "cached")) ? " (cached)" : "");
-		log_add(b, "info", text, strlen(text));
-	} else if (type && strcmp(type, "output") == 0) {
-		const char *stream = json_string_value(json_object_get(ev, "stream"));
-		output_add(b, stream && strcmp(stream, "stderr") == 0, json_string_value(json_object_get(ev, "data")));
-	} else if (type && strcmp(type, "waiting") == 0) {
-		b->state = WAITING;
-		log_lines(b, "info", json_string_value(json_object_get(ev, "message")));
-	} else if (type && strcmp(type, "error") == 0 && !b->reason) {
-		const char *m = json_string_value(json_object_get(json_object_get(ev, "error"), "message"));
-		log_lines(b, "error", m ? m : "the build failed");
-		/* the failed step's error with its last lines of output, which the SDK's BuildError carries */
-		size_t n = json_array_size(b->log), from = b->step_from;
-		if (n - from > GW_BUILD_REASON_LINES)
-			from = n - GW_BUILD_REASON_LINES;
-		json_t *entries = json_array();
-		char *text = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&text, &len);
-		if (f)
-			fprintf(f, "%s", m ? m : "the build failed");
-		for (size_t i = from; i < n; i++) {
-			json_t *e = json_array_get(b->log, i);
-			json_array_append(entries, e);
-			if (f && i + 1 < n) /* the last is the error itself */
-				fprintf(f, "\n%s", json_string_value(json_object_get(e, "message")));
-		}
-		if (f)
-			fclose(f);
-		char step[16];
-		snprintf(step, sizeof(step), "%d", b->step);
-		b->reason = json_pack("{s:s, s:o}", "message", text ? text : "the build failed", "logEntries", entries);
-		if (b->step >= 0)
-			json_object_set_new(b->reason, "step", json_string(b->step == 0 ? "base" : step));
-		free(text);
-	}
-	pthread_mutex_unlock(&t->lock);
-	return 0;
-}
-
-static void *build_run(void *arg)
-{
-	struct gw_build *b = arg;
-	struct gw_builds *t = b->gw->builds;
-	struct client c = b->gw->up; /* as the administrator: a tenant's token cannot build */
-	bool ok = true;
-	size_t i;
-	json_t *name;
-	json_array_foreach(b->names, i, name) {
-		char *q = client_escape(json_string_value(name)), path[256];
-		snprintf(path, sizeof(path), "/v1/templates?name=%s", q ? q : "");
-		free(q);
-		pthread_mutex_lock(&t->lock);
-		b->step = 0;
-		char text[128];
-		snprintf(text, sizeof(text), "building template %s", json_string_value(name));
-		log_add(b, "info", text, strlen(text));
-		pthread_mutex_unlock(&t->lock);
-		struct client_err e = { 0 };
-		struct client_stream_ops ops = { .event = on_event, .wake_fd = -1, .arg = b };
-		int rc = lseek(b->context, 0, SEEK_SET) < 0 ? -errno
-			 : client_stream_upload(&c, "POST", path, "application/x-tar", b->context, &ops, &e);
-		pthread_mutex_lock(&t->lock);
-		if (rc < 0 && !b->reason) {
-			log_lines(b, "error", e.message[0] ? e.message : strerror(-rc));
-			b->reason = json_pack("{s:s, s:[]}", "message", e.message[0] ? e.message : strerror(-rc), "logEntries");
-		}
-		ok = !b->reason;
-		pthread_mutex_unlock(&t->lock);
-		if (!ok)
-			break;
-	}
-	close(b->context);
-	pthread_mutex_lock(&t->lock);
-	output_flush(b);
-	b->step = -1;
-	log_add(b, ok ? "info" : "error", ok ? "build finished" : "build failed", strlen(ok ? "build finished" : "build failed"));
-	b->state = ok ? READY : FAILED;
-	b->ended_ms = gw_mono_ms();
-	pthread_mutex_unlock(&t->lock);
-	return NULL;
 }
 
 /* ---- the routes ---- */
@@ -525,7 +314,7 @@ static bool files_path(const char *url, char *buf, size_t n, char **tpl, char **
 {
 	char *seg[4];
 	if (segments(url, buf, n, seg, 4) != 4 || strcmp(seg[0], "templates") || strcmp(seg[2], "files") ||
-	    strlen(seg[1]) > NAME_MAX_LEN)
+	    strlen(seg[1]) > GW_BUILD_NAME_MAX)
 		return false;
 	*tpl = seg[1];
 	*hash = seg[3];
@@ -617,7 +406,7 @@ static enum MHD_Result trigger(struct req *r, const char *tpl, const char *id)
 	owner_of(r, owner);
 	pthread_mutex_lock(&t->lock);
 	struct gw_build *b = build_find(t, tpl, id, owner);
-	bool asked = b && b->state == ASKED && b->context < 0;
+	bool asked = b && b->state == BUILDRUN_ASKED && b->context < 0;
 	if (asked)
 		b->context = -2; /* taken by this request */
 	pthread_mutex_unlock(&t->lock);
@@ -639,13 +428,9 @@ static enum MHD_Result trigger(struct req *r, const char *tpl, const char *id)
 		rc = -errno, snprintf(msg, sizeof(msg), "cannot make the build context: %s", strerror(errno));
 	if (rc == 0)
 		rc = recipe_archive(&b->recipe, t->dir, owner, fd, msg, sizeof(msg));
-	pthread_t th;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_mutex_lock(&t->lock);
 	b->context = fd;
-	if (rc == 0 && pthread_create(&th, &attr, build_run, b) != 0) {
+	if (rc == 0 && buildrun_start(b) < 0) {
 		rc = -EAGAIN;
 		snprintf(msg, sizeof(msg), "cannot start the build");
 	}
@@ -653,16 +438,9 @@ static enum MHD_Result trigger(struct req *r, const char *tpl, const char *id)
 		if (fd >= 0)
 			close(fd);
 		b->context = -1;
-		b->step = -1;
-		log_add(b, "error", msg, strlen(msg));
-		b->reason = json_pack("{s:s, s:[]}", "message", msg, "logEntries");
-		b->state = FAILED;
-		b->ended_ms = gw_mono_ms();
-	} else {
-		b->state = BUILDING;
+		buildrun_fail(b, msg);
 	}
 	pthread_mutex_unlock(&t->lock);
-	pthread_attr_destroy(&attr);
 	return rc < 0 ? gw_error(r, rc == -ENOMEM ? 500 : 400, "%s", msg) : gw_json(r, 202, NULL);
 }
 

@@ -18,8 +18,8 @@
  * memory: at most GW_BUILDS_MAX, GW_BUILDS_PER_KEY of one key not ended; the one that ended
  * first (or was asked for GW_BUILD_ASKED_S ago and never started) is forgotten for a new one.
  *
- * Threads: a build runs in a thread of its own; gw_builds.lock guards the table and every
- * build's state and log.
+ * Threads: a build runs in a thread of its own (buildrun.h); gw_builds.lock guards the table
+ * and every build's state and log.
  */
 #ifndef SPACE_E2B_BUILDS_H
 #define SPACE_E2B_BUILDS_H
@@ -36,6 +36,7 @@
 #define GW_BUILD_LINE_MAX 4096        /* bytes of one log entry's message; longer lines are cut */
 #define GW_BUILD_REASON_LINES 20      /* the failed step's last log lines in its error */
 #define GW_BUILD_UPLOAD_MAX (1L << 30) /* bytes of one upload of a COPY step's files */
+#define GW_BUILD_NAME_MAX 63         /* bytes of a template's name with its tag (docs/templates.md) */
 #define GW_BUILD_OWNER_LEN 16         /* hex digits of an owner id: SHA-256 of the key as a token */
 
 struct gw_build;

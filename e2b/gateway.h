@@ -5,7 +5,7 @@
  * A request with an E2b-Sandbox-Id header belongs to the sandbox plane (envd.c: health, files,
  * the Process and Filesystem services over Connect), every other to the control plane
  * (control.c: create, list, get, kill, timeout, pause, connect; snapshots.c: fork and snapshots;
- * templates.c: template look-ups). The control plane's
+ * templates.c: template look-ups; builds.c: template builds). The control plane's
  * X-API-KEY is a space token (e2b_<rest> is read as sp_<rest>); spaced is asked with it in
  * Space-Tenant-Token, so tenants apply as they do everywhere. The sandbox plane's
  * X-Access-Token is the sandbox's own access token, handed out as envdAccessToken.
