@@ -9,6 +9,7 @@
  * is spaced's "default".
  */
 #include "e2b/gateway.h"
+#include "e2b/builds.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -232,6 +233,11 @@ static enum MHD_Result create(struct req *r, struct client *c)
 			  sizeof(why)) < 0) {
 		json_decref(b);
 		return gw_error(r, 400, "%s", why);
+	}
+	if (tpl && !snapshots_is_id(tpl) && !templates_visible(r, c, control_template(tpl))) {
+		json_decref(b);
+		json_decref(egress);
+		return gw_error(r, 404, "template %s not found", tpl);
 	}
 	json_t *ask = json_pack("{s:i, s:i, s:s, s:b, s:b}", "timeout", 0, "lifetime", (int)timeout, "timeout_action",
 				pause ? "suspend" : "kill", "auto_resume", resume, "public_ports", public);
@@ -575,9 +581,13 @@ enum MHD_Result control_handle(struct req *r)
 	if (get && strcmp(u, "/snapshots") == 0)
 		return snapshots_list(r, c);
 	char id[GW_TEMPLATE_ID_MAX];
+	enum MHD_Result built;
+	if (builds_route(r, &built))
+		return built;
 	if (strcmp(u, "/templates/tags") == 0 && (post || strcmp(m, "DELETE") == 0))
-		return gw_error(r, 403, "template tags are not assigned or removed through E2B's API on space: templates "
-				"are the operator's (space template build -t NAME:TAG; docs/e2b.md)");
+		return gw_error(r, 403, "template tags are not assigned or removed through E2B's API on space: a tag is a "
+				"template of its own (NAME:TAG), and spaced gives a template no second name; build with the "
+				"tag instead (Template.build(t, 'NAME:TAG') or {tags}; docs/e2b.md)");
 	if (get && split_id(u, "/templates/aliases/", id, sizeof(id), &rest) && !*rest)
 		return templates_alias(r, c, id);
 	if (split_id(u, "/templates/", id, sizeof(id), &rest)) {

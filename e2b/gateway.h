@@ -5,7 +5,7 @@
  * A request with an E2b-Sandbox-Id header belongs to the sandbox plane (envd.c: health, files,
  * the Process and Filesystem services over Connect), every other to the control plane
  * (control.c: create, list, get, kill, timeout, pause, connect; snapshots.c: fork and snapshots;
- * templates.c: template look-ups). The control plane's
+ * templates.c: template look-ups; builds.c: template builds). The control plane's
  * X-API-KEY is a space token (e2b_<rest> is read as sp_<rest>); spaced is asked with it in
  * Space-Tenant-Token, so tenants apply as they do everywhere. The sandbox plane's
  * X-Access-Token is the sandbox's own access token, handed out as envdAccessToken.
@@ -54,6 +54,7 @@
 #define GW_THREAD_STACK (512 * 1024) /* a connection's or a stream worker's thread */
 
 struct gw_watchers;
+struct gw_builds;
 struct gw_conn;
 
 /* The connections the front holds (admit.c). */
@@ -66,6 +67,7 @@ struct gw_admit {
 struct gw {
 	struct client up;            /* spaced's Unix socket, as the administrator */
 	struct gw_watchers *watchers; /* the polling watchers (watch.h) */
+	struct gw_builds *builds;    /* template builds and their uploads (builds.h) */
 	/* The sandboxes' "domain" (the SDKs' sandboxDomain, from which getHost(port) makes
 	 * "<port>-<id>.<domain>"): spaced's port proxy as "<its domain>:<its port>", or "" (null)
 	 * when spaced runs none. */
@@ -175,11 +177,15 @@ enum MHD_Result snapshots_list(struct req *r, struct client *c);
 enum MHD_Result snapshots_delete(struct req *r, struct client *c, const char *sid);
 bool snapshots_is_id(const char *s);
 /* Templates (templates.c): aliasExists (GET /templates/aliases/{alias}) and getTags
- * (GET /templates/{id}/tags) from spaced's templates and the tenant's snapshots; assigning
- * or removing tags is refused (403: templates are the operator's). */
+ * (GET /templates/{id}/tags) from spaced's templates and the tenant's snapshots, leaving out
+ * those another key built through E2B; assigning or removing tags is refused (403: spaced gives
+ * a template no second name). */
 #define GW_TEMPLATE_ID_MAX 256 /* bytes of a template's, alias's or snapshot's id in a path, with its NUL */
 enum MHD_Result templates_alias(struct req *r, struct client *c, const char *alias);
 enum MHD_Result templates_tags(struct req *r, struct client *c, const char *name);
+/* Whether template name may be used by r's key (asked as c): true unless it is a template
+ * another key built through E2B (builds.h); one spaced does not have is left to spaced. */
+bool templates_visible(struct req *r, struct client *c, const char *name);
 enum MHD_Result envd_handle(struct req *r, const char *sbid);
 /* A chunk of a sandbox-plane request's body, before it is whole: true when it was taken (a
  * streamed upload), false when it is to be kept in r->body. */

@@ -22,6 +22,7 @@
 
 #include <curl/curl.h>
 
+#include "e2b/builds.h"
 #include "e2b/connect.h"
 #include "e2b/watch.h"
 
@@ -52,7 +53,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		if (sbid && envd_upload(r, upload_data, n))
+		if (sbid ? envd_upload(r, upload_data, n) : builds_upload(r, upload_data, n))
 			return MHD_YES;
 		if (r->body.len + n > GW_MAX_BODY)
 			r->too_large = true;
@@ -170,6 +171,12 @@ int main(int argc, char **argv)
 	static struct gw_watchers watchers;
 	watchers_init(&watchers);
 	gw.watchers = &watchers;
+	static struct gw_builds builds;
+	if (builds_init(&builds) < 0) {
+		fprintf(stderr, "space-e2b: cannot make a folder for template uploads: %s\n", strerror(errno));
+		return 1;
+	}
+	gw.builds = &builds;
 	struct client_err err = { 0 };
 	char host[600];
 	snprintf(host, sizeof(host), "unix://%s", sock);
@@ -204,6 +211,7 @@ int main(int argc, char **argv)
 	int sig;
 	sigwait(&set, &sig);
 	MHD_stop_daemon(d);
+	builds_fini(&builds);
 	client_fini(&gw.up);
 	curl_global_cleanup();
 	return 0;

@@ -5,14 +5,19 @@
  * spaced ("base" being "default") and for a snapshot of the key's tenant, by id or name (a
  * snapshot is a template in E2B); Template.getTags (GET /templates/{id}/tags) lists the tags
  * spaced's template names carry: NAME is NAME:latest, NAME:TAG a template of its own
- * (docs/templates.md). Templates are the operator's: assigning and removing tags is refused in
- * control.c.
+ * (docs/templates.md). A template another key built through E2B (builds.h) is left out of both,
+ * and a create from it is refused (templates_visible). Assigning and removing tags is refused in
+ * control.c: spaced gives a template no second name.
  */
 #include "e2b/gateway.h"
 
+#include "e2b/builds.h"
+
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* spaced's templates, or NULL with the answer queued in *rc. */
+/* spaced's templates r's key may see, or NULL with the answer queued in *rc. */
 static json_t *templates_of(struct req *r, struct client *c, enum MHD_Result *rc)
 {
 	json_t *all = NULL;
@@ -21,7 +26,29 @@ static json_t *templates_of(struct req *r, struct client *c, enum MHD_Result *rc
 		*rc = gw_error_from(r, &e);
 		return NULL;
 	}
+	char owner[GW_BUILD_OWNER_LEN + 1];
+	builds_owner(gw_header(r, "X-API-KEY"), owner);
+	json_t *list = json_object_get(all, "templates");
+	for (size_t i = json_array_size(list); i-- > 0;)
+		if (!builds_visible(json_array_get(list, i), owner))
+			json_array_remove(list, i);
 	return all;
+}
+
+bool templates_visible(struct req *r, struct client *c, const char *name)
+{
+	char path[GW_TEMPLATE_ID_MAX + 32], owner[GW_BUILD_OWNER_LEN + 1];
+	char *q = client_escape(name);
+	snprintf(path, sizeof(path), "/v1/templates/%s", q ? q : "");
+	free(q);
+	json_t *t = NULL;
+	struct client_err e = { 0 };
+	if (client_request(c, "GET", path, NULL, &t, &e) < 0)
+		return true;
+	builds_owner(gw_header(r, "X-API-KEY"), owner);
+	bool ok = builds_visible(t, owner);
+	json_decref(t);
+	return ok;
 }
 
 /* The tag of template name have under the name wanted (NAME), or NULL when it is not one of its. */
