@@ -3,10 +3,11 @@
  * /files takes multipart/form-data (multipart.h) and streams each part up to spaced as it
  * arrives, and the filesystem.Filesystem service's unary calls.
  *
- * The E2B user of a request (gw_user) goes with every call to spaced, which does the file
- * operation as that user. Without one, a relative path is taken from /work, space's default
- * working folder (as a command's cwd); with one, spaced takes it from the user's home and its
- * answers name the absolute path.
+ * The user a request acts as (users_of: the one it names, else envd's default user where the
+ * sandbox has that account) goes with every call to spaced, which does the file operation as
+ * that user, takes a relative path from the user's home and answers with absolute paths. In a
+ * sandbox without the default user, a call that names none is root's, and a relative path is
+ * taken from /work, space's default working folder (as a command's cwd).
  */
 #include "e2b/files.h"
 
@@ -21,6 +22,7 @@
 #include "e2b/connect.h"
 #include "e2b/multipart.h"
 #include "e2b/stream.h"
+#include "e2b/users.h"
 #include "e2b/watch.h"
 
 #define WORKDIR "/work"
@@ -35,7 +37,7 @@ struct who {
 static void who_of(struct req *r, const char *sbid, struct who *w)
 {
 	w->sbid = sbid;
-	if (!gw_user(r, w->user, sizeof(w->user)))
+	if (!users_of(r, sbid, w->user, sizeof(w->user)))
 		w->user[0] = '\0';
 }
 
@@ -46,12 +48,6 @@ static bool abs_path(const struct who *w, const char *p, char *dst, size_t n)
 	if (!p || !*p)
 		return false;
 	return (size_t)snprintf(dst, n, "%s%s", p[0] == '/' || w->user[0] ? "" : WORKDIR "/", p) < n;
-}
-
-bool files_abs_path(const char *p, char *dst, size_t n)
-{
-	const struct who nobody = { 0 };
-	return abs_path(&nobody, p, dst, n);
 }
 
 /* "/v1/sandboxes/ID<route>?path=<escaped abs>[&user=<escaped user>]" into dst. */
@@ -89,6 +85,23 @@ static json_t *stat_of(struct gw *gw, const struct who *w, const char *abs, stru
 		return NULL;
 	}
 	return client_request(&gw->up, "GET", url, NULL, &entry, e) == 0 ? entry : NULL;
+}
+
+bool files_abs_path(struct req *r, const char *sbid, const char *p, char *dst, size_t n)
+{
+	struct who w;
+	if (!p || !*p)
+		return false;
+	who_of(r, sbid, &w);
+	if (p[0] == '/' || !w.user[0])
+		return abs_path(&w, p, dst, n);
+	/* the user's home, as spaced resolves "." for that user */
+	struct client_err e = { 0 };
+	json_t *home = stat_of(r->gw, &w, ".", &e);
+	const char *h = json_string_value(json_object_get(home, "path"));
+	bool ok = h && (size_t)snprintf(dst, n, "%s%s%s", h, h[strlen(h) - 1] == '/' ? "" : "/", p) < n;
+	json_decref(home);
+	return ok;
 }
 
 /* Go's FileMode.String() of a type and permission bits ("-rw-r--r--", "drwxr-xr-x"). */

@@ -54,6 +54,7 @@
 #define GW_THREAD_STACK (512 * 1024) /* a connection's or a stream worker's thread */
 
 struct gw_watchers;
+struct gw_users;
 struct gw_conn;
 
 /* The connections the front holds (admit.c). */
@@ -66,6 +67,7 @@ struct gw_admit {
 struct gw {
 	struct client up;            /* spaced's Unix socket, as the administrator */
 	struct gw_watchers *watchers; /* the polling watchers (watch.h) */
+	struct gw_users *users;      /* which sandboxes have envd's default user (users.h) */
 	/* The sandboxes' "domain" (the SDKs' sandboxDomain, from which getHost(port) makes
 	 * "<port>-<id>.<domain>"): spaced's port proxy as "<its domain>:<its port>", or "" (null)
 	 * when spaced runs none. */

@@ -23,6 +23,7 @@
 #include <curl/curl.h>
 
 #include "e2b/connect.h"
+#include "e2b/users.h"
 #include "e2b/watch.h"
 
 const char *gw_header(struct req *r, const char *name)
@@ -301,6 +302,9 @@ int main(int argc, char **argv)
 	static struct gw_watchers watchers;
 	watchers_init(&watchers);
 	gw.watchers = &watchers;
+	static struct gw_users users;
+	users_init(&users);
+	gw.users = &users;
 	struct client_err err = { 0 };
 	char host[600];
 	snprintf(host, sizeof(host), "unix://%s", sock);

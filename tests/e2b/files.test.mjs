@@ -31,12 +31,13 @@ test('write and read back: text, 1 MiB of every byte value, an empty file, paren
   assert.equal(await sb.files.read('/tmp/f/a/b/x.txt'), 'new')
 })
 
-test('several files in one write; a relative path is taken from /work', async () => {
+test('several files in one write; a relative path is taken from the default user\'s home', async () => {
   const w = await sb.files.write([{ path: '/tmp/g/one', data: '1' }, { path: 'rel/two.txt', data: '2' },
     { path: '/tmp/g/quote"d name', data: '3' }])
-  assert.deepEqual(w.map((x) => x.path), ['/tmp/g/one', '/work/rel/two.txt', '/tmp/g/quote"d name'])
-  assert.equal((await sb.commands.run('cat /tmp/g/one /work/rel/two.txt "/tmp/g/quote\\"d name"')).stdout, '123')
+  assert.deepEqual(w.map((x) => x.path), ['/tmp/g/one', '/home/user/rel/two.txt', '/tmp/g/quote"d name'])
+  assert.equal((await sb.commands.run('cat /tmp/g/one /home/user/rel/two.txt "/tmp/g/quote\\"d name"')).stdout, '123')
   assert.equal(await sb.files.read('rel/two.txt'), '2')
+  await sb.files.remove('rel')
 })
 
 test('reading what is missing or a folder is an error of the right class', async () => {
@@ -84,7 +85,7 @@ test('makeDir, rename (parents made) and remove (a missing path is no error)', a
 
 test('entries carry owner, group, symlinkTarget and a modifiedTime to the millisecond', async () => {
   await sb.commands.run("mkdir -p /tmp/own && echo x > /tmp/own/f && chown user:user /tmp/own/f && " +
-    "touch -d '2026-03-04 05:06:07.891 UTC' /tmp/own/f && ln -sfn f /tmp/own/link")
+    "touch -d '2026-03-04 05:06:07.891 UTC' /tmp/own/f && ln -sfn f /tmp/own/link", { user: 'root' })
   const f = await sb.files.getInfo('/tmp/own/f')
   assert.deepEqual([f.owner, f.group], ['user', 'user'])
   assert.equal(f.modifiedTime.toISOString(), '2026-03-04T05:06:07.891Z')
@@ -112,8 +113,8 @@ test('as user `user`: files are its own, relative paths start at its home, and i
   assert.deepEqual((await sb.files.list('.', as)).map((e) => e.path).filter((p) => !p.includes('/.')),
     ['/home/user/made', '/home/user/moved.txt', '/home/user/notes'])
   // what root keeps to itself stays its own
-  await sb.files.write('/tmp/root-only', 'secret')
-  await sb.commands.run('chmod 600 /tmp/root-only')
+  await sb.files.write('/tmp/root-only', 'secret', { user: 'root' })
+  await sb.commands.run('chmod 600 /tmp/root-only', { user: 'root' })
   await assert.rejects(sb.files.read('/tmp/root-only', as))
   await assert.rejects(sb.files.write('/work/not-mine.txt', 'x', as))
   await assert.rejects(sb.files.makeDir('/work/not-mine', as))
