@@ -3,7 +3,8 @@
  * of one TCP listener, turned into requests to spaced's own API on its Unix socket.
  *
  * A request with an E2b-Sandbox-Id header belongs to the sandbox plane (envd.c: health, files,
- * the Process and Filesystem services over Connect), every other to the control plane
+ * the Process and Filesystem services over Connect), as does a signed /files URL (signed.h,
+ * whose signature names its sandbox), every other to the control plane
  * (control.c: create, list, get, kill, timeout, pause, connect; snapshots.c: fork and snapshots;
  * templates.c: template look-ups). The control plane's
  * X-API-KEY is a space token (e2b_<rest> is read as sp_<rest>); spaced is asked with it in
@@ -91,6 +92,7 @@ struct req {
 	bool too_large;
 	bool answered;               /* refused on its head: its body, if any, is not read */
 	bool running;                /* the sandbox of a sandbox-plane request is running (envd.c) */
+	char signed_sbid[16];        /* a signed /files request's sandbox, its signature checked (signed.h) */
 	void *upload;                /* a multipart upload under way (files.c) */
 	void (*upload_free)(void *upload);
 };
@@ -146,6 +148,9 @@ void admit_authenticated(struct req *r);
  * the sandbox's access token, a sandbox that is not there answered as one whose token is wrong. */
 bool control_admit(struct req *r, enum MHD_Result *rc);
 bool envd_admit(struct req *r, const char *sbid, enum MHD_Result *rc);
+/* Whether secrets a and b (NUL-terminated) are the same, in a time that does not depend on
+ * where they differ. */
+bool envd_same_secret(const char *a, const char *b);
 
 /* The control plane (control.c) and the sandbox plane (envd.c). */
 enum MHD_Result control_handle(struct req *r);
@@ -185,6 +190,6 @@ enum MHD_Result templates_tags(struct req *r, struct client *c, const char *name
 enum MHD_Result envd_handle(struct req *r, const char *sbid);
 /* A chunk of a sandbox-plane request's body, before it is whole: true when it was taken (a
  * streamed upload), false when it is to be kept in r->body. */
-bool envd_upload(struct req *r, const char *data, size_t n);
+bool envd_upload(struct req *r, const char *sbid, const char *data, size_t n);
 
 #endif
