@@ -61,7 +61,7 @@ PYTEST := /usr/bin/python3 -m pytest -q --durations=10
 DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 BUILDER_LIBS := -lcurl -ljansson -lcrypto -larchive -lpthread
-E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -lpthread
+E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -lz -lpthread
 
 # the microvm isolation: QEMU, and mkfs.erofs for the templates' block images
 VM_APT_PACKAGES := qemu-system-x86 erofs-utils

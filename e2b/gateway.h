@@ -30,7 +30,7 @@
 #include "cli/client.h"
 #include "lib/buf.h"
 
-#define GW_ENVD_VERSION "0.5.6"      /* what the SDKs are told (docs/e2b.md: their version gates) */
+#define GW_ENVD_VERSION "0.5.7"      /* what the SDKs are told (docs/e2b.md: their version gates) */
 #define GW_ENVD_PORT "49983"         /* envd's port: the sandbox plane's own (other ports: ports.h) */
 #define GW_DEFAULT_TIMEOUT_S 300     /* a sandbox's deadline when a create or connect gives none */
 #define GW_MAX_BODY (1 << 20)        /* a REST or unary RPC body */

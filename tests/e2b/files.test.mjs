@@ -262,3 +262,45 @@ test('watchDir: 16 at once per sandbox; stop() gives a place back', async () => 
     for (const h of handles) await h.stop()
   })
 })
+
+test('octet-stream and gzip uploads (envd 0.5.7): the SDK\'s gzip, useOctetStream and streams', async () => {
+  const text = 'compress me '.repeat(5000)
+  let w = await sb.files.write('/tmp/oct/gz.txt', text, { gzip: true })
+  assert.deepEqual(w.path, '/tmp/oct/gz.txt')
+  assert.equal(await sb.files.read('/tmp/oct/gz.txt'), text)
+  assert.equal((await sb.files.getInfo('/tmp/oct/gz.txt')).owner, 'user')
+  w = await sb.files.write('oct-plain.bin', new Uint8Array([0, 1, 2, 255]), { useOctetStream: true })
+  assert.equal(w.path, '/home/user/oct-plain.bin')
+  assert.deepEqual([...await sb.files.read('oct-plain.bin', { format: 'bytes' })], [0, 1, 2, 255])
+  const stream = new ReadableStream({
+    start (c) { c.enqueue(new TextEncoder().encode('from a ')); c.enqueue(new TextEncoder().encode('stream')); c.close() }
+  })
+  await sb.files.write('/tmp/oct/streamed', stream)
+  assert.equal(await sb.files.read('/tmp/oct/streamed'), 'from a stream')
+  await sb.files.write('/tmp/oct/empty', '', { useOctetStream: true })
+  assert.equal(await sb.files.read('/tmp/oct/empty'), '')
+  // bad bodies: clear errors, and the file stays as it was (not made, or not changed)
+  const url = process.env.E2B_SANDBOX_URL
+  const headers = { 'E2b-Sandbox-Id': sb.sandboxId, 'X-Access-Token': sb.envdAccessToken,
+    'Content-Type': 'application/octet-stream' }
+  let r = await fetch(`${url}/files?path=/tmp/oct/bad`, { method: 'POST', body: 'not gzip at all',
+    headers: { ...headers, 'Content-Encoding': 'gzip' } })
+  assert.equal(r.status, 400)
+  assert.match((await r.json()).message, /not valid gzip/)
+  assert.equal(await sb.files.exists('/tmp/oct/bad'), false)
+  const { gzipSync } = await import('node:zlib')
+  const gz = gzipSync(Buffer.from('cut short '.repeat(100000)))
+  await sb.files.write('/tmp/oct/cut', 'original')
+  r = await fetch(`${url}/files?path=/tmp/oct/cut`, { method: 'POST', body: gz.subarray(0, gz.length - 10),
+    headers: { ...headers, 'Content-Encoding': 'gzip' } })
+  assert.equal(r.status, 400)
+  assert.match((await r.json()).message, /ended early/)
+  assert.equal(await sb.files.read('/tmp/oct/cut'), 'original')
+  r = await fetch(`${url}/files?path=/tmp/oct/br`, { method: 'POST', body: 'x', headers: { ...headers, 'Content-Encoding': 'br' } })
+  assert.equal(r.status, 400)
+  assert.match((await r.json()).message, /gzip or none/)
+  assert.equal(await sb.files.exists('/tmp/oct/br'), false)
+  r = await fetch(`${url}/files`, { method: 'POST', body: 'x', headers })
+  assert.equal(r.status, 400)
+  assert.match((await r.json()).message, /path=/)
+})
