@@ -65,7 +65,7 @@ PYTEST := /usr/bin/python3 -m pytest -q --durations=10
 DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 BUILDER_LIBS := -lcurl -ljansson -lcrypto -larchive -lpthread
-E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -larchive -lpthread
+E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -larchive -lz -lpthread
 
 # the microvm isolation: QEMU, and mkfs.erofs for the templates' block images
 VM_APT_PACKAGES := qemu-system-x86 erofs-utils
@@ -75,7 +75,7 @@ APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev 
                 prometheus \
                 $(VM_APT_PACKAGES)
 
-.PHONY: all deps compat-deps up down test quick stress layers docs-check unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test security security-vm \
+.PHONY: all deps compat-deps up down test quick stress layers docs-check unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test e2b-test-vm security security-vm \
 	compat compat-quick asan bench clean
 all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
 
@@ -245,6 +245,12 @@ sdk-test: all
 # machine, outside the checkout).
 e2b-test: all
 	/usr/bin/python3 tests/e2b/run.py
+
+# The E2B files whose behaviour depends on the kind of sandbox, with every sandbox a microVM
+# (not part of make test; docs/e2b.md says how long it takes).
+E2B_VM_TESTS := commands files defaults pty signed lifecycle
+e2b-test-vm: all vm-guest
+	SPACE_TEST_ISOLATION=microvm /usr/bin/python3 tests/e2b/run.py $(E2B_VM_TESTS:%=tests/e2b/%.test.mjs)
 
 # The SDK and escape suites with every sandbox a microVM. make test runs security-vm; the SDK is a
 # client of the API, which e2e-vm drives on microVMs already, so sdk-vm (4-9 minutes here) is

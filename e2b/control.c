@@ -20,6 +20,7 @@
 #define FAR_FUTURE "9999-12-31T23:59:59Z" /* endAt of a sandbox without a deadline */
 #define LIST_MAX 1000                     /* the most sandboxes one page may hold */
 #define E2B_ALL_TRAFFIC "0.0.0.0/0"         /* the SDKs' ALL_TRAFFIC: every address */
+#define REFRESH_MAX_S 3600                /* a refresh's duration, at most (E2B's API's bound) */
 
 /* E2B's name for spaced's template, and back. */
 static const char *e2b_template(const char *space)
@@ -209,11 +210,32 @@ static int egress_policy(const json_t *aia, const json_t *net, bool update, json
 	return 0;
 }
 
+/* Why a create's body asks for what space does not have (a message), or NULL. */
+static const char *not_offered(const json_t *b)
+{
+	const json_t *vols = json_object_get(b, "volumeMounts"), *iam = json_object_get(b, "iam");
+	const json_t *net = json_object_get(b, "network");
+	if (json_array_size(vols) > 0)
+		return "volumeMounts: space has no volumes (a sandbox's files are its own disk; docs/e2b.md)";
+	if (json_object_size(json_object_get(iam, "tokens")) > 0)
+		return "iam tokens are not offered by space";
+	if (json_is_false(json_object_get(b, "autoPauseMemory")))
+		return "onTimeout pause without keepMemory is not offered: space's pause keeps memory (docs/e2b.md)";
+	if (json_object_get(net, "maskRequestHost") || json_object_get(net, "httpsPorts"))
+		return "network.maskRequestHost and network.httpsPorts are not offered by space's port proxy";
+	return NULL;
+}
+
 static enum MHD_Result create(struct req *r, struct client *c)
 {
 	json_t *b = control_body(r);
 	if (!b)
 		return gw_error(r, 400, "the body is not a JSON object");
+	const char *why_not = not_offered(b);
+	if (why_not) {
+		json_decref(b);
+		return gw_error(r, 400, "%s", why_not);
+	}
 	long timeout = control_timeout(b, GW_DEFAULT_TIMEOUT_S);
 	const json_t *meta = json_object_get(b, "metadata"), *env = json_object_get(b, "envVars");
 	const char *given = json_string_value(json_object_get(b, "templateID"));
@@ -308,6 +330,19 @@ static long seconds_until(const char *t)
 	return left > 0 ? left : 0;
 }
 
+/* Whether sandbox id is paused, and the seconds left until its deadline: 0, or -1 with an
+ * answer queued in *rc. */
+static int standing(struct req *r, struct client *c, const char *id, enum MHD_Result *rc, bool *paused, long *left)
+{
+	json_t *sb = get_sandbox(r, c, id, rc);
+	if (!sb)
+		return -1;
+	*paused = strcmp(control_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
+	*left = seconds_until(json_string_value(json_object_get(sb, "expires_at")));
+	json_decref(sb);
+	return 0;
+}
+
 /* connect (and the older resume): a running sandbox's deadline only moves later; a paused
  * one is resumed with the deadline from now. */
 static enum MHD_Result connect_to(struct req *r, struct client *c, const char *id, bool resume_only)
@@ -318,12 +353,10 @@ static enum MHD_Result connect_to(struct req *r, struct client *c, const char *i
 	if (timeout < 0)
 		return gw_error(r, 400, "timeout must be whole seconds, 1..86400");
 	enum MHD_Result rc = MHD_NO;
-	json_t *sb = get_sandbox(r, c, id, &rc);
-	if (!sb)
+	bool paused;
+	long left;
+	if (standing(r, c, id, &rc, &paused, &left) < 0)
 		return rc;
-	bool paused = strcmp(control_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
-	long left = seconds_until(json_string_value(json_object_get(sb, "expires_at")));
-	json_decref(sb);
 	if (!paused && resume_only)
 		return gw_error(r, 409, "sandbox %s is not paused", id);
 	if (paused && act(r, c, id, "/resume", NULL, &rc) < 0)
@@ -333,11 +366,38 @@ static enum MHD_Result connect_to(struct req *r, struct client *c, const char *i
 	json_decref(t);
 	if (a < 0)
 		return rc;
-	if (!(sb = get_sandbox(r, c, id, &rc)))
+	json_t *sb = get_sandbox(r, c, id, &rc);
+	if (!sb)
 		return rc;
 	json_t *out = control_sandbox(r, sb);
 	json_decref(sb);
 	return gw_json(r, paused ? 201 : 200, out);
+}
+
+/* E2B's refresh (POST /sandboxes/{id}/refreshes {"duration": S}): a running sandbox lives at
+ * least S more seconds (0..REFRESH_MAX_S; GW_DEFAULT_TIMEOUT_S when absent); its deadline
+ * never moves earlier. A paused one is not running: 404, as in E2B. */
+static enum MHD_Result refresh(struct req *r, struct client *c, const char *id)
+{
+	json_t *b = control_body(r);
+	const json_t *d = json_object_get(b, "duration");
+	long duration = d ? (json_is_integer(d) ? (long)json_integer_value(d) : -1) : GW_DEFAULT_TIMEOUT_S;
+	json_decref(b);
+	if (!b || duration < 0 || duration > REFRESH_MAX_S)
+		return gw_error(r, 400, "duration must be whole seconds, 0..%d", REFRESH_MAX_S);
+	enum MHD_Result rc = MHD_NO;
+	bool paused;
+	long left;
+	if (standing(r, c, id, &rc, &paused, &left) < 0)
+		return rc;
+	if (paused)
+		return gw_error(r, 404, "sandbox %s is not running", id);
+	if (duration <= left)
+		return gw_json(r, 204, NULL);
+	json_t *t = json_pack("{s:i}", "lifetime", (int)duration);
+	int a = act(r, c, id, "/timeout", t, &rc);
+	json_decref(t);
+	return a < 0 ? rc : gw_json(r, 204, NULL);
 }
 
 /* updateNetwork: the sandbox's egress policy replaced by what the body maps to. */
@@ -598,6 +658,10 @@ enum MHD_Result control_handle(struct req *r)
 	}
 	if (split_id(u, "/v2/sandboxes/", id, sizeof(id), &rest) && post && strcmp(rest, "/connect") == 0)
 		return connect_to(r, c, id, false);
+	if ((split_id(u, "/v2/sandboxes/", id, sizeof(id), &rest) || split_id(u, "/sandboxes/", id, sizeof(id), &rest)) &&
+	    get && strcmp(rest, "/logs") == 0)
+		return gw_error(r, 501, "sandbox logs are not offered: space keeps no log of a sandbox's own (its "
+				"commands' output comes with each command; docs/e2b.md)");
 	if (!split_id(u, "/sandboxes/", id, sizeof(id), &rest))
 		return gw_error(r, 404, "no route %s %s", m, u);
 	enum MHD_Result rc = MHD_NO;
@@ -628,6 +692,8 @@ enum MHD_Result control_handle(struct req *r)
 	}
 	if (post && strcmp(rest, "/pause") == 0)
 		return pause_sandbox(r, c, id);
+	if (post && strcmp(rest, "/refreshes") == 0)
+		return refresh(r, c, id);
 	if (post && (strcmp(rest, "/connect") == 0 || strcmp(rest, "/resume") == 0))
 		return connect_to(r, c, id, strcmp(rest, "/resume") == 0);
 	if (get && strcmp(rest, "/metrics") == 0)

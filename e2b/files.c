@@ -3,10 +3,11 @@
  * /files takes multipart/form-data (multipart.h) and streams each part up to spaced as it
  * arrives, and the filesystem.Filesystem service's unary calls.
  *
- * The E2B user of a request (gw_user) goes with every call to spaced, which does the file
- * operation as that user. Without one, a relative path is taken from /work, space's default
- * working folder (as a command's cwd); with one, spaced takes it from the user's home and its
- * answers name the absolute path.
+ * The user a request acts as (users_of: the one it names, else envd's default user where the
+ * sandbox has that account) goes with every call to spaced, which does the file operation as
+ * that user, takes a relative path from the user's home and answers with absolute paths. In a
+ * sandbox without the default user, a call that names none is root's, and a relative path is
+ * taken from /work, space's default working folder (as a command's cwd).
  */
 #include "e2b/files.h"
 
@@ -16,15 +17,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "e2b/connect.h"
 #include "e2b/multipart.h"
 #include "e2b/stream.h"
+#include "e2b/users.h"
 #include "e2b/watch.h"
 
 #define WORKDIR "/work"
 #define LIST_MAX_DEPTH 32 /* ListDir's depth, at most */
+#define INFLATE_CHUNK 65536 /* bytes of a gzip upload inflated at a time, on the connection's stack */
 
 /* Whom a call acts as: the sandbox and the E2B user ("" for none). */
 struct who {
@@ -35,7 +41,7 @@ struct who {
 static void who_of(struct req *r, const char *sbid, struct who *w)
 {
 	w->sbid = sbid;
-	if (!gw_user(r, w->user, sizeof(w->user)))
+	if (!users_of(r, sbid, w->user, sizeof(w->user)))
 		w->user[0] = '\0';
 }
 
@@ -46,12 +52,6 @@ static bool abs_path(const struct who *w, const char *p, char *dst, size_t n)
 	if (!p || !*p)
 		return false;
 	return (size_t)snprintf(dst, n, "%s%s", p[0] == '/' || w->user[0] ? "" : WORKDIR "/", p) < n;
-}
-
-bool files_abs_path(const char *p, char *dst, size_t n)
-{
-	const struct who nobody = { 0 };
-	return abs_path(&nobody, p, dst, n);
 }
 
 /* "/v1/sandboxes/ID<route>?path=<escaped abs>[&user=<escaped user>]" into dst. */
@@ -89,6 +89,23 @@ static json_t *stat_of(struct gw *gw, const struct who *w, const char *abs, stru
 		return NULL;
 	}
 	return client_request(&gw->up, "GET", url, NULL, &entry, e) == 0 ? entry : NULL;
+}
+
+bool files_abs_path(struct req *r, const char *sbid, const char *p, char *dst, size_t n)
+{
+	struct who w;
+	if (!p || !*p)
+		return false;
+	who_of(r, sbid, &w);
+	if (p[0] == '/' || !w.user[0])
+		return abs_path(&w, p, dst, n);
+	/* the user's home, as spaced resolves "." for that user */
+	struct client_err e = { 0 };
+	json_t *home = stat_of(r->gw, &w, ".", &e);
+	const char *h = json_string_value(json_object_get(home, "path"));
+	bool ok = h && (size_t)snprintf(dst, n, "%s%s%s", h, h[strlen(h) - 1] == '/' ? "" : "/", p) < n;
+	json_decref(home);
+	return ok;
 }
 
 /* Go's FileMode.String() of a type and permission bits ("-rw-r--r--", "drwxr-xr-x"). */
@@ -337,7 +354,8 @@ enum MHD_Result files_download(struct req *r, const char *sbid)
 	return gw_stream_start(r, "application/octet-stream", run_download, dl, free);
 }
 
-/* One part of a multipart upload on its way to spaced: a thread uploads what the pipe holds. */
+/* One part of a multipart upload on its way to spaced: a thread uploads what the socket pair
+ * holds (a socket pair rather than a pipe, so that part_abort can make its reading fail). */
 struct part {
 	pthread_t t;
 	int rd, wr;
@@ -359,6 +377,11 @@ struct upload {
 	struct client_err e;  /* the first failure; the rest of the body is read and dropped */
 	bool failed;
 	char failed_path[4200];
+	bool raw;             /* an application/octet-stream body: the one file at ?path= */
+	bool gzip;            /* ... with Content-Encoding: gzip, inflated through z */
+	bool gzip_done;       /* z reached the end of the gzip stream */
+	bool ended;           /* the whole body came (files_upload_end) */
+	z_stream z;
 };
 
 static void *run_part(void *arg)
@@ -397,7 +420,7 @@ static int part_begin(struct upload *u, const char *name)
 	struct part *p = calloc(1, sizeof(*p));
 	int fds[2];
 	const char *given = gw_arg(u->r, "path");
-	if (!p || pipe2(fds, O_CLOEXEC) < 0) {
+	if (!p || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) { /* part_abort */
 		free(p);
 		return -ENOMEM;
 	}
@@ -453,9 +476,25 @@ static void on_end(void *arg)
 
 static const struct mp_sink sink = { .begin = on_begin, .data = on_data, .end = on_end };
 
+/* Ends the part under way without writing it: its reader sees ECONNRESET (a Unix socket closed
+ * with unread data makes its peer's reads fail), so spaced's upload breaks off, and spaced,
+ * which writes into a temporary file and renames it at the end, leaves the file as it was. */
+static void part_abort(struct upload *u)
+{
+	if (!u->cur)
+		return;
+	if (write(u->cur->rd, "x", 1) != 1) /* the unread byte, in the writing end's queue */
+		shutdown(u->cur->rd, SHUT_RDWR);
+	part_end(u);
+}
+
 static void upload_free(void *arg)
 {
 	struct upload *u = arg;
+	if (!u->ended) /* the client left before the end of its body */
+		part_abort(u);
+	if (u->gzip)
+		inflateEnd(&u->z);
 	multipart_finish(u->mp);
 	u->mp = NULL;
 	part_end(u);
@@ -463,43 +502,112 @@ static void upload_free(void *arg)
 	free(u);
 }
 
+/* A fault of the body: the part under way is not written, the rest of the body is dropped. */
+static void upload_fail(struct upload *u, const char *msg)
+{
+	if (u->failed)
+		return;
+	u->failed = true;
+	u->e = (struct client_err){ .kind = CLIENT_ERR_API, .status = 400 };
+	snprintf(u->e.message, sizeof(u->e.message), "%s", msg);
+	part_abort(u);
+}
+
+/* The upload of r, begun: multipart/form-data, or (envd 0.5.7) an application/octet-stream
+ * body that is the file at ?path=, gzip-compressed when its Content-Encoding says so. NULL when
+ * r is not an upload, or without memory. */
+static struct upload *upload_begin(struct req *r, const char *sbid)
+{
+	const char *ct = gw_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *enc = gw_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+	bool raw = ct && strncasecmp(ct, "application/octet-stream", 24) == 0;
+	if (strcmp(r->method, "POST") != 0 || strcmp(r->url, "/files") != 0 || !ct ||
+	    (!raw && strncasecmp(ct, "multipart/form-data", 19) != 0))
+		return NULL;
+	struct upload *u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->r = r;
+	snprintf(u->sbid, sizeof(u->sbid), "%s", sbid);
+	who_of(r, u->sbid, &u->w);
+	u->written = json_array();
+	r->upload = u;
+	r->upload_free = upload_free;
+	if (!raw) {
+		if (!(u->mp = multipart_new(r->conn, &sink, u)))
+			upload_fail(u, "the multipart body has no boundary");
+		return u;
+	}
+	u->raw = true;
+	if (enc && *enc && strcasecmp(enc, "identity") != 0 && strcasecmp(enc, "gzip") != 0) {
+		upload_fail(u, "Content-Encoding must be gzip or none");
+		return u;
+	}
+	if (enc && strcasecmp(enc, "gzip") == 0) {
+		if (inflateInit2(&u->z, 16 + MAX_WBITS) != Z_OK) { /* 16: a gzip header, not zlib's */
+			upload_fail(u, "out of memory");
+			return u;
+		}
+		u->gzip = true;
+	}
+	if (!gw_arg(r, "path"))
+		upload_fail(u, "an application/octet-stream upload names its file in ?path=");
+	else if (part_begin(u, NULL) < 0)
+		upload_fail(u, "out of memory");
+	return u;
+}
+
+/* n more bytes of a gzip body, inflated into the file. */
+static void inflate_feed(struct upload *u, const char *data, size_t n)
+{
+	unsigned char out[INFLATE_CHUNK];
+	u->z.next_in = (unsigned char *)data;
+	u->z.avail_in = (uInt)n;
+	while (u->z.avail_in > 0 && !u->failed) {
+		if (u->gzip_done) {
+			upload_fail(u, "bytes follow the end of the gzip stream");
+			return;
+		}
+		u->z.next_out = out;
+		u->z.avail_out = sizeof(out);
+		int rc = inflate(&u->z, Z_NO_FLUSH);
+		if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+			upload_fail(u, "the body is not valid gzip");
+			return;
+		}
+		on_data(u, (const char *)out, sizeof(out) - u->z.avail_out);
+		u->gzip_done = rc == Z_STREAM_END;
+		if (rc == Z_BUF_ERROR)
+			return;
+	}
+}
+
 bool files_upload(struct req *r, const char *sbid, const char *data, size_t n)
 {
 	struct upload *u = r->upload;
-	if (!u) {
-		const char *ct = gw_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
-		if (strcmp(r->method, "POST") != 0 || strcmp(r->url, "/files") != 0 || !ct ||
-		    strncasecmp(ct, "multipart/form-data", 19) != 0)
-			return false;
-		u = calloc(1, sizeof(*u));
-		if (!u)
-			return false;
-		u->r = r;
-		snprintf(u->sbid, sizeof(u->sbid), "%s", sbid);
-		who_of(r, u->sbid, &u->w);
-		u->written = json_array();
-		u->mp = multipart_new(r->conn, &sink, u);
-		r->upload = u;
-		r->upload_free = upload_free;
-		if (!u->mp) {
-			u->failed = true;
-			u->e = (struct client_err){ .kind = CLIENT_ERR_API, .status = 400 };
-			snprintf(u->e.message, sizeof(u->e.message), "the multipart body has no boundary");
-		}
-	}
-	if (u->mp && !u->failed && multipart_feed(u->mp, data, n) < 0) {
-		u->failed = true;
-		u->e = (struct client_err){ .kind = CLIENT_ERR_API, .status = 400 };
-		snprintf(u->e.message, sizeof(u->e.message), "the multipart body is malformed");
-	}
+	if (!u && !(u = upload_begin(r, sbid)))
+		return false;
+	if (u->failed)
+		return true; /* the rest of the body is read and dropped */
+	if (u->raw && u->gzip)
+		inflate_feed(u, data, n);
+	else if (u->raw)
+		on_data(u, data, n);
+	else if (multipart_feed(u->mp, data, n) < 0)
+		upload_fail(u, "the multipart body is malformed");
 	return true;
 }
 
 enum MHD_Result files_upload_end(struct req *r, const char *sbid)
 {
 	struct upload *u = r->upload;
+	if (!u) /* an empty body: an octet-stream one is an empty file */
+		u = upload_begin(r, sbid);
 	if (!u)
-		return gw_error(r, 400, "POST /files takes multipart/form-data");
+		return gw_error(r, 400, "POST /files takes multipart/form-data or application/octet-stream");
+	u->ended = true;
+	if (u->gzip && !u->gzip_done)
+		upload_fail(u, "the gzip body ended early");
 	multipart_finish(u->mp);
 	u->mp = NULL;
 	part_end(u);

@@ -9,9 +9,11 @@
 
 #include "e2b/gateway.h"
 
-/* An absolute path for p (a relative one is taken from /work) into dst; false when p is
- * empty or the result does not fit. */
-bool files_abs_path(const char *p, char *dst, size_t n);
+/* An absolute path for p, for request r on sandbox sbid (checked), into dst: a relative one is
+ * taken from the home of the user r acts as (users.h), or from /work for root by default (one
+ * question to spaced for the home). false when p is empty, the home cannot be had, or the
+ * result does not fit. */
+bool files_abs_path(struct req *r, const char *sbid, const char *p, char *dst, size_t n);
 /* POST /filesystem.Filesystem/<method> on sandbox sbid (checked). */
 enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *method);
 /* GET /files?path=P on sandbox sbid (checked): the file, streamed. */

@@ -3,7 +3,8 @@
  * of one TCP listener, turned into requests to spaced's own API on its Unix socket.
  *
  * A request with an E2b-Sandbox-Id header belongs to the sandbox plane (envd.c: health, files,
- * the Process and Filesystem services over Connect), every other to the control plane
+ * the Process and Filesystem services over Connect), as does a signed /files URL (signed.h,
+ * whose signature names its sandbox), every other to the control plane
  * (control.c: create, list, get, kill, timeout, pause, connect; snapshots.c: fork and snapshots;
  * templates.c: template look-ups; builds.c: template builds). The control plane's
  * X-API-KEY is a space token (e2b_<rest> is read as sp_<rest>); spaced is asked with it in
@@ -29,7 +30,7 @@
 #include "lib/client/client.h"
 #include "lib/buf.h"
 
-#define GW_ENVD_VERSION "0.5.6"      /* what the SDKs are told (docs/e2b.md: their version gates) */
+#define GW_ENVD_VERSION "0.5.7"      /* what the SDKs are told (docs/e2b.md: their version gates) */
 #define GW_ENVD_PORT "49983"         /* envd's port: the sandbox plane's own (other ports: ports.h) */
 #define GW_DEFAULT_TIMEOUT_S 300     /* a sandbox's deadline when a create or connect gives none */
 #define GW_MAX_BODY (1 << 20)        /* a REST or unary RPC body */
@@ -55,6 +56,7 @@
 
 struct gw_watchers;
 struct gw_builds;
+struct gw_users;
 struct gw_conn;
 
 /* The connections the front holds (admit.c). */
@@ -68,6 +70,7 @@ struct gw {
 	struct client up;            /* spaced's Unix socket, as the administrator */
 	struct gw_watchers *watchers; /* the polling watchers (watch.h) */
 	struct gw_builds *builds;    /* template builds and their uploads (builds.h) */
+	struct gw_users *users;      /* which sandboxes have envd's default user (users.h) */
 	/* The sandboxes' "domain" (the SDKs' sandboxDomain, from which getHost(port) makes
 	 * "<port>-<id>.<domain>"): spaced's port proxy as "<its domain>:<its port>", or "" (null)
 	 * when spaced runs none. */
@@ -91,6 +94,7 @@ struct req {
 	bool too_large;
 	bool answered;               /* refused on its head: its body, if any, is not read */
 	bool running;                /* the sandbox of a sandbox-plane request is running (envd.c) */
+	char signed_sbid[16];        /* a signed /files request's sandbox, its signature checked (signed.h) */
 	void *upload;                /* a multipart upload under way (files.c) */
 	void (*upload_free)(void *upload);
 };
@@ -146,6 +150,9 @@ void admit_authenticated(struct req *r);
  * the sandbox's access token, a sandbox that is not there answered as one whose token is wrong. */
 bool control_admit(struct req *r, enum MHD_Result *rc);
 bool envd_admit(struct req *r, const char *sbid, enum MHD_Result *rc);
+/* Whether secrets a and b (NUL-terminated) are the same, in a time that does not depend on
+ * where they differ. */
+bool envd_same_secret(const char *a, const char *b);
 
 /* The control plane (control.c) and the sandbox plane (envd.c). */
 enum MHD_Result control_handle(struct req *r);
@@ -189,6 +196,6 @@ bool templates_visible(struct req *r, struct client *c, const char *name);
 enum MHD_Result envd_handle(struct req *r, const char *sbid);
 /* A chunk of a sandbox-plane request's body, before it is whole: true when it was taken (a
  * streamed upload), false when it is to be kept in r->body. */
-bool envd_upload(struct req *r, const char *data, size_t n);
+bool envd_upload(struct req *r, const char *sbid, const char *data, size_t n);
 
 #endif

@@ -24,6 +24,8 @@
 
 #include "e2b/builds.h"
 #include "e2b/connect.h"
+#include "e2b/signed.h"
+#include "e2b/users.h"
 #include "e2b/watch.h"
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -42,10 +44,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		/* credentials are checked on the head: a refused request's body is never read */
 		const char *sbid = gw_header(r, "E2b-Sandbox-Id");
 		enum MHD_Result rc = MHD_YES;
-		r->answered = !(sbid ? envd_admit(r, sbid, &rc) : control_admit(r, &rc));
+		if (!sbid && signed_is(r))
+			r->answered = !signed_admit(r, &rc);
+		else
+			r->answered = !(sbid ? envd_admit(r, sbid, &rc) : control_admit(r, &rc));
 		return rc;
 	}
-	const char *sbid = gw_header(r, "E2b-Sandbox-Id");
+	/* the sandbox plane's: named by the header, or by a signed URL's signature */
+	const char *sbid = r->signed_sbid[0] ? r->signed_sbid : gw_header(r, "E2b-Sandbox-Id");
 	if (r->answered) {
 		*upload_data_size = 0;
 		return MHD_YES;
@@ -53,7 +59,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		if (sbid ? envd_upload(r, upload_data, n) : builds_upload(r, upload_data, n))
+		if (sbid ? envd_upload(r, sbid, upload_data, n) : builds_upload(r, upload_data, n))
 			return MHD_YES;
 		if (r->body.len + n > GW_MAX_BODY)
 			r->too_large = true;
@@ -177,6 +183,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	gw.builds = &builds;
+	static struct gw_users users;
+	users_init(&users);
+	gw.users = &users;
 	struct client_err err = { 0 };
 	char host[600];
 	snprintf(host, sizeof(host), "unix://%s", sock);

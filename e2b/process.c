@@ -25,6 +25,7 @@
 
 #include "e2b/connect.h"
 #include "e2b/stream.h"
+#include "e2b/users.h"
 
 /* The ProcessInfo of a running process of spaced's listing (new reference). */
 static json_t *process_info(const json_t *proc)
@@ -323,14 +324,22 @@ static enum MHD_Result start(struct req *r, const char *sbid, json_t *msg)
 	if (envs)
 		json_object_set(c->ask, "env", (json_t *)envs);
 	char user[GW_USER_MAX + 1];
-	if (gw_user(r, user, sizeof(user)))
-		json_object_set_new(c->ask, "user", json_string(user));
+	const char *as = users_of(r, sbid, user, sizeof(user));
+	if (as)
+		json_object_set_new(c->ask, "user", json_string(as));
+	/* a user's folder is its home, as under envd; spaced's own is /work for root (and takes
+	 * other users' relative folders from their homes) */
+	bool root = as && strcmp(as, "root") == 0;
+	const char *base = root ? "/root" : !as ? "/work" : NULL;
 	char cwd_abs[4200];
-	if (cwd && *cwd) { /* relative to the default working folder, or with a user to its home */
-		bool as_is = cwd[0] == '/' || json_object_get(c->ask, "user");
-		snprintf(cwd_abs, sizeof(cwd_abs), "%s%s", as_is ? "" : "/work/", cwd);
+	if (cwd && *cwd && cwd[0] != '/' && base)
+		snprintf(cwd_abs, sizeof(cwd_abs), "%s/%s", base, cwd);
+	else if (cwd && *cwd)
+		snprintf(cwd_abs, sizeof(cwd_abs), "%s", cwd);
+	else
+		snprintf(cwd_abs, sizeof(cwd_abs), "%s", root ? base : "");
+	if (cwd_abs[0])
 		json_object_set_new(c->ask, "cwd", json_string(cwd_abs));
-	}
 	long t = gw_timeout_s(r);
 	if (t > 0)
 		json_object_set_new(c->ask, "timeout", json_integer(t));

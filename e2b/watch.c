@@ -44,10 +44,10 @@ static json_t *fs_event(const json_t *ev)
 
 /* spaced's watch route for E2B's {path, recursive} on sbid into dst; false when the path is
  * missing or too long. */
-static bool watch_url(char *dst, const char *sbid, const json_t *msg)
+static bool watch_url(struct req *r, char *dst, const char *sbid, const json_t *msg)
 {
 	char abs[4200], rest[WATCH_URL_MAX - 100];
-	if (!files_abs_path(json_string_value(json_object_get(msg, "path")), abs, sizeof(abs)))
+	if (!files_abs_path(r, sbid, json_string_value(json_object_get(msg, "path")), abs, sizeof(abs)))
 		return false;
 	char *esc = client_escape(abs);
 	bool ok = esc && (size_t)snprintf(rest, sizeof(rest), "/files/watch?path=%s&recursive=%d", esc,
@@ -159,7 +159,7 @@ enum MHD_Result watch_dir(struct req *r, const char *sbid)
 	json_t *msg = connect_request(buf_head(&r->body), buf_avail(&r->body), c->msg, sizeof(c->msg));
 	if (!msg) {
 		c->code = "invalid_argument"; /* a stream's errors go in its end, under 200 */
-	} else if (!watch_url(c->url, sbid, msg)) {
+	} else if (!watch_url(r, c->url, sbid, msg)) {
 		c->code = "invalid_argument";
 		snprintf(c->msg, sizeof(c->msg), "a path is required (at most 4096 bytes)");
 	}
@@ -289,7 +289,7 @@ static enum MHD_Result create(struct req *r, const char *sbid, const json_t *msg
 		free(w);
 		return gw_connect_error(r, "internal", "out of memory or randomness");
 	}
-	if (!watch_url(w->url, sbid, msg)) {
+	if (!watch_url(r, w->url, sbid, msg)) {
 		json_decref(w->events);
 		free(w);
 		return gw_connect_error(r, "invalid_argument", "a path is required (at most 4096 bytes)");

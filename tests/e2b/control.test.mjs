@@ -167,7 +167,7 @@ test('getMetrics: the samples spaced took, memory and disk used growing, totals 
       { background: true })
     await poll(async () => (await sb.getMetrics()).at(-1)?.memUsed >= first.memUsed + 150 * MIB,
       'memory used to grow by the 200 MiB held')
-    await sb.commands.run('head -c 100M /dev/urandom > /work/big && sync')
+    await sb.commands.run('head -c 100M /dev/urandom > /home/user/big && sync')
     await poll(async () => (await sb.getMetrics()).at(-1)?.diskUsed >= first.diskUsed + 80 * MIB,
       'disk used to grow by the 100 MiB file')
 
@@ -195,8 +195,8 @@ test('getMetrics: the samples spaced took, memory and disk used growing, totals 
 
 test('getHost(port) reaches a server in the sandbox through spaced\'s port proxy', async () => {
   await withSandbox({}, async (sb) => {
-    await sb.files.write('/work/hello.txt', 'hello from inside')
-    await sb.commands.run('python3 -m http.server 8000 --directory /work', { background: true })
+    await sb.files.write('/home/user/hello.txt', 'hello from inside')
+    await sb.commands.run('python3 -m http.server 8000 --directory /home/user', { background: true })
     const host = sb.getHost(8000)
     assert.match(host, new RegExp(`^8000-${sb.sandboxId}\\.localhost:\\d+$`))
     assert.equal((await sb.getInfo()).sandboxDomain, host.slice(`8000-${sb.sandboxId}.`.length))
@@ -207,7 +207,7 @@ test('getHost(port) reaches a server in the sandbox through spaced\'s port proxy
   })
   // allowPublicTraffic: false: the port needs the sandbox's traffic token, as in E2B
   await withSandbox({ network: { allowPublicTraffic: false } }, async (sb) => {
-    await sb.commands.run('python3 -m http.server 8001 --directory /work', { background: true })
+    await sb.commands.run('python3 -m http.server 8001 --directory /home/user', { background: true })
     const url = `http://${sb.getHost(8001)}/`
     assert.ok(sb.trafficAccessToken)
     assert.equal((await get(url)).status, 401)
@@ -279,9 +279,9 @@ test('autoResume: a paused sandbox made with it is resumed by a command; one mad
   await withSandbox({ lifecycle: { onTimeout: 'pause', autoResume: true } }, async (sb) => {
     assert.equal((await sb.getInfo()).lifecycle.autoResume, true)
     assert.equal((await spaced('GET', `/v1/sandboxes/${sb.sandboxId}`)).body.auto_resume, true)
-    await sb.files.write('/work/kept.txt', 'kept')
+    await sb.files.write('/home/user/kept.txt', 'kept')
     assert.equal(await sb.pause(), true)
-    const r = await sb.commands.run('cat /work/kept.txt')
+    const r = await sb.commands.run('cat /home/user/kept.txt')
     assert.equal(r.stdout, 'kept')
     assert.equal((await sb.getInfo()).state, 'running')
   })

@@ -31,12 +31,13 @@ test('write and read back: text, 1 MiB of every byte value, an empty file, paren
   assert.equal(await sb.files.read('/tmp/f/a/b/x.txt'), 'new')
 })
 
-test('several files in one write; a relative path is taken from /work', async () => {
+test('several files in one write; a relative path is taken from the default user\'s home', async () => {
   const w = await sb.files.write([{ path: '/tmp/g/one', data: '1' }, { path: 'rel/two.txt', data: '2' },
     { path: '/tmp/g/quote"d name', data: '3' }])
-  assert.deepEqual(w.map((x) => x.path), ['/tmp/g/one', '/work/rel/two.txt', '/tmp/g/quote"d name'])
-  assert.equal((await sb.commands.run('cat /tmp/g/one /work/rel/two.txt "/tmp/g/quote\\"d name"')).stdout, '123')
+  assert.deepEqual(w.map((x) => x.path), ['/tmp/g/one', '/home/user/rel/two.txt', '/tmp/g/quote"d name'])
+  assert.equal((await sb.commands.run('cat /tmp/g/one /home/user/rel/two.txt "/tmp/g/quote\\"d name"')).stdout, '123')
   assert.equal(await sb.files.read('rel/two.txt'), '2')
+  await sb.files.remove('rel')
 })
 
 test('reading what is missing or a folder is an error of the right class', async () => {
@@ -84,7 +85,7 @@ test('makeDir, rename (parents made) and remove (a missing path is no error)', a
 
 test('entries carry owner, group, symlinkTarget and a modifiedTime to the millisecond', async () => {
   await sb.commands.run("mkdir -p /tmp/own && echo x > /tmp/own/f && chown user:user /tmp/own/f && " +
-    "touch -d '2026-03-04 05:06:07.891 UTC' /tmp/own/f && ln -sfn f /tmp/own/link")
+    "touch -d '2026-03-04 05:06:07.891 UTC' /tmp/own/f && ln -sfn f /tmp/own/link", { user: 'root' })
   const f = await sb.files.getInfo('/tmp/own/f')
   assert.deepEqual([f.owner, f.group], ['user', 'user'])
   assert.equal(f.modifiedTime.toISOString(), '2026-03-04T05:06:07.891Z')
@@ -112,8 +113,8 @@ test('as user `user`: files are its own, relative paths start at its home, and i
   assert.deepEqual((await sb.files.list('.', as)).map((e) => e.path).filter((p) => !p.includes('/.')),
     ['/home/user/made', '/home/user/moved.txt', '/home/user/notes'])
   // what root keeps to itself stays its own
-  await sb.files.write('/tmp/root-only', 'secret')
-  await sb.commands.run('chmod 600 /tmp/root-only')
+  await sb.files.write('/tmp/root-only', 'secret', { user: 'root' })
+  await sb.commands.run('chmod 600 /tmp/root-only', { user: 'root' })
   await assert.rejects(sb.files.read('/tmp/root-only', as))
   await assert.rejects(sb.files.write('/work/not-mine.txt', 'x', as))
   await assert.rejects(sb.files.makeDir('/work/not-mine', as))
@@ -260,4 +261,46 @@ test('watchDir: 16 at once per sandbox; stop() gives a place back', async () => 
     }, 30_000, 'a stopped watch\'s place')
     for (const h of handles) await h.stop()
   })
+})
+
+test('octet-stream and gzip uploads (envd 0.5.7): the SDK\'s gzip, useOctetStream and streams', async () => {
+  const text = 'compress me '.repeat(5000)
+  let w = await sb.files.write('/tmp/oct/gz.txt', text, { gzip: true })
+  assert.deepEqual(w.path, '/tmp/oct/gz.txt')
+  assert.equal(await sb.files.read('/tmp/oct/gz.txt'), text)
+  assert.equal((await sb.files.getInfo('/tmp/oct/gz.txt')).owner, 'user')
+  w = await sb.files.write('oct-plain.bin', new Uint8Array([0, 1, 2, 255]), { useOctetStream: true })
+  assert.equal(w.path, '/home/user/oct-plain.bin')
+  assert.deepEqual([...await sb.files.read('oct-plain.bin', { format: 'bytes' })], [0, 1, 2, 255])
+  const stream = new ReadableStream({
+    start (c) { c.enqueue(new TextEncoder().encode('from a ')); c.enqueue(new TextEncoder().encode('stream')); c.close() }
+  })
+  await sb.files.write('/tmp/oct/streamed', stream)
+  assert.equal(await sb.files.read('/tmp/oct/streamed'), 'from a stream')
+  await sb.files.write('/tmp/oct/empty', '', { useOctetStream: true })
+  assert.equal(await sb.files.read('/tmp/oct/empty'), '')
+  // bad bodies: clear errors, and the file stays as it was (not made, or not changed)
+  const url = process.env.E2B_SANDBOX_URL
+  const headers = { 'E2b-Sandbox-Id': sb.sandboxId, 'X-Access-Token': sb.envdAccessToken,
+    'Content-Type': 'application/octet-stream' }
+  let r = await fetch(`${url}/files?path=/tmp/oct/bad`, { method: 'POST', body: 'not gzip at all',
+    headers: { ...headers, 'Content-Encoding': 'gzip' } })
+  assert.equal(r.status, 400)
+  assert.match((await r.json()).message, /not valid gzip/)
+  assert.equal(await sb.files.exists('/tmp/oct/bad'), false)
+  const { gzipSync } = await import('node:zlib')
+  const gz = gzipSync(Buffer.from('cut short '.repeat(100000)))
+  await sb.files.write('/tmp/oct/cut', 'original')
+  r = await fetch(`${url}/files?path=/tmp/oct/cut`, { method: 'POST', body: gz.subarray(0, gz.length - 10),
+    headers: { ...headers, 'Content-Encoding': 'gzip' } })
+  assert.equal(r.status, 400)
+  assert.match((await r.json()).message, /ended early/)
+  assert.equal(await sb.files.read('/tmp/oct/cut'), 'original')
+  r = await fetch(`${url}/files?path=/tmp/oct/br`, { method: 'POST', body: 'x', headers: { ...headers, 'Content-Encoding': 'br' } })
+  assert.equal(r.status, 400)
+  assert.match((await r.json()).message, /gzip or none/)
+  assert.equal(await sb.files.exists('/tmp/oct/br'), false)
+  r = await fetch(`${url}/files`, { method: 'POST', body: 'x', headers })
+  assert.equal(r.status, 400)
+  assert.match((await r.json()).message, /path=/)
 })

@@ -22,11 +22,11 @@ async function killAll (sandboxes) {
 test('fork: the forks continue the parent (its files, its running process), then go their own ways', async () => {
   const word = uniq()
   await withSandbox({ timeoutMs: 300_000 }, async (parent) => {
-    await parent.files.write('/work/seed', word)
+    await parent.files.write('/home/user/seed', word)
     // a value only a running process holds: the file it came from is gone
-    await parent.commands.run('v=$(cat /work/seed); rm /work/seed; while :; do echo "$v" > /work/echo; sleep 0.2; done',
+    await parent.commands.run('v=$(cat /home/user/seed); rm /home/user/seed; while :; do echo "$v" > /home/user/echo; sleep 0.2; done',
       { background: true, timeoutMs: 0 })
-    await poll(async () => (await parent.files.exists('/work/echo')), 'the parent\'s loop')
+    await poll(async () => (await parent.files.exists('/home/user/echo')), 'the parent\'s loop')
     const forks = await parent.fork({ count: 2, timeoutMs: 120_000 })
     try {
       assert.equal(forks.length, 2)
@@ -39,20 +39,20 @@ test('fork: the forks continue the parent (its files, its running process), then
         assert.equal(body.lifetime, 120) // the fork's deadline, not its parent's
         assert.equal(body.timeout, 0)
         const again = await Sandbox.connect(f.sandboxId, { timeoutMs: 60_000 })
-        await again.files.remove('/work/echo')
+        await again.files.remove('/home/user/echo')
         // the loop runs on in the fork and writes the word it kept in memory
-        const echoed = await poll(async () => (await again.files.exists('/work/echo')) &&
-          (await again.files.read('/work/echo')).trim(), 'the fork\'s loop')
+        const echoed = await poll(async () => (await again.files.exists('/home/user/echo')) &&
+          (await again.files.read('/home/user/echo')).trim(), 'the fork\'s loop')
         assert.equal(echoed, word)
-        assert.equal(await again.files.exists('/work/seed'), false)
+        assert.equal(await again.files.exists('/home/user/seed'), false)
         const info = await again.getInfo()
         assert.equal(info.state, 'running')
         assert.equal(info.templateId, 'base')
       }
       // each has files of its own
-      await forks[0].files.write('/work/only-here', 'x')
-      assert.equal(await forks[1].files.exists('/work/only-here'), false)
-      assert.equal(await parent.files.exists('/work/only-here'), false)
+      await forks[0].files.write('/home/user/only-here', 'x')
+      assert.equal(await forks[1].files.exists('/home/user/only-here'), false)
+      assert.equal(await parent.files.exists('/home/user/only-here'), false)
       assert.equal((await parent.getInfo()).state, 'running')
     } finally {
       await killAll(forks)
@@ -85,7 +85,7 @@ test('snapshots: create, list, start from one, delete; a tenant sees only its ow
   const name = 'snap-' + uniq()
   let snap
   await withSandbox({}, async (sb) => {
-    await sb.files.write('/work/kept', name)
+    await sb.files.write('/home/user/kept', name)
     await sb.commands.run('sleep 4242', { background: true, timeoutMs: 0 })
     snap = await sb.createSnapshot({ name })
     assert.match(snap.snapshotId, /^s-[0-9a-f]{12}$/)
@@ -102,7 +102,7 @@ test('snapshots: create, list, start from one, delete; a tenant sees only its ow
     assert.deepEqual(await Sandbox.listSnapshots({ sandboxId: '000000000000' }).nextItems(), [])
     // the snapshot outlives its sandbox, and a create starts from it
     await withSandbox(snap.snapshotId, async (from) => {
-      assert.equal((await from.files.read('/work/kept')), name)
+      assert.equal((await from.files.read('/home/user/kept')), name)
       // its processes came along
       const ps = await from.commands.run('for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done')
       assert.ok(ps.stdout.split('\n').includes('sleep 4242 '), ps.stdout)

@@ -13,6 +13,11 @@ needs (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY: a token of tenant "e2b"), SPAC
 front. spaced runs its port proxy on a loopback port: the sandboxes' E2B domain, from
 which getHost(port) makes a host that reaches their ports.
 
+SPACE_TEST_ISOLATION=microvm runs every sandbox of the suite as a microVM (spacetest.Daemon
+gives spaced --isolation, as for the pytest suites); the tests see the same variable, for what
+differs by kind (sudo under gVisor's no_new_privs). `make e2b-test-vm` runs the files whose
+behaviour depends on the kind that way (E2B_VM_TESTS in the Makefile).
+
 Run: /usr/bin/python3 tests/e2b/run.py [node --test arguments, e.g. a file]
 """
 
@@ -94,6 +99,7 @@ def main():
     d = spacetest.Daemon(prefix="space-e2b-", args=["--e2b-listen", f"127.0.0.1:{port}",
                                                     "--proxy-listen", f"127.0.0.1:{proxy_port}"])
     d.start()
+    print(f"E2B suite: sandboxes are {spacetest.ISOLATION or 'gvisor'} (spaced's --isolation)", flush=True)
     try:
         if interpreter:
             build_interpreter(d)
