@@ -26,7 +26,7 @@ enum opt {
 	O_STATE_DIR = 256, O_SOCKET, O_LISTEN, O_ISOLATION, O_DRIVER, O_CACHE_DIR, O_AGENT, O_NO_AUTO_RESUME,
 	O_HELP, O_TLS_CERT, O_TLS_KEY, O_TENANT_SNAPSHOTS, O_TENANT_SNAPSHOT_MB, O_RESERVE_MB, O_TEMPLATE, O_ACCEL,
 	O_DEFAULT_EGRESS, O_EGRESS_PERMIT, O_NET_TRANSIT, O_PROXY_LISTEN, O_PROXY_DOMAIN, O_PROXY_IDLE_TIMEOUT,
-	O_DNS_UPSTREAM, O_DNS_PORT, O_READY_TIMEOUT, O_POOL, O_E2B_LISTEN, O_CONFIG,
+	O_DNS_UPSTREAM, O_DNS_PORT, O_READY_TIMEOUT, O_POOL, O_E2B_LISTEN, O_CONFIG, O_RECIPES,
 };
 
 static const struct option opts[] = {
@@ -58,6 +58,7 @@ static const struct option opts[] = {
 	{ "pool", required_argument, NULL, O_POOL },
 	{ "e2b-listen", required_argument, NULL, O_E2B_LISTEN },
 	{ "config", required_argument, NULL, O_CONFIG },
+	{ "recipes", required_argument, NULL, O_RECIPES },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -66,6 +67,7 @@ void config_usage(FILE *f)
 	fprintf(f, "usage: spaced [--config FILE] [--state-dir DIR] [--socket PATH]\n"
 		   "              [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]\n"
 		   "              [--isolation gvisor|microvm] [--accel auto|kvm|tcg] [--cache-dir DIR] [--agent PATH] [--no-auto-resume]\n"
+		   "              [--recipes DIR]\n"
 		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
 		   "              [--template NAME=PKG[,PKG...]]... [--default-egress none|open|allow]\n"
 		   "              [--egress-permit CIDR]... [--net-transit CIDR]\n"
@@ -201,6 +203,7 @@ static int apply(struct daemon *d, struct config *c, int id, const char *v, char
 	case O_LISTEN: return text("listen", v, d->listen_addr, sizeof(d->listen_addr), why, n);
 	case O_CACHE_DIR: return text("cache-dir", v, d->cache_dir, sizeof(d->cache_dir), why, n);
 	case O_AGENT: return text("agent", v, d->agent_path, sizeof(d->agent_path), why, n);
+	case O_RECIPES: return text("recipes", v, d->recipes_dir, sizeof(d->recipes_dir), why, n);
 	case O_TLS_CERT: return text("tls-cert", v, d->tls_cert_path, sizeof(d->tls_cert_path), why, n);
 	case O_TLS_KEY: return text("tls-key", v, d->tls_key_path, sizeof(d->tls_key_path), why, n);
 	case O_E2B_LISTEN: return text("e2b-listen", v, d->e2b_listen, sizeof(d->e2b_listen), why, n);
