@@ -99,3 +99,33 @@ def test_a_recipe_that_fails_fails_its_creates_and_is_tried_again(make_daemon):
     assert builds_of(d, name) == 2
     # a name with no recipe is what it was: not found
     assert d.api.json("POST", "/v1/sandboxes", {"template": f"none-{secrets.token_hex(4)}"})[0] == 404
+
+
+def interpreter_cell(api, sbid, language, code):
+    """A cell of the code interpreter's server (port 49999), asked from inside the sandbox: its
+    events."""
+    prog = ("import json, sys, urllib.request\n"
+            "r = urllib.request.Request('http://127.0.0.1:49999/execute', data=sys.stdin.buffer.read())\n"
+            "print(urllib.request.urlopen(r, timeout=120).read().decode())\n")
+    out = api.exec(sbid, ["python3", "-c", prog], stdin=json.dumps({"code": code, "language": language}))
+    return [json.loads(line) for line in out["stdout"].splitlines() if line.strip()]
+
+
+def test_code_interpreter_from_the_installed_recipe_survives_a_suspend(make_daemon):
+    """code-interpreter-v1 from build/recipes (the default --recipes): a suspend saves its
+    python, javascript, r and bash contexts (gVisor cannot save a listening TCP socket a thread
+    waits on, nor an open deleted file: the kernels are started so as to hold neither)."""
+    d = make_daemon()
+    sbid = d.api.ok("POST", "/v1/sandboxes", {"template": "code-interpreter-v1"}, expect=(201,),
+                    timeout=3600)["id"]
+    cells = {"python": ("kept = 'py'", "kept"), "javascript": ("let kept = 'js'", "kept"),
+             "r": ("kept <- 'r'", "kept"), "bash": ("kept=sh", "echo $kept")}
+    for language, (define, _) in cells.items():
+        assert not [e for e in interpreter_cell(d.api, sbid, language, define) if e["type"] == "error"]
+    assert d.api.ok("POST", f"/v1/sandboxes/{sbid}/suspend", timeout=900)["state"] == "suspended"
+    assert d.api.ok("POST", f"/v1/sandboxes/{sbid}/resume", timeout=900)["state"] == "running"
+    seen = {}
+    for language, (_, read) in cells.items():
+        events = interpreter_cell(d.api, sbid, language, read)
+        seen[language] = [e.get("text") for e in events if e["type"] in ("result", "stdout")]
+    assert seen == {"python": ["'py'"], "javascript": ["'js'"], "r": ['[1] "r"'], "bash": ["sh\n"]}, seen
