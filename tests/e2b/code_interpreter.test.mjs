@@ -330,11 +330,12 @@ test('contexts keep their state across space\'s pause and resume', async () => {
   assert.deepEqual(await readAll(sb), KEPT)
 })
 
-// Not yet met under gVisor: runsc refuses this suspend (docs/e2b.md, "pause and resume"); the
-// same four contexts made through an exec inside, not through the front, are suspended and
-// resumed (tests/e2e/test_recipes.py). Kept running so that its failure stays in sight.
+// Not yet met under gVisor: runsc refuses this suspend (docs/e2b.md, "pause and resume"), and
+// the file then does not end (the refused sandbox's kill waits); skipped until that is found.
+// The same four contexts made through an exec inside, not through the front, are suspended and
+// resumed (tests/e2e/test_recipes.py).
 test('contexts keep their state across E2B\'s pause (space\'s suspend) and connect', {
-  todo: 'runsc 20221219 refuses to save this sandbox (500 runsc checkpoint failed)'
+  skip: 'runsc 20221219 refuses to save this sandbox (500 runsc checkpoint failed)'
 }, async () => {
   // a sandbox of its own, its four contexts made by setAll
   let fresh = await Sandbox.create({ timeoutMs: 600_000 })
