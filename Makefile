@@ -77,7 +77,15 @@ APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev 
 
 .PHONY: all deps compat-deps up down test quick stress layers docs-check unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test e2b-test-vm security security-vm \
 	compat compat-quick asan bench clean
-all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN)
+RECIPES := $(BUILD)/recipes/code-interpreter-v1/.made
+all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN) $(RECIPES)
+
+
+# The recipes of the templates spaced builds on first use (daemon/core/recipe.h), beside it:
+# build/recipes/NAME/ is the build context of template NAME.
+$(BUILD)/recipes/code-interpreter-v1/.made: $(wildcard sandbox/interpreter/*)
+	@echo "  RECIPE  $(dir $@)"
+	@rm -rf $(dir $@) && mkdir -p $(dir $@) && cp sandbox/interpreter/* $(dir $@) && touch $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

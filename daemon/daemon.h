@@ -235,6 +235,8 @@ struct daemon {
 	char build_path[512];       /* space-build beside the agent: the template builder (builder/) */
 	int builds;                 /* [L] template builds in flight (core/build.c) */
 	struct build *build_list;   /* [L] those builds */
+	char recipes_dir[512];      /* --recipes: templates built on first use (core/recipe.h) */
+	struct recipe *recipe_list; /* [L] the builds from recipes under way */
 	const char *vm_accel;       /* --accel: auto, kvm or tcg (the microvm driver's) */
 	bool auto_resume;           /* exec and file requests resume a paused or suspended sandbox */
 	int max_snapshots;          /* per tenant (TENANT_MAX_SNAPSHOTS unless configured) */

@@ -31,6 +31,7 @@
 #include "daemon/core/op.h"
 #include "daemon/core/pool.h"
 #include "daemon/core/ready.h"
+#include "daemon/core/recipe.h"
 #include "daemon/daemon.h"
 #include "daemon/driver/driver.h"
 #include "daemon/driver/vm_log.h"
@@ -65,6 +66,7 @@ static void io_tick(void *ctx)
 {
 	lifecycle_tick(ctx);
 	build_tick(ctx);
+	recipe_tick(ctx);
 	pool_tick(ctx);
 	e2b_tick(ctx);
 	metrics_tick(ctx);
@@ -281,6 +283,9 @@ int main(int argc, char **argv)
 	}
 	if (access(d->build_path, X_OK) != 0)
 		log_warn("%s is missing: templates cannot be built (POST /v1/templates)", d->build_path);
+	if (!d->recipes_dir[0]) /* ... and the recipes of the templates built on first use */
+		snprintf(d->recipes_dir, sizeof(d->recipes_dir), "%.*s/recipes", slash ? (int)(slash - d->shim_path) : 1,
+			 slash ? d->shim_path : ".");
 	snprintf(d->e2b_path, sizeof(d->e2b_path), "%.*s/space-e2b", slash ? (int)(slash - d->shim_path) : 1,
 		 slash ? d->shim_path : ".");
 	if (d->e2b_listen[0] && access(d->e2b_path, X_OK) != 0) {

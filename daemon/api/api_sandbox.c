@@ -16,6 +16,7 @@
 #include "daemon/core/lifecycle.h"
 #include "daemon/core/metrics.h"
 #include "daemon/core/quota.h"
+#include "daemon/core/recipe.h"
 #include "daemon/core/pool.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
@@ -226,6 +227,13 @@ int api_sandbox_create(struct op *op)
 			cfg.isolation = k->kind;
 		else
 			rc = -EINVAL;
+	}
+	if (rc == 0 && !snap && (rc = recipe_wait(op->d, op, cfg.template, &op->err)) > 0) {
+		/* its template is being built from its recipe: this runs again once it is there */
+		json_decref(empty);
+		json_decref(network);
+		json_decref(b);
+		return API_PENDING;
 	}
 	if (rc == 0)
 		rc = quota_create(op->d, snap ? (uint64_t)json_integer_value(json_object_get(snap, "bytes")) : 0, &op->err);

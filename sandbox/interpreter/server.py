@@ -1,6 +1,7 @@
 """sandbox/interpreter/server.py - the code interpreter's server, run inside a sandbox of template
 code-interpreter-v1 (docs/e2b.md, "Code Interpreter"): E2B's Code Interpreter SDKs speak to it on
-port 49999 through the E2B front, and it runs their code in Jupyter kernels.
+port 49999 through the E2B front, and it runs their code in Jupyter kernels (python, r), a
+Node.js process (javascript, js_kernel.js) or a bash shell.
 
   POST /execute {"code", "context_id" | "language", "env_vars"}  -> NDJSON, one event a line:
        {"type": "stdout"|"stderr", "text"}, {"type": "result", "is_main_result", <formats>},
@@ -9,7 +10,7 @@ port 49999 through the E2B front, and it runs their code in Jupyter kernels.
   POST /contexts {"language", "cwd"} -> {"id", "language", "cwd"};  GET /contexts -> [...]
   DELETE /contexts/{id};  POST /contexts/{id}/restart;  GET /health
 
-A context is a kernel. The default one of each language is made on its first use (python's
+A context is a kernel, a Node.js process or a shell. The default one of each language is made on its first use (python's
 before the server listens, so that a server that answers has a kernel ready). A client that
 goes away while its cell runs (the SDK's timeoutMs passed, the caller was cut off) has the cell
 interrupted (the kernel's SIGINT), not the kernel restarted: the context keeps its state.
@@ -41,10 +42,14 @@ POLL_S = 0.2                   # how often a running cell looks whether its clie
 CONTEXTS_MAX = 4               # kernels at once, the default ones included (each a process of
                                # 50-100 MB: more would not fit a sandbox of 512 MB)
 DEFAULT_CWD = "/home/user" if os.path.isdir("/home/user") else "/"
+KERNEL_SOCKETS = "/run/space-interpreter"  # the kernels' channels: <context id>-<n>, Unix sockets
 
 # A language's kernel (its Jupyter kernelspec name).
-KERNELS = {"python": "python3", "r": "ir"}
-LANGUAGES = set(KERNELS) | {"bash"}  # bash: a shell of our own (BashContext), no kernel
+KERNELS = {"python": "space-python3", "r": "ir"}
+# bash: a shell of our own (BashContext); javascript: a Node.js process of our own (JsContext)
+LANGUAGES = set(KERNELS) | {"bash", "javascript"}
+ALIASES = {"js": "javascript"}  # the names E2B's SDKs also take for a language
+JS_KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "js_kernel.js")
 # MIME type of a kernel's output -> the SDK's name for that format.
 FORMATS = {
     "text/plain": "text", "text/html": "html", "text/markdown": "markdown", "image/svg+xml": "svg",
@@ -83,7 +88,11 @@ class Context(BaseContext):
         self.kc = None
 
     def start(self):
-        self.km = KernelManager(kernel_name=KERNELS[self.language])
+        # its channels are Unix sockets (ZeroMQ's ipc), not loopback TCP: gVisor (runsc
+        # 20221219) cannot save a listening TCP socket a process waits on, so a kernel on TCP
+        # would make the sandbox's suspend fail
+        self.km = KernelManager(kernel_name=KERNELS[self.language], transport="ipc",
+                                ip=os.path.join(KERNEL_SOCKETS, self.id))
         self.km.start_kernel(cwd=self.cwd)
         self.kc = self.km.client()
         self.kc.start_channels()
@@ -170,22 +179,14 @@ class Context(BaseContext):
                 on_msg(msg)
 
 
-class BashContext(BaseContext):
-    """A bash shell that keeps its state (variables, functions, folder) from cell to cell. A cell
-    is a file the shell sources, followed by a marker on each stream with its exit status; an
-    interrupt is the shell's SIGINT, on which it returns from the cell (its trap) and lives on."""
+class ProcessContext(BaseContext):
+    """A context that is a process of the server's own, in a session of its own (its start()
+    makes self.proc): stopped with its whole group, restarted as a new one."""
 
     def __init__(self, language, cwd):
         super().__init__(language, cwd)
         self.proc = None
         self.count = 0
-        self.token = "\x1eSPACE-CELL-%s" % self.id  # in no program's output
-
-    def start(self):
-        self.proc = subprocess.Popen(["bash", "--noprofile", "--norc"], cwd=self.cwd, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        self.proc.stdin.write(b"trap 'return 130' INT\n")
-        self.proc.stdin.flush()
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -193,12 +194,29 @@ class BashContext(BaseContext):
         if self.proc:
             self.proc.wait()
             for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                f.close()
+                if f:
+                    f.close()
 
     def restart(self):
         with self.lock:
             self.stop()
             self.start()
+
+
+class BashContext(ProcessContext):
+    """A bash shell that keeps its state (variables, functions, folder) from cell to cell. A cell
+    is a file the shell sources, followed by a marker on each stream with its exit status; an
+    interrupt is the shell's SIGINT, on which it returns from the cell (its trap) and lives on."""
+
+    def __init__(self, language, cwd):
+        super().__init__(language, cwd)
+        self.token = "\x1eSPACE-CELL-%s" % self.id  # in no program's output
+
+    def start(self):
+        self.proc = subprocess.Popen(["bash", "--noprofile", "--norc"], cwd=self.cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.proc.stdin.write(b"trap 'return 130' INT\n")
+        self.proc.stdin.flush()
 
     def run(self, code, env_vars, emit, gone):
         with self.lock:
@@ -251,6 +269,52 @@ class BashContext(BaseContext):
         return status
 
 
+class JsContext(ProcessContext):
+    """A Node.js process (js_kernel.js) that keeps one context from cell to cell: a cell is a
+    line of JSON on its stdin, its events JSON lines on its stdout up to {"type": "end"}; an
+    interrupt is its SIGINT, which ends the cell and keeps the context."""
+
+    def start(self):
+        self.proc = subprocess.Popen(["node", JS_KERNEL], cwd=self.cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, start_new_session=True)
+
+    def run(self, code, env_vars, emit, gone):
+        with self.lock:
+            self.count += 1
+            emit({"type": "number_of_executions", "execution_count": self.count})
+            try:
+                self.proc.stdin.write(json.dumps({"code": code}).encode() + b"\n")
+                self.proc.stdin.flush()
+            except OSError:
+                pass  # it ended meanwhile: _read says so
+            if not self._read(emit, gone):
+                emit({"type": "error", "name": "KernelExited", "value": "the javascript process ended", "traceback": ""})
+                self.stop()  # the next cell gets a new one
+                self.start()
+
+    def _read(self, emit, gone):
+        """Hands the cell's events to emit until its end; False when the process ended first."""
+        buf, interrupted = b"", False
+        fd = self.proc.stdout.fileno()
+        while True:
+            if not interrupted and gone():
+                os.kill(self.proc.pid, signal.SIGINT)
+                interrupted = True
+            if not select.select([fd], [], [], POLL_S)[0]:
+                continue
+            data = os.read(fd, 65536)
+            if not data:
+                return False
+            buf += data
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                event = json.loads(line)
+                if event.get("type") == "end":
+                    return True
+                if not interrupted:
+                    emit(event)
+
+
 class Contexts:
     def __init__(self):
         self.lock = threading.Lock()
@@ -260,12 +324,14 @@ class Contexts:
 
     def create(self, language, cwd):
         language = (language or "python").lower()
+        language = ALIASES.get(language, language)
         if language not in LANGUAGES:
             raise HttpError(400, "language %r is not offered here (%s)" % (language, ", ".join(sorted(LANGUAGES))))
         with self.lock:
             if len(self.all) >= CONTEXTS_MAX:
                 raise HttpError(429, "at most %d contexts at once" % CONTEXTS_MAX)
-        ctx = (BashContext if language == "bash" else Context)(language, cwd or DEFAULT_CWD)
+        kind = {"bash": BashContext, "javascript": JsContext}.get(language, Context)
+        ctx = kind(language, cwd or DEFAULT_CWD)
         ctx.start()
         with self.lock:
             self.all[ctx.id] = ctx
@@ -280,6 +346,7 @@ class Contexts:
 
     def default(self, language):
         language = (language or "python").lower()
+        language = ALIASES.get(language, language)
         with self.making:  # two first calls at once make one kernel
             with self.lock:
                 ctx = self.all.get(self.defaults.get(language, ""))
@@ -421,6 +488,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
+    os.makedirs(KERNEL_SOCKETS, mode=0o700, exist_ok=True)
     CONTEXTS.default("python")  # a server that answers has its default kernel ready
     server = ThreadingHTTPServer(("0.0.0.0", PORT), Handler)
     server.daemon_threads = True

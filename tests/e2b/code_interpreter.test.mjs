@@ -1,7 +1,9 @@
 // tests/e2b/code_interpreter.test.mjs - E2B's Code Interpreter SDK (@e2b/code-interpreter,
-// unmodified, installed by run.py) on template code-interpreter-v1 (sandbox/interpreter/, built
-// by run.py): its server on port 49999 reached through the front's sandbox plane
-// (E2b-Sandbox-Port: 49999, carried by spaced's port proxy), code run in Jupyter kernels.
+// unmodified, installed by run.py) on template code-interpreter-v1 (sandbox/interpreter/),
+// which run.py's spaced does not have: the first create builds it from its recipe and waits.
+// Its server on port 49999 is reached through the front's sandbox plane (E2b-Sandbox-Port:
+// 49999, carried by spaced's port proxy); python and r run in Jupyter kernels, javascript in a
+// Node.js process, bash in a shell.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spaced } from './helpers.mjs'
@@ -9,13 +11,32 @@ import { spaced } from './helpers.mjs'
 const ci = await import(process.env.SPACE_E2B_CI_SDK + '/dist/index.mjs')
 const { Sandbox } = ci
 
+const TEMPLATE = 'code-interpreter-v1'
+const BUILD_DEADLINE_MS = 3_600_000 // RECIPE_BUILD_TIMEOUT_S: the create waits for the build
+
 // One sandbox of the template for the whole file (a kernel's start is the slow part).
 let sb
+let before // spaced's answer about the template before the first create
 test.before(async () => {
-  sb = await Sandbox.create({ timeoutMs: 600_000 })
+  before = await spaced('GET', `/v1/templates/${TEMPLATE}`)
+  sb = await Sandbox.create({ timeoutMs: 600_000, requestTimeoutMs: BUILD_DEADLINE_MS })
 })
 test.after(async () => {
   if (sb) await sb.kill().catch(() => {})
+})
+
+test('the SDK\'s create builds code-interpreter-v1 on first use', async () => {
+  assert.equal(before.status, 404) // spaced did not have it
+  const { status, body } = await spaced('GET', `/v1/templates/${TEMPLATE}`)
+  assert.equal(status, 200)
+  assert.equal(body.name, TEMPLATE)
+  // a second create finds it (and waits for no build)
+  const other = await Sandbox.create({ timeoutMs: 60_000 })
+  try {
+    assert.equal((await other.runCode('6*7')).text, '42')
+  } finally {
+    await other.kill()
+  }
 })
 
 test('the SDK\'s default template is code-interpreter-v1, its server ready when create answers', async () => {
@@ -213,4 +234,120 @@ test('bash: a shell that keeps its variables and folder, exit statuses as errors
   await assert.rejects(sb.runCode('while true; do sleep 0.1; done', { language: 'bash', timeoutMs: 3000 }),
     (e) => e instanceof ci.TimeoutError)
   assert.deepEqual((await sb.runCode('echo $n', { language: 'bash' })).logs.stdout, ['21\n'])
+})
+
+test('r: a cell past its timeout is interrupted; the context keeps its state', async () => {
+  await sb.runCode('kept_r <- 41', { language: 'r' })
+  await assert.rejects(sb.runCode('repeat { Sys.sleep(0.1) }', { language: 'r', timeoutMs: 3000 }),
+    (e) => e instanceof ci.TimeoutError)
+  const ex = await sb.runCode('kept_r + 1', { language: 'r' })
+  assert.equal(ex.error, undefined)
+  assert.deepEqual(ex.results.map((r) => r.text), ['[1] 42'])
+})
+
+test('javascript: state between cells, top-level await, the last value as text, console streams', async () => {
+  // room for its contexts (at most 4): the r and bash ones go
+  for (const c of await sb.listCodeContexts()) {
+    if (c.language !== 'python') await sb.removeCodeContext(c)
+  }
+  const ctx = await sb.createCodeContext({ language: 'js', cwd: '/tmp' })
+  assert.equal(ctx.language, 'javascript')
+  assert.equal((await sb.runCode('process.cwd()', { context: ctx })).text, "'/tmp'")
+  await sb.removeCodeContext(ctx)
+
+  const first = await sb.runCode('let n = 20\nconst twice = (x) => x * 2\nfunction inc (x) { return x + 1 }', { language: 'javascript' })
+  assert.equal(first.error, undefined)
+  assert.equal(first.text, undefined) // a declaration has no value
+  const ex = await sb.runCode('inc(twice(n))', { language: 'javascript' })
+  assert.equal(ex.text, '41')
+  assert.equal(ex.results.length, 1)
+  assert.equal(ex.results[0].isMainResult, true)
+  // top-level await, and what it declares stays
+  assert.equal((await sb.runCode('const later = await new Promise((resolve) => setTimeout(() => resolve(n + 1), 10))\nlater', { language: 'js' })).text, '21')
+  assert.equal((await sb.runCode('later * 2', { language: 'js' })).text, '42')
+  // values as Node shows them
+  assert.equal((await sb.runCode("({ a: 1, b: 'x' })", { language: 'js' })).text, "{ a: 1, b: 'x' }")
+  assert.equal((await sb.runCode("'str'", { language: 'js' })).text, "'str'")
+  const out = []
+  const err = []
+  const logs = await sb.runCode("console.log('hello', 1)\nconsole.error('oops')\nprocess.stdout.write('raw\\n')", {
+    language: 'js', onStdout: (m) => out.push(m.line), onStderr: (m) => err.push(m.line)
+  })
+  assert.deepEqual(out, ['hello 1\n', 'raw\n'])
+  assert.deepEqual(err, ['oops\n'])
+  assert.deepEqual(logs.logs.stdout, ['hello 1\n', 'raw\n'])
+  // the python context is another one: n is not there
+  assert.equal((await sb.runCode('"n" in globals()')).text, 'False')
+})
+
+test('javascript: a thrown error is the SDK\'s error; a cell past its timeout is interrupted, the state kept', async () => {
+  const seen = []
+  const bad = await sb.runCode('function f () { throw new TypeError("bad value") }\nf()', { language: 'js', onError: (e) => seen.push(e) })
+  assert.equal(bad.error.name, 'TypeError')
+  assert.equal(bad.error.value, 'bad value')
+  assert.match(bad.error.traceback, /TypeError: bad value\n\s+at f \(cell:1:/)
+  assert.equal(seen.length, 1)
+  const syntax = await sb.runCode('let = = 1', { language: 'js' })
+  assert.equal(syntax.error.name, 'SyntaxError')
+  await sb.runCode('let kept = 41', { language: 'js' })
+  // a loop that never ends, and an await that never settles: each interrupted
+  await assert.rejects(sb.runCode('while (true) {}', { language: 'js', timeoutMs: 3000 }), (e) => e instanceof ci.TimeoutError)
+  assert.equal((await sb.runCode('kept + 1', { language: 'js' })).text, '42')
+  await assert.rejects(sb.runCode('await new Promise(() => {})', { language: 'js', timeoutMs: 3000 }), (e) => e instanceof ci.TimeoutError)
+  assert.equal((await sb.runCode('kept + 2', { language: 'js' })).text, '43')
+  // envs are set in python kernels only
+  await assert.rejects(sb.runCode('1', { language: 'js', envs: { A: 'b' } }),
+    (e) => e instanceof ci.SandboxError && /^400 /.test(e.message))
+  // a language with no kernel here: typescript
+  await assert.rejects(sb.createCodeContext({ language: 'ts' }), (e) => e instanceof ci.SandboxError && /^400 /.test(e.message))
+})
+
+// Every language's default context of sandbox s holds a value that tells it apart.
+async function setAll (s) {
+  await s.runCode('kept_py = "py-kept"')
+  await s.runCode('kept_js = "js-kept"', { language: 'js' })
+  await s.runCode('kept_r <- "r-kept"', { language: 'r' })
+  await s.runCode('kept_sh=sh-kept', { language: 'bash' })
+}
+
+async function readAll (s) {
+  return [
+    (await s.runCode('kept_py')).text,
+    (await s.runCode('kept_js', { language: 'js' })).text,
+    (await s.runCode('kept_r', { language: 'r' })).results.map((r) => r.text).join(),
+    (await s.runCode('echo $kept_sh', { language: 'bash' })).logs.stdout.join()
+  ]
+}
+
+const SUSPEND_MS = 600_000
+const KEPT = ["'py-kept'", "'js-kept'", '[1] "r-kept"', 'sh-kept\n']
+
+test('contexts keep their state across space\'s pause and resume', async () => {
+  await setAll(sb)
+  const id = sb.sandboxId
+  assert.equal((await spaced('POST', `/v1/sandboxes/${id}/pause`)).body.state, 'paused')
+  assert.equal((await spaced('POST', `/v1/sandboxes/${id}/resume`)).body.state, 'running')
+  assert.deepEqual(await readAll(sb), KEPT)
+})
+
+// Not yet met under gVisor: runsc refuses this suspend (docs/e2b.md, "pause and resume"), and
+// the file then does not end (the refused sandbox's kill waits); skipped until that is found.
+// The same four contexts made through an exec inside, not through the front, are suspended and
+// resumed (tests/e2e/test_recipes.py).
+test('contexts keep their state across E2B\'s pause (space\'s suspend) and connect', {
+  skip: 'runsc 20221219 refuses to save this sandbox (500 runsc checkpoint failed)'
+}, async () => {
+  // a sandbox of its own, its four contexts made by setAll
+  let fresh = await Sandbox.create({ timeoutMs: 600_000 })
+  try {
+    await setAll(fresh)
+    const id = fresh.sandboxId
+    // a suspend writes every context's memory to disk: more than the SDK's 60 s on a busy machine
+    assert.equal(await fresh.pause({ requestTimeoutMs: SUSPEND_MS }), true)
+    assert.equal((await spaced('GET', `/v1/sandboxes/${id}`)).body.state, 'suspended')
+    fresh = await Sandbox.connect(id, { timeoutMs: 600_000, requestTimeoutMs: SUSPEND_MS })
+    assert.deepEqual(await readAll(fresh), KEPT)
+  } finally {
+    await fresh.kill().catch(() => {})
+  }
 })

@@ -5,9 +5,10 @@ The SDK (e2b@SDK_VERSION from the npm registry) is installed once per machine in
 SPACE_E2B_SDK_DIR (default /var/cache/space/e2b-js/<version>), outside the checkout: a fresh
 machine installs it, a warm one reuses it. E2B's Code Interpreter SDK (@e2b/code-interpreter@
 CI_SDK_VERSION) is installed the same way into SPACE_E2B_CI_SDK_DIR (default
-/var/cache/space/e2b-js/code-interpreter-<version>), and template code-interpreter-v1
-(sandbox/interpreter/) is built in the private spaced before the tests that use it (its
-Debian packages come from the machine's cache after the first build). The tests get the three variables an E2B program
+/var/cache/space/e2b-js/code-interpreter-<version>). Template code-interpreter-v1 is not built
+here: the private spaced starts without it, and the SDK's first create builds it from its recipe
+(build/recipes/code-interpreter-v1, docs/templates.md), as on any spaced; the build's steps and
+Debian packages come from the machine's cache after the first time. The tests get the three variables an E2B program
 needs (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY: a token of tenant "e2b"), SPACE_OTHER_KEY
 (a token of another tenant), and SPACE_SOCKET, the administrator's socket, to look behind the
 front. spaced runs its port proxy on a loopback port: the sandboxes' E2B domain, from
@@ -23,15 +24,12 @@ Run: /usr/bin/python3 tests/e2b/run.py [node --test arguments, e.g. a file]
 
 import fcntl
 import glob
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
-import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
@@ -42,9 +40,6 @@ SDK_VERSION = "2.51.0"
 SDK_DIR = os.environ.get("SPACE_E2B_SDK_DIR", f"/var/cache/space/e2b-js/{SDK_VERSION}")
 CI_SDK_VERSION = "2.8.0"
 CI_SDK_DIR = os.environ.get("SPACE_E2B_CI_SDK_DIR", f"/var/cache/space/e2b-js/code-interpreter-{CI_SDK_VERSION}")
-CI_TEMPLATE = "code-interpreter-v1"
-CI_DIR = os.path.join(os.path.dirname(os.path.dirname(HERE)), "sandbox", "interpreter")
-CI_BUILD_TIMEOUT = 3600  # the first build on a machine fetches Debian's packages
 SUITE_TIMEOUT = 1800
 
 
@@ -72,22 +67,6 @@ def ensure_sdk(sdk_dir, package, version):
         os.rename(tmp, sdk_dir)
 
 
-def build_interpreter(d):
-    """Builds template code-interpreter-v1 from sandbox/interpreter/ in spaced d, as `space
-    template build -t code-interpreter-v1 --packages $(cat packages) sandbox/interpreter` does."""
-    with open(os.path.join(CI_DIR, "packages")) as f:
-        packages = f.read().strip()
-    ctx = io.BytesIO()
-    with tarfile.open(fileobj=ctx, mode="w") as tar:
-        for name in ("Dockerfile", "server.py", "ir-kernel.json"):
-            tar.add(os.path.join(CI_DIR, name), arcname=name)
-    path = f"/v1/templates?name={CI_TEMPLATE}&packages={urllib.parse.quote(packages)}"
-    status, _, body = d.api.request("POST", path, raw=ctx.getvalue(), timeout=CI_BUILD_TIMEOUT)
-    events = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
-    if status != 200 or not events or events[-1].get("type") != "done":
-        raise RuntimeError(f"building {CI_TEMPLATE}: {status} {events[-3:] if events else body[:500]}")
-
-
 def main():
     ensure_sdk(SDK_DIR, "e2b", SDK_VERSION)
     files = sys.argv[1:] or sorted(glob.glob(os.path.join(HERE, "*.test.mjs")))
@@ -101,14 +80,16 @@ def main():
     d.start()
     print(f"E2B suite: sandboxes are {spacetest.ISOLATION or 'gvisor'} (spaced's --isolation)", flush=True)
     try:
-        if interpreter:
-            build_interpreter(d)
         url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": d.token("e2b"),
                "SPACE_SOCKET": d.socket, "SPACE_E2B_SDK": os.path.join(SDK_DIR, "node_modules", "e2b"),
                "SPACE_OTHER_KEY": d.token("other"),
                "SPACE_E2B_CI_SDK": os.path.join(CI_SDK_DIR, "node_modules", "@e2b", "code-interpreter")}
-        r = subprocess.run(["node", "--test", "--test-reporter=spec", *files], env=env, timeout=SUITE_TIMEOUT)
+        # The SDKs keep HTTP connections alive after a file's last test, and a file waits for
+        # them; where node can, it ends once every test has (node >= 20.14).
+        force = ["--test-force-exit"] if subprocess.run(["node", "--test-force-exit", "-e", ""],
+                                                         capture_output=True).returncode == 0 else []
+        r = subprocess.run(["node", "--test", *force, "--test-reporter=spec", *files], env=env, timeout=SUITE_TIMEOUT)
         if r.returncode != 0:
             print(f"spaced's log ({d.log_path}), the end:\n{d.log_tail(60)}")
         return r.returncode
