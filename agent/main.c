@@ -226,6 +226,8 @@ int main(int argc, char **argv)
 	struct agent a = { .sigfd = -1 };
 	int err;
 
+	if (argc == 2 && strcmp(argv[1], "--version") == 0)
+		return printf("space-agent %s\n", SPACE_VERSION) < 0;
 	if (argc == 2 && strcmp(argv[1], "--pid1-state") == 0)
 		return probe_pid1_state();
 	if (argc == 3 && strcmp(argv[1], "--identity") == 0)

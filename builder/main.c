@@ -348,6 +348,8 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "--version") == 0)
+		return printf("space-build %s\n", SPACE_VERSION) < 0;
 	/* spaced's import of an OCI archive: its files, unpacked as a build context is */
 	if (argc == 4 && strcmp(argv[1], "--unpack-image") == 0) {
 		char msg[BUILD_MSG_MAX];

@@ -216,6 +216,8 @@ int main(int argc, char **argv)
 	/* Descriptors inherited from whoever started us must not reach runsc and sandboxes. */
 	close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
 	/* spaced run as a microVM's log keeper (vm_log.h), its pipes as 3 and 4 */
+	if (argc == 2 && strcmp(argv[1], "--version") == 0)
+		return printf("spaced %s\n", SPACE_VERSION) < 0;
 	if (argc == 3 && strcmp(argv[1], VM_LOG_KEEPER_ARG) == 0)
 		return vm_log_keep(argv[2]);
 

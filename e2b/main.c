@@ -132,6 +132,8 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "--version") == 0)
+		return printf("space-e2b %s\n", SPACE_VERSION) < 0;
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "socket", required_argument, NULL, 's' },
