@@ -465,8 +465,19 @@ class Bench:
             self.api.call("DELETE", f"/v1/sandboxes/{i}")
 
     def close(self):
+        # spaced leaves its sandboxes running when it stops (by design): a bench that failed
+        # midway deletes what it made first, or they stay behind and load every later run
+        if self.proc.poll() is None:
+            try:
+                left = [sb["id"] for sb in self.api.call("GET", "/v1/sandboxes")["sandboxes"]]
+                self.delete_all(left)
+            except (OSError, RuntimeError) as e:
+                print(f"bench: cannot delete the sandboxes it made: {e}", file=sys.stderr)
         self.proc.terminate()
         self.proc.wait()
+        spaced_runsc = ["runsc", "--root", os.path.join(self.state, "runsc")]
+        for line in subprocess.run([*spaced_runsc, "list", "--quiet"], capture_output=True, text=True).stdout.split():
+            subprocess.run([*spaced_runsc, "delete", "--force", line], capture_output=True)
         for line in self.runsc("list", "--quiet", capture_output=True, text=True).stdout.split():
             self.runsc("delete", "--force", line, capture_output=True)
         subprocess.run(["umount", "-l", *[os.path.join(self.tmp, d, "rootfs") for d in os.listdir(self.tmp)
