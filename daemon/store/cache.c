@@ -42,16 +42,6 @@ static void remove_tree(const char *path)
 	spawn_run(rm, -1, -1);
 }
 
-/* The entry's use, stamped on its lock file (cache.h). */
-static void stamp(const char *lockpath)
-{
-	int fd = open(lockpath, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		futimens(fd, NULL);
-		close(fd);
-	}
-}
-
 /* nftw's walk has no argument of its own: the bytes being added up, one walk at a time. */
 static __thread long long *added;
 
@@ -117,11 +107,6 @@ int cache_get(const char *parent, const char *name, cache_build_fn *build, void 
 		return err_set(e, 500, "internal", ENAMETOOLONG, "cache path too long: %s/%s", parent, name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", final);
 	snprintf(lockpath, sizeof(lockpath), "%s.lock", final);
-	struct stat st;
-	if (stat(final, &st) == 0) { /* published, and never changed: no lock, no wait on a holder */
-		stamp(lockpath);
-		return 0;
-	}
 	int rc = dir_make(parent, 0755);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot create %s: %s", parent, strerror(-rc));
@@ -134,7 +119,11 @@ int cache_get(const char *parent, const char *name, cache_build_fn *build, void 
 		rc = err_set(e, 500, "internal", errno, "cannot lock %s: %s", lockpath, strerror(errno));
 		goto out;
 	}
+	/* under the lock: an entry being taken away (a template's files a release removes, a
+	 * prune) is gone once the lock is had, and is made again */
+	struct stat st;
 	if (stat(final, &st) == 0) {
+		futimens(lock, NULL);
 		rc = 0;
 		goto out;
 	}
@@ -168,10 +157,11 @@ int cache_hold(const char *parent, const char *name, cache_build_fn *build, void
 	char final[PATH_MAX], lockpath[PATH_MAX];
 	snprintf(final, sizeof(final), "%s/%s", parent, name);
 	snprintf(lockpath, sizeof(lockpath), "%s/%s.lock", parent, name);
+	int rc = dir_make(parent, 0755);
+	if (rc < 0)
+		return err_set(e, 500, "internal", -rc, "cannot create %s: %s", parent, strerror(-rc));
 	for (;;) {
-		int rc = cache_get(parent, name, build, ctx, e);
-		if (rc < 0)
-			return rc;
+		/* shared first: holders of an entry that is there never wait on each other */
 		int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 		if (fd < 0)
 			return err_set(e, 500, "internal", errno, "cannot open %s: %s", lockpath, strerror(errno));
@@ -186,6 +176,8 @@ int cache_hold(const char *parent, const char *name, cache_build_fn *build, void
 		close(fd);
 		if (rc)
 			return err_set(e, 500, "internal", rc, "cannot lock %s: %s", lockpath, strerror(rc));
-		/* pruned between cache_get and the lock: made again */
+		/* not there (never made, or pruned): made under the exclusive lock, then held */
+		if ((rc = cache_get(parent, name, build, ctx, e)) < 0)
+			return rc;
 	}
 }

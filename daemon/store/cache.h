@@ -35,10 +35,11 @@ typedef int cache_build_fn(const char *tmp, void *ctx, struct err *e);
 int cache_get(const char *parent, const char *name, cache_build_fn *build, void *ctx, struct err *e);
 
 /*
- * cache_get, then holds the entry: returns the descriptor of <name>.lock (close-on-exec)
- * locked shared, with the entry there and stamped as used, or -errno with e filled. The
- * entry stays until the descriptor is closed (by the holder, or its exit); a prune that
- * removed it between the two is made good by building it again.
+ * Holds the entry, made first as cache_get makes it when it is not there: returns the
+ * descriptor of <name>.lock (close-on-exec) locked shared, with the entry there and stamped
+ * as used, or -errno with e filled. The entry stays until the descriptor is closed (by the
+ * holder, or its exit). Holders of an entry that is there never wait on each other; one that
+ * a prune took away between the look and the lock is made again.
  */
 int cache_hold(const char *parent, const char *name, cache_build_fn *build, void *ctx, struct err *e);
 
