@@ -14,7 +14,7 @@ import tempfile
 import threading
 
 from conftest import Api, free_port, wait_until
-from spacetest import CREATE_TIMEOUT, UnixHTTPConnection
+from spacetest import CREATE_TIMEOUT, ISOLATION, UnixHTTPConnection
 
 
 def recipe(root, name, files):
@@ -115,7 +115,9 @@ def test_code_interpreter_from_the_installed_recipe_survives_a_suspend(make_daem
     """code-interpreter-v1 from build/recipes (the default --recipes): a suspend saves its
     python, javascript, r and bash contexts (gVisor cannot save a listening TCP socket a thread
     waits on, nor an open deleted file: the kernels are started so as to hold neither)."""
-    d = make_daemon()
+    # the server's kernels start in seconds under gVisor, in minutes in a microVM under TCG
+    # (no KVM here): its ready command gets 600 s there
+    d = make_daemon(args=["--ready-timeout", "600"] if ISOLATION == "microvm" else [])
     sbid = d.api.ok("POST", "/v1/sandboxes", {"template": "code-interpreter-v1"}, expect=(201,),
                     timeout=3600)["id"]
     cells = {"python": ("kept = 'py'", "kept"), "javascript": ("let kept = 'js'", "kept"),
