@@ -360,10 +360,10 @@ def test_a_failed_build_counts_as_started_and_failed(daemon):
     before = scrape(daemon.api)
     status, events = build(daemon.api, "metrics-bad", {"Dockerfile": "FROM space:no-such-template\n"})
     assert status == 200 and events[-1]["type"] == "error", events
-    after = scrape(daemon.api)
-    for name in ("space_template_builds_total", "space_template_build_failures_total",
-                 "space_template_build_seconds_count"):
-        assert value(after, name) == value(before, name) + 1, name
+    names = ("space_template_builds_total", "space_template_build_failures_total", "space_template_build_seconds_count")
+    # counted once the builder has exited, which may come just after its last event reached us
+    wait_until(lambda: all(value(scrape(daemon.api), n) == value(before, n) + 1 for n in names), 60,
+               "the failed build counted")
 
 
 def test_a_build_that_makes_its_template_is_no_failure(daemon):
@@ -372,7 +372,10 @@ def test_a_build_that_makes_its_template_is_no_failure(daemon):
     status, events = build(daemon.api, "metrics-good", {"Dockerfile": "FROM space:default\nENV METRICS=1\n"})
     assert status == 200, events
     done(events)
-    after = scrape(daemon.api)
+    # its end is counted once the builder has exited, which may come just after its last event
+    after = wait_until(lambda: (lambda m: m if value(m, "space_template_build_seconds_count") ==
+                                value(before, "space_template_build_seconds_count") + 1 else None)(scrape(daemon.api)),
+                       60, "the build's end counted")
     assert value(after, "space_template_builds_total") == value(before, "space_template_builds_total") + 1
     assert value(after, "space_template_build_failures_total") == \
         value(before, "space_template_build_failures_total")
