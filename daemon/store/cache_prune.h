@@ -13,8 +13,9 @@
  * An entry's size is what it added (cache_bytes): a step root's files that its step wrote,
  * not its hard links to the step before. The sizes add up to about what the kinds hold; an
  * entry's removal frees at most its size (less while a later step or a template still
- * links its files). Sizes are kept beside the entries, so neither a prune nor a look at
- * the usage walks the cache's files.
+ * links its files). Sizes are kept beside the entries, so a prune walks no files of the
+ * cache; a look at the usage walks only the kinds that are not prunable (their files are
+ * mostly hard links, which a size of what was added would not show).
  *
  * One prune at a time on a machine: <cache>/.prune.lock.
  */
