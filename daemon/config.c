@@ -27,7 +27,7 @@ enum opt {
 	O_STATE_DIR = 256, O_SOCKET, O_LISTEN, O_ISOLATION, O_DRIVER, O_CACHE_DIR, O_AGENT, O_NO_AUTO_RESUME,
 	O_HELP, O_TLS_CERT, O_TLS_KEY, O_TENANT_SNAPSHOTS, O_TENANT_SNAPSHOT_MB, O_RESERVE_MB, O_TEMPLATE, O_ACCEL,
 	O_DEFAULT_EGRESS, O_EGRESS_PERMIT, O_NET_TRANSIT, O_PROXY_LISTEN, O_PROXY_DOMAIN, O_PROXY_IDLE_TIMEOUT,
-	O_DNS_UPSTREAM, O_DNS_PORT, O_READY_TIMEOUT, O_POOL, O_E2B_LISTEN, O_CONFIG, O_CACHE_MAX_MB, O_RECIPES,
+	O_DNS_UPSTREAM, O_DNS_PORT, O_READY_TIMEOUT, O_POOL, O_E2B_LISTEN, O_CONFIG, O_CACHE_MAX_MB, O_RECIPES, O_MAX_STARTING,
 };
 
 static const struct option opts[] = {
@@ -61,6 +61,7 @@ static const struct option opts[] = {
 	{ "config", required_argument, NULL, O_CONFIG },
 	{ "cache-max-mb", required_argument, NULL, O_CACHE_MAX_MB },
 	{ "recipes", required_argument, NULL, O_RECIPES },
+	{ "max-starting", required_argument, NULL, O_MAX_STARTING },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -69,7 +70,7 @@ void config_usage(FILE *f)
 	fprintf(f, "usage: spaced [--config FILE] [--state-dir DIR] [--socket PATH]\n"
 		   "              [--listen HOST:PORT [--tls-cert FILE --tls-key FILE]]\n"
 		   "              [--isolation gvisor|microvm] [--accel auto|kvm|tcg] [--cache-dir DIR] [--cache-max-mb MB]\n"
-		   "              [--agent PATH] [--no-auto-resume] [--recipes DIR]\n"
+		   "              [--agent PATH] [--no-auto-resume] [--recipes DIR] [--max-starting N]\n"
 		   "              [--tenant-snapshots N] [--tenant-snapshot-mb MB] [--reserve-mb MB]\n"
 		   "              [--template NAME=PKG[,PKG...]]... [--default-egress none|open|allow]\n"
 		   "              [--egress-permit CIDR]... [--net-transit CIDR]\n"
@@ -208,6 +209,10 @@ static int apply(struct daemon *d, struct config *c, int id, const char *v, char
 	case O_CACHE_MAX_MB:
 		rc = number("cache-max-mb", v, 0, CACHE_MAX_MB_MAX, &x, why, n);
 		d->cache_max_bytes = rc == 0 ? x << 20 : d->cache_max_bytes;
+		return rc;
+	case O_MAX_STARTING:
+		rc = number("max-starting", v, 1, STARTS_MAX, &x, why, n);
+		d->max_starting = rc == 0 ? (int)x : d->max_starting;
 		return rc;
 	case O_AGENT: return text("agent", v, d->agent_path, sizeof(d->agent_path), why, n);
 	case O_RECIPES: return text("recipes", v, d->recipes_dir, sizeof(d->recipes_dir), why, n);

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "daemon/base/clock.h"
+#include "daemon/core/starts.h"
 #include "daemon/core/state.h"
 #include "daemon/io/chan.h"
 #include "daemon/io/loop.h"
@@ -261,6 +262,8 @@ struct daemon {
 	struct tenant_load *loads;  /* [L] tenants with requests in flight */
 	uint64_t admin_captured;    /* [L] bytes the administrator's captures hold */
 	struct stats *stats;        /* spaced's own counters (core/stats.h: atomics, no lock) */
+	struct starts starts;       /* the turns to boot (core/starts.h: its own lock) */
+	int max_starting;           /* --max-starting, 0: the default (core/starts.h) */
 	bool stopping;
 
 	void *mhd_unix, *mhd_tcp;   /* struct MHD_Daemon * */

@@ -234,6 +234,7 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
 	isolation = cfg.isolation;
+	starts_init(&d->starts, d->max_starting);
 	raise_nofile();
 	if (optind == argc && http_tls_load(d, &e) < 0) {
 		fprintf(stderr, "spaced: %s\n", e.msg);

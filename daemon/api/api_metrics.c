@@ -179,6 +179,8 @@ int api_metrics(struct op *op)
 		rc = write_node(d, &op->out);
 	if (rc == 0)
 		rc = stats_write(d->stats, &op->out);
+	if (rc == 0)
+		rc = starts_write(&d->starts, &op->out);
 	if (rc < 0) {
 		err_set(&op->err, 500, "internal", -rc, "cannot write the metrics: %s", strerror(-rc));
 		return API_DONE;

@@ -354,11 +354,16 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 	if (rc == 0)
 		rc = lifecycle_reattach(d, sb, e);
 	daemon_unlock(d);
+	bool booting = rc == 0;
+	if (booting) /* its turn to boot: the hello deadline counts from here (core/starts.h) */
+		starts_enter(&d->starts);
 	if (rc == 0 && (rc = dv->ops->restore(dv->drv, sb, image, e)) == 0)
 		crash_point("resume:restored");
 	daemon_lock(d);
 	if (rc == 0)
 		rc = wait_agent(d, sb, e);
+	if (booting)
+		starts_leave(&d->starts);
 	if (rc < 0)
 		peer_unlisten(sb);
 	daemon_unlock(d);

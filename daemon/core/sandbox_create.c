@@ -89,6 +89,9 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		if (rc < 0)
 			err_set(e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
 	}
+	if (rc == 0) /* its turn to boot: the hello deadline counts from here (core/starts.h) */
+		starts_enter(&d->starts);
+	bool booting = rc == 0;
 	if (rc == 0 && snapshot) {
 		char image[700];
 		snprintf(image, sizeof(image), "%s/image", snapshot);
@@ -105,6 +108,8 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, driver_hello_ms(dv->ops)))
 		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
 			     sb->id, driver_hello_ms(dv->ops) / 1000);
+	if (booting)
+		starts_leave(&d->starts);
 	if (rc == 0 && (restored || (snapshot && !dv->ops->rename)))
 		rc = rename_inside(d, sb, e);
 	if (rc == 0 && !snapshot && (sb->start_cmd || sb->ready_cmd))

@@ -3,18 +3,36 @@
 
 Each test runs its own spaced on a cache folder of its own, filled with Dockerfile step roots
 by builds FROM scratch (COPY only: no sandbox, no download), so a prune here never touches the
-machine's cache that the other tests share.
+machine's cache that the other tests share. That folder starts with hard links to the default
+template's files in the machine's cache (`cache` below), or each spaced would build the default
+template again before it listens.
 """
 
 import fcntl
 import hashlib
+import os
 import subprocess
+
+import pytest
 
 from conftest import SPACED, Cli
 from spacetest import Api, free_port, wait_until
 from test_build import build, done, steps
 
 KIB = 1024
+MACHINE_CACHE = "/var/cache/space"  # spaced's default --cache-dir, which the session's spaced uses
+
+
+@pytest.fixture
+def cache(api, tmp_path):
+    """A cache folder of the test's own, with the default template's files linked in from the
+    machine's cache (spaced reads a template's files only; nothing here writes them)."""
+    key = api.ok("GET", "/v1/templates/default")["key"]
+    mine = tmp_path / "cache"
+    os.makedirs(mine / "templates")
+    subprocess.run(["cp", "-al", f"{MACHINE_CACHE}/templates/{key}", str(mine / "templates" / key)], check=True,
+                   timeout=600)
+    return mine
 
 
 def context(name, size):
@@ -50,8 +68,8 @@ def prune(api, keep):
     return body
 
 
-def test_a_prune_removes_the_least_recently_used_step_roots_down_to_what_it_keeps(make_daemon, tmp_path):
-    d = make_daemon(args=["--cache-dir", str(tmp_path / "cache"), "--cache-max-mb", "0"])
+def test_a_prune_removes_the_least_recently_used_step_roots_down_to_what_it_keeps(make_daemon, cache):
+    d = make_daemon(args=["--cache-dir", str(cache), "--cache-max-mb", "0"])
     api = d.api
     for name in ("a", "b", "c"):
         build_ok(api, name)
@@ -77,12 +95,11 @@ def test_a_prune_removes_the_least_recently_used_step_roots_down_to_what_it_keep
     assert build_kind(api)["entries"] == 0
     status, tpl = api.json("GET", "/v1/templates/b")
     assert status == 200, tpl
-    rootfs = tmp_path / "cache" / "templates" / tpl["key"] / "rootfs"
+    rootfs = cache / "templates" / tpl["key"] / "rootfs"
     assert (rootfs / "b.bin").stat().st_size == 256 * KIB
 
 
-def test_an_entry_in_use_is_never_pruned(make_daemon, tmp_path):
-    cache = tmp_path / "cache"
+def test_an_entry_in_use_is_never_pruned(make_daemon, cache):
     d = make_daemon(args=["--cache-dir", str(cache), "--cache-max-mb", "0"])
     build_ok(d.api, "a")
     build_ok(d.api, "b")
@@ -98,10 +115,10 @@ def test_an_entry_in_use_is_never_pruned(make_daemon, tmp_path):
     assert body["removed"] == 1 and not held.exists(), body
 
 
-def test_spaced_keeps_the_cache_under_its_bound(make_daemon, tmp_path):
+def test_spaced_keeps_the_cache_under_its_bound(make_daemon, cache):
     """--cache-max-mb 1: after each build, the step roots least recently used go until what is
     left fits in 1 MiB."""
-    d = make_daemon(args=["--cache-dir", str(tmp_path / "cache"), "--cache-max-mb", "1"])
+    d = make_daemon(args=["--cache-dir", str(cache), "--cache-max-mb", "1"])
     for name in ("a", "b", "c", "d"):
         build_ok(d.api, name, size=400 * KIB)
         wait_until(lambda: build_kind(d.api)["bytes"] <= 1 << 20, 60, "the cache back under its bound")
@@ -110,9 +127,9 @@ def test_spaced_keeps_the_cache_under_its_bound(make_daemon, tmp_path):
     assert not copy_cached(d.api, "a", size=400 * KIB)
 
 
-def test_the_cache_is_the_operators(make_daemon, tmp_path):
+def test_the_cache_is_the_operators(make_daemon, cache):
     port = free_port()
-    d = make_daemon(listen=f"127.0.0.1:{port}", args=["--cache-dir", str(tmp_path / "cache")])
+    d = make_daemon(listen=f"127.0.0.1:{port}", args=["--cache-dir", str(cache)])
     tenant = Api(tcp=("127.0.0.1", port), token=d.token("alice"))
     for method, path in (("GET", "/v1/system/df"), ("POST", "/v1/system/prune")):
         status, body = tenant.json(method, path)
@@ -121,8 +138,8 @@ def test_the_cache_is_the_operators(make_daemon, tmp_path):
     assert status == 400 and "keep_bytes" in body["error"]["message"], body
 
 
-def test_the_cli_shows_and_prunes_the_cache(make_daemon, tmp_path):
-    d = make_daemon(args=["--cache-dir", str(tmp_path / "cache"), "--cache-max-mb", "0"])
+def test_the_cli_shows_and_prunes_the_cache(make_daemon, cache):
+    d = make_daemon(args=["--cache-dir", str(cache), "--cache-max-mb", "0"])
     build_ok(d.api, "a")
     cli = Cli(f"unix://{d.socket}")
     r = cli("system", "df")

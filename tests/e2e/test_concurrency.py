@@ -2,11 +2,13 @@
 their own answer, and nothing is mixed up between them.
 """
 
+import subprocess
 import threading
 
 import pytest
-from conftest import IO_TIMEOUT
+from conftest import IO_TIMEOUT, SPACED
 from spacetest import ISOLATION
+from test_metrics_endpoint import scrape, value
 
 # twenty at once; ten microVMs, each of which boots on a CPU of this 2-core machine's own
 # (TCG) for most of its start: twenty take twice as long and show nothing ten do not
@@ -58,3 +60,41 @@ def test_many_sandboxes_created_and_used_concurrently(api, spaced):
         for t in deleters:
             t.join(IO_TIMEOUT)
     assert api.ok("GET", "/v1/sandboxes?label=e2e=concurrency")["sandboxes"] == []
+
+
+def test_boots_over_max_starting_wait_their_turn_and_all_start(make_daemon):
+    """spaced --max-starting 1 (core/starts.h): creates asked at once boot one after the other,
+    each waiting its turn rather than failing, and /metrics counts the waits."""
+    d = make_daemon(args=["--max-starting", "1"])
+    n = 3
+    created, errors = [None] * n, []
+    line = threading.Barrier(n)
+
+    def worker(i):
+        try:
+            line.wait(IO_TIMEOUT)
+            created[i] = d.api.create()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append((i, repr(e)))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(2 * IO_TIMEOUT)
+    assert not errors, errors
+    for sbid in created:
+        assert d.api.exec(sbid, ["true"])["exit_code"] == 0
+    samples = scrape(d.api)
+    assert value(samples, "space_sandbox_starts_max") == 1
+    assert value(samples, "space_sandbox_starts", phase="booting") == 0
+    assert value(samples, "space_sandbox_starts", phase="waiting") == 0
+    # three boots of a second or more each, asked at once: at least one found the slot taken
+    assert value(samples, "space_sandbox_start_waits_total") >= 1, samples
+
+
+def test_max_starting_out_of_range_is_refused_at_start(tmp_path):
+    for bad in ("0", "x", "1025"):
+        r = subprocess.run([SPACED, "--state-dir", str(tmp_path), "--max-starting", bad], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 2 and "--max-starting wants a whole number from 1 to 1024" in r.stderr, r.stderr

@@ -172,6 +172,8 @@ class Api:
         return conn.getresponse()
 
     def request(self, method, path, body=None, raw=None, headers=None, timeout=None):
+        if timeout is None and method == "POST" and path.split("?")[0].endswith(("/resume", "/fork")):
+            timeout = max(self.io_timeout, CREATE_TIMEOUT)  # a boot, as a create's is
         conn = self.connection(timeout)
         try:
             resp = self._send(conn, method, path, body, raw, headers)

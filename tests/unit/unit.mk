@@ -17,7 +17,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
               daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo \
-              e2b/test_connect e2b/test_multipart daemon/core/test_entry
+              e2b/test_connect e2b/test_multipart daemon/core/test_entry daemon/core/test_starts
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -38,6 +38,9 @@ UNIT_LIBS_test_multipart := -lmicrohttpd
 # the exposition format, and the counters written in it
 UNIT_test_expo        := daemon/base/expo.c daemon/core/stats.c lib/buf.c
 UNIT_LIBS_test_expo   :=
+
+UNIT_test_starts     := daemon/core/starts.c daemon/base/expo.c lib/buf.c
+UNIT_LIBS_test_starts := -lpthread
 
 UNIT_test_dir        := daemon/base/dir.c
 UNIT_LIBS_test_dir   :=
@@ -119,7 +122,7 @@ UNIT_test_api := daemon/api/api.c daemon/api/routes.c daemon/api/api_exec.c daem
                  daemon/core/metrics.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
-                 daemon/base/hash.c daemon/base/expo.c daemon/core/stats.c \
+                 daemon/base/hash.c daemon/base/expo.c daemon/core/stats.c daemon/core/starts.c \
                  daemon/store/store.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/store/cache_prune.c daemon/base/dir.c \
                  daemon/net/net.c daemon/net/net_ns.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
