@@ -40,6 +40,11 @@ int del_step(struct link_nl *nl, const void *name);
  * namespace. With quiet, a failure is not filled into e. */
 int nft(const char *path, const char *script, bool quiet, struct err *e);
 
+/* 1 when chain of table inet `table` is there in spaced's namespace, 0 when it (or the table)
+ * is not, -errno when nftables cannot be asked. One netlink question for that chain alone: the
+ * watch asks it every NET_WATCH_MS, where an nft() run would read the whole ruleset. */
+int nft_chain_exists(const char *table, const char *chain);
+
 /* Writes value into each sysctl file of rel (NULL-ended, under /proc/sys/) of the namespace at
  * path. 0 or -errno. */
 int sysctls(const char *path, const char *const *rel, const char *value);

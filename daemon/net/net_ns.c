@@ -12,7 +12,12 @@
 #include "daemon/net/net_int.h"
 
 #include <errno.h>
+#include <libmnl/libmnl.h>
 #include <linux/if_tun.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <malloc.h>
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <stdio.h>
@@ -150,11 +155,58 @@ int nft(const char *path, const char *script, bool quiet, struct err *e)
 			}
 		}
 		nft_ctx_free(ctx);
+		/* libnftables reads the whole ruleset into memory each run (tens of MB with a hundred
+		 * sandboxes' rules) and frees it in blocks glibc keeps: give them back */
+		malloc_trim(0);
 	}
 	pthread_mutex_unlock(&one);
 	if (home >= 0)
 		leave(home);
 	return rc;
+}
+
+/* A NFT_MSG_NEWCHAIN in the answer: the chain is there. */
+static int chain_seen(const struct nlmsghdr *nlh, void *found)
+{
+	if ((nlh->nlmsg_type & 0xff) == NFT_MSG_NEWCHAIN)
+		*(bool *)found = true;
+	return MNL_CB_OK;
+}
+
+int nft_chain_exists(const char *table, const char *chain)
+{
+	struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+	if (!nl)
+		return -errno;
+	int rc = 0;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		rc = -errno;
+		mnl_socket_close(nl);
+		return rc;
+	}
+	char buf[8192]; /* a chain's answer without its rules is a few hundred bytes */
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETCHAIN;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = 1;
+	struct nfgenmsg *g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	*g = (struct nfgenmsg){ .nfgen_family = NFPROTO_INET, .version = NFNETLINK_V0 };
+	mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, table);
+	mnl_attr_put_strz(nlh, NFTA_CHAIN_NAME, chain);
+	unsigned int portid = mnl_socket_get_portid(nl);
+	bool found = false;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		rc = -errno;
+	while (rc == 0) {
+		ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		int cb = n < 0 ? MNL_CB_ERROR : mnl_cb_run(buf, (size_t)n, 1, portid, chain_seen, &found);
+		if (cb == MNL_CB_ERROR)
+			rc = errno == ENOENT ? 0 : -(errno ? errno : EIO);
+		if (cb <= MNL_CB_STOP)
+			break;
+	}
+	mnl_socket_close(nl);
+	return rc < 0 ? rc : found;
 }
 
 /* Writes value into the sysctl file rel (under /proc/sys/) of the namespace at path. */

@@ -376,6 +376,8 @@ def test_rules_taken_away_leave_sandboxes_reaching_nothing_until_they_are_back(a
     transit = spaced.transit  # the suite's spaced's slots
     subprocess.run(["ip", "-n", topo.inet, "route", "replace", transit, "via", nettopo.UPLINK_HOST], check=True)
     table = spaced_table(spaced)
+    # until now the watch found the table whole each time it looked (net_intact)
+    assert "is gone" not in spaced.log_tail(100000), spaced.log_tail(20)
     try:
         topo.run(["nft", "list", "table", "inet", table], check=True, capture_output=True)
         topo.run(["nft", "delete", "table", "inet", table], check=True)
@@ -383,6 +385,8 @@ def test_rules_taken_away_leave_sandboxes_reaching_nothing_until_they_are_back(a
         assert stopped(r, WEB2) and stopped(r, f"{nettopo.UNREACHABLE[1]}:80"), r
         wait_until(lambda: topo.run(["nft", "list", "table", "inet", table], capture_output=True).returncode == 0,
                    60, "spaced to put its table back")
+        wait_until(lambda: "is back, with every sandbox's policy" in spaced.log_tail(100000), 60,
+                   "spaced to say its table is back")
         assert lookup(api, sbid, "web.test") == nettopo.PUBLIC[0]  # its pins went with the table: asked again
         r = probe(sbid, [WEB, WEB2])
         assert reached(r, WEB) and stopped(r, WEB2), r
