@@ -320,8 +320,8 @@ vm-test: vm-guest
 # cache, is locked. A suite's output goes to $(BUILD)/test-logs/SUITE.log and is printed whole
 # when the suite ends, one suite at a time.
 TEST_FUZZ_SECONDS ?= 5
-TEST_GVISOR  := e2e net-test compat-quick security
-TEST_MICROVM := vm-test e2e-vm net-test-vm security-vm sdk-test e2b-test
+TEST_GVISOR  := e2e net-test compat-quick security sdk-test e2b-test
+TEST_MICROVM := vm-test e2e-vm net-test-vm security-vm
 .PHONY: test-gvisor test-microvm
 test: deps all
 	$(MAKE) unit

@@ -267,7 +267,8 @@ static int begin_connection(struct agent *a, const uint64_t *nonce)
 	frame_put_u32(hello + offsetof(struct sp_hello, version), SP_PROTO_VERSION);
 	frame_put_u32(hello + offsetof(struct sp_hello, max_pid), c->up->max_pid(a));
 	frame_put_u64(hello + offsetof(struct sp_hello, boot_id), a->boot_id);
-	frame_put_u32(ext + offsetof(struct sp_hello_ext, features), SP_FEATURE_FILE_USER);
+	frame_put_u32(ext + offsetof(struct sp_hello_ext, features),
+		      SP_FEATURE_FILE_USER | (a->vm_env ? SP_FEATURE_CLOCK : 0));
 	frame_put_u32(ext + offsetof(struct sp_hello_ext, rsvd), 0);
 	if (push_first(c, SP_A_HELLO, hello, sizeof(hello)) < 0)
 		return -ENOMEM;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent.h"
 #include "files.h"
@@ -101,6 +102,24 @@ static int on_env(struct agent *a, const struct frame *f)
 	return conn_send(a, SP_A_OK, f->chan, NULL, 0, NULL) < 0 ? -ENOMEM : 0;
 }
 
+/* H_CLOCK (SP_FEATURE_CLOCK, which only a VM's agent names): the guest's wall clock becomes the
+ * host's, which ran on while this machine's did not (restored from an image, or paused). */
+static int on_clock(struct agent *a, const struct frame *f)
+{
+	struct timespec ts = { .tv_sec = (time_t)frame_get_u64(f->payload + offsetof(struct sp_clock, sec)),
+			       .tv_nsec = frame_get_u32(f->payload + offsetof(struct sp_clock, nsec)) };
+	int rc = 0;
+	if (!a->vm_env)
+		rc = -EOPNOTSUPP; /* a gVisor sandbox's clock is the host's already */
+	else if (ts.tv_nsec >= 1000000000L || ts.tv_sec < 0)
+		rc = -EINVAL;
+	else if (clock_settime(CLOCK_REALTIME, &ts) < 0)
+		rc = -errno;
+	if (rc < 0)
+		return conn_send_error(a, f->chan, -rc, "clock: %s", strerror(-rc)) < 0 ? -ENOMEM : 0;
+	return conn_send(a, SP_A_OK, f->chan, NULL, 0, NULL) < 0 ? -ENOMEM : 0;
+}
+
 struct handler {
 	int (*fn)(struct agent *a, const struct frame *f);
 	size_t fixed; /* least payload */
@@ -131,6 +150,7 @@ static const struct handler handlers[] = {
 	[SP_H_ENV] = { on_env, 0 },
 	[SP_H_RESIZE] = { proc_resize, sizeof(struct sp_winsize) },
 	[SP_H_WATCH] = { watch_start, sizeof(struct sp_watch) + 1 },
+	[SP_H_CLOCK] = { on_clock, sizeof(struct sp_clock) },
 };
 
 int dispatch_frame(struct agent *a, const struct frame *f)

@@ -65,7 +65,8 @@
 /* Request tags spaced keeps for itself; those of requests start above them. */
 #define AGENT_TAG_HELLO_PS 0u               /* the process listing asked for on every hello */
 #define AGENT_TAG_PING 1u                   /* the liveness ping */
-#define AGENT_TAG_FIRST 2u
+#define AGENT_TAG_CLOCK 2u                  /* the wall clock given to a VM's agent (peer_send_clock) */
+#define AGENT_TAG_FIRST 3u
 #define DEFAULT_MEMORY_MB 512
 #define MAX_CPUS 64                      /* a sandbox's size: cpus, memory */
 #define MIN_MEMORY_MB 64

@@ -115,6 +115,8 @@ enum sp_msg {
 	SP_H_WATCH = 24,      /* chan=tag, struct sp_watch + path: watch a folder -> A_OK once
 	                         watching, then A_EVENT* (against the tag's credit) until H_ABORT,
 	                         or A_END (the folder went) | A_ERROR (a limit) (version 3) */
+	SP_H_CLOCK = 25,      /* chan=tag, struct sp_clock: the host's wall clock; a VM's agent sets
+	                         the guest's to it -> A_OK | A_ERROR (SP_FEATURE_CLOCK) */
 
 	/* agent -> host */
 	SP_A_HELLO = 64,      /* chan=0, struct sp_hello; first frame on every connection */
@@ -200,6 +202,18 @@ struct sp_hello_ext {
  * path is taken from the user's home. Answers that name the path (A_STAT, and the A_OK of
  * H_FWRITE and H_MKDIR) carry it absolute. */
 #define SP_FEATURE_FILE_USER 0x1u
+
+/* The agent takes H_CLOCK: it sets its machine's wall clock (a microVM's agent only; gVisor's
+ * clock is the host's). A guest's clock stands still while QEMU is stopped, so a VM restored
+ * from an image (a template's booted image, a suspend, a snapshot) or continued after a pause
+ * would otherwise run behind by the time it did not run. */
+#define SP_FEATURE_CLOCK 0x2u
+
+struct sp_clock {
+	int64_t sec;       /* CLOCK_REALTIME of the host when it sent the frame */
+	uint32_t nsec;
+	uint32_t rsvd;     /* zero */
+} __attribute__((packed));
 
 struct sp_open {
 	uint64_t nonce;    /* random, chosen by the host for each connection */

@@ -455,6 +455,8 @@ static void resume_job(struct job *j)
 	if ((enum sb_state)j->count == SB_PAUSED) {
 		if (rc == 0)
 			rc = dv->ops->resume(dv->drv, sb, &e);
+		if (rc == 0) /* a VM's clock stood still while it was paused */
+			peer_send_clock(sb);
 		settle(j, rc == 0 ? SB_RUNNING : SB_PAUSED, rc == 0 ? NULL : &e);
 		lifecycle_resumed(d, sb, rc == 0 ? NULL : &e);
 		daemon_unlock(d);

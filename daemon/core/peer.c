@@ -96,6 +96,20 @@ static void ask_listing(struct sandbox *sb)
 		sb->peer.listing = true;
 }
 
+void peer_send_clock(struct sandbox *sb)
+{
+	if (!(sb->peer.features & SP_FEATURE_CLOCK) || sb->chan.fd < 0 ||
+	    (sb->chan.phase != CHAN_GREETED && sb->chan.phase != CHAN_READY))
+		return;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint8_t clk[sizeof(struct sp_clock)] = { 0 };
+	frame_put_u64(clk + offsetof(struct sp_clock, sec), (uint64_t)now.tv_sec);
+	frame_put_u32(clk + offsetof(struct sp_clock, nsec), (uint32_t)now.tv_nsec);
+	if (chan_send_early(&sb->chan, SP_H_CLOCK, PEER_TAG_CLOCK, clk, sizeof(clk)) < 0)
+		log_warn("sandbox %s: cannot give its agent the time", sb->id);
+}
+
 static int on_hello(void *ctx, const struct frame *f, char *why)
 {
 	struct sandbox *sb = ctx;
@@ -122,6 +136,7 @@ static int on_hello(void *ctx, const struct frame *f, char *why)
 		p->listed = false; /* until this agent's listing names it */
 	}
 	ask_listing(sb);
+	peer_send_clock(sb); /* a VM restored from an image wakes up at the time the image was made */
 	return 0;
 }
 
@@ -205,6 +220,13 @@ static int on_reply(void *ctx, const struct frame *f, char *why)
 			sb->peer.ping_ms = 0;
 			pthread_cond_broadcast(&sb->d->cond);
 		}
+		return 0;
+	}
+	if (f->chan == PEER_TAG_CLOCK) {
+		if (f->type == SP_A_ERROR)
+			log_warn("sandbox %s: its agent would not take the time: %.*s", sb->id,
+				 f->len > sizeof(struct sp_error) ? (int)(f->len - sizeof(struct sp_error)) : 0,
+				 (const char *)f->payload + sizeof(struct sp_error));
 		return 0;
 	}
 	if (f->chan == PEER_TAG_HELLO_PS) {

@@ -24,6 +24,7 @@
 
 #define PEER_TAG_HELLO_PS (SP_CHAN_REQ | AGENT_TAG_HELLO_PS)
 #define PEER_TAG_PING (SP_CHAN_REQ | AGENT_TAG_PING)
+#define PEER_TAG_CLOCK (SP_CHAN_REQ | AGENT_TAG_CLOCK)
 
 /* The table the transport checks frames against (exposed for tests and fuzzing). */
 extern const struct chan_proto peer_proto;
@@ -65,5 +66,11 @@ bool peer_awaited(const struct sandbox *sb);
  * someone waits on is pinged when silent and looked at from the host every AGENT_PROBE_MS.
  */
 void peer_tick(struct daemon *d, struct sandbox *sb, int64_t now);
+
+/* Gives the agent of a microVM (one whose hello named SP_FEATURE_CLOCK) the host's wall clock,
+ * as H_CLOCK on PEER_TAG_CLOCK: after every hello (a guest restored from an image wakes up at
+ * the time the image was made) and after a pause ends (QEMU stopped its clock meanwhile). Does
+ * nothing for other agents or without a connection; a refusal is logged. [L] */
+void peer_send_clock(struct sandbox *sb);
 
 #endif

@@ -375,8 +375,12 @@ def test_a_build_cancelled_by_name_ends_its_stream_and_records_nothing(api, cli)
     def build_sandboxes():
         return [x for x in api.ok("GET", "/v1/sandboxes")["sandboxes"] if x["metadata"].get("space.build") == name]
     wait_until(lambda: build_sandboxes() == [], 60, "the cancelled build's sandbox to go")
+    # the build ends once its builder, which removed that sandbox, has exited: from then on
+    # there is nothing of that name to cancel
+    wait_until(lambda: cli("template", "cancel", name).returncode != 0, 60, "the cancelled build to end")
     r = cli("template", "cancel", name)
     assert r.returncode != 0 and "no build of template" in r.stderr, r.stderr
+    assert api.json("GET", f"/v1/templates/{name}")[0] == 404
 
 
 def test_tags_name_versions_of_a_template_and_latest_is_the_name(api, cli):

@@ -308,6 +308,29 @@ def test_pause_stops_the_guest_and_resume_continues_it(api, spaced, vm):
     wait_until(lambda: int(sh(api, vm, "cat /dev/shm/t")) > t1, 30, "the guest's clock loop to go on")
 
 
+def guest_time(api, sbid):
+    return int(sh(api, sbid, "date +%s"))
+
+
+def test_the_guests_clock_is_the_hosts_after_a_start_a_pause_and_a_suspend(api):
+    """A guest's clock stands still while QEMU is stopped, and a guest restored from an image
+    (a template's booted image, a suspend) wakes up at the time of the image: spaced gives the
+    agent its own clock after each (H_CLOCK), so the guest's is never behind the host's."""
+    before = time.time()
+    sbid = api.create(isolation="microvm")
+    try:
+        assert int(before) <= guest_time(api, sbid) <= time.time() + 1
+        for action in ("pause", "suspend"):
+            sh(api, sbid, "date -s @1000000000 >/dev/null")  # 2001: far behind
+            assert guest_time(api, sbid) < 1000000000 + 86400
+            api.ok("POST", f"/v1/sandboxes/{sbid}/{action}")
+            before = time.time()
+            api.ok("POST", f"/v1/sandboxes/{sbid}/resume")
+            assert int(before) <= guest_time(api, sbid) <= time.time() + 1, action
+    finally:
+        api.delete(sbid)
+
+
 def test_suspend_frees_the_vm_and_resume_restores_it_where_it_was(api, spaced, vm):
     sh(api, vm, "echo on-disk > /work/f; nohup sh -c 'i=0; while true; do i=$((i+1)); echo $i > /dev/shm/n.new; mv /dev/shm/n.new /dev/shm/n; "
                 "sleep 0.05; done' >/dev/null 2>&1 & echo $! > /dev/shm/pid")
