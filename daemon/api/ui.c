@@ -67,16 +67,21 @@ static bool name_ok(const char *name)
 	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-/* fd's size into f, when it is a regular file of at most UI_FILE_MAX bytes. */
-static int check_file(int fd, const char *name, struct ui_file *f, struct err *e)
+/* fd's size into f, when it is a regular file of at most UI_FILE_MAX bytes; the file is then
+ * read blocking, as libmicrohttpd wants (it was opened O_NONBLOCK so that a pipe could not hold
+ * the opening). what names it in errors. */
+static int check_file(int fd, const char *what, struct ui_file *f, struct err *e)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0)
-		return err_set(e, 500, "internal", errno, "/ui/%s: %s", name, strerror(errno));
+		return err_set(e, 500, "internal", errno, "%s: %s", what, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return err_set(e, 404, "not_found", ENOENT, "the console has no file %s", name);
+		return err_set(e, 404, "not_found", ENOENT, "the console has no file %s", what);
 	if (st.st_size > UI_FILE_MAX)
-		return err_set(e, 500, "internal", EFBIG, "/ui/%s is over %d bytes", name, UI_FILE_MAX);
+		return err_set(e, 500, "internal", EFBIG, "%s is over %d bytes", what, UI_FILE_MAX);
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		return err_set(e, 500, "internal", errno, "%s: %s", what, strerror(errno));
 	f->size = (uint64_t)st.st_size;
 	return 0;
 }

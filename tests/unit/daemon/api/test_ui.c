@@ -113,6 +113,27 @@ static void test_names_at_their_limit(void **state)
 	assert_int_equal(open_status("/ui/notes.txt", body, sizeof(body)), 404);
 }
 
+/* A file of UI_FILE_MAX bytes is served; one byte more is refused. */
+static void test_files_at_their_limit(void **state)
+{
+	(void)state;
+	char p[200];
+	struct ui_file f;
+	struct err e = { 0 };
+	snprintf(p, sizeof(p), "%s/big.js", root);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, UI_FILE_MAX), 0);
+	assert_int_equal(ui_open(dir, "/ui/big.js", &f, &e), 0);
+	assert_int_equal(f.size, UI_FILE_MAX);
+	assert_false(fcntl(f.fd, F_GETFL) & O_NONBLOCK);
+	close(f.fd);
+	assert_int_equal(ftruncate(fd, UI_FILE_MAX + 1), 0);
+	close(fd);
+	assert_int_equal(ui_open(dir, "/ui/big.js", &f, &e), -EFBIG);
+	assert_int_equal(e.status, 500);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -157,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_serves_files_by_type),
 		cmocka_unit_test(test_traversal_refused),
 		cmocka_unit_test(test_names_at_their_limit),
+		cmocka_unit_test(test_files_at_their_limit),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
