@@ -56,7 +56,10 @@ function route() {
   else leave = sandboxesView(main);
 }
 
+// A token refused once signed in (removed meanwhile): back to signing in. The sign-in form
+// says itself why a token it tries is refused.
 whenUnauthorized(() => {
+  if (sessionStorage.getItem(SIGNED_KEY) !== "1") return;
   setToken("");
   sessionStorage.removeItem(SIGNED_KEY);
   if (leave) leave();

@@ -41,6 +41,7 @@ export class Console {
     });
     this.pid = r.pid;
     this.box.dataset.pid = r.pid;
+    this.flush(); // what was typed while it started
     window.addEventListener("resize", this.onResize);
     this.attach();
     this.term.focus();
@@ -84,7 +85,7 @@ export class Console {
 
   // Posts what was typed, one request at a time so that it arrives in order.
   async flush() {
-    if (this.posting || !this.typed) return;
+    if (this.posting || !this.typed || !this.pid) return;
     this.posting = true;
     while (this.typed && !this.closed) {
       const chunk = this.typed;
