@@ -165,7 +165,7 @@ def browser_or_skip():
               "--disable-default-apps", "--disable-domain-reliability", "--disable-client-side-phishing-detection",
               "--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication",
               # every name resolves to nothing: the page is at 127.0.0.1, and nothing else is reached
-              "--host-resolver-rules=MAP * ~NOTFOUND"):
+              "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"):
         opts.add_argument(a)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(executable_path=driver), options=opts)
