@@ -108,8 +108,8 @@ export function sandboxView(root, id) {
       c.update();
     };
     put(charts.cpu, samples.map((m) => m.cpu_used_pct));
+    charts.mem.options.scales.y.suggestedMax = sb ? sb.memory_mb * 1048576 : undefined; // its limit
     put(charts.mem, samples.map((m) => m.mem_used_bytes));
-    charts.mem.options.scales.y.suggestedMax = samples.length ? samples[samples.length - 1].mem_total_bytes : undefined;
     put(charts.disk, samples.map((m) => m.disk_used_bytes));
   }
 
