@@ -71,14 +71,20 @@ E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -larchive -lz -lpthread
 VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
                 libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
-                e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev libarchive-dev chromium skopeo umoci busybox-static docker-registry tmux \
+                e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev libarchive-dev chromium chromium-driver python3-selenium libjs-chart.js libjs-term.js skopeo umoci busybox-static docker-registry tmux \
                 prometheus \
                 $(VM_APT_PACKAGES)
 
 .PHONY: all deps compat-deps up down test quick stress layers docs-check unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test e2b-test-vm security security-vm \
 	compat compat-quick asan bench clean
 RECIPES := $(BUILD)/recipes/code-interpreter-v1/.made
-all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN) $(RECIPES)
+all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN) $(RECIPES) \
+     $(BUILD)/ui/.made
+
+# The web console's files (docs/console.md), beside spaced as its --ui default: build/ui/.
+$(BUILD)/ui/.made: $(wildcard ui/*)
+	@echo "  UI      $(dir $@)"
+	@rm -rf $(dir $@) && mkdir -p $(dir $@) && cp ui/* $(dir $@) && touch $@
 
 
 # The recipes of the templates spaced builds on first use (daemon/core/recipe.h), beside it:

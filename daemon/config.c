@@ -28,6 +28,7 @@ enum opt {
 	O_HELP, O_TLS_CERT, O_TLS_KEY, O_TENANT_SNAPSHOTS, O_TENANT_SNAPSHOT_MB, O_RESERVE_MB, O_TEMPLATE, O_ACCEL,
 	O_DEFAULT_EGRESS, O_EGRESS_PERMIT, O_NET_TRANSIT, O_PROXY_LISTEN, O_PROXY_DOMAIN, O_PROXY_IDLE_TIMEOUT,
 	O_DNS_UPSTREAM, O_DNS_PORT, O_READY_TIMEOUT, O_POOL, O_E2B_LISTEN, O_CONFIG, O_CACHE_MAX_MB, O_RECIPES, O_MAX_STARTING,
+	O_UI,
 };
 
 static const struct option opts[] = {
@@ -62,6 +63,7 @@ static const struct option opts[] = {
 	{ "cache-max-mb", required_argument, NULL, O_CACHE_MAX_MB },
 	{ "recipes", required_argument, NULL, O_RECIPES },
 	{ "max-starting", required_argument, NULL, O_MAX_STARTING },
+	{ "ui", required_argument, NULL, O_UI },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -77,7 +79,7 @@ void config_usage(FILE *f)
 		   "              [--proxy-listen HOST:PORT [--proxy-domain DOMAIN] [--proxy-idle-timeout SECONDS]]\n"
 		   "              [--dns-upstream ADDR[:PORT]] [--dns-port PORT] [--ready-timeout SECONDS]\n"
 		   "              [--pool TEMPLATE=N[,cpus=C][,memory_mb=M][,disk_mb=D][,isolation=KIND]]...\n"
-		   "              [--e2b-listen HOST:PORT]\n"
+		   "              [--e2b-listen HOST:PORT] [--ui DIR]\n"
 		   "       spaced [--state-dir DIR] token create [--name NAME] [--tenant TENANT] [--admin]\n"
 		   "Options may also be lines of %s (or of --config FILE): name = value.\n",
 		CONFIG_DEFAULT_PATH);
@@ -216,6 +218,7 @@ static int apply(struct daemon *d, struct config *c, int id, const char *v, char
 		return rc;
 	case O_AGENT: return text("agent", v, d->agent_path, sizeof(d->agent_path), why, n);
 	case O_RECIPES: return text("recipes", v, d->recipes_dir, sizeof(d->recipes_dir), why, n);
+	case O_UI: return text("ui", v, d->ui_dir, sizeof(d->ui_dir), why, n);
 	case O_TLS_CERT: return text("tls-cert", v, d->tls_cert_path, sizeof(d->tls_cert_path), why, n);
 	case O_TLS_KEY: return text("tls-key", v, d->tls_key_path, sizeof(d->tls_key_path), why, n);
 	case O_E2B_LISTEN: return text("e2b-listen", v, d->e2b_listen, sizeof(d->e2b_listen), why, n);

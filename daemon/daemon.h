@@ -238,6 +238,7 @@ struct daemon {
 	int builds;                 /* [L] template builds in flight (core/build.c) */
 	struct build *build_list;   /* [L] those builds */
 	char recipes_dir[512];      /* --recipes: templates built on first use (core/recipe.h) */
+	char ui_dir[512];           /* --ui: the web console's files (api/ui.h) */
 	struct recipe *recipe_list; /* [L] the builds from recipes under way */
 	const char *vm_accel;       /* --accel: auto, kvm or tcg (the microvm driver's) */
 	bool auto_resume;           /* exec and file requests resume a paused or suspended sandbox */

@@ -289,6 +289,11 @@ int main(int argc, char **argv)
 	if (!d->recipes_dir[0]) /* ... and the recipes of the templates built on first use */
 		snprintf(d->recipes_dir, sizeof(d->recipes_dir), "%.*s/recipes", slash ? (int)(slash - d->shim_path) : 1,
 			 slash ? d->shim_path : ".");
+	if (!d->ui_dir[0]) /* ... and the web console's files */
+		snprintf(d->ui_dir, sizeof(d->ui_dir), "%.*s/ui", slash ? (int)(slash - d->shim_path) : 1,
+			 slash ? d->shim_path : ".");
+	if (access(d->ui_dir, R_OK | X_OK) != 0)
+		log_warn("%s is missing: the web console (/ui) cannot be served", d->ui_dir);
 	snprintf(d->e2b_path, sizeof(d->e2b_path), "%.*s/space-e2b", slash ? (int)(slash - d->shim_path) : 1,
 		 slash ? d->shim_path : ".");
 	if (d->e2b_listen[0] && access(d->e2b_path, X_OK) != 0) {

@@ -5,7 +5,8 @@
  * One MHD daemon per listener (the Unix socket, and TCP with --listen), each
  * with its own internal polling thread; suspend/resume keeps those threads
  * from ever waiting on a sandbox. The error body is made in one place
- * (respond_error) from the op's struct err.
+ * (respond_error) from the op's struct err. The web console's static files (ui.h) are
+ * served here too, before any token is asked for.
  */
 #include "daemon/api/http.h"
 
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "daemon/api/api.h"
+#include "daemon/api/ui.h"
 #include "daemon/base/hash.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
@@ -48,6 +50,7 @@ struct listener {
 	struct daemon *d;
 	bool tcp;
 	char nul_uri;               /* its address marks a request whose URL encodes a NUL byte */
+	char ui;                    /* ... and one for the web console's files (ui.h) */
 	int64_t log_window_ms;      /* when the current window of libmicrohttpd messages began */
 	int log_count;              /* messages in it */
 };
@@ -175,14 +178,54 @@ static struct MHD_Response *json_response(json_t *j)
 	return r;
 }
 
-static enum MHD_Result respond_error(struct MHD_Connection *conn, const struct err *e)
+/* The body of every error: {"error": {"code", "message"[, "state"]}}. */
+static struct MHD_Response *error_response(const struct err *e)
 {
 	json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", e->msg);
 	if (e->state[0])
 		json_object_set_new(json_object_get(j, "error"), "state", json_string(e->state));
 	struct MHD_Response *r = json_response(j);
 	json_decref(j);
+	return r;
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *conn, const struct err *e)
+{
+	struct MHD_Response *r = error_response(e);
 	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)e->status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* What everything /ui serves carries: its sources, and no guessing of types. */
+static void ui_headers(struct MHD_Response *r)
+{
+	MHD_add_response_header(r, "Content-Security-Policy", UI_CSP);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+}
+
+/* GET (or HEAD) of a file of the web console: no token, no op, no lock. */
+static enum MHD_Result respond_ui(struct daemon *d, struct MHD_Connection *conn, const char *method,
+				  const char *url)
+{
+	struct err e = { 0 };
+	struct ui_file f = { .fd = -1 };
+	struct MHD_Response *r = NULL;
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		err_set(&e, 405, "method_not_allowed", EINVAL, "%s is not allowed on %s", method, url);
+	else if (ui_open(d->ui_dir, url, &f, &e) == 0 && !(r = MHD_create_response_from_fd64(f.size, f.fd)))
+		close(f.fd); /* a response takes the descriptor, and closes it, once it is made */
+	if (!r && !e.status)
+		err_set(&e, 500, "internal", ENOMEM, "out of memory");
+	if (!r) {
+		r = error_response(&e);
+	} else {
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f.content_type);
+	}
+	ui_headers(r);
+	enum MHD_Result rc = MHD_queue_response(conn, e.status ? (unsigned)e.status : MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return rc;
 }
@@ -284,6 +327,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct daemon *d = l->d;
 	struct op *op = *con_cls;
 
+	if (!op && ui_path(url)) {
+		*con_cls = &l->ui;
+		return MHD_YES;
+	}
+	if (*con_cls == &l->ui) {
+		if (!*upload_size)
+			return respond_ui(d, conn, method, url);
+		*upload_size = 0; /* a body sent with it is not read */
+		return MHD_YES;
+	}
 	if (!op || *con_cls == &l->nul_uri) {
 		op = new_op(l, conn, method, url, op != NULL);
 		if (!op)
@@ -361,7 +414,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct listener *l = cls;
 	struct op *op = *con_cls;
 	*con_cls = NULL;
-	if (!op || (void *)op == &l->nul_uri)
+	if (!op || (void *)op == &l->nul_uri || (void *)op == &l->ui)
 		return;
 	daemon_lock(l->d);
 	/* An upload or download the client abandoned: tell the agent to drop it. */

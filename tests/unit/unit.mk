@@ -17,7 +17,8 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
               daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo \
-              e2b/test_connect e2b/test_multipart daemon/core/test_entry daemon/core/test_starts
+              e2b/test_connect e2b/test_multipart daemon/core/test_entry daemon/core/test_starts \
+              daemon/api/test_ui
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -41,6 +42,10 @@ UNIT_LIBS_test_expo   :=
 
 UNIT_test_starts     := daemon/core/starts.c daemon/base/expo.c lib/buf.c
 UNIT_LIBS_test_starts := -lpthread
+
+# the console's names, checked and opened under its folder
+UNIT_test_ui         := daemon/api/ui.c daemon/base/err.c
+UNIT_LIBS_test_ui    :=
 
 UNIT_test_dir        := daemon/base/dir.c
 UNIT_LIBS_test_dir   :=
