@@ -62,7 +62,7 @@ include tests/unit/unit.mk
 # Every suite names its ten slowest tests at its end: where a suite's time goes, in every run.
 PYTEST := /usr/bin/python3 -m pytest -q --durations=10
 
-DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
+DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lsystemd -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 BUILDER_LIBS := -lcurl -ljansson -lcrypto -larchive -lpthread
 E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -larchive -lz -lpthread
@@ -70,7 +70,7 @@ E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -larchive -lz -lpthread
 # the microvm isolation: QEMU, and mkfs.erofs for the templates' block images
 VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
-                libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
+                libcurl4-openssl-dev libssl-dev libsystemd-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
                 e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev libarchive-dev chromium skopeo umoci busybox-static docker-registry tmux \
                 prometheus \
                 $(VM_APT_PACKAGES)
