@@ -5,6 +5,9 @@
 #                   touches the network
 #   make up         deps, build, default template, start spaced in the background
 #   make down       stop the spaced that `make up` started
+#   make install    the programs, the unit, the configuration file, man pages, bash completion
+#                   into DESTDIR/PREFIX (dist/dist.mk); make deb: the Debian packages into
+#                   build/deb/; make deb-test: their test (tests/deb, not part of make test)
 #   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests,
 #                   the microVM driver's tests, the quick compatibility subset (compat-quick),
 #                   the escape and abuse suite, the end-to-end, SDK and escape suites again
@@ -75,10 +78,14 @@ APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev 
                 prometheus \
                 $(VM_APT_PACKAGES)
 
-.PHONY: all deps compat-deps up down test quick stress layers docs-check unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test e2b-test-vm security security-vm \
+.PHONY: all programs deps compat-deps up down test quick stress layers docs-check unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test e2b-test-vm security security-vm \
 	compat compat-quick asan bench clean
 RECIPES := $(BUILD)/recipes/code-interpreter-v1/.made
-all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN) $(RECIPES)
+# what is installed (make install, the Debian package: dist/dist.mk): all but the unit tests
+PROGRAMS := $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent \
+            $(BUILD)/libspace-shim.so $(RECIPES)
+all: $(PROGRAMS) $(UNIT_BIN)
+programs: $(PROGRAMS)
 
 
 # The recipes of the templates spaced builds on first use (daemon/core/recipe.h), beside it:
@@ -90,12 +97,12 @@ $(BUILD)/recipes/code-interpreter-v1/.made: $(wildcard sandbox/interpreter/*)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
 
 $(BUILD)/agent-static/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $< (agent)"
-	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/libspace.a: $(LIB_OBJ)
 	@ar rcs $@ $^
@@ -105,30 +112,30 @@ $(BUILD)/libspace-client.a: $(CLIENT_OBJ)
 
 $(BUILD)/spaced: $(DAEMON_OBJ) $(BUILD)/libspace.a
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(DAEMON_LIBS)
+	@$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(BUILD)/space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(BUILDER_LIBS)
+	@$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(BUILDER_LIBS)
 
 $(BUILD)/space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(E2B_LIBS)
+	@$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(E2B_LIBS)
 
 $(BUILD)/space: $(CLI_OBJ) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(CLI_LIBS)
+	@$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(CLI_LIBS)
 
 # The agent runs as PID 1 inside sandboxes whose root filesystem we do not control: static.
 $(BUILD)/space-agent: $(AGENT_OBJ)
 	@echo "  LD      $@ (static)"
-	@$(CC) $(CFLAGS) -static -o $@ $^
+	@$(CC) $(CFLAGS) $(LDFLAGS) -static -o $@ $^
 
 # Preloaded into sandboxed commands to work around runsc limits (see the source).
 $(BUILD)/libspace-shim.so: agent/shim/statx.c agent/shim/termios.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -fPIC -shared -nostartfiles -o $@ $^
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -fPIC -shared -nostartfiles -o $@ $^
 
 # A unit test links its own object, the sources tests/unit/unit.mk lists for it and their
 # libraries: $(BUILD)/tests/lib/test_buf from tests/unit/lib/test_buf.c and UNIT_test_buf.
@@ -286,6 +293,9 @@ compat-quick: deps compat-deps all
 	/usr/bin/python3 tests/compat/run.py --quick
 
 include tests/fuzz/fuzz.mk
+
+# make install, the Debian package (make deb) and its test (make deb-test)
+include dist/dist.mk
 
 # The microVM guest (docs/microvm.md): space-vm-guest prepares the guest kernel and the
 # initramfs in the cache through the daemon's own code; `make vm-guest` is the setup step that
