@@ -205,7 +205,7 @@ def libraries(root, deb):
     cache = os.path.join(DEB_DIR, "deps")
     os.makedirs(cache, exist_ok=True)
     files = []
-    for m in re.finditer(r"^Inst (\S+) \((\S+) .*\[(\w+)\]\)", r.stdout, re.M):
+    for m in re.finditer(r"^Inst (\S+) (?:\[\S+\] )?\((\S+) .*\[(\w+)\]\)", r.stdout, re.M):
         name, ver, arch = m.groups()
         base = f"{name}_{ver.replace(':', '%3a')}_{arch}.deb"
         path = next((p for p in (os.path.join("/var/cache/apt/archives", base), os.path.join(cache, base))
