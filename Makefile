@@ -197,9 +197,10 @@ e2e: all
 # commands are requests of the API, whose lifecycle e2e-vm checks directly).
 # Builds (test_build.py) run their steps under gVisor whatever the default kind; the gVisor
 # suite starts a microVM of a built template too. The cache (test_cache.py) and the programs'
-# versions (test_version.py) have no sandbox at all.
+# versions (test_version.py) have no sandbox at all; what spaced tells systemd (test_systemd.py)
+# does not depend on the kind of its sandboxes.
 E2E_SURFACE := test_bad_input.py test_config.py test_cli.py test_cli_lifecycle.py test_names.py test_tenants.py test_quotas.py \
-               test_tls.py test_templates.py test_build.py test_cache.py test_version.py
+               test_tls.py test_templates.py test_build.py test_cache.py test_version.py test_systemd.py
 # The crash points and the lifecycle stress on microVMs (about 4 minutes) are make stress's:
 # the lifecycle code they drive is the one the gVisor suite crashes at every step.
 E2E_VM_STRESS := test_crash_points.py test_lifecycle_stress.py

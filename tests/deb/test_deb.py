@@ -5,9 +5,9 @@ throwaway root where the programs and `import space` run.
 `make deb-test` runs it; it builds the packages with `make deb` when build/deb/ has none
 (SPACE_DEB_REBUILD=1: always). The throwaway root is a copy of the default template's root
 filesystem in the machine's cache (Debian 12 minbase and python3; the cache itself is only
-read), into which dpkg --root installs the packages with the libraries they link, taken from
-/var/cache/apt/archives or fetched with `apt-get download` into build/deb/deps/. The host's
-own packages are never changed.
+read), into which dpkg --root installs the packages and the libraries they link: those apt
+would add there, from /var/cache/apt/archives, or else copied from the host's own install of the
+same version. Nothing is fetched (tests/README.md), and the host's packages are never changed.
 
 Run: /usr/bin/python3 -m pytest -q tests/deb
 """
@@ -195,26 +195,40 @@ def default_rootfs():
     return min(found)[2]
 
 
+def host_version(name):
+    r = run("dpkg-query", "-W", "-f", "${db:Status-Status} ${Version}", name, check=False)
+    status, _, ver = r.stdout.partition(" ")
+    return ver if r.returncode == 0 and status == "installed" else None
+
+
 def libraries(root, deb):
-    """The .deb files of the packages the space package's libraries (and adduser) add to root,
-    as apt resolves them against root's dpkg status: from /var/cache/apt/archives, or fetched."""
+    """What the space package's libraries (and adduser) add to root, as apt resolves them against
+    root's dpkg status (with the host's package lists, offline): (the .deb files of those that
+    /var/cache/apt/archives has, the names of the others). Those others are installed on the
+    host at the same version, and their files are copied from there."""
     wanted = [d.split()[0] for d in field(deb, "Depends").split(", ")
               if d.startswith("lib") or d.startswith("adduser")]
     r = run("apt-get", "-s", "--no-install-recommends", "-o", f"Dir::State::status={root}/var/lib/dpkg/status",
             "install", *wanted)
-    cache = os.path.join(DEB_DIR, "deps")
-    os.makedirs(cache, exist_ok=True)
-    files = []
+    files, copies = [], []
     for m in re.finditer(r"^Inst (\S+) (?:\[\S+\] )?\((\S+) .*\[(\w+)\]\)", r.stdout, re.M):
         name, ver, arch = m.groups()
-        base = f"{name}_{ver.replace(':', '%3a')}_{arch}.deb"
-        path = next((p for p in (os.path.join("/var/cache/apt/archives", base), os.path.join(cache, base))
-                     if os.path.exists(p)), None)
-        if not path:
-            run("apt-get", "download", "-q", f"{name}={ver}", cwd=cache)
-            path = os.path.join(cache, base)
-        files.append(path)
-    return files
+        path = os.path.join("/var/cache/apt/archives", f"{name}_{ver.replace(':', '%3a')}_{arch}.deb")
+        if os.path.exists(path):
+            files.append(path)
+        elif host_version(name) == ver:
+            copies.append(name)
+        else:
+            pytest.skip(f"{name} {ver}, which the packages need, is neither in /var/cache/apt/archives nor "
+                        "installed here: the test fetches nothing")
+    return files, copies
+
+
+def copy_from_host(root, name):
+    """The files (not the folders) of the host's installed package name, into root."""
+    paths = [p for p in run("dpkg", "-L", name).stdout.splitlines()
+             if os.path.islink(p) or os.path.isfile(p)]
+    run("cp", "-a", "--parents", "-t", root, *paths)
 
 
 @pytest.fixture(scope="module")
@@ -224,9 +238,12 @@ def installed(debs):
     root = tempfile.mkdtemp(prefix="space-deb-")
     try:
         run("cp", "-a", "--reflink=auto", f"{src}/.", root)
-        libs = libraries(root, debs["space"])
-        if libs:
-            run("dpkg", f"--root={root}", "-i", *libs)
+        files, copies = libraries(root, debs["space"])
+        for name in copies:
+            copy_from_host(root, name)
+        if files:
+            run("dpkg", f"--root={root}", "--force-depends", "-i", *files)
+        run("chroot", root, "ldconfig")
         # runsc, nftables, mmdebstrap...: not needed to run the programs here, so not installed
         run("dpkg", f"--root={root}", "--force-depends", "-i", debs["space"], debs["python3-space"])
         yield root
