@@ -407,17 +407,16 @@ int main(int argc, char **argv)
 	if ((rc = net_watch_start(d)) < 0)
 		log_warn("cannot watch the sandboxes' rules: %s; rules taken away stay away (sandboxes then reach "
 			 "nothing beyond this host)", strerror(-rc));
-	char status[sizeof(d->status)];
-	daemon_lock(d);
-	d->serving = true; /* the warm pools fill from here on: the start's sweeps are done */
-	status_line(d, d->status, sizeof(d->status));
-	memcpy(status, d->status, sizeof(status));
-	daemon_unlock(d);
 	log_info("spaced %s listening on %s%s%s%s (isolation %s by default, %s)", SPACE_VERSION, d->socket_path,
 		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->tls_cert ? " (TLS)" : "", d->isolation->kind,
 		 d->isolation->ops->runtime(d->isolation->drv));
-	/* the socket answers from here on: a service manager may start what needs spaced */
-	notify_ready(status);
+	/* the socket answers from here on: a service manager may start what needs spaced. Told
+	 * under the lock, so no status of the I/O thread's (io_status) goes before it. */
+	daemon_lock(d);
+	d->serving = true; /* the warm pools fill from here on: the start's sweeps are done */
+	status_line(d, d->status, sizeof(d->status));
+	notify_ready(d->status);
+	daemon_unlock(d);
 
 	/* 8. run until told to stop; sandboxes keep running after */
 	int sig;

@@ -17,6 +17,7 @@ import pytest
 from conftest import AGENT, Daemon
 
 NOTIFY_DEADLINE = 15 * 60  # the first start on a machine builds the default template
+READY_AFTER_API = 60        # READY=1 follows the API's start at once: this is a deadline, no measure
 READ_SLICE = 0.5            # a read's timeout, between looks at spaced and at the deadline
 
 
@@ -25,9 +26,10 @@ def parse(datagram):
     return dict(line.split("=", 1) for line in datagram.decode().splitlines() if "=" in line)
 
 
-def read_until(sock, daemon, wanted, deadline=NOTIFY_DEADLINE):
+def read_until(sock, daemon, wanted, deadline=NOTIFY_DEADLINE, idle=None):
     """The messages read from sock up to the first for which wanted(message) holds, that one last.
-    Fails if spaced exits first with nothing more to read, or at the deadline."""
+    Fails if spaced exits first with nothing more to read, or at the deadline; idle() is called
+    whenever a read times out."""
     got, end = [], time.monotonic() + deadline
     sock.settimeout(READ_SLICE)
     while time.monotonic() < end:
@@ -36,6 +38,8 @@ def read_until(sock, daemon, wanted, deadline=NOTIFY_DEADLINE):
         except socket.timeout:
             if not daemon.alive():
                 pytest.fail(f"spaced exited ({daemon.proc.returncode}) after {got}:\n{daemon.log_tail()}")
+            if idle:
+                idle()
             continue
         got.append(msg)
         if wanted(msg):
@@ -58,7 +62,17 @@ def test_ready_once_the_api_answers_status_and_stopping_at_sigterm(notify):
     d = Daemon(env={"NOTIFY_SOCKET": path})
     try:
         d.start(wait=False)
-        before = read_until(sock, d, lambda m: m.get("READY") == "1")
+        answered = []
+
+        def api_started():
+            """From when the API answers, READY=1 has READY_AFTER_API seconds to come: a spaced
+            that never says it fails then, not at the start's long deadline."""
+            if not answered and d.healthy():
+                answered.append(time.monotonic())
+            if answered and time.monotonic() > answered[0] + READY_AFTER_API:
+                pytest.fail(f"the API answers, and no READY=1 came within {READY_AFTER_API} s")
+
+        before = read_until(sock, d, lambda m: m.get("READY") == "1", idle=api_started)
         # asked once, right after READY=1 is read: the API answers already, nothing polled
         status, body = d.api.json("GET", "/v1/health", timeout=30)
         assert (status, body.get("status")) == (200, "ok"), body
