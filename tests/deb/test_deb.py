@@ -226,10 +226,11 @@ def libraries(root, deb):
 
 
 def copy_from_host(root, name):
-    """The files (not the folders) of the host's installed package name, into root."""
+    """The libraries of the host's installed package name (its files under /usr/lib and /lib, not
+    its documents, which the template's root keeps none of), into root."""
     paths = [p for p in run("dpkg", "-L", name).stdout.splitlines()
-             if os.path.islink(p) or os.path.isfile(p)]
-    run("cp", "-a", "--parents", "-t", root, *paths)
+             if p.startswith(("/usr/lib/", "/lib/")) and (os.path.islink(p) or os.path.isfile(p))]
+    run("cp", "-a", "--parents", "-t", root, *[p[1:] for p in paths], cwd="/")
 
 
 @pytest.fixture(scope="module")
