@@ -5,6 +5,9 @@
 #                   touches the network
 #   make up         deps, build, default template, start spaced in the background
 #   make down       stop the spaced that `make up` started
+#   make install    the programs, the unit, the configuration file, man pages, bash completion
+#                   into DESTDIR/PREFIX (dist/dist.mk); make deb: the Debian packages into
+#                   build/deb/; make deb-test: their test (tests/deb, not part of make test)
 #   make test       deps, build, unit tests, agent protocol tests, end-to-end tests, SDK tests,
 #                   the microVM driver's tests, the quick compatibility subset (compat-quick),
 #                   the escape and abuse suite, the end-to-end, SDK and escape suites again
@@ -62,7 +65,7 @@ include tests/unit/unit.mk
 # Every suite names its ten slowest tests at its end: where a suite's time goes, in every run.
 PYTEST := /usr/bin/python3 -m pytest -q --durations=10
 
-DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
+DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lsystemd -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 BUILDER_LIBS := -lcurl -ljansson -lcrypto -larchive -lpthread
 E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -larchive -lz -lpthread
@@ -70,16 +73,19 @@ E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -larchive -lz -lpthread
 # the microvm isolation: QEMU, and mkfs.erofs for the templates' block images
 VM_APT_PACKAGES := qemu-system-x86 erofs-utils
 APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev \
-                libcurl4-openssl-dev libssl-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
+                libcurl4-openssl-dev libssl-dev libsystemd-dev libcmocka-dev python3-pytest runsc mmdebstrap curl \
                 e2fsprogs util-linux clang libclang-rt-14-dev openssl iproute2 nftables libnftables-dev libmnl-dev libarchive-dev chromium chromium-driver python3-selenium libjs-chart.js libjs-term.js skopeo umoci busybox-static docker-registry tmux \
                 prometheus \
                 $(VM_APT_PACKAGES)
 
-.PHONY: all deps compat-deps up down test quick stress layers docs-check unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test e2b-test-vm security security-vm \
+.PHONY: all programs deps compat-deps up down test quick stress layers docs-check unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test e2b-test-vm security security-vm \
 	compat compat-quick asan bench clean
 RECIPES := $(BUILD)/recipes/code-interpreter-v1/.made
-all: $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent $(BUILD)/libspace-shim.so $(UNIT_BIN) $(RECIPES) \
-     $(BUILD)/ui/.made
+# what is installed (make install, the Debian package: dist/dist.mk): all but the unit tests
+PROGRAMS := $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent \
+            $(BUILD)/libspace-shim.so $(RECIPES) $(BUILD)/ui/.made
+all: $(PROGRAMS) $(UNIT_BIN)
+programs: $(PROGRAMS)
 
 # The web console's files (docs/console.md), beside spaced as its --ui default: build/ui/.
 $(BUILD)/ui/.made: $(wildcard ui/*)
@@ -96,12 +102,12 @@ $(BUILD)/recipes/code-interpreter-v1/.made: $(wildcard sandbox/interpreter/*)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
 
 $(BUILD)/agent-static/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $< (agent)"
-	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/libspace.a: $(LIB_OBJ)
 	@ar rcs $@ $^
@@ -111,30 +117,30 @@ $(BUILD)/libspace-client.a: $(CLIENT_OBJ)
 
 $(BUILD)/spaced: $(DAEMON_OBJ) $(BUILD)/libspace.a
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(DAEMON_LIBS)
+	@$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(BUILD)/space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(BUILDER_LIBS)
+	@$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(BUILDER_LIBS)
 
 $(BUILD)/space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(E2B_LIBS)
+	@$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(E2B_LIBS)
 
 $(BUILD)/space: $(CLI_OBJ) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(CLI_LIBS)
+	@$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(CLI_LIBS)
 
 # The agent runs as PID 1 inside sandboxes whose root filesystem we do not control: static.
 $(BUILD)/space-agent: $(AGENT_OBJ)
 	@echo "  LD      $@ (static)"
-	@$(CC) $(CFLAGS) -static -o $@ $^
+	@$(CC) $(CFLAGS) $(LDFLAGS) -static -o $@ $^
 
 # Preloaded into sandboxed commands to work around runsc limits (see the source).
 $(BUILD)/libspace-shim.so: agent/shim/statx.c agent/shim/termios.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -fPIC -shared -nostartfiles -o $@ $^
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -fPIC -shared -nostartfiles -o $@ $^
 
 # A unit test links its own object, the sources tests/unit/unit.mk lists for it and their
 # libraries: $(BUILD)/tests/lib/test_buf from tests/unit/lib/test_buf.c and UNIT_test_buf.
@@ -196,9 +202,10 @@ e2e: all
 # commands are requests of the API, whose lifecycle e2e-vm checks directly).
 # Builds (test_build.py) run their steps under gVisor whatever the default kind; the gVisor
 # suite starts a microVM of a built template too. The cache (test_cache.py) and the programs'
-# versions (test_version.py) have no sandbox at all.
+# versions (test_version.py) have no sandbox at all; what spaced tells systemd (test_systemd.py)
+# does not depend on the kind of its sandboxes.
 E2E_SURFACE := test_bad_input.py test_config.py test_cli.py test_cli_lifecycle.py test_names.py test_tenants.py test_quotas.py \
-               test_tls.py test_templates.py test_build.py test_cache.py test_version.py
+               test_tls.py test_templates.py test_build.py test_cache.py test_version.py test_systemd.py
 # The crash points and the lifecycle stress on microVMs (about 4 minutes) are make stress's:
 # the lifecycle code they drive is the one the gVisor suite crashes at every step.
 E2E_VM_STRESS := test_crash_points.py test_lifecycle_stress.py
@@ -292,6 +299,9 @@ compat-quick: deps compat-deps all
 	/usr/bin/python3 tests/compat/run.py --quick
 
 include tests/fuzz/fuzz.mk
+
+# make install, the Debian package (make deb) and its test (make deb-test)
+include dist/dist.mk
 
 # The microVM guest (docs/microvm.md): space-vm-guest prepares the guest kernel and the
 # initramfs in the cache through the daemon's own code; `make vm-guest` is the setup step that

@@ -41,8 +41,9 @@ int fsuser_enter(const struct fsuser *fu)
 	}
 	if (seteuid(fu->u.uid) < 0) {
 		int err = -errno;
-		setegid(0);
-		setgroups(0, NULL);
+		if (setegid(0) < 0 || setgroups(0, NULL) < 0)
+			agent_log("giving back root's gid and groups after seteuid(%u) failed: %s", (unsigned)fu->u.uid,
+				  strerror(errno));
 		return err;
 	}
 	return 0;

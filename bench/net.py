@@ -71,11 +71,17 @@ CLIENT = textwrap.dedent(r"""
         global buf
         s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (path, hdr, extra)).encode())
         while b"\r\n\r\n" not in buf:
-            buf += s.recv(1 << 20)
+            got = s.recv(1 << 20)
+            if not got:  # a refusal (its Connection: close) or a proxy gone: said, not spun on
+                sys.exit("the connection closed before an answer's head: %r" % buf[:300])
+            buf += got
         head, buf = buf.split(b"\r\n\r\n", 1)
         length = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
         while len(buf) < length:
-            buf += s.recv(1 << 20)
+            got = s.recv(1 << 20)
+            if not got:
+                sys.exit("the connection closed in an answer's body")
+            buf += got
         buf = buf[length:]
     lat = []
     t0 = time.monotonic()
@@ -177,7 +183,7 @@ class Bench:
         self.api.put_file(sbid, "/srv/bench.py", SERVER.encode())
         self.api.exec(sbid, "(nohup python3 /srv/bench.py 8000 >/dev/null 2>&1 &)")
         sb = self.api.ok("GET", f"/v1/sandboxes/{sbid}")
-        addr, token = sb["network"]["host_address"], sb["access_token"]
+        addr, token = sb["network"]["host_address"], sb["traffic_token"]
         host = f"8000-{sbid}.localhost:{PROXY_PORT}"
         spacetest.wait_until(lambda: self.topo.run(["/usr/bin/python3", "-c", CLIENT, addr, "8000", "x", "1", ""],
                                                    capture_output=True).returncode == 0, 60, "the server")

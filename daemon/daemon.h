@@ -290,6 +290,7 @@ struct daemon {
 	struct net_watch *net_watch; /* the thread that puts the sandboxes' rules back (net/net.h) */
 	bool metrics_busy;          /* [L] the sampling job runs (core/metrics.h) */
 	int64_t metrics_at_ms;      /* [L] when it last started (mono ms) */
+	char status[128];           /* [L] the status line last told the service manager (base/notify.h) */
 };
 
 #endif

@@ -40,6 +40,7 @@
 #include "daemon/base/reaper.h"
 #include "daemon/base/crash.h"
 #include "daemon/base/log.h"
+#include "daemon/base/notify.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
 #include "daemon/core/stats.h"
@@ -62,8 +63,41 @@ static void io_unlock(void *ctx)
 	daemon_unlock(ctx);
 }
 
+/* What spaced serves, in a line for the service manager's status: its sandboxes by state and
+ * the warm ones of its pools. [L] */
+static void status_line(const struct daemon *d, char *out, size_t n)
+{
+	int shown = 0, running = 0, paused = 0, suspended = 0, warm = 0;
+	for (const struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
+		if (sb->pool) {
+			warm++;
+			continue;
+		}
+		shown++;
+		running += sb->state == SB_RUNNING;
+		paused += sb->state == SB_PAUSED;
+		suspended += sb->state == SB_SUSPENDED;
+	}
+	snprintf(out, n, "serving: %d sandboxes (%d running, %d paused, %d suspended), %d warm in pools", shown, running,
+		 paused, suspended, warm);
+}
+
+/* Tells the service manager the status line once it changed (each tick, from the API's start). [L] */
+static void io_status(struct daemon *d)
+{
+	char line[sizeof(d->status)];
+	if (!d->serving)
+		return;
+	status_line(d, line, sizeof(line));
+	if (strcmp(line, d->status) == 0)
+		return;
+	memcpy(d->status, line, sizeof(line));
+	notify_status("%s", line);
+}
+
 static void io_tick(void *ctx)
 {
+	io_status(ctx);
 	lifecycle_tick(ctx);
 	build_tick(ctx);
 	recipe_tick(ctx);
@@ -320,6 +354,7 @@ int main(int argc, char **argv)
 	/* 4. the templates: the default one and those --template names (each built once per
 	 * machine and package list, then cached) */
 	static const struct template_spec deflt = { .name = TEMPLATE_DEFAULT };
+	notify_status("preparing the templates (the first start on a machine builds the default one, about a minute)");
 	for (int i = -1; i < cfg.ntemplates; i++) {
 		const struct template_spec *t = i < 0 ? &deflt : &cfg.templates[i];
 		if (template_ensure(d, t, &e) < 0) {
@@ -341,6 +376,7 @@ int main(int argc, char **argv)
 	}
 
 	/* 6. re-adopt the sandboxes a previous spaced left running */
+	notify_status("adopting the sandboxes a previous spaced left running");
 	if ((rc = sandbox_adopt_all(d)) < 0) {
 		log_error("cannot load sandboxes: %s", strerror(-rc));
 		return 1;
@@ -376,17 +412,22 @@ int main(int argc, char **argv)
 	if ((rc = net_watch_start(d)) < 0)
 		log_warn("cannot watch the sandboxes' rules: %s; rules taken away stay away (sandboxes then reach "
 			 "nothing beyond this host)", strerror(-rc));
-	daemon_lock(d);
-	d->serving = true; /* the warm pools fill from here on: the start's sweeps are done */
-	daemon_unlock(d);
 	log_info("spaced %s listening on %s%s%s%s (isolation %s by default, %s)", SPACE_VERSION, d->socket_path,
 		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->tls_cert ? " (TLS)" : "", d->isolation->kind,
 		 d->isolation->ops->runtime(d->isolation->drv));
+	/* the socket answers from here on: a service manager may start what needs spaced. Told
+	 * under the lock, so no status of the I/O thread's (io_status) goes before it. */
+	daemon_lock(d);
+	d->serving = true; /* the warm pools fill from here on: the start's sweeps are done */
+	status_line(d, d->status, sizeof(d->status));
+	notify_ready(d->status);
+	daemon_unlock(d);
 
 	/* 8. run until told to stop; sandboxes keep running after */
 	int sig;
 	sigwait(&sigs, &sig);
 	log_info("stopping on signal %d; sandboxes keep running", sig);
+	notify_stopping("stopping; sandboxes keep running");
 	net_watch_stop(d);
 	proxy_stop(d);
 	dns_stop(d);

@@ -1,6 +1,7 @@
 #!/bin/sh
-# scripts/up.sh - install the built binaries and (re)start spaced in the background, then wait
-# until it answers. Run through `make up` (which installs dependencies and builds first).
+# scripts/up.sh - install the built binaries (and the Python SDK's path: sdk_path.sh) and
+# (re)start spaced in the background, then wait until it answers. Run through `make up`
+# (which installs dependencies and builds first).
 #
 #   SPACE_STATE_DIR  (default /var/lib/space)    SPACE_SOCKET (default /run/space/space.sock)
 #   SPACE_LOG        (default /var/log/space/spaced.log)
@@ -20,6 +21,8 @@ install -D -m 0755 build/space-agent "$prefix/lib/space/space-agent"
 install -D -m 0755 build/space-build "$prefix/lib/space/space-build"
 install -D -m 0644 build/libspace-shim.so "$prefix/lib/space/libspace-shim.so"
 getent group space >/dev/null || groupadd --system space
+# the Python SDK, from this tree, for /usr/bin/python3
+"$(dirname "$0")/sdk_path.sh"
 mkdir -p "$(dirname "$sock")" "$(dirname "$log")" "$state"
 
 # A spaced started by an earlier `make up` is replaced; its sandboxes keep running and the new

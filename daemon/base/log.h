@@ -2,6 +2,10 @@
  * daemon/base/log.h - spaced's log: one line per event on stderr, with the time and
  * a level. Only main-level code and the threads' top loops log; library-like
  * modules return errors instead.
+ *
+ * When stderr is the journal's stream (systemd's JOURNAL_STREAM names its device and inode),
+ * a line is "<N>LEVEL TEXT" instead, N its sd-daemon(3) priority (3 error, 4 warn, 6 info), and
+ * the journal stamps the time.
  */
 #ifndef SPACE_DAEMON_LOG_H
 #define SPACE_DAEMON_LOG_H

@@ -76,6 +76,25 @@ def test_import_from_the_tree():
     assert r.returncode == 0 and r.stdout.strip() == space.__version__, r.stderr
 
 
+def test_make_up_makes_it_importable_for_debians_python(tmp_path):
+    """scripts/sdk_path.sh (run by `make up`) writes a .pth naming sdk/python into a site folder
+    of /usr/bin/python3's: there, `import space` finds the tree's SDK with no PYTHONPATH."""
+    script = os.path.join(ROOT, "scripts", "sdk_path.sh")
+    r = subprocess.run([script, "--dir"], capture_output=True, text=True, check=True)
+    default = r.stdout.strip()
+    r = subprocess.run(["/usr/bin/python3", "-c", "import site; print('\\n'.join(site.getsitepackages()))"],
+                       capture_output=True, text=True, check=True)
+    assert default in r.stdout.split("\n") and default.startswith("/usr/local/"), (default, r.stdout)
+
+    site_dir = tmp_path / "site"
+    subprocess.run([script, str(site_dir)], capture_output=True, check=True)
+    assert (site_dir / "space-sdk.pth").read_text() == SDK + "\n"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = f"import site; site.addsitedir({str(site_dir)!r}); import space; print(space.__file__)"
+    r = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert r.returncode == 0 and r.stdout.strip() == os.path.join(SDK, "space", "__init__.py"), r.stderr
+
+
 def test_pip_installs_offline(tmp_path):
     if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode != 0:
         pytest.skip("pip is not installed for " + sys.executable)

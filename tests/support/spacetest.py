@@ -342,12 +342,14 @@ class Daemon:
             a += ["--isolation", ISOLATION]  # the suites run against either kind of sandbox
         return a + self.args
 
-    def start(self, deadline=START_DEADLINE):
+    def start(self, deadline=START_DEADLINE, wait=True):
+        """Starts spaced and, unless wait is False, waits until its API answers."""
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, cwd=self.cwd,
                                      stdin=subprocess.DEVNULL, env={**os.environ, **(self.env or {})})
         log.close()
-        self.wait_healthy(deadline)
+        if wait:
+            self.wait_healthy(deadline)
         return self
 
     def log_tail(self, n=30):

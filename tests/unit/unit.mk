@@ -16,7 +16,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               lib/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
-              daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo \
+              daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo daemon/base/test_log \
               e2b/test_connect e2b/test_multipart daemon/core/test_entry daemon/core/test_starts \
               daemon/api/test_ui
 
@@ -35,6 +35,10 @@ UNIT_LIBS_test_connect := -ljansson
 # on a real libmicrohttpd server on loopback
 UNIT_test_multipart      := e2b/multipart.c lib/buf.c
 UNIT_LIBS_test_multipart := -lmicrohttpd
+
+# log lines on the journal's stream
+UNIT_test_log        := daemon/base/log.c
+UNIT_LIBS_test_log   :=
 
 # the exposition format, and the counters written in it
 UNIT_test_expo        := daemon/base/expo.c daemon/core/stats.c lib/buf.c
