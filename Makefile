@@ -79,7 +79,7 @@ APT_PACKAGES := build-essential libmicrohttpd-dev libjansson-dev libsqlite3-dev 
                 $(VM_APT_PACKAGES)
 
 .PHONY: all programs deps compat-deps up down test quick stress layers docs-check unit agent-test e2e e2e-vm e2e-smoke net-test net-test-vm sdk-test sdk-vm e2b-test e2b-test-vm security security-vm \
-	compat compat-quick asan bench clean
+	compat compat-quick asan bench bench-quick next clean
 RECIPES := $(BUILD)/recipes/code-interpreter-v1/.made
 # what is installed (make install, the Debian package: dist/dist.mk): all but the unit tests
 PROGRAMS := $(BUILD)/spaced $(BUILD)/space $(BUILD)/space-build $(BUILD)/space-e2b $(BUILD)/space-agent \
@@ -193,7 +193,14 @@ unit: $(UNIT_BIN)
 agent-test: $(BUILD)/space-agent
 	$(PYTEST) tests/agent
 
-e2e: all
+# spaced, its agent and the shim built again as the next version (VERSION+next, in build/next/), for the
+# upgrade test (tests/e2e/test_upgrade.py): sandboxes made under this version live on under that one.
+NEXT := $(BUILD)/next
+next:
+	+@$(MAKE) --no-print-directory BUILD=$(NEXT) VERSION=$(VERSION)+next $(NEXT)/spaced $(NEXT)/space-agent \
+		$(NEXT)/libspace-shim.so
+
+e2e: all next
 	$(PYTEST) tests/e2e
 
 # The end-to-end suite again with every sandbox a microVM (docs/microvm.md lists what it skips),
@@ -209,7 +216,7 @@ E2E_SURFACE := test_bad_input.py test_config.py test_cli.py test_cli_lifecycle.p
 # The crash points and the lifecycle stress on microVMs (about 4 minutes) are make stress's:
 # the lifecycle code they drive is the one the gVisor suite crashes at every step.
 E2E_VM_STRESS := test_crash_points.py test_lifecycle_stress.py
-e2e-vm: all vm-guest
+e2e-vm: all vm-guest next
 	SPACE_TEST_ISOLATION=microvm $(PYTEST) tests/e2e $(E2E_SURFACE:%=--ignore=tests/e2e/%) \
 		$(E2E_VM_STRESS:%=--ignore=tests/e2e/%)
 
@@ -345,6 +352,7 @@ test: deps all
 	$(MAKE) docs-check
 	$(MAKE) agent-test
 	$(MAKE) vm-guest
+	$(MAKE) next
 	$(MAKE) -j2 test-gvisor test-microvm
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 
@@ -366,6 +374,11 @@ test-microvm: all vm-guest
 asan:
 	$(MAKE) BUILD=build-asan SAN='-fsanitize=address,undefined -fno-omit-frame-pointer' \
 		build-asan/spaced build-asan/space $(UNIT_TESTS:%=build-asan/tests/%)
+
+# The figures of idle cost (exec beside idle sandboxes, spaced's memory, the host CPU they use,
+# a noisy neighbour) in a few minutes, with fewer samples and 10 and 20 idle sandboxes.
+bench-quick: all
+	/usr/bin/python3 bench/run.py --quick --only exec,density,noisy
 
 bench: all
 	/usr/bin/python3 bench/run.py

@@ -20,7 +20,8 @@ Scenarios (--only takes their names):
              snapshot; fork of 4
   concurrent 20 creates at once: latency distribution and throughput
   density    50, 100, 200 idle sandboxes (Python waiting on input): PSS total and per sandbox,
-             spaced's own memory, exec latency of one sandbox meanwhile
+             spaced's own memory, the host CPU they use (over IDLE_WINDOW_S, from /proc/stat,
+             in all and per sandbox), exec latency of one sandbox meanwhile
   noisy      exec latency of one sandbox while a neighbour runs a CPU hog, then a fork bomb
 Published figures of systems that cannot run here are printed separately, never in a ratio.
 """
@@ -427,6 +428,7 @@ class Bench:
                 ids += pool.map(one, range(target - len(ids)))
             pss = pss_mib(self.state)
             rss = rss_mib(self.proc.pid)
+            cpu = host_busy_pct(IDLE_WINDOW_S)  # nothing else of this bench runs meanwhile
             lat = []
             for _ in range(10):
                 t = time.perf_counter()
@@ -435,6 +437,8 @@ class Bench:
             self.record(f"{target} idle sandboxes: host memory (PSS) in all", "MiB", [pss], None)
             self.record(f"{target} idle sandboxes: per sandbox (PSS)", "MiB", [pss / target], None)
             self.record(f"{target} idle sandboxes: spaced resident memory", "MiB", [rss], None)
+            self.record(f"{target} idle sandboxes: host CPU in all (% of one core)", "%", [cpu], None)
+            self.record(f"{target} idle sandboxes: host CPU per sandbox (% of one core)", "%", [cpu / target], None)
             self.record(f"{target} idle sandboxes: exec of `true` in one", "ms", lat, None)
         self.delete_all(ids)
 
@@ -509,6 +513,21 @@ def used_mib():
             k, v = line.split(":")
             info[k] = int(v.split()[0])
     return (info["MemTotal"] - info["MemAvailable"]) / 1024
+
+
+IDLE_WINDOW_S = 20  # the density bench's window for the host CPU idle sandboxes use
+
+
+def host_busy_pct(window):
+    """The host's CPU time used over the next `window` seconds, from /proc/stat (every CPU's
+    user, nice, system, irq, softirq and steal time), as a percentage of one core."""
+    def busy():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v) - v[3] - v[4]  # all but idle and iowait
+    b0, t0 = busy(), time.monotonic()
+    time.sleep(window)  # the measurement window itself, not a wait for anything
+    return 100 * (busy() - b0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)
 
 
 def rss_mib(pid):
