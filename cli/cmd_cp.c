@@ -15,10 +15,12 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -47,6 +49,52 @@ static void remote_free(struct remote *r)
 {
 	free(r->id);
 	free(r->path);
+}
+
+/* Progress on a terminal (stderr): "NAME  12.3 MiB of 256.0 MiB  4%" (or "NAME  12.3 MiB" while
+ * the size is not known), at most every CP_PROGRESS_MS and once more at the end, each line over
+ * the last. */
+#define CP_PROGRESS_MS 200
+static const char *progress_name;
+static long long progress_at_ms = -1;             /* when a line was last written, -1: never */
+static long long progress_done, progress_total = -1; /* the latest figures... */
+static long long progress_shown = -1;             /* ... and the bytes the last line showed */
+static long long progress_size = -1;              /* a download's size, from its stat */
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void progress_show(void)
+{
+	if (progress_total > 0)
+		fprintf(stderr, "\r\033[K%s  %.1f MiB of %.1f MiB  %d%%", progress_name, progress_done / 1048576.0,
+			progress_total / 1048576.0, (int)(progress_done * 100 / progress_total));
+	else
+		fprintf(stderr, "\r\033[K%s  %.1f MiB", progress_name, progress_done / 1048576.0);
+	progress_shown = progress_done;
+	progress_at_ms = mono_ms();
+}
+
+static void on_progress(long long done, long long total)
+{
+	progress_done = done;
+	progress_total = total > 0 ? total : progress_size; /* spaced streams a download unsized */
+	if (done != progress_shown && (progress_at_ms < 0 || mono_ms() - progress_at_ms >= CP_PROGRESS_MS))
+		progress_show();
+}
+
+/* Ends the progress line, if one was written: the last figures, then a new line. */
+static void progress_end(void)
+{
+	if (progress_at_ms < 0)
+		return;
+	if (progress_done != progress_shown)
+		progress_show();
+	fputc('\n', stderr);
 }
 
 static int interrupted(void)
@@ -236,6 +284,8 @@ static int download(struct cli *cli, struct remote *src, const char *dst)
 		goto out;
 	}
 	const char *type = json_string_value(json_object_get(entry, "type"));
+	if (json_is_integer(json_object_get(entry, "size")))
+		progress_size = (long long)json_integer_value(json_object_get(entry, "size"));
 	if (type && !strcmp(type, "dir")) {
 		status = cli_error("%s:%s: is a directory (space cp copies one file)", src->id, src->path);
 		goto out;
@@ -321,6 +371,10 @@ int cmd_cp(struct cli *cli, int argc, char **argv)
 	int ra = parse_side(a, &src), rb = parse_side(b, &dst);
 	if (sigfwd_install() == 0) /* Ctrl-C and friends stop a copy (no partial download is left) */
 		cli->client.cancel = sigfwd_any;
+	if (isatty(STDERR_FILENO)) { /* how far the copy is, on a terminal only */
+		progress_name = rb ? a : b;
+		cli->client.progress = on_progress;
+	}
 	if (ra < 0 || rb < 0)
 		status = cli_error("out of memory");
 	else if (ra == rb)
@@ -329,6 +383,7 @@ int cmd_cp(struct cli *cli, int argc, char **argv)
 		status = upload(cli, a, &dst);
 	else
 		status = download(cli, &src, b);
+	progress_end();
 	remote_free(&src);
 	remote_free(&dst);
 	return status;

@@ -574,15 +574,21 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 {
 	struct xfer *x = arg;
 
+	if (x->c->progress) {
+		if (ultotal > 0 || ulnow > 0)
+			x->c->progress(ulnow, ultotal > 0 ? ultotal : -1);
+		else
+			x->c->progress(dlnow, dltotal > 0 ? dltotal : -1);
+	}
 	if (x->c->cancel && x->c->cancel())
 		x->cancelled = 1;
 	return x->cancelled;
 }
 
-/* Lets c->cancel abort a long transfer. */
+/* Lets c->cancel abort a long transfer, and c->progress follow it. */
 static void xfer_cancellable(struct xfer *x)
 {
-	if (!x->c->cancel)
+	if (!x->c->cancel && !x->c->progress)
 		return;
 	curl_easy_setopt(x->h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(x->h, CURLOPT_XFERINFODATA, x);

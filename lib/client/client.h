@@ -46,6 +46,12 @@ struct client_err {
 /* Asked during uploads and downloads (on every wake-up, at least once a second). */
 typedef int (*client_cancel_fn)(void);
 /*
+ * Told how far an upload or download has come, about once a second and more often while bytes
+ * flow (libcurl's progress calls): done bytes of total (-1 when not known yet). The answer of an
+ * error counts too. It must not make requests.
+ */
+typedef void (*client_progress_fn)(long long done, long long total);
+/*
  * Told, as soon as the answer's headers arrive and in the thread of the
  * request, that spaced resumed a paused or suspended sandbox to serve the
  * request to path (the answer carries "Space-Resumed: true").
@@ -60,6 +66,8 @@ struct client {
 	char *ca_file;     /* SPACE_CA: the CA bundle that verifies https, NULL: the system's */
 	/* Optional, set before any transfer: nonzero aborts an upload or download with -ECANCELED. */
 	client_cancel_fn cancel;
+	/* Optional, set before any transfer: see client_progress_fn. */
+	client_progress_fn progress;
 	/* Optional, set before any request: see client_resumed_fn. */
 	client_resumed_fn on_resumed;
 };

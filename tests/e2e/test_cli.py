@@ -5,6 +5,7 @@ would, and checks what that user sees: stdout, stderr, the exit status.
 """
 
 import json
+import os
 import re
 import subprocess
 
@@ -166,6 +167,39 @@ def test_cp_in_wc_and_cp_back(cli, cli_sandbox, tmp_path):
     down = cli("cp", f"{cli_sandbox}:/work/data.csv", "./back.csv", cwd=tmp_path)
     assert down.returncode == 0, down.stderr
     assert (tmp_path / "back.csv").read_bytes() == (tmp_path / "data.csv").read_bytes()
+    assert up.stderr == down.stderr == ""  # no progress where stderr is not a terminal
+
+
+def cp_on_a_terminal(cli, *args, cwd):
+    """space cp ARGS with its stderr a terminal: (exit status, what the terminal got)."""
+    import pty
+    master, slave = pty.openpty()
+    try:
+        p = cli.popen("cp", *args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other end is closed, the copy is over
+                break
+            if not chunk:
+                break
+            seen += chunk
+        return p.wait(IO_TIMEOUT), seen.decode()
+    finally:
+        os.close(master)
+
+
+def test_cp_shows_its_progress_on_a_terminal(cli, cli_sandbox, tmp_path):
+    (tmp_path / "big.bin").write_bytes(os.urandom(1 << 20) * 24)  # 24 MiB
+    status, seen = cp_on_a_terminal(cli, "./big.bin", f"{cli_sandbox}:/work/big.bin", cwd=tmp_path)
+    assert status == 0, seen
+    assert "./big.bin  24.0 MiB of 24.0 MiB  100%" in seen and seen.endswith("\r\n"), seen
+    status, seen = cp_on_a_terminal(cli, f"{cli_sandbox}:/work/big.bin", "./back.bin", cwd=tmp_path)
+    assert status == 0, seen
+    assert "./back.bin  24.0 MiB of 24.0 MiB  100%" in seen, seen
+    assert (tmp_path / "back.bin").read_bytes() == (tmp_path / "big.bin").read_bytes()
 
 
 def test_cp_of_a_missing_file_fails_cleanly(cli, cli_sandbox, tmp_path):
