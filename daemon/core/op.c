@@ -172,7 +172,7 @@ void op_unlink(struct op *op)
 }
 
 /* Appends one line to the client stream; `raw` output bytes ride on it for credit. */
-void emit(struct op *op, const char *line, size_t n, uint32_t raw)
+void op_emit(struct op *op, const char *line, size_t n, uint32_t raw)
 {
 	buf_put(&op->out, line, n);
 	op->out_written += n;
@@ -190,7 +190,7 @@ void emit(struct op *op, const char *line, size_t n, uint32_t raw)
 	op_wake(op);
 }
 
-void emit_json(struct op *op, json_t *ev)
+void op_emit_json(struct op *op, json_t *ev)
 {
 	char *s = json_dumps(ev, JSON_COMPACT);
 	json_decref(ev);
@@ -198,7 +198,7 @@ void emit_json(struct op *op, json_t *ev)
 		return;
 	size_t n = strlen(s);
 	s[n] = '\n';
-	emit(op, s, n + 1, 0);
+	op_emit(op, s, n + 1, 0);
 	free(s);
 }
 
@@ -209,7 +209,7 @@ void op_keepalive(struct op *op, int64_t now_ms)
 	if (op->emitted_ms == 0)
 		op->emitted_ms = now_ms;
 	if (now_ms - op->emitted_ms >= STREAM_KEEPALIVE_MS)
-		emit_json(op, json_pack("{s:s}", "type", "keepalive"));
+		op_emit_json(op, json_pack("{s:s}", "type", "keepalive"));
 }
 
 bool op_check_gone(struct op *op)
@@ -238,7 +238,7 @@ void op_fail(struct op *op, const struct err *e)
 					       e->msg);
 			if (ev && e->state[0])
 				json_object_set_new(json_object_get(ev, "error"), "state", json_string(e->state));
-			emit_json(op, ev);
+			op_emit_json(op, ev);
 		}
 		op->eof = true;
 		op_wake(op);

@@ -107,7 +107,7 @@ static int on_started(struct op *op, const struct frame *f, char *why)
 	op_attach(op, p);
 	if (op->stream) {
 		op->responding = true;
-		emit_json(op, json_pack("{s:s, s:i}", "type", "start", "pid", st.pid));
+		op_emit_json(op, json_pack("{s:s, s:i}", "type", "start", "pid", st.pid));
 		op->done = true; /* headers can go: the handler answers with the stream */
 	}
 	return 0;
@@ -263,7 +263,7 @@ static int on_watch(struct op *op, const struct frame *f, char *why)
 	if (f->type == SP_A_OK && !op->responding) {
 		op->responding = true;
 		op->done = true; /* headers can go: the handler answers with the stream */
-		emit_json(op, json_pack("{s:s, s:s}", "type", "start", "path", op->what));
+		op_emit_json(op, json_pack("{s:s, s:s}", "type", "start", "path", op->what));
 	} else if (f->type == SP_A_EVENT) {
 		size_t off = sizeof(struct sp_event);
 		const char *name = frame_str(f, &off);
@@ -282,13 +282,13 @@ static int on_watch(struct op *op, const struct frame *f, char *why)
 		size_t n = s ? strlen(s) : 0;
 		if (s) {
 			s[n] = '\n';
-			emit(op, s, n + 1, f->len); /* the credit goes back as the client takes the line */
+			op_emit(op, s, n + 1, f->len); /* the credit goes back as the client takes the line */
 		} else {
 			op_return_credit(op, f->len);
 		}
 		free(s);
 	} else if (f->type == SP_A_END && op->responding) {
-		emit_json(op, json_pack("{s:s}", "type", "end"));
+		op_emit_json(op, json_pack("{s:s}", "type", "end"));
 		op->eof = true;
 		op_unlink(op);
 		op_wake(op);
@@ -315,7 +315,7 @@ int op_on_frame(struct op *op, const struct frame *f, char *why)
 		} else if (f->type == SP_A_DATA) {
 			if (!take_window(op, f->len, why))
 				return -EPROTO;
-			emit(op, (const char *)f->payload, f->len, f->len);
+			op_emit(op, (const char *)f->payload, f->len, f->len);
 		} else if (f->type == SP_A_END) {
 			op_unlink(op);
 			op->eof = true;

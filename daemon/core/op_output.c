@@ -30,7 +30,7 @@ static void emit_output(struct op *op, int which, const uint8_t *data, size_t n,
 				    text ? "data" : "data_b64");
 	k += text ? codec_json_escape(line + k, data, n) : codec_b64_encode(line + k, data, n);
 	memcpy(line + k, "\"}\n", 3);
-	emit(op, line, k + 3, raw);
+	op_emit(op, line, k + 3, raw);
 	free(line);
 }
 
@@ -87,7 +87,7 @@ static void on_oom_event(struct op *op, const uint8_t *data)
 	struct sp_oom o;
 	memcpy(&o, data, sizeof(o));
 	flush_holds(op);
-	emit_json(op, json_pack("{s:s, s:i, s:s, s:I, s:I, s:I}", "type", "oom", "pid", (int)o.victim, "cmd",
+	op_emit_json(op, json_pack("{s:s, s:i, s:s, s:I, s:I, s:I}", "type", "oom", "pid", (int)o.victim, "cmd",
 				(const char *)data + sizeof(o), "rss_bytes", (json_int_t)o.rss, "memory_used_bytes",
 				(json_int_t)o.used, "memory_limit_bytes", (json_int_t)o.limit));
 }
@@ -99,7 +99,7 @@ static void report_dropped(struct op *op)
 	if (!op->stream || !op->dropped)
 		return;
 	flush_holds(op);
-	emit_json(op, json_pack("{s:s, s:I}", "type", "dropped", "bytes", (json_int_t)op->dropped));
+	op_emit_json(op, json_pack("{s:s, s:I}", "type", "dropped", "bytes", (json_int_t)op->dropped));
 	op->dropped = 0;
 }
 
@@ -174,7 +174,7 @@ void op_on_exit(struct op *op, const struct proc *p)
 		flush_holds(op);
 		json_t *ev = exit_json(op, p);
 		json_object_set_new(ev, "type", json_string("exit"));
-		emit_json(op, ev);
+		op_emit_json(op, ev);
 		op->eof = true;
 		op_unlink(op);
 		op_wake(op);

@@ -13,9 +13,9 @@
 struct op;
 
 /* Appends one line to the client stream; `raw` output bytes ride on it for credit. [L] */
-void emit(struct op *op, const char *line, size_t n, uint32_t raw);
+void op_emit(struct op *op, const char *line, size_t n, uint32_t raw);
 /* Appends ev (taken) as one NDJSON line to the client stream. [L] */
-void emit_json(struct op *op, json_t *ev);
+void op_emit_json(struct op *op, json_t *ev);
 /* The captured-output budget of op's tenant: the administrator's own, or its tenant's while it
  * has requests in flight (this one among them); NULL if the tenant is unknown. [L] */
 uint64_t *capture_budget(struct op *op);

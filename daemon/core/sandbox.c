@@ -33,18 +33,18 @@ const struct driver_slot *sandbox_driver(struct daemon *d, const struct sandbox 
 }
 
 /* Why this host cannot run sb's kind (sandbox_driver is NULL). */
-const char *unrunnable_why(struct daemon *d, const struct sandbox *sb)
+const char *sandbox_unrunnable_why(struct daemon *d, const struct sandbox *sb)
 {
 	const struct driver_slot *k = isolation_find(d, sb->isolation);
 	return k ? k->why : "this spaced does not know that kind";
 }
 
 /* Fills *e for sb, whose kind this host cannot run. Returns -ENOTSUP. */
-int unrunnable(struct daemon *d, const struct sandbox *sb, struct err *e)
+int sandbox_unrunnable(struct daemon *d, const struct sandbox *sb, struct err *e)
 {
 	return err_set(e, 503, "isolation_unavailable", ENOTSUP,
 		       "sandbox %s is isolated by %s, which is unavailable on this host: %s", sb->id, sb->isolation,
-		       unrunnable_why(d, sb));
+		       sandbox_unrunnable_why(d, sb));
 }
 
 struct sandbox *sandbox_find(struct daemon *d, const char *id)
@@ -55,7 +55,7 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id)
 	return NULL;
 }
 
-void registry_add(struct daemon *d, struct sandbox *sb)
+void sandbox_registry_add(struct daemon *d, struct sandbox *sb)
 {
 	struct sandbox **pp = &d->sandboxes;
 	while (*pp)
@@ -64,7 +64,7 @@ void registry_add(struct daemon *d, struct sandbox *sb)
 	d->nsandboxes++;
 }
 
-void registry_remove(struct daemon *d, struct sandbox *sb)
+void sandbox_registry_remove(struct daemon *d, struct sandbox *sb)
 {
 	for (struct sandbox **pp = &d->sandboxes; *pp; pp = &(*pp)->next)
 		if (*pp == sb) {
@@ -118,7 +118,7 @@ bool sandbox_usable(const struct sandbox *sb, struct err *e)
 }
 
 /* Fails every request linked to sb or its processes. [L] */
-void fail_all(struct sandbox *sb, const struct err *e)
+void sandbox_fail_all(struct sandbox *sb, const struct err *e)
 {
 	op_fail_list(&sb->deferred, e);
 	op_fail_list(&sb->ops, e);
@@ -134,7 +134,7 @@ void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason)
 	struct err e = { 0 };
 	err_set(&e, 500, "sandbox_failed", EIO, "sandbox %s failed: %s", sb->id, reason);
 	snprintf(e.state, sizeof(e.state), "%s", sb_state_name(sb->state));
-	fail_all(sb, &e);
+	sandbox_fail_all(sb, &e);
 	log_warn("sandbox %s failed: %s", sb->id, reason);
 }
 

@@ -111,18 +111,18 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 		 * it by destroying it (core/sweep.c), or keeps it failed if that does not finish. */
 		log_info("sandbox %s: was %s when spaced stopped; removing it", sb->id, sb_state_name(sb->state));
 		sb->state = SB_DELETING;
-		registry_add(d, sb);
+		sandbox_registry_add(d, sb);
 		return;
 	}
 	if (!dv) {
 		/* Its kind cannot run under this spaced: neither it nor its record is touched, so a
 		 * spaced that runs its kind again adopts it as it was. Until then it shows failed. */
 		log_warn("sandbox %s: isolation %s is unavailable on this host: %s; left %s as it was", sb->id,
-			 sb->isolation, unrunnable_why(d, sb), sb_state_name(sb->state));
+			 sb->isolation, sandbox_unrunnable_why(d, sb), sb_state_name(sb->state));
 		snprintf(sb->reason, sizeof(sb->reason), "isolation %s is unavailable on this host (it was %s): %s",
-			 sb->isolation, sb_state_name(sb->state), unrunnable_why(d, sb));
+			 sb->isolation, sb_state_name(sb->state), sandbox_unrunnable_why(d, sb));
 		sb->state = SB_FAILED;
-		registry_add(d, sb);
+		sandbox_registry_add(d, sb);
 		return;
 	}
 	enum driver_state ds = dv->ops->state(dv->drv, sb);
@@ -139,7 +139,7 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 			log_info("sandbox %s: was %s, now %s", sb->id, sb_state_name(was), sb_state_name(now));
 		}
 	}
-	registry_add(d, sb);
+	sandbox_registry_add(d, sb);
 	struct err ne = { 0 };
 	if (sb->network && net_apply(d, sb, &ne) < 0) /* net_init made the host's table afresh */
 		log_warn("sandbox %s: cannot put its network policy back: %s", sb->id, ne.msg);
@@ -161,7 +161,7 @@ static void give_tokens(struct daemon *d, struct sandbox *sb)
 	for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
 		if (tokens[i][0] != '\0')
 			continue;
-		if (random_hex(tokens[i], SANDBOX_TOKEN_LEN) < 0)
+		if (sandbox_random_hex(tokens[i], SANDBOX_TOKEN_LEN) < 0)
 			log_warn("sandbox %s: no randomness for a token; what it guards stays closed", sb->id);
 		else
 			made++;
@@ -178,7 +178,7 @@ int sandbox_adopt_all(struct daemon *d)
 		return rc;
 	for (struct sandbox *sb = list; sb; sb = sb->next) {
 		json_t *tpl = store_template_config(d->store, sb->template);
-		take_defaults(sb, tpl);
+		sandbox_take_defaults(sb, tpl);
 		json_decref(tpl);
 		give_tokens(d, sb);
 	}

@@ -29,7 +29,7 @@
 #include "daemon/store/template.h"
 
 /* n/2 random bytes as n hex characters and a NUL. */
-int random_hex(char *out, size_t n)
+int sandbox_random_hex(char *out, size_t n)
 {
 	uint8_t r[SANDBOX_TOKEN_LEN / 2];
 	if (n / 2 > sizeof(r) || getrandom(r, n / 2, 0) != (ssize_t)(n / 2))
@@ -41,7 +41,7 @@ int random_hex(char *out, size_t n)
 
 static int new_id(char out[SANDBOX_ID_LEN + 1])
 {
-	return random_hex(out, SANDBOX_ID_LEN);
+	return sandbox_random_hex(out, SANDBOX_ID_LEN);
 }
 
 /* Ready: connected and its process list applied, so a listing right after is complete. */
@@ -70,7 +70,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	if (rc < 0) {
 		err_set(e, 500, "internal", -rc, "cannot record the sandbox: %s", strerror(-rc));
 		daemon_lock(d);
-		registry_remove(d, sb);
+		sandbox_registry_remove(d, sb);
 		sandbox_retire(d, sb);
 		daemon_unlock(d);
 		return rc;
@@ -165,7 +165,7 @@ static void create_job(struct job *j)
 int sandbox_destroy(struct daemon *d, struct sandbox *sb, struct err *e)
 {
 	const struct driver_slot *dv = sandbox_driver(d, sb);
-	int rc = dv ? dv->ops->destroy(dv->drv, sb, e) : unrunnable(d, sb, e);
+	int rc = dv ? dv->ops->destroy(dv->drv, sb, e) : sandbox_unrunnable(d, sb, e);
 	if (rc == 0 && (rc = store_delete_sandbox(d->store, sb->id)) < 0) /* outside the lock */
 		err_set(e, 500, "internal", -rc, "its files are gone, but its record could not be removed: %s", strerror(-rc));
 	daemon_lock(d);
@@ -175,7 +175,7 @@ int sandbox_destroy(struct daemon *d, struct sandbox *sb, struct err *e)
 		snprintf(sb->reason, sizeof(sb->reason), SANDBOX_UNDESTROYED "%s", e->msg);
 		store_save_now(d->store, sb);
 	} else {
-		registry_remove(d, sb);
+		sandbox_registry_remove(d, sb);
 		sandbox_retire(d, sb);
 	}
 	daemon_unlock(d);
@@ -213,7 +213,7 @@ static void delete_job(struct job *j)
 
 /* The defaults a process of sb gets from its template's config (store_put_template): the
  * image's working folder (an absolute path) and its user ("UID:GID", numbers). */
-void take_defaults(struct sandbox *sb, const json_t *tpl)
+void sandbox_take_defaults(struct sandbox *sb, const json_t *tpl)
 {
 	const char *wd = json_string_value(json_object_get(tpl, "workdir"));
 	const char *user = json_string_value(json_object_get(tpl, "user"));
@@ -254,7 +254,7 @@ int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *
 {
 	char token[SANDBOX_TOKEN_LEN + 1], traffic[SANDBOX_TOKEN_LEN + 1];
 	json_t *env = merged_env(sb->env, cfg->env), *meta = json_deep_copy(cfg->metadata);
-	if (!env || !meta || random_hex(token, SANDBOX_TOKEN_LEN) < 0 || random_hex(traffic, SANDBOX_TOKEN_LEN) < 0) {
+	if (!env || !meta || sandbox_random_hex(token, SANDBOX_TOKEN_LEN) < 0 || sandbox_random_hex(traffic, SANDBOX_TOKEN_LEN) < 0) {
 		json_decref(env);
 		json_decref(meta);
 		return err_set(e, 500, "internal", EIO, "cannot claim sandbox %s: out of memory or randomness", sb->id);
@@ -281,7 +281,7 @@ int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *
 
 void sandbox_forget(struct daemon *d, struct sandbox *sb)
 {
-	registry_remove(d, sb);
+	sandbox_registry_remove(d, sb);
 	sandbox_free(sb);
 }
 
@@ -327,7 +327,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	/* an image's environment is every sandbox's of it; the create's own wins (template.h) */
 	json_t *tpl = store_template_config(d->store, cfg->template), *tenv = json_object_get(tpl, "env");
 	sb->env = merged_env(tenv, cfg->env);
-	take_defaults(sb, tpl);
+	sandbox_take_defaults(sb, tpl);
 	const char *start = json_string_value(json_object_get(tpl, "start"));
 	const char *ready = json_string_value(json_object_get(tpl, "ready"));
 	sb->start_cmd = start && *start && !cfg->snapshot ? strdup(start) : NULL; /* core/ready.h */
@@ -342,7 +342,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->net_transit);
 	sb->public_ports = cfg->public_ports;
 	sb->auto_resume = cfg->auto_resume;
-	if (random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0 || random_hex(sb->traffic_token, SANDBOX_TOKEN_LEN) < 0) {
+	if (sandbox_random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0 || sandbox_random_hex(sb->traffic_token, SANDBOX_TOKEN_LEN) < 0) {
 		sandbox_free(sb);
 		err_set(e, 500, "internal", EIO, "no randomness for an access token");
 		return NULL;
@@ -355,7 +355,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sb->created_ms = now_ms();
 	sb->state = SB_CREATING;
 	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
-	registry_add(d, sb); /* recorded by sandbox_build */
+	sandbox_registry_add(d, sb); /* recorded by sandbox_build */
 	return sb;
 }
 
@@ -377,7 +377,7 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 {
 	enum sb_state via;
 	if (!sandbox_driver(d, sb)) /* its files and runtime wait, untouched, for a spaced that runs it */
-		return unrunnable(d, sb, e);
+		return sandbox_unrunnable(d, sb, e);
 	if (state_begin(sb->state, ACT_DELETE, &via) != STATE_BEGIN) {
 		/* deleting already: the first delete answers; a second one is told why not */
 		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
@@ -389,7 +389,7 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 	struct err gone = { 0 };
 	err_set(&gone, 404, "not_found", ENOENT, "sandbox %s was deleted", sb->id);
 	snprintf(gone.state, sizeof(gone.state), "%s", sb_state_name(sb->state));
-	fail_all(sb, &gone);
+	sandbox_fail_all(sb, &gone);
 	struct job j = { .fn = delete_job, .sb = sb, .op = op, .count = (int)old };
 	store_record(sb, &j.first); /* written by the job, with the lock released */
 	int rc = job_start(d, &j, e);

@@ -15,22 +15,22 @@
 /* sandbox.c */
 
 /* Why this host cannot run sb's kind (sandbox_driver is NULL). */
-const char *unrunnable_why(struct daemon *d, const struct sandbox *sb);
+const char *sandbox_unrunnable_why(struct daemon *d, const struct sandbox *sb);
 /* Fills *e for sb, whose kind this host cannot run. Returns -ENOTSUP. */
-int unrunnable(struct daemon *d, const struct sandbox *sb, struct err *e);
+int sandbox_unrunnable(struct daemon *d, const struct sandbox *sb, struct err *e);
 /* Adds sb to the end of d's list of sandboxes. [L] */
-void registry_add(struct daemon *d, struct sandbox *sb);
+void sandbox_registry_add(struct daemon *d, struct sandbox *sb);
 /* Takes sb out of d's list of sandboxes, if it is there. [L] */
-void registry_remove(struct daemon *d, struct sandbox *sb);
+void sandbox_registry_remove(struct daemon *d, struct sandbox *sb);
 /* Fails every request linked to sb or its processes. [L] */
-void fail_all(struct sandbox *sb, const struct err *e);
+void sandbox_fail_all(struct sandbox *sb, const struct err *e);
 
 /* sandbox_create.c */
 
 /* n/2 random bytes as n hex characters and a NUL (n at most SANDBOX_TOKEN_LEN). 0 or -EIO. */
-int random_hex(char *out, size_t n);
+int sandbox_random_hex(char *out, size_t n);
 /* The defaults a process of sb gets from its template's config (store_put_template): the
  * image's working folder (an absolute path) and its user ("UID:GID", numbers). */
-void take_defaults(struct sandbox *sb, const json_t *tpl);
+void sandbox_take_defaults(struct sandbox *sb, const json_t *tpl);
 
 #endif

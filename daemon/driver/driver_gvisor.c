@@ -410,7 +410,7 @@ static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
 	if (rc == 0)
 		rc = runsc_net(drv, sb, args, true, e);
 	if (rc == 0)
-		raise_backstop(sb);
+		gv_raise_backstop(sb);
 	return rc;
 }
 
@@ -466,7 +466,7 @@ static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 	int rc = mount_rootfs(sb, e);
 	if (rc < 0)
 		return rc;
-	backstop_ahead(sb);
+	gv_backstop_ahead(sb);
 	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
 	path(bundle, sizeof(bundle), sb, "bundle");
 	char *args[] = { "restore", "--detach", "--bundle", bundle, opt, sb->id, NULL };
@@ -474,7 +474,7 @@ static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 		return rc;
 	rc = runsc_net(drv, sb, args, true, e);
 	if (rc == 0)
-		raise_backstop(sb);
+		gv_raise_backstop(sb);
 	struct err we = { 0 };
 	if (rc == 0 && host_weigh(drv, sb, &we) < 0) /* the bundle's share was its boot's */
 		log_warn("sandbox %s: %s", sb->id, we.msg);
@@ -497,7 +497,7 @@ static int gv_stop(struct driver *drv, struct sandbox *sb, struct err *e)
 	struct err ignored = { 0 };
 	if (runsc(drv, sb, del_args, &ignored) < 0 && gv_state(drv, sb) != DRV_ABSENT)
 		return err_set(e, 500, "internal", EBUSY, "runsc still knows sandbox %s after delete", sb->id);
-	remove_cgroups(sb->id);
+	gv_remove_cgroups(sb->id);
 	return 0;
 }
 

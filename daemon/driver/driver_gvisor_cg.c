@@ -28,7 +28,7 @@
 /* Raises the host limit of a sandbox that runs. One that cannot be raised leaves the sandbox
  * under its nominal limit (the watcher inside still acts first), so it is said, not failed:
  * the sandbox is up, and a start or resume that reported failure would misstate that. */
-void raise_backstop(struct sandbox *sb)
+void gv_raise_backstop(struct sandbox *sb)
 {
 	char p[256], val[32];
 	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.limit_in_bytes", sb->id);
@@ -43,7 +43,7 @@ void raise_backstop(struct sandbox *sb)
 			 strerror(-rc), sb->memory_mb);
 }
 
-void remove_cgroups(const char *id)
+void gv_remove_cgroups(const char *id)
 {
 	static const char *ctl[] = { "cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids",
 				     "systemd", "unified" };
@@ -58,12 +58,12 @@ void remove_cgroups(const char *id)
  * as it is, and a restore loads the sandbox's whole memory beside the sentry's own, which at
  * the nominal limit (what the spec says, sizing the kernel inside) can be killed mid-load
  * when the sandbox was near its limit. */
-void backstop_ahead(struct sandbox *sb)
+void gv_backstop_ahead(struct sandbox *sb)
 {
 	char p[256];
 	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s", sb->id);
 	if (mkdir(p, 0755) == 0 || errno == EEXIST)
-		raise_backstop(sb);
+		gv_raise_backstop(sb);
 }
 
 /* A cgroup file's text into buf (NUL-terminated); false when it cannot be read. */

@@ -20,11 +20,11 @@ struct driver {
 
 /* Raises the host memory limit of a sandbox that runs to its backstop; said, not failed, when
  * it cannot be raised. */
-void raise_backstop(struct sandbox *sb);
+void gv_raise_backstop(struct sandbox *sb);
 /* Removes the cgroups runsc made for container id (those that are empty). */
-void remove_cgroups(const char *id);
+void gv_remove_cgroups(const char *id);
 /* Makes the sandbox's memory cgroup ahead of a restore, at the backstop. */
-void backstop_ahead(struct sandbox *sb);
+void gv_backstop_ahead(struct sandbox *sb);
 /* driver_ops.stats and .exit_reason (driver.h). */
 int gv_stats(struct driver *drv, struct sandbox *sb, struct driver_stats *out);
 void gv_exit_reason(struct driver *drv, struct sandbox *sb, char *buf, size_t n);

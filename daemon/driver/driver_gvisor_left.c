@@ -120,7 +120,7 @@ int gv_release(struct driver *drv, const struct driver_leftover *l, struct err *
 		if (spawn_run(del, -1, -1) != 0 && spawn_capture(state, out, sizeof(out)) == 0)
 			return err_set(e, 500, "internal", EBUSY, "runsc still knows container %s after delete", l->name);
 		if (plain_id(l->name))
-			remove_cgroups(l->name);
+			gv_remove_cgroups(l->name);
 		return 0;
 	}
 	case DRV_LEFT_MOUNT:

@@ -108,7 +108,7 @@ static int rules_steps(struct link_nl *nl, const void *arg)
 /* The routing rules that make sandboxes' networks fail closed (see host_table's chain checked). */
 static int host_rules(struct daemon *d, struct err *e)
 {
-	return in_ns(NULL, rules_steps, d, "add the routing rules of the sandboxes' range", false, e);
+	return net_in_ns(NULL, rules_steps, d, "add the routing rules of the sandboxes' range", false, e);
 }
 
 int net_init(struct daemon *d, struct err *e)
@@ -171,7 +171,7 @@ static int host_table(struct daemon *d, struct err *e)
 		 "    iifname \"sp%s*\" oifname != \"sp%s*\" masquerade; }\n"
 		 "}\n",
 		 t, t, t, permits, t, NET_MARK, t, t, d->dns_port, t, t, t, t, t, t, t, t);
-	return nft(NULL, script, false, e);
+	return net_nft(NULL, script, false, e);
 }
 
 int net_transit_check(struct daemon *d, struct err *e)
@@ -238,7 +238,7 @@ static int build_edge(const struct sandbox *sb, const char *edge, bool inner, st
 	struct edge_args a = { .reach = reach, .host = host, .inner_ns = -1 };
 	if (inner && (a.inner_ns = open(in, O_RDONLY | O_CLOEXEC)) < 0)
 		return err_set(e, 500, "internal", errno, "cannot open %s: %s", in, strerror(errno));
-	int rc = in_ns(edge, edge_steps, &a, "set up a sandbox's edge", false, e);
+	int rc = net_in_ns(edge, edge_steps, &a, "set up a sandbox's edge", false, e);
 	if (a.inner_ns >= 0)
 		close(a.inner_ns);
 	if (rc < 0)
@@ -263,9 +263,9 @@ static int build_edge(const struct sandbox *sb, const char *edge, bool inner, st
 		 "    reject with icmp type admin-prohibited; }\n"
 		 "}\n",
 		 host, sb->d->dns_port, reach, reach, NET_FLOWS_MAX);
-	int rc2 = nft(edge, script, false, e);
+	int rc2 = net_nft(edge, script, false, e);
 	/* gVisor's time-wait lasts 60 s; the tracking's, 120 s by default, is brought just past it */
-	if (rc2 == 0 && (rc2 = sysctls(edge, TIME_WAIT, "61")) < 0)
+	if (rc2 == 0 && (rc2 = net_sysctls(edge, TIME_WAIT, "61")) < 0)
 		rc2 = err_set(e, 500, "internal", -rc2, "cannot set the edge's time-wait: %s", strerror(-rc2));
 	return rc2;
 }
@@ -284,7 +284,7 @@ static int inner_steps(struct link_nl *nl, const void *arg)
  * the host's view when it starts, so a restore needs it put back. */
 static int refresh_inner(const char *in, struct err *e)
 {
-	return in_ns(in, inner_steps, NULL, "set up a sandbox's interface", false, e);
+	return net_in_ns(in, inner_steps, NULL, "set up a sandbox's interface", false, e);
 }
 
 struct host_args {
@@ -305,37 +305,37 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 {
 	char dir[600], edge[600], in[600];
 	snprintf(dir, sizeof(dir), "%s/net", sb->dir);
-	ns_path(sb, "edge", edge, sizeof(edge));
+	net_ns_path(sb, "edge", edge, sizeof(edge));
 	net_inner_path(sb, in, sizeof(in));
 	if (!sb->network || sb->net_slot < 0 || sb->net_slot >= NET_SLOTS || !sb->net_transit[0])
 		return err_set(e, 500, "internal", EINVAL, "sandbox %s has no network slot", sb->id);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return err_set(e, 500, "internal", errno, "cannot create %s: %s", dir, strerror(errno));
 	int rc = 0;
-	bool fresh = !(is_ns(edge) && host_link(sb) && (!inner || is_ns(in)));
+	bool fresh = !(net_is_ns(edge) && host_link(sb) && (!inner || net_is_ns(in)));
 	if (fresh) {
 		struct err ignored = { 0 };
-		if (is_ns(edge) || is_ns(in) || host_link(sb)) /* half made: made again whole */
+		if (net_is_ns(edge) || net_is_ns(in) || host_link(sb)) /* half made: made again whole */
 			net_remove(d, sb, &ignored);
 		char name[IF_NAMESIZE], host[16];
 		host_if(sb, name, sizeof(name));
 		slot_addr(sb, 1, host, sizeof(host));
-		if ((rc = make_ns(edge)) < 0 || (inner && (rc = make_ns(in)) < 0))
+		if ((rc = net_make_ns(edge)) < 0 || (inner && (rc = net_make_ns(in)) < 0))
 			return err_set(e, 500, "internal", -rc, "cannot make a network namespace for %s: %s", sb->id,
 				       strerror(-rc));
 		/* in the inner namespace only eth0 loses IPv6: gVisor copies its loopback from there,
 		 * and ::1 is a loopback address programs bind */
-		if ((rc = sysctls(edge, FORWARD, "1")) < 0 || (rc = sysctls(edge, NO_IPV6, "1")) < 0)
+		if ((rc = net_sysctls(edge, FORWARD, "1")) < 0 || (rc = net_sysctls(edge, NO_IPV6, "1")) < 0)
 			return err_set(e, 500, "internal", -rc, "cannot set up %s's network namespaces: %s", sb->id,
 				       strerror(-rc));
 		struct host_args h = { .name = name, .host = host, .edge_ns = open(edge, O_RDONLY | O_CLOEXEC) };
 		if (h.edge_ns < 0)
 			return err_set(e, 500, "internal", errno, "cannot open %s: %s", edge, strerror(errno));
-		rc = in_ns(NULL, host_steps, &h, "link a sandbox's edge", false, e);
+		rc = net_in_ns(NULL, host_steps, &h, "link a sandbox's edge", false, e);
 		close(h.edge_ns);
 		if (rc < 0 || (rc = build_edge(sb, edge, inner, e)) < 0)
 			return rc;
-		if (inner && (rc = sysctls(in, INNER_NO_IPV6, "1")) < 0)
+		if (inner && (rc = net_sysctls(in, INNER_NO_IPV6, "1")) < 0)
 			return err_set(e, 500, "internal", -rc, "cannot set up %s's network namespaces: %s", sb->id,
 				       strerror(-rc));
 	}
@@ -345,7 +345,7 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 	if (fresh) { /* a new network starts with no pins, whatever its slot held before */
 		char script[128];
 		snprintf(script, sizeof(script), "flush set inet space_%s " CHAIN_FMT "_pins\n", d->net_tag, sb->net_slot);
-		nft(NULL, script, true, &ignored);
+		net_nft(NULL, script, true, &ignored);
 	} else {
 		net_hold(d, sb, false, &ignored); /* a suspend's, now over */
 	}
@@ -356,10 +356,10 @@ int net_hold(struct daemon *d, struct sandbox *sb, bool on, struct err *e)
 {
 	(void)d;
 	char edge[600];
-	ns_path(sb, "edge", edge, sizeof(edge));
+	net_ns_path(sb, "edge", edge, sizeof(edge));
 	if (!on)
-		return nft(edge, "flush chain ip space hold\ndelete chain ip space hold\n", true, e);
-	return nft(edge,
+		return net_nft(edge, "flush chain ip space hold\ndelete chain ip space hold\n", true, e);
+	return net_nft(edge,
 		    "add chain ip space hold { type filter hook forward priority filter - 5; policy accept; }\n"
 		    "flush chain ip space hold\n"
 		    "add rule ip space hold iifname \"up0\" ct state new drop\n"
@@ -388,7 +388,7 @@ static int apply_slot(struct daemon *d, int slot, const char *id, const json_t *
 	if (rc == 0) {
 		snprintf(script + n, SCRIPT_MAX - (size_t)n, "add element inet %s sandboxes { \"%s\" : jump %s }\n", table,
 			 name, chain);
-		rc = nft(NULL, script, false, e);
+		rc = net_nft(NULL, script, false, e);
 	}
 	free(script);
 	return rc;
@@ -448,19 +448,19 @@ int net_remove(struct daemon *d, struct sandbox *sb, struct err *e)
 	host_if(sb, name, sizeof(name));
 	/* the map's element first: no packet finds a jump to a chain that is going */
 	snprintf(script, sizeof(script), "delete element inet space_%s sandboxes { \"%s\" }\n", d->net_tag, name);
-	nft(NULL, script, true, e);
+	net_nft(NULL, script, true, e);
 	snprintf(script, sizeof(script), "delete chain inet space_%s " CHAIN_FMT "\n", d->net_tag, sb->net_slot);
-	nft(NULL, script, true, e);
+	net_nft(NULL, script, true, e);
 	/* and its pins: the slot's next sandbox, of whatever tenant, starts with none */
 	snprintf(script, sizeof(script), "delete set inet space_%s " CHAIN_FMT "_pins\n", d->net_tag, sb->net_slot);
-	nft(NULL, script, true, e);
+	net_nft(NULL, script, true, e);
 	int rc;
-	if (host_link(sb) && (rc = in_ns(NULL, del_step, name, "remove a sandbox's link", false, e)) < 0)
+	if (host_link(sb) && (rc = net_in_ns(NULL, net_del_step, name, "remove a sandbox's link", false, e)) < 0)
 		return rc;
-	ns_path(sb, "edge", edge, sizeof(edge));
+	net_ns_path(sb, "edge", edge, sizeof(edge));
 	net_inner_path(sb, in, sizeof(in));
-	drop_ns(edge);
-	drop_ns(in);
+	net_drop_ns(edge);
+	net_drop_ns(in);
 	return 0;
 }
 
@@ -480,10 +480,10 @@ int net_pin(struct daemon *d, const char *id, uint32_t addr, uint32_t seconds, s
 	/* an element already there gets the new timeout: the newest answer's TTL counts */
 	snprintf(script, sizeof(script),
 		 "delete element inet space_%s " CHAIN_FMT "_pins { %s }\n", d->net_tag, slot, a);
-	nft(NULL, script, true, e);
+	net_nft(NULL, script, true, e);
 	snprintf(script, sizeof(script), "add element inet space_%s " CHAIN_FMT "_pins { %s timeout %us }\n",
 		 d->net_tag, slot, a, seconds);
-	return nft(NULL, script, false, e);
+	return net_nft(NULL, script, false, e);
 }
 
 void net_sweep(struct daemon *d)
@@ -502,7 +502,7 @@ void net_sweep(struct daemon *d)
 		if (held)
 			continue;
 		struct err e = { 0 };
-		if (in_ns(NULL, del_step, i->if_name, "remove a link", false, &e) == 0)
+		if (net_in_ns(NULL, net_del_step, i->if_name, "remove a link", false, &e) == 0)
 			log_info("removed %s, the network of no sandbox", i->if_name);
 		else
 			log_warn("cannot remove %s: %s", i->if_name, e.msg);

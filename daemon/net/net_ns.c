@@ -1,7 +1,7 @@
 /*
  * daemon/net/net_ns.c - working inside a sandbox's network namespaces: their paths, making
  * and dropping them, and a job thread moving itself in and back out (enter, leave) to run
- * netlink steps (in_ns), an nft script (nft) or sysctl writes there, or to open or read what
+ * netlink steps (net_in_ns), an nft script (net_nft) or sysctl writes there, or to open or read what
  * lives there: a microVM's tap, the connections the edge tracks.
  *
  * setns of the network namespace is per thread: the netlink and nftables sockets a thread
@@ -33,14 +33,14 @@
 
 #define NSFS_MAGIC_NUMBER 0x6e736673
 
-void ns_path(const struct sandbox *sb, const char *leaf, char *out, size_t n)
+void net_ns_path(const struct sandbox *sb, const char *leaf, char *out, size_t n)
 {
 	snprintf(out, n, "%s/net/%s", sb->dir, leaf);
 }
 
 void net_inner_path(const struct sandbox *sb, char *out, size_t n)
 {
-	ns_path(sb, "inner", out, n);
+	net_ns_path(sb, "inner", out, n);
 }
 
 /* Moves the calling thread into the namespace bound at path; *home is the way back (leave). */
@@ -68,16 +68,16 @@ static void leave(int home)
 	close(home);
 }
 
-bool is_ns(const char *path)
+bool net_is_ns(const char *path)
 {
 	struct statfs st;
 	return statfs(path, &st) == 0 && (unsigned long)st.f_type == NSFS_MAGIC_NUMBER;
 }
 
 /* A new, empty network namespace bound at path (kept however many processes use it). */
-int make_ns(const char *path)
+int net_make_ns(const char *path)
 {
-	if (is_ns(path))
+	if (net_is_ns(path))
 		return 0;
 	int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -97,14 +97,14 @@ int make_ns(const char *path)
 	return rc;
 }
 
-void drop_ns(const char *path)
+void net_drop_ns(const char *path)
 {
 	if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		log_warn("cannot unmount network namespace %s: %s", path, strerror(errno));
 	unlink(path);
 }
 
-int in_ns(const char *path, link_steps *fn, const void *arg, const char *what, bool quiet, struct err *e)
+int net_in_ns(const char *path, link_steps *fn, const void *arg, const char *what, bool quiet, struct err *e)
 {
 	int home = -1, rc = path ? enter(path, &home) : 0;
 	struct link_nl nl = { 0 };
@@ -120,7 +120,7 @@ int in_ns(const char *path, link_steps *fn, const void *arg, const char *what, b
 	return rc;
 }
 
-int del_step(struct link_nl *nl, const void *name)
+int net_del_step(struct link_nl *nl, const void *name)
 {
 	return link_del(nl, name);
 }
@@ -128,7 +128,7 @@ int del_step(struct link_nl *nl, const void *name)
 /* Runs an nft script (one transaction: all of it or nothing) in the namespace at path (NULL:
  * spaced's), through libnftables in this thread, whose netlink socket is made in that
  * namespace. With quiet, a failure is not filled into e. */
-int nft(const char *path, const char *script, bool quiet, struct err *e)
+int net_nft(const char *path, const char *script, bool quiet, struct err *e)
 {
 	int home = -1, rc = path ? enter(path, &home) : 0;
 	if (rc < 0)
@@ -210,7 +210,7 @@ int nft_chain_exists(const char *table, const char *chain)
 }
 
 /* Writes value into the sysctl file rel (under /proc/sys/) of the namespace at path. */
-int sysctls(const char *path, const char *const *rel, const char *value)
+int net_sysctls(const char *path, const char *const *rel, const char *value)
 {
 	int home, rc = enter(path, &home);
 	if (rc < 0)
@@ -258,7 +258,7 @@ bool net_flow_open(const char *line)
 int net_open_flows(const struct sandbox *sb, char *first, size_t n)
 {
 	char edge[600], line[512];
-	ns_path(sb, "edge", edge, sizeof(edge));
+	net_ns_path(sb, "edge", edge, sizeof(edge));
 	int home, rc = enter(edge, &home);
 	if (rc < 0)
 		return rc;
@@ -298,14 +298,14 @@ int net_scratch(const char *dir, bool make, struct err *e)
 	snprintf(net, sizeof(net), "%s/net", dir);
 	snprintf(edge, sizeof(edge), "%s/edge", net);
 	if (!make) {
-		drop_ns(edge);
+		net_drop_ns(edge);
 		rmdir(net);
 		return 0;
 	}
-	int rc = mkdir(net, 0700) < 0 && errno != EEXIST ? -errno : make_ns(edge);
+	int rc = mkdir(net, 0700) < 0 && errno != EEXIST ? -errno : net_make_ns(edge);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot make a network namespace at %s: %s", edge, strerror(-rc));
-	return in_ns(edge, tap_steps, NULL, "make a tap", false, e);
+	return net_in_ns(edge, tap_steps, NULL, "make a tap", false, e);
 }
 
 int net_inner_open(const struct sandbox *sb)
@@ -319,7 +319,7 @@ int net_inner_open(const struct sandbox *sb)
 int net_tap_open(const struct sandbox *sb, struct err *e)
 {
 	char edge[600];
-	ns_path(sb, "edge", edge, sizeof(edge));
+	net_ns_path(sb, "edge", edge, sizeof(edge));
 	int home = -1, rc = enter(edge, &home);
 	if (rc < 0)
 		return err_set(e, 500, "internal", -rc, "cannot enter %s's network namespace %s: %s", sb->id, edge,

@@ -260,13 +260,13 @@ static void advance(struct proxy *px, struct pconn *c)
 		if (c->rstate == R_UPGRADE || c->rstate == R_REFUSED)
 			return;
 		if (c->rstate == R_TUNNEL || c->rstate == R_BODY) {
-			size_t room = flow_room(&c->c2u), n = c->in_len < room ? c->in_len : room, took = n;
+			size_t room = proxy_flow_room(&c->c2u), n = c->in_len < room ? c->in_len : room, took = n;
 			int rc = c->rstate == R_TUNNEL ? 0 : proxy_http_body(&c->body, c->in, n, &took);
 			if (rc < 0) {
 				refuse(px, c, 400, "Bad Request", NULL, "the request's chunked body is not one\n");
 				return;
 			}
-			take_in(c, took, true);
+			proxy_take_in(c, took, true);
 			if (rc == 0)
 				break;
 			c->rstate = c->upgrade ? R_UPGRADE : R_HEAD;
@@ -282,7 +282,7 @@ static void advance(struct proxy *px, struct pconn *c)
 			return;
 		}
 		struct target t = { 0 };
-		if (admit(px, c, &h, &t) < 0 || pass_head(c, &h) < 0)
+		if (admit(px, c, &h, &t) < 0 || proxy_pass_head(c, &h) < 0)
 			return; /* answered, or waiting for room */
 	}
 	if (c->in_eof && (c->in_len == 0 || c->rstate == R_HEAD))
@@ -301,7 +301,7 @@ static void forward(struct proxy *px, struct pconn *c, const struct target *t)
 		return;
 	}
 	struct proxy_head h;
-	if (proxy_http_head(c->in, c->in_len, &h) <= 0 || pass_head(c, &h) < 0) {
+	if (proxy_http_head(c->in, c->in_len, &h) <= 0 || proxy_pass_head(c, &h) < 0) {
 		answer(px, c, 431, "Request Header Fields Too Large", NULL, "the request's head is too large\n");
 		return;
 	}
@@ -400,7 +400,7 @@ static void rearm(struct proxy *px, struct pconn *c)
 		return;
 	}
 	uint32_t client = 0, up = 0;
-	if (reading_client(c))
+	if (proxy_reading_client(c))
 		client |= EPOLLIN | EPOLLRDHUP;
 	if (c->u2c.len > 0)
 		client |= EPOLLOUT;
@@ -419,7 +419,7 @@ static void on_pipe(struct proxy *px, struct pconn *c, struct end *e, uint32_t e
 	ssize_t moved = 0;
 	if (ev & EPOLLERR)
 		goto broken; /* reset: reported at every wait, even for an end not being read */
-	if (in && e == &c->client && reading_client(c)) {
+	if (in && e == &c->client && proxy_reading_client(c)) {
 		ssize_t r = recv(c->client.fd, c->in + c->in_len, sizeof(c->in) - c->in_len, MSG_DONTWAIT);
 		if (r > 0)
 			c->in_len += (size_t)r, moved += r;
@@ -429,7 +429,7 @@ static void on_pipe(struct proxy *px, struct pconn *c, struct end *e, uint32_t e
 			goto broken;
 	}
 	if (in && e == &c->up) {
-		ssize_t r = flow_read(&c->u2c, c->up.fd);
+		ssize_t r = proxy_flow_read(&c->u2c, c->up.fd);
 		if (r < 0)
 			goto broken;
 		moved += r;
@@ -444,7 +444,7 @@ static void on_pipe(struct proxy *px, struct pconn *c, struct end *e, uint32_t e
 	advance(px, c);
 	if (c->dropped)
 		return;
-	ssize_t w1 = flow_write(&c->c2u, c->up.fd), w2 = flow_write(&c->u2c, c->client.fd);
+	ssize_t w1 = proxy_flow_write(&c->c2u, c->up.fd), w2 = proxy_flow_write(&c->u2c, c->client.fd);
 	if (w1 < 0 || w2 < 0)
 		goto broken;
 	if (w1 > 0 && c->rstate != R_REFUSED)

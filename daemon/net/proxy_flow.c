@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* Room at the end of f for more bytes (what was sent is moved out of the way first). */
-size_t flow_room(struct flow *f)
+size_t proxy_flow_room(struct flow *f)
 {
 	if (f->off > 0) {
 		memmove(f->buf, f->buf + f->off, f->len);
@@ -20,7 +20,7 @@ size_t flow_room(struct flow *f)
 }
 
 /* Moves the first n bytes of the client's (read) into c2u, which has room for them. */
-void take_in(struct pconn *c, size_t n, bool copy)
+void proxy_take_in(struct pconn *c, size_t n, bool copy)
 {
 	if (copy) {
 		memcpy(c->c2u.buf + c->c2u.off + c->c2u.len, c->in, n);
@@ -31,14 +31,14 @@ void take_in(struct pconn *c, size_t n, bool copy)
 }
 
 /* Request h (at the start of in, admitted) goes on without the token: -ENOSPC until c2u has room. */
-int pass_head(struct pconn *c, const struct proxy_head *h)
+int proxy_pass_head(struct pconn *c, const struct proxy_head *h)
 {
-	size_t room = flow_room(&c->c2u);
+	size_t room = proxy_flow_room(&c->c2u);
 	int n = proxy_http_rewrite(c->in, h->len, c->c2u.buf + c->c2u.len, room);
 	if (n < 0)
 		return n;
 	c->c2u.len += (size_t)n;
-	take_in(c, h->len, false);
+	proxy_take_in(c, h->len, false);
 	proxy_http_body_start(&c->body, h);
 	c->upgrade = h->upgrade;
 	c->rstate = R_BODY;
@@ -46,16 +46,16 @@ int pass_head(struct pconn *c, const struct proxy_head *h)
 }
 
 /* Whether the client's side is read now (PIPE). */
-bool reading_client(const struct pconn *c)
+bool proxy_reading_client(const struct pconn *c)
 {
 	return !c->in_eof && c->in_len < sizeof(c->in) && c->rstate != R_REFUSED;
 }
 
 /* Reads what src has into f while it has room: the bytes read (the last of f's), 0 when none
  * came, -1 when the connection is broken; f->eof at its end. */
-ssize_t flow_read(struct flow *f, int src)
+ssize_t proxy_flow_read(struct flow *f, int src)
 {
-	size_t room = flow_room(f);
+	size_t room = proxy_flow_room(f);
 	if (f->eof || room == 0)
 		return 0;
 	ssize_t r = recv(src, f->buf + f->len, room, MSG_DONTWAIT);
@@ -69,7 +69,7 @@ ssize_t flow_read(struct flow *f, int src)
 }
 
 /* Sends what f holds to dst as far as it takes it: the bytes sent, or -1 when broken. */
-ssize_t flow_write(struct flow *f, int dst)
+ssize_t proxy_flow_write(struct flow *f, int dst)
 {
 	if (f->len == 0)
 		return 0;

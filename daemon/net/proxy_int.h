@@ -71,18 +71,18 @@ struct pconn {
 /* proxy_flow.c */
 
 /* Room at the end of f for more bytes (what was sent is moved out of the way first). */
-size_t flow_room(struct flow *f);
+size_t proxy_flow_room(struct flow *f);
 /* Moves the first n bytes of the client's (read) into c2u, which has room for them; without
  * copy they are only dropped from in. */
-void take_in(struct pconn *c, size_t n, bool copy);
+void proxy_take_in(struct pconn *c, size_t n, bool copy);
 /* Request h (at the start of in, admitted) goes on without the token: -ENOSPC until c2u has room. */
-int pass_head(struct pconn *c, const struct proxy_head *h);
+int proxy_pass_head(struct pconn *c, const struct proxy_head *h);
 /* Whether the client's side is read now (PIPE). */
-bool reading_client(const struct pconn *c);
+bool proxy_reading_client(const struct pconn *c);
 /* Reads what src has into f while it has room: the bytes read (the last of f's), 0 when none
  * came, -1 when the connection is broken; f->eof at its end. */
-ssize_t flow_read(struct flow *f, int src);
+ssize_t proxy_flow_read(struct flow *f, int src);
 /* Sends what f holds to dst as far as it takes it: the bytes sent, or -1 when broken. */
-ssize_t flow_write(struct flow *f, int dst);
+ssize_t proxy_flow_write(struct flow *f, int dst);
 
 #endif
