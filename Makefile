@@ -336,9 +336,9 @@ vm-test: vm-guest
 
 # make test fuzzes each target for 5 s (make fuzz: 60 s): the suites run on both kinds of
 # sandbox, and the whole must stay under an hour on this 2-core machine.
-# The gVisor suites and the microVM suites run as two chains at once (about 54 and 51 minutes
-# side by side here; the SDK's suite, a client of the API on gVisor sandboxes, rides in the
-# microVM chain to even them): every test spaced has its own state, socket, transit
+# The gVisor suites and the microVM suites run as two chains at once (about 40 and 41 minutes
+# side by side here, alone; the SDK's and the E2B front's suites, clients of the API on gVisor
+# sandboxes, ride in the gVisor chain): every test spaced has its own state, socket, transit
 # range and DNS port (tests/support/spacetest.py, net_slot), and what they share, the machine's
 # cache, is locked. A suite's output goes to $(BUILD)/test-logs/SUITE.log and is printed whole
 # when the suite ends, one suite at a time.
