@@ -98,16 +98,16 @@ static void ask_listing(struct sandbox *sb)
 
 void peer_send_clock(struct sandbox *sb)
 {
-	if (!(sb->peer.features & SP_FEATURE_CLOCK) || sb->chan.fd < 0 ||
-	    (sb->chan.phase != CHAN_GREETED && sb->chan.phase != CHAN_READY))
+	if (!(sb->peer.features & SP_FEATURE_CLOCK))
 		return;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	uint8_t clk[sizeof(struct sp_clock)] = { 0 };
 	frame_put_u64(clk + offsetof(struct sp_clock, sec), (uint64_t)now.tv_sec);
 	frame_put_u32(clk + offsetof(struct sp_clock, nsec), (uint32_t)now.tv_nsec);
-	if (chan_send_early(&sb->chan, SP_H_CLOCK, PEER_TAG_CLOCK, clk, sizeof(clk)) < 0)
-		log_warn("sandbox %s: cannot give its agent the time", sb->id);
+	int rc = chan_send_early(&sb->chan, SP_H_CLOCK, PEER_TAG_CLOCK, clk, sizeof(clk));
+	if (rc < 0 && rc != -ENOTCONN) /* no connection: the next hello sends it */
+		log_warn("sandbox %s: cannot give its agent the time: %s", sb->id, strerror(-rc));
 }
 
 static int on_hello(void *ctx, const struct frame *f, char *why)
