@@ -89,9 +89,9 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		if (rc < 0)
 			err_set(e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
 	}
-	if (rc == 0) /* its turn to boot: the hello deadline counts from here (core/starts.h) */
-		starts_enter(&d->starts);
 	bool booting = rc == 0;
+	if (booting) /* its turn to boot: the hello deadline counts from here (core/starts.h) */
+		starts_enter(&d->starts);
 	if (rc == 0 && snapshot) {
 		char image[700];
 		snprintf(image, sizeof(image), "%s/image", snapshot);
