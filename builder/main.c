@@ -77,7 +77,7 @@ static int empty_root(const char *tmp, void *arg, struct err *e)
 	char rootfs[PATH_MAX];
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
 	if (mkdir(tmp, 0755) < 0 || mkdir(rootfs, 0755) < 0)
-		return err_set(e, 500, "internal", errno, "cannot create %s: %s", rootfs, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot create %s: %s", rootfs, strerror(errno));
 	return 0;
 }
 
@@ -183,7 +183,7 @@ static int link_template(const char *tmp, void *arg, struct err *e)
 {
 	struct build *b = arg;
 	int rc = step_link(b, tmp);
-	return rc < 0 ? err_set(e, 500, "internal", -rc, "%s", b->msg) : 0;
+	return rc < 0 ? err_set(e, ERR_INTERNAL, -rc, "%s", b->msg) : 0;
 }
 
 /* The template's defaults: the base's, with what the Dockerfile set. */

@@ -548,7 +548,7 @@ static int fill_step(const char *tmp, void *arg, struct err *e)
 	if (root >= 0)
 		close(root);
 	remove_sandbox(b, id);
-	return rc < 0 ? err_set(e, 400, "build_failed", -rc, "%s", b->msg) : 0;
+	return rc < 0 ? err_set(e, ERR_BUILD_FAILED, -rc, "%s", b->msg) : 0;
 }
 
 int step_files(struct build *b, const struct dockerfile_step *s)

@@ -183,17 +183,17 @@ static int token_create(struct daemon *d, int argc, char **argv, struct err *e)
 		else if (strcmp(argv[i], "--admin") == 0)
 			admin = true;
 		else
-			return err_set(e, 400, "invalid_argument", EINVAL, "token create: unexpected argument '%s'", argv[i]);
+			return err_set(e, ERR_INVALID, EINVAL, "token create: unexpected argument '%s'", argv[i]);
 	}
 	/* every token belongs to a tenant: its own name unless told otherwise */
 	if (!tenant || !*tenant)
 		tenant = *name ? name : "default";
 	if (strlen(tenant) > TENANT_NAME_MAX)
-		return err_set(e, 400, "invalid_argument", ENAMETOOLONG,
+		return err_set(e, ERR_INVALID, ENAMETOOLONG,
 			       "the tenant's name is %zu bytes; at most %d are allowed", strlen(tenant), TENANT_NAME_MAX);
 	uint8_t r[24];
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		return err_set(e, 500, "internal", EIO, "no random bytes: %s", strerror(errno));
+		return err_set(e, ERR_INTERNAL, EIO, "no random bytes: %s", strerror(errno));
 	char token[3 + 2 * sizeof(r) + 1] = "sp_";
 	for (size_t i = 0; i < sizeof(r); i++)
 		snprintf(token + 3 + 2 * i, 3, "%02x", r[i]);
@@ -204,7 +204,7 @@ static int token_create(struct daemon *d, int argc, char **argv, struct err *e)
 	if (rc == 0 && admin)
 		rc = store_token_set_admin(d->store, hex);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot store it: %s", strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "cannot store it: %s", strerror(-rc));
 	printf("%s\n", token);
 	return 0;
 }

@@ -79,12 +79,12 @@ int api_body(struct op *op, const struct field *fields, json_t **out)
 	} else {
 		body = json_loadb((const char *)buf_head(&op->body), buf_avail(&op->body), JSON_REJECT_DUPLICATES, &jerr);
 		if (!body)
-			return err_set(&op->err, 400, "invalid_argument", EINVAL, "malformed JSON: %s (line %d, column %d)",
+			return err_set(&op->err, ERR_INVALID, EINVAL, "malformed JSON: %s (line %d, column %d)",
 				       jerr.text, jerr.line, jerr.column);
 	}
 	if (!json_is_object(body)) {
 		json_decref(body);
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "the body must be a JSON object");
+		return err_set(&op->err, ERR_INVALID, EINVAL, "the body must be a JSON object");
 	}
 	const char *k;
 	json_t *v;
@@ -93,12 +93,12 @@ int api_body(struct op *op, const struct field *fields, json_t **out)
 		while (f->name && strcmp(f->name, k) != 0)
 			f++;
 		if (!f->name) {
-			err_set(&op->err, 400, "invalid_argument", EINVAL, "unknown field \"%s\"", k);
+			err_set(&op->err, ERR_INVALID, EINVAL, "unknown field \"%s\"", k);
 			json_decref(body);
 			return -EINVAL;
 		}
 		if (!type_ok(v, f->type)) {
-			err_set(&op->err, 400, "invalid_argument", EINVAL, "field \"%s\" must be %s", k, type_name(f->type));
+			err_set(&op->err, ERR_INVALID, EINVAL, "field \"%s\" must be %s", k, type_name(f->type));
 			json_decref(body);
 			return -EINVAL;
 		}
@@ -110,13 +110,13 @@ int api_body(struct op *op, const struct field *fields, json_t **out)
 int api_check_path(struct op *op, const char *path, size_t len, const char *what)
 {
 	if (!path)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s is required", what);
+		return err_set(&op->err, ERR_INVALID, EINVAL, "%s is required", what);
 	if (strlen(path) != len)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s contains a NUL byte", what);
+		return err_set(&op->err, ERR_INVALID, EINVAL, "%s contains a NUL byte", what);
 	if (len == 0 || path[0] != '/')
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s must be an absolute path", what);
+		return err_set(&op->err, ERR_INVALID, EINVAL, "%s must be an absolute path", what);
 	if (len > API_MAX_PATH)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s is longer than %d bytes", what,
+		return err_set(&op->err, ERR_INVALID, EINVAL, "%s is longer than %d bytes", what,
 			       API_MAX_PATH);
 	return 0;
 }
@@ -130,7 +130,7 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 	if (sb && sb->pool) /* the warm pool's: no one's yet (core/pool.h) */
 		sb = NULL;
 	if (!sb) {
-		err_set(&op->err, 404, "not_found", ENOENT, "no sandbox %s", op->sbid);
+		err_set(&op->err, ERR_NOT_FOUND, ENOENT, "no sandbox %s", op->sbid);
 		return NULL;
 	}
 	if (!need_agent)
@@ -180,7 +180,7 @@ int api_request(struct op *op, struct sandbox *sb, enum op_kind kind, uint8_t ty
 	buf_free(&b);
 	if (rc < 0) {
 		op_unlink(op);
-		err_set(&op->err, 503, "unavailable", -rc, "sandbox %s: cannot reach its agent", sb->id);
+		err_set(&op->err, ERR_UNAVAILABLE, -rc, "sandbox %s: cannot reach its agent", sb->id);
 		return API_DONE;
 	}
 	return API_PENDING;

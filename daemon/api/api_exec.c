@@ -32,11 +32,11 @@ static int parse_winsize(struct op *op, json_t *o, uint8_t ws[sizeof(struct sp_w
 {
 	json_t *cols = json_object_get(o, "cols"), *rows = json_object_get(o, "rows");
 	if (!json_is_integer(cols) || !json_is_integer(rows) || json_object_size(o) != 2)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL,
+		return err_set(&op->err, ERR_INVALID, EINVAL,
 			       "a terminal's size is {\"cols\": C, \"rows\": R}, both integers");
 	json_int_t c = json_integer_value(cols), r = json_integer_value(rows);
 	if (c < 1 || c > SP_PTY_MAX || r < 1 || r > SP_PTY_MAX)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL,
+		return err_set(&op->err, ERR_INVALID, EINVAL,
 			       "a terminal has 1..%u columns and 1..%u rows", SP_PTY_MAX, SP_PTY_MAX);
 	frame_put_u16(ws + offsetof(struct sp_winsize, cols), (uint16_t)c);
 	frame_put_u16(ws + offsetof(struct sp_winsize, rows), (uint16_t)r);
@@ -48,7 +48,7 @@ static bool agent_has_pty(struct op *op, const struct sandbox *sb)
 {
 	if (sb->peer.version >= 2)
 		return true;
-	err_set(&op->err, 409, "conflict", ENOTSUP,
+	err_set(&op->err, ERR_CONFLICT, ENOTSUP,
 		"sandbox %s runs an agent of protocol %u, from before terminals: start one in a new sandbox",
 		sb->id, sb->peer.version);
 	return false;
@@ -89,11 +89,11 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	double timeout = tmo ? json_number_value(tmo) : 0;
 
 	if (!cmd)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "field \"cmd\" is required");
+		return err_set(&op->err, ERR_INVALID, EINVAL, "field \"cmd\" is required");
 	if (tag && strlen(tag) > PROC_TAG_MAX)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "a tag is at most %d bytes", PROC_TAG_MAX);
+		return err_set(&op->err, ERR_INVALID, EINVAL, "a tag is at most %d bytes", PROC_TAG_MAX);
 	if (output && strcmp(output, "block") != 0 && strcmp(output, "drop") != 0)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL,
+		return err_set(&op->err, ERR_INVALID, EINVAL,
 			       "\"output\" is \"block\" (unread output holds the process back) or \"drop\"");
 	op->drop = output && strcmp(output, "drop") == 0;
 	/* a relative cwd: the agent takes it from the user's home (or /work), when it knows how */
@@ -101,9 +101,9 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	if (cwd && !relative_ok && api_check_path(op, cwd, strlen(cwd), "cwd") < 0)
 		return -EINVAL;
 	if (relative_ok && strlen(cwd) > API_MAX_PATH)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "cwd is longer than %d bytes", API_MAX_PATH);
+		return err_set(&op->err, ERR_INVALID, EINVAL, "cwd is longer than %d bytes", API_MAX_PATH);
 	if (!(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S))
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds",
+		return err_set(&op->err, ERR_INVALID, EINVAL, "timeout must be 0..%d seconds",
 			       EXEC_MAX_TIMEOUT_S);
 	json_t *pty = json_object_get(body, "pty");
 	uint8_t ws[sizeof(struct sp_winsize)] = { 0 };
@@ -117,7 +117,7 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	if (user && sscanf(user, "%llu:%llu%n", &uid, &gid, &used) == 2 && (size_t)used == strlen(user) &&
 	    isdigit((unsigned char)user[0]) && isdigit((unsigned char)user[strcspn(user, ":") + 1])) {
 		if (uid >= 0xffffffffull || gid >= 0xffffffffull)
-			return err_set(&op->err, 400, "invalid_argument", EINVAL, "user %s: ids are 0..4294967294", user);
+			return err_set(&op->err, ERR_INVALID, EINVAL, "user %s: ids are 0..4294967294", user);
 		x.uid = (uint32_t)uid; /* "UID:GID", as docker exec -u takes it */
 		x.gid = (uint32_t)gid;
 		put_str(&strs, "");
@@ -153,7 +153,7 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	json_object_foreach(env, k, v) {
 		if (!*k || strchr(k, '=')) {
 			buf_free(&strs);
-			return err_set(&op->err, 400, "invalid_argument", EINVAL, "bad environment variable name \"%s\"", k);
+			return err_set(&op->err, ERR_INVALID, EINVAL, "bad environment variable name \"%s\"", k);
 		}
 		buf_put(&strs, k, strlen(k));
 		buf_put(&strs, "=", 1);
@@ -171,7 +171,7 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	size_t nfixed = sizeof(x) + (x.flags & SP_EXEC_PTY ? sizeof(ws) : 0);
 	if (x.argc + x.envc > SP_MAX_ARGS || nfixed + buf_avail(&strs) > SP_MAX_PAYLOAD) {
 		buf_free(&strs);
-		return err_set(&op->err, 413, "too_large", E2BIG,
+		return err_set(&op->err, ERR_TOO_LARGE, E2BIG,
 			       "command and environment are limited to %u entries and %u bytes", SP_MAX_ARGS,
 			       SP_MAX_PAYLOAD - (unsigned)sizeof(x));
 	}
@@ -191,7 +191,7 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	buf_free(&strs);
 	if (rc < 0) {
 		op_unlink(op);
-		return err_set(&op->err, 503, "unavailable", -rc, "sandbox %s: cannot reach its agent", sb->id);
+		return err_set(&op->err, ERR_UNAVAILABLE, -rc, "sandbox %s: cannot reach its agent", sb->id);
 	}
 	return 0;
 }
@@ -203,7 +203,7 @@ static int take_stdin(struct op *op, json_t *body)
 	json_t *b64 = json_object_get(body, "stdin_b64");
 	buf_free(&op->body);
 	if (s && b64)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "give stdin or stdin_b64, not both");
+		return err_set(&op->err, ERR_INVALID, EINVAL, "give stdin or stdin_b64, not both");
 	if (s) {
 		buf_put(&op->body, json_string_value(s), json_string_length(s));
 	} else if (b64) {
@@ -211,11 +211,11 @@ static int take_stdin(struct op *op, json_t *body)
 		uint8_t *dst = buf_reserve(&op->body, n / 4 * 3 + 3);
 		long got = dst ? codec_b64_decode(dst, json_string_value(b64), n) : -1;
 		if (got < 0)
-			return err_set(&op->err, 400, "invalid_argument", EINVAL, "stdin_b64 is not valid base64");
+			return err_set(&op->err, ERR_INVALID, EINVAL, "stdin_b64 is not valid base64");
 		buf_commit(&op->body, (size_t)got);
 	}
 	if (buf_avail(&op->body) > EXEC_MAX_STDIN)
-		return err_set(&op->err, 413, "too_large", E2BIG,
+		return err_set(&op->err, ERR_TOO_LARGE, E2BIG,
 			       "inline stdin is limited to %u bytes; stream more through the process's stdin route",
 			       EXEC_MAX_STDIN);
 	op->stdin_pending = s || b64;
@@ -230,7 +230,7 @@ static int start(struct op *op, bool background)
 	struct sandbox *sb = api_sandbox(op, true);
 	int rc = sb ? 0 : -ENOENT;
 	if (rc == 0 && background && json_object_get(body, "stream"))
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "\"stream\" is for exec, not for processes");
+		rc = err_set(&op->err, ERR_INVALID, EINVAL, "\"stream\" is for exec, not for processes");
 	if (rc == 0)
 		rc = take_stdin(op, body);
 	op->background = background;
@@ -247,7 +247,7 @@ int api_agent_process(struct op *op, struct sandbox *sb, json_t *argv)
 	op->background = true;
 	op->stream = false;
 	int rc = body ? send_exec(op, sb, body, SP_EXEC_AGENT | SP_EXEC_STDIN)
-		      : err_set(&op->err, 500, "internal", ENOMEM, "out of memory");
+		      : err_set(&op->err, ERR_INTERNAL, ENOMEM, "out of memory");
 	json_decref(body);
 	return rc == 0 ? API_PENDING : API_DONE;
 }
@@ -270,7 +270,7 @@ static struct proc *find_proc(struct op *op, struct sandbox **sbp, bool need_age
 		return NULL;
 	struct proc *p = proc_find(sb, op->pid);
 	if (!p)
-		err_set(&op->err, 404, "not_found", ESRCH, "no process %u in sandbox %s", op->pid, sb->id);
+		err_set(&op->err, ERR_NOT_FOUND, ESRCH, "no process %u in sandbox %s", op->pid, sb->id);
 	*sbp = sb;
 	return p;
 }
@@ -280,7 +280,7 @@ static struct proc *running_proc(struct op *op, struct sandbox **sbp)
 {
 	struct proc *p = find_proc(op, sbp, true);
 	if (p && p->exited) {
-		err_set(&op->err, 409, "conflict", ESRCH, "process %u has exited", p->pid);
+		err_set(&op->err, ERR_CONFLICT, ESRCH, "process %u has exited", p->pid);
 		return NULL;
 	}
 	return p;
@@ -334,12 +334,12 @@ int api_proc_output(struct op *op)
 	if (!p)
 		return API_DONE;
 	if (p->nreaders >= PROC_MAX_READERS) {
-		err_set(&op->err, 429, "too_many", EBUSY, "process %u has %d readers, the most it may have", p->pid,
+		err_set(&op->err, ERR_TOO_MANY, EBUSY, "process %u has %d readers, the most it may have", p->pid,
 			PROC_MAX_READERS);
 		return API_DONE;
 	}
 	if (readers_of(sb) >= SANDBOX_MAX_READERS) {
-		err_set(&op->err, 429, "too_many", EBUSY, "the processes of sandbox %s have %d readers, the most they may have",
+		err_set(&op->err, ERR_TOO_MANY, EBUSY, "the processes of sandbox %s have %d readers, the most they may have",
 			sb->id, SANDBOX_MAX_READERS);
 		return API_DONE;
 	}
@@ -372,7 +372,7 @@ int api_proc_stdin_upload(struct op *op, const char *data, size_t *size)
 		return API_DONE;
 	}
 	if (!p || !op->sb) {
-		err_set(&op->err, 409, "conflict", ESRCH, "process %u exited before taking all of its stdin", op->pid);
+		err_set(&op->err, ERR_CONFLICT, ESRCH, "process %u exited before taking all of its stdin", op->pid);
 		return API_DONE;
 	}
 	while (*size > 0 && p->stdin_credit > 0) {
@@ -384,7 +384,7 @@ int api_proc_stdin_upload(struct op *op, const char *data, size_t *size)
 		if (!chan_data_room(&op->sb->chan, n))
 			return API_PENDING; /* the agent's queue is full: woken when it drains */
 		if (chan_send(&op->sb->chan, SP_H_STDIN, p->pid, data, n, NULL, 0) < 0) {
-			err_set(&op->err, 503, "unavailable", ENOTCONN, "sandbox %s: its agent is not connected", op->sb->id);
+			err_set(&op->err, ERR_UNAVAILABLE, ENOTCONN, "sandbox %s: its agent is not connected", op->sb->id);
 			return API_DONE;
 		}
 		p->stdin_credit -= (uint32_t)n;
@@ -444,7 +444,7 @@ int api_proc_signal(struct op *op)
 	int signo = v ? signal_number(v) : SIGTERM;
 	json_decref(body);
 	if (signo < 0) {
-		err_set(&op->err, 400, "invalid_argument", EINVAL, "unknown signal");
+		err_set(&op->err, ERR_INVALID, EINVAL, "unknown signal");
 		return API_DONE;
 	}
 	struct sandbox *sb;
@@ -470,7 +470,7 @@ int api_proc_resize(struct op *op)
 	struct proc *p = rc == 0 ? running_proc(op, &sb) : NULL;
 	json_t *pty = p ? json_object_get(p->spec, "pty") : NULL;
 	if (p && !pty)
-		err_set(&op->err, 409, "conflict", ENOTTY, "process %u has no terminal", p->pid);
+		err_set(&op->err, ERR_CONFLICT, ENOTTY, "process %u has no terminal", p->pid);
 	if (pty) {
 		json_object_update(pty, body); /* the listing shows the size it has now */
 		chan_send(&sb->chan, SP_H_RESIZE, p->pid, ws, sizeof(ws), NULL, 0);
@@ -488,7 +488,7 @@ int api_proc_wait(struct op *op)
 		char *end;
 		timeout = strtod(t, &end);
 		if (!*t || *end || !(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S)) {
-			err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", EXEC_MAX_TIMEOUT_S);
+			err_set(&op->err, ERR_INVALID, EINVAL, "timeout must be 0..%d seconds", EXEC_MAX_TIMEOUT_S);
 			return API_DONE;
 		}
 	}

@@ -29,15 +29,15 @@ static int file_path(struct op *op, const struct file_req *r, json_t *v, const c
 {
 	const char *p = json_string_value(v);
 	if (!p)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s is required", what);
+		return err_set(&op->err, ERR_INVALID, EINVAL, "%s is required", what);
 	if (strlen(p) != json_string_length(v))
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s contains a NUL byte", what);
+		return err_set(&op->err, ERR_INVALID, EINVAL, "%s contains a NUL byte", what);
 	if (!*p)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s is empty", what);
+		return err_set(&op->err, ERR_INVALID, EINVAL, "%s is empty", what);
 	const char *base = p[0] == '/' || r->user ? "" : r->sb->workdir[0] ? r->sb->workdir : "/work";
 	int n = snprintf(out, API_MAX_PATH + 1, "%s%s%s", base, *base && base[strlen(base) - 1] != '/' ? "/" : "", p);
 	if (n < 0 || n > API_MAX_PATH)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s is longer than %d bytes", what,
+		return err_set(&op->err, ERR_INVALID, EINVAL, "%s is longer than %d bytes", what,
 			       API_MAX_PATH);
 	return 0;
 }
@@ -50,10 +50,10 @@ static int file_user(struct op *op, struct file_req *r, json_t *v)
 		return 0;
 	const char *u = json_string_value(v);
 	if (!u || !*u || strlen(u) != json_string_length(v) || strlen(u) > FILE_USER_MAX)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL,
+		return err_set(&op->err, ERR_INVALID, EINVAL,
 			       "user must be a user name, a uid or UID:GID of at most %d bytes", FILE_USER_MAX);
 	if (!(r->sb->peer.features & SP_FEATURE_FILE_USER))
-		return err_set(&op->err, 409, "conflict", ENOTSUP,
+		return err_set(&op->err, ERR_CONFLICT, ENOTSUP,
 			       "sandbox %s runs an agent from before file requests as a user: start one in a new sandbox",
 			       r->sb->id);
 	r->user = u;
@@ -111,7 +111,7 @@ int api_file_write(struct op *op)
 		char *end;
 		unsigned long m = strtoul(mode, &end, 8);
 		if (!*mode || *end || m > 07777) {
-			err_set(&op->err, 400, "invalid_argument", EINVAL, "mode must be octal permission bits, like 0644");
+			err_set(&op->err, ERR_INVALID, EINVAL, "mode must be octal permission bits, like 0644");
 			return API_DONE;
 		}
 		w.mode = (uint32_t)m;
@@ -170,7 +170,7 @@ int api_file_list(struct op *op)
 	if (after) {
 		if (json_string_length(after) == 0 || json_string_length(after) > 255 ||
 		    strlen(json_string_value(after)) != json_string_length(after)) {
-			err_set(&op->err, 400, "invalid_argument", EINVAL, "after must be an entry name from \"next\"");
+			err_set(&op->err, ERR_INVALID, EINVAL, "after must be an entry name from \"next\"");
 			return API_DONE;
 		}
 		free(op->after);
@@ -238,14 +238,14 @@ int api_file_watch(struct op *op)
 	if (rec && (!strcmp(rec, "1") || !strcmp(rec, "true")))
 		w.flags = SP_WATCH_RECURSIVE;
 	if (rec && !w.flags && strcmp(rec, "0") != 0 && strcmp(rec, "false") != 0)
-		err_set(&op->err, 400, "invalid_argument", EINVAL, "recursive must be 1, true, 0 or false");
+		err_set(&op->err, ERR_INVALID, EINVAL, "recursive must be 1, true, 0 or false");
 	else if (r.user)
-		err_set(&op->err, 400, "invalid_argument", EINVAL, "a watch takes no user: it sees every change in its folder");
+		err_set(&op->err, ERR_INVALID, EINVAL, "a watch takes no user: it sees every change in its folder");
 	else if (sb->peer.version < 3) /* an older agent drops the connection on a message it lacks */
-		err_set(&op->err, 409, "conflict", ENOTSUP,
+		err_set(&op->err, ERR_CONFLICT, ENOTSUP,
 			"sandbox %s runs an agent of protocol %u, from before watching folders: watch in a new sandbox",
 			sb->id, sb->peer.version);
-	if (op->err.status)
+	if (op->err.kind)
 		return API_DONE;
 	op->stream = true;
 	return api_request(op, sb, OP_WATCH, SP_H_WATCH, &w, sizeof(w), r.path[0], NULL);

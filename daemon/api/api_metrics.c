@@ -63,7 +63,7 @@ void api_metrics_done(struct op *op)
 		return;
 	enum stats_op kind = op_of(op->route);
 	if (kind != STATS_OPS)
-		stats_op_done(st, kind, op->err.status ? op->err.code : NULL, api_metrics_now_ns() - op->arrived_ns);
+		stats_op_done(st, kind, op->err.kind ? err_code(op->err.kind) : NULL, api_metrics_now_ns() - op->arrived_ns);
 	if (op->route->handler == api_file_read)
 		stats_add(st, STATS_FILE_READ_BYTES, op->out_read);
 	else if (op->route->handler == api_file_write)
@@ -170,7 +170,7 @@ int api_metrics(struct op *op)
 {
 	struct daemon *d = op->d;
 	if (!admin(op)) {
-		err_set(&op->err, 403, "permission_denied", EACCES,
+		err_set(&op->err, ERR_PERMISSION, EACCES,
 			"GET /metrics needs the Unix socket or an administrator's token (spaced token create --admin)");
 		return API_DONE;
 	}
@@ -182,7 +182,7 @@ int api_metrics(struct op *op)
 	if (rc == 0)
 		rc = starts_write(&d->starts, &op->out);
 	if (rc < 0) {
-		err_set(&op->err, 500, "internal", -rc, "cannot write the metrics: %s", strerror(-rc));
+		err_set(&op->err, ERR_INTERNAL, -rc, "cannot write the metrics: %s", strerror(-rc));
 		return API_DONE;
 	}
 	op->content_type = EXPO_CONTENT_TYPE;

@@ -41,7 +41,7 @@ int api_port_connect(struct op *op)
 	json_int_t n = json_integer_value(port);
 	json_decref(body);
 	if (!port || n < 1 || n > 65535) {
-		err_set(&op->err, 400, "invalid_argument", EINVAL, "\"port\" must be a TCP port, 1-65535");
+		err_set(&op->err, ERR_INVALID, EINVAL, "\"port\" must be a TCP port, 1-65535");
 		return API_DONE;
 	}
 	struct sandbox *sb = api_sandbox(op, true);
@@ -52,7 +52,7 @@ int api_port_connect(struct op *op)
 	json_t *argv = json_pack("[s, s, s]", "space-agent", "--connect", num);
 	int rc = argv ? api_agent_process(op, sb, argv) : API_DONE;
 	if (!argv)
-		err_set(&op->err, 500, "internal", ENOMEM, "out of memory");
+		err_set(&op->err, ERR_INTERNAL, ENOMEM, "out of memory");
 	json_decref(argv);
 	return rc;
 }

@@ -87,7 +87,7 @@ static const struct driver_slot *create_isolation(struct op *op, const char *ask
 	if (asked && !isolation_find(op->d, asked))
 		return isolation_pick(op->d, asked, &op->err); /* NULL, naming the kinds there are */
 	if (asked && of && strcmp(asked, of) != 0) {
-		err_set(&op->err, 400, "invalid_argument", EINVAL,
+		err_set(&op->err, ERR_INVALID, EINVAL,
 			"snapshot %s was taken under %s isolation: its image restores only under %s, not %s", snapid, of, of,
 			asked);
 		return NULL;
@@ -101,11 +101,11 @@ static int check_timeouts(struct op *op, const json_t *timeout, const json_t *li
 {
 	double t = json_number_value(timeout), l = json_number_value(lifetime);
 	if (timeout && !(t >= 0 && t <= MAX_TIMEOUT_S))
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
+		return err_set(&op->err, ERR_INVALID, EINVAL, "timeout must be 0..%d seconds", MAX_TIMEOUT_S);
 	if (lifetime && !(l >= 0 && l <= MAX_TIMEOUT_S))
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "lifetime must be 0..%d seconds", MAX_TIMEOUT_S);
+		return err_set(&op->err, ERR_INVALID, EINVAL, "lifetime must be 0..%d seconds", MAX_TIMEOUT_S);
 	if (action && strcmp(action, "kill") != 0 && strcmp(action, "suspend") != 0)
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "timeout_action must be \"suspend\" or \"kill\"");
+		return err_set(&op->err, ERR_INVALID, EINVAL, "timeout_action must be \"suspend\" or \"kill\"");
 	return 0;
 }
 
@@ -131,7 +131,7 @@ int api_sandbox_create(struct op *op)
 	snprintf(cfg.template, sizeof(cfg.template), "%s", tpl ? tpl : "default");
 	template_name_canon(cfg.template); /* NAME:latest is NAME */
 	if (op->tcp && template_is_build_step(cfg.template)) { /* the builder's, on the Unix socket */
-		err_set(&op->err, 404, "not_found", ENOENT, "template %s does not exist", cfg.template);
+		err_set(&op->err, ERR_NOT_FOUND, ENOENT, "template %s does not exist", cfg.template);
 		json_decref(b);
 		return API_DONE;
 	}
@@ -158,27 +158,27 @@ int api_sandbox_create(struct op *op)
 
 	int rc = 0;
 	if (cfg.cpus < 1 || cfg.cpus > MAX_CPUS)
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "cpus must be 1..%d", MAX_CPUS);
+		rc = err_set(&op->err, ERR_INVALID, EINVAL, "cpus must be 1..%d", MAX_CPUS);
 	else if (cfg.memory_mb < MIN_MEMORY_MB || cfg.memory_mb > MAX_MEMORY_MB)
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "memory_mb must be %d..%d", MIN_MEMORY_MB,
+		rc = err_set(&op->err, ERR_INVALID, EINVAL, "memory_mb must be %d..%d", MIN_MEMORY_MB,
 			     MAX_MEMORY_MB);
 	else if (cfg.disk_mb < DISK_MIN_MB || cfg.disk_mb > DISK_MAX_MB)
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "disk_mb must be %d..%d", DISK_MIN_MB, DISK_MAX_MB);
+		rc = err_set(&op->err, ERR_INVALID, EINVAL, "disk_mb must be %d..%d", DISK_MIN_MB, DISK_MAX_MB);
 	else if ((rc = check_timeouts(op, json_object_get(b, "timeout"), json_object_get(b, "lifetime"), action)) < 0)
 		;
 	else if (strlen(tpl ? tpl : "") >= sizeof(cfg.template))
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "template name too long");
+		rc = err_set(&op->err, ERR_INVALID, EINVAL, "template name too long");
 	else if (map_bytes(cfg.env) > MAX_ENV_BYTES || map_bytes(cfg.metadata) > MAX_ENV_BYTES)
-		rc = err_set(&op->err, 413, "too_large", E2BIG, "env and metadata are limited to %d bytes each",
+		rc = err_set(&op->err, ERR_TOO_LARGE, E2BIG, "env and metadata are limited to %d bytes each",
 			     MAX_ENV_BYTES);
 	else if (op->tcp && reserved_key(cfg.metadata))
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "metadata keys starting with \"space.\" are spaced's own");
+		rc = err_set(&op->err, ERR_INVALID, EINVAL, "metadata keys starting with \"space.\" are spaced's own");
 	else {
 		const char *k;
 		json_t *x;
 		json_object_foreach(cfg.env, k, x) {
 			if (!*k || strchr(k, '=') || strlen(k) != strcspn(k, "\n")) {
-				rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "bad environment variable name \"%s\"", k);
+				rc = err_set(&op->err, ERR_INVALID, EINVAL, "bad environment variable name \"%s\"", k);
 				break;
 			}
 		}
@@ -192,10 +192,10 @@ int api_sandbox_create(struct op *op)
 		/* a sandbox from a snapshot takes its size and template from it */
 		snap = visible_snapshot(op, snapid);
 		if (!snap || snapshot_path(op->d, snapid, snapdir, sizeof(snapdir)) < 0)
-			rc = err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", snapid);
+			rc = err_set(&op->err, ERR_NOT_FOUND, ENOENT, "no snapshot %s", snapid);
 		else if (json_object_get(b, "cpus") || json_object_get(b, "memory_mb") || json_object_get(b, "disk_mb") ||
 			 json_object_get(b, "template"))
-			rc = err_set(&op->err, 400, "invalid_argument", EINVAL,
+			rc = err_set(&op->err, ERR_INVALID, EINVAL,
 				     "cpus, memory_mb, disk_mb and template come from the snapshot");
 		else {
 			cfg.cpus = (int)json_integer_value(json_object_get(snap, "cpus"));
@@ -314,7 +314,7 @@ static int time_arg(struct op *op, const char *name, bool last, int64_t *ms)
 	char *end = NULL;
 	long long s = v ? strtoll(v, &end, 10) : 0;
 	if (v && (!*v || *end || s < 0 || s > METRICS_TIME_MAX))
-		return err_set(&op->err, 400, "invalid_argument", EINVAL, "%s must be Unix seconds, 0..%lld", name,
+		return err_set(&op->err, ERR_INVALID, EINVAL, "%s must be Unix seconds, 0..%lld", name,
 			       METRICS_TIME_MAX);
 	if (v)
 		*ms = (int64_t)s * 1000 + (last ? 999 : 0);
@@ -395,7 +395,7 @@ int api_sandbox_network(struct op *op)
 	struct sandbox *sb = api_sandbox(op, false);
 	json_t *policy = NULL;
 	if (sb && !sb->network)
-		err_set(&op->err, 409, "conflict", EINVAL, "sandbox %s was made without a network", sb->id);
+		err_set(&op->err, ERR_CONFLICT, EINVAL, "sandbox %s was made without a network", sb->id);
 	else if (sb)
 		policy = net_policy_parse(b, sb->network, op->d->default_egress, &op->err);
 	json_decref(b);
@@ -422,7 +422,7 @@ int api_sandbox_timeout(struct op *op)
 				 .lifetime_s = json_number_value(lifetime), .kill = action && strcmp(action, "kill") == 0 };
 	int rc = 0;
 	if (!t.set_timeout && !t.set_lifetime && !t.set_action)
-		rc = err_set(&op->err, 400, "invalid_argument", EINVAL, "give timeout, lifetime or timeout_action");
+		rc = err_set(&op->err, ERR_INVALID, EINVAL, "give timeout, lifetime or timeout_action");
 	else
 		rc = check_timeouts(op, timeout, lifetime, action);
 	json_decref(b); /* timeout, lifetime and action were its */
@@ -452,7 +452,7 @@ int api_sandbox_snapshot(struct op *op)
 	struct sandbox *sb = api_sandbox(op, false);
 	int rc = -ENOENT;
 	if (sb && name && strlen(name) > 128)
-		err_set(&op->err, 400, "invalid_argument", EINVAL, "name is limited to 128 bytes");
+		err_set(&op->err, ERR_INVALID, EINVAL, "name is limited to 128 bytes");
 	else if (sb)
 		rc = snapshot_take(op->d, sb, name, op, &op->err);
 	json_decref(b);
@@ -478,7 +478,7 @@ int api_sandbox_fork(struct op *op)
 	if (unknown)
 		return API_DONE;
 	if (count < 1 || count > FORK_MAX_COUNT) {
-		err_set(&op->err, 400, "invalid_argument", EINVAL, "count must be 1..%d", FORK_MAX_COUNT);
+		err_set(&op->err, ERR_INVALID, EINVAL, "count must be 1..%d", FORK_MAX_COUNT);
 		return API_DONE;
 	}
 	struct sandbox *sb = api_sandbox(op, false);
@@ -486,7 +486,7 @@ int api_sandbox_fork(struct op *op)
 		return API_DONE;
 	/* forks are restored from the sandbox's own image, which only its kind can restore */
 	if (k && strcmp(k->kind, sb->isolation) != 0) {
-		err_set(&op->err, 400, "invalid_argument", EINVAL,
+		err_set(&op->err, ERR_INVALID, EINVAL,
 			"sandbox %s runs under %s isolation: its forks are restored from its image, so they run under %s too, "
 			"not %s",
 			sb->id, sb->isolation, sb->isolation, k->kind);
@@ -512,7 +512,7 @@ int api_snapshot_get(struct op *op)
 {
 	op->json = visible_snapshot(op, op->snapid);
 	if (!op->json)
-		err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", op->snapid);
+		err_set(&op->err, ERR_NOT_FOUND, ENOENT, "no snapshot %s", op->snapid);
 	return API_DONE;
 }
 
@@ -520,7 +520,7 @@ int api_snapshot_delete(struct op *op)
 {
 	json_t *s = visible_snapshot(op, op->snapid);
 	if (!s) {
-		err_set(&op->err, 404, "not_found", ENOENT, "no snapshot %s", op->snapid);
+		err_set(&op->err, ERR_NOT_FOUND, ENOENT, "no snapshot %s", op->snapid);
 		return API_DONE;
 	}
 	json_decref(s);

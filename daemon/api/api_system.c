@@ -16,7 +16,7 @@ static bool operator_only(struct op *op)
 {
 	if (!op->tcp)
 		return true;
-	err_set(&op->err, 403, "forbidden", EPERM, "the machine's cache is the operator's: a tenant's token cannot see or prune it");
+	err_set(&op->err, ERR_FORBIDDEN, EPERM, "the machine's cache is the operator's: a tenant's token cannot see or prune it");
 	return false;
 }
 
@@ -37,7 +37,7 @@ int api_system_prune(struct op *op)
 		json_t *body = json_loadb((const char *)buf_head(&op->body), buf_avail(&op->body), 0, NULL);
 		json_t *k = json_object_get(body, "keep_bytes");
 		if (!json_is_object(body) || (k && (!json_is_integer(k) || json_integer_value(k) < 0))) {
-			err_set(&op->err, 400, "invalid_argument", EINVAL,
+			err_set(&op->err, ERR_INVALID, EINVAL,
 				"the body is a JSON object whose keep_bytes, if there, is a whole number of bytes from 0 up");
 			json_decref(body);
 			return API_DONE;

@@ -23,7 +23,7 @@ int api_template_get(struct op *op)
 {
 	json_t *t = store_get_template(op->d->store, op->tpl);
 	if (!t) {
-		err_set(&op->err, 404, "not_found", ENOENT, "no template %s", op->tpl);
+		err_set(&op->err, ERR_NOT_FOUND, ENOENT, "no template %s", op->tpl);
 		return API_DONE;
 	}
 	/* what starts from it: a tenant sees its own sandboxes only */
@@ -38,7 +38,7 @@ int api_template_get(struct op *op)
 int api_template_delete(struct op *op)
 {
 	if (op->tcp) {
-		err_set(&op->err, 403, "forbidden", EPERM, "templates are the operator's: a tenant's token cannot remove one");
+		err_set(&op->err, ERR_FORBIDDEN, EPERM, "templates are the operator's: a tenant's token cannot remove one");
 		return API_DONE;
 	}
 	op->kind = OP_JOB;
@@ -48,7 +48,7 @@ int api_template_delete(struct op *op)
 int api_template_build_cancel(struct op *op)
 {
 	if (op->tcp) {
-		err_set(&op->err, 403, "forbidden", EPERM, "templates are the operator's: a tenant's token cannot cancel a build");
+		err_set(&op->err, ERR_FORBIDDEN, EPERM, "templates are the operator's: a tenant's token cannot cancel a build");
 		return API_DONE;
 	}
 	if (build_cancel(op->d, op->tpl, &op->err) == 0)
@@ -59,7 +59,7 @@ int api_template_build_cancel(struct op *op)
 int api_template_build(struct op *op)
 {
 	if (op->tcp) {
-		err_set(&op->err, 403, "forbidden", EPERM, "templates are the operator's: a tenant's token cannot build one");
+		err_set(&op->err, ERR_FORBIDDEN, EPERM, "templates are the operator's: a tenant's token cannot build one");
 		return API_DONE;
 	}
 	const char *name = json_string_value(json_object_get(op->query, "name"));
@@ -75,7 +75,7 @@ int api_template_build(struct op *op)
 	json_array_foreach(args, i, a) {
 		const char *s = json_string_value(a);
 		if (!s || !strchr(s, '=') || s[0] == '=') {
-			err_set(&op->err, 400, "invalid_argument", EINVAL, "build_arg must be NAME=VALUE, not \"%s\"", s ? s : "");
+			err_set(&op->err, ERR_INVALID, EINVAL, "build_arg must be NAME=VALUE, not \"%s\"", s ? s : "");
 			return API_DONE;
 		}
 	}
@@ -97,12 +97,12 @@ int api_template_build_upload(struct op *op, const char *data, size_t *size)
 int api_template_put(struct op *op)
 {
 	if (op->tcp) {
-		err_set(&op->err, 403, "forbidden", EPERM, "templates are recorded by builds: POST /v1/templates");
+		err_set(&op->err, ERR_FORBIDDEN, EPERM, "templates are recorded by builds: POST /v1/templates");
 		return API_DONE;
 	}
 	json_t *body = json_loadb((const char *)buf_head(&op->body), buf_avail(&op->body), 0, NULL);
 	if (!json_is_object(body)) {
-		err_set(&op->err, 400, "invalid_argument", EINVAL, "the body must be a JSON object");
+		err_set(&op->err, ERR_INVALID, EINVAL, "the body must be a JSON object");
 		json_decref(body);
 		return API_DONE;
 	}

@@ -181,7 +181,7 @@ static struct MHD_Response *json_response(json_t *j)
 /* The body of every error: {"error": {"code", "message"[, "state"]}}. */
 static struct MHD_Response *error_response(const struct err *e)
 {
-	json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", e->msg);
+	json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code", err_code(e->kind), "message", e->msg);
 	if (e->state[0])
 		json_object_set_new(json_object_get(j, "error"), "state", json_string(e->state));
 	struct MHD_Response *r = json_response(j);
@@ -192,7 +192,7 @@ static struct MHD_Response *error_response(const struct err *e)
 static enum MHD_Result respond_error(struct MHD_Connection *conn, const struct err *e)
 {
 	struct MHD_Response *r = error_response(e);
-	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)e->status, r);
+	enum MHD_Result rc = MHD_queue_response(conn, http_status(e->kind), r);
 	MHD_destroy_response(r);
 	return rc;
 }
@@ -214,18 +214,18 @@ static enum MHD_Result respond_ui(struct daemon *d, struct MHD_Connection *conn,
 	struct ui_file f = { .fd = -1 };
 	struct MHD_Response *r = NULL;
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-		err_set(&e, 405, "method_not_allowed", EINVAL, "%s is not allowed on %s", method, url);
+		err_set(&e, ERR_METHOD, EINVAL, "%s is not allowed on %s", method, url);
 	else if (ui_open(d->ui_dir, url, &f, &e) == 0 && !(r = MHD_create_response_from_fd64(f.size, f.fd)))
 		close(f.fd); /* a response takes the descriptor, and closes it, once it is made */
-	if (!r && !e.status)
-		err_set(&e, 500, "internal", ENOMEM, "out of memory");
+	if (!r && !e.kind)
+		err_set(&e, ERR_INTERNAL, ENOMEM, "out of memory");
 	if (!r) {
 		r = error_response(&e);
 	} else {
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f.content_type);
 	}
 	ui_headers(r);
-	enum MHD_Result rc = MHD_queue_response(conn, e.status ? (unsigned)e.status : MHD_HTTP_OK, r);
+	enum MHD_Result rc = MHD_queue_response(conn, http_status(e.kind), r);
 	MHD_destroy_response(r);
 	return rc;
 }
@@ -256,7 +256,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 static enum MHD_Result respond(struct op *op)
 {
 	struct MHD_Connection *conn = op->conn;
-	if (op->err.status)
+	if (op->err.kind)
 		return respond_error(conn, &op->err);
 	struct MHD_Response *r;
 	if (op->responding) {
@@ -289,18 +289,18 @@ static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const 
 	op->query = json_object();
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, add_arg, op->query);
 	if (l->tcp && !authorized(l->d, conn, op->tenant, sizeof(op->tenant))) {
-		err_set(&op->err, 401, "unauthorized", EACCES, "a valid bearer token is required");
+		err_set(&op->err, ERR_UNAUTHORIZED, EACCES, "a valid bearer token is required");
 		return op;
 	}
 	/* the administrator acting for a tenant (the E2B front, which holds that tenant's key) */
 	const char *as = l->tcp ? NULL : MHD_lookup_connection_value(conn, MHD_HEADER_KIND, SPACE_TENANT_TOKEN);
 	if (as && !token_tenant(l->d, as, op->tenant, sizeof(op->tenant))) {
-		err_set(&op->err, 401, "unauthorized", EACCES, "the %s header holds no valid token", SPACE_TENANT_TOKEN);
+		err_set(&op->err, ERR_UNAUTHORIZED, EACCES, "the %s header holds no valid token", SPACE_TENANT_TOKEN);
 		return op;
 	}
 	op->tcp = l->tcp || as;
 	if (nul_uri) {
-		err_set(&op->err, 400, "invalid_argument", EINVAL, "the URL encodes a NUL byte (%%00)");
+		err_set(&op->err, ERR_INVALID, EINVAL, "the URL encodes a NUL byte (%%00)");
 		return op;
 	}
 	op->route = api_match(op, method, url);
@@ -310,11 +310,11 @@ static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const 
 		op->counted = tenant_admit(l->d, op->tenant, waits);
 		daemon_unlock(l->d);
 		if (!op->counted && waits)
-			err_set(&op->err, 429, "too_many",
+			err_set(&op->err, ERR_TOO_MANY,
 				EAGAIN, "tenant %s has %d requests waiting on processes (exec, output, wait) in flight; "
 				"wait for one to end", op->tenant, TENANT_MAX_STREAMS);
 		else if (!op->counted)
-			err_set(&op->err, 429, "too_many", EAGAIN, "tenant %s has %d requests in flight; wait for one to end",
+			err_set(&op->err, ERR_TOO_MANY, EAGAIN, "tenant %s has %d requests in flight; wait for one to end",
 				op->tenant, TENANT_MAX_REQUESTS);
 	}
 	return op;
@@ -351,7 +351,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_NO; /* its client left while it waited: end it, freeing what it held */
 
 	if (*upload_size) {
-		if (op->err.status || op->done) {
+		if (op->err.kind || op->done) {
 			*upload_size = 0; /* the answer is known: the rest of the body is discarded */
 			return MHD_YES;
 		}
@@ -364,9 +364,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				if (op->deferred)
 					rc = API_PENDING;
 			}
-			if (rc == API_DONE && !op->err.status && !op->done)
+			if (rc == API_DONE && !op->err.kind && !op->done)
 				rc = op->route->upload(op, upload, upload_size);
-			if (op->err.status || op->done)
+			if (op->err.kind || op->done)
 				*upload_size = 0;
 			else if (rc == API_PENDING || op->deferred)
 				op_suspend(op);
@@ -374,7 +374,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_YES;
 		}
 		if (buf_avail(&op->body) + *upload_size > API_MAX_BODY)
-			err_set(&op->err, 413, "too_large", E2BIG, "the request body is over %d bytes", API_MAX_BODY);
+			err_set(&op->err, ERR_TOO_LARGE, E2BIG, "the request body is over %d bytes", API_MAX_BODY);
 		else
 			buf_put(&op->body, upload, *upload_size);
 		*upload_size = 0;
@@ -383,24 +383,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 	daemon_lock(d);
 	int rc = API_DONE;
-	if (!op->err.status && !op->started) {
+	if (!op->err.kind && !op->started) {
 		op->started = true;
 		rc = op->route->handler(op);
 		if (op->deferred)
 			rc = API_PENDING;
-		if (rc == API_DONE && op->route->upload && !op->err.status && !op->done) {
+		if (rc == API_DONE && op->route->upload && !op->err.kind && !op->done) {
 			size_t zero = 0;
 			rc = op->route->upload(op, NULL, &zero);
 		}
-	} else if (!op->err.status && op->route && op->route->upload && !op->done && !op->responding) {
+	} else if (!op->err.kind && op->route && op->route->upload && !op->done && !op->responding) {
 		size_t zero = 0;
 		rc = op->route->upload(op, NULL, &zero);
-	} else if (!op->err.status && !op->done && !op->responding) {
+	} else if (!op->err.kind && !op->done && !op->responding) {
 		rc = API_PENDING;
 	}
 	if (op->deferred)
 		rc = API_PENDING;
-	if (rc == API_PENDING && !op->err.status && !op->done && !op->responding) {
+	if (rc == API_PENDING && !op->err.kind && !op->done && !op->responding) {
 		op_suspend(op);
 		daemon_unlock(d);
 		return MHD_YES;
@@ -493,18 +493,18 @@ static int read_pem(const char *path, const char *what, bool secret, char **out,
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, 400, "invalid_argument", errno, "%s %s: %s", what, path, strerror(errno));
+		return err_set(e, ERR_INVALID, errno, "%s %s: %s", what, path, strerror(errno));
 	if (fstat(fd, &st) < 0) {
-		rc = err_set(e, 400, "invalid_argument", errno, "%s %s: %s", what, path, strerror(errno));
+		rc = err_set(e, ERR_INVALID, errno, "%s %s: %s", what, path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size == 0 || st.st_size > HTTP_TLS_MAX_PEM) {
-		rc = err_set(e, 400, "invalid_argument", EINVAL, "%s %s: not a file of 1 to %d bytes", what, path,
+		rc = err_set(e, ERR_INVALID, EINVAL, "%s %s: not a file of 1 to %d bytes", what, path,
 			     HTTP_TLS_MAX_PEM);
 		goto out;
 	}
 	if (!(text = malloc((size_t)st.st_size + 1))) {
-		rc = err_set(e, 500, "internal", ENOMEM, "out of memory");
+		rc = err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 		goto out;
 	}
 	size_t got = 0;
@@ -513,7 +513,7 @@ static int read_pem(const char *path, const char *what, bool secret, char **out,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			rc = err_set(e, 400, "invalid_argument", errno, "%s %s: %s", what, path, strerror(errno));
+			rc = err_set(e, ERR_INVALID, errno, "%s %s: %s", what, path, strerror(errno));
 			goto out;
 		}
 		if (n == 0)
@@ -537,24 +537,24 @@ int http_tls_load(struct daemon *d, struct err *e)
 	if (!cert && !key)
 		return 0;
 	if (cert != key)
-		return err_set(e, 400, "invalid_argument", EINVAL, "%s is given without %s: TLS needs both",
+		return err_set(e, ERR_INVALID, EINVAL, "%s is given without %s: TLS needs both",
 			       cert ? "--tls-cert" : "--tls-key", cert ? "--tls-key" : "--tls-cert");
 	if (!d->listen_addr[0])
-		return err_set(e, 400, "invalid_argument", EINVAL,
+		return err_set(e, ERR_INVALID, EINVAL,
 			       "--tls-cert and --tls-key are for the TCP listener: give --listen HOST:PORT too");
 	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
-		return err_set(e, 500, "internal", ENOTSUP, "this libmicrohttpd was built without TLS");
+		return err_set(e, ERR_INTERNAL, ENOTSUP, "this libmicrohttpd was built without TLS");
 	int rc = read_pem(d->tls_cert_path, "--tls-cert", false, &d->tls_cert, e);
 	if (rc == 0)
 		rc = read_pem(d->tls_key_path, "--tls-key", true, &d->tls_key, e);
 	if (rc == 0 && !strstr(d->tls_cert, "-----BEGIN CERTIFICATE-----"))
-		rc = err_set(e, 400, "invalid_argument", EINVAL, "--tls-cert %s holds no PEM certificate",
+		rc = err_set(e, ERR_INVALID, EINVAL, "--tls-cert %s holds no PEM certificate",
 			     d->tls_cert_path);
 	else if (rc == 0 && strstr(d->tls_key, "ENCRYPTED PRIVATE KEY-----"))
-		rc = err_set(e, 400, "invalid_argument", EINVAL, "--tls-key %s is encrypted: give it unencrypted",
+		rc = err_set(e, ERR_INVALID, EINVAL, "--tls-key %s is encrypted: give it unencrypted",
 			     d->tls_key_path);
 	else if (rc == 0 && !strstr(d->tls_key, "PRIVATE KEY-----"))
-		rc = err_set(e, 400, "invalid_argument", EINVAL, "--tls-key %s holds no PEM private key",
+		rc = err_set(e, ERR_INVALID, EINVAL, "--tls-key %s holds no PEM private key",
 			     d->tls_key_path);
 	return rc;
 }

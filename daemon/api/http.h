@@ -27,6 +27,8 @@ int e2b_start(struct daemon *d);
  * E2B_RESTART_MS). */
 #define E2B_RESTART_MS 2000
 void e2b_tick(struct daemon *d);
+/* The HTTP status an error of this kind is answered with (ERR_NONE: 200). */
+unsigned http_status(enum err_kind kind);
 /* Stops accepting connections and removes the socket. */
 void http_stop(struct daemon *d);
 

@@ -122,9 +122,9 @@ const struct route *api_match(struct op *op, const char *method, const char *url
 			return &routes[i];
 	}
 	if (path_known)
-		err_set(&op->err, 405, "method_not_allowed", EINVAL, "%s is not allowed on %s", method, url);
+		err_set(&op->err, ERR_METHOD, EINVAL, "%s is not allowed on %s", method, url);
 	else
-		err_set(&op->err, 404, "not_found", ENOENT, "no such route: %s %s", method, url);
+		err_set(&op->err, ERR_NOT_FOUND, ENOENT, "no such route: %s %s", method, url);
 	return NULL;
 }
 

@@ -74,14 +74,14 @@ static int check_file(int fd, const char *what, struct ui_file *f, struct err *e
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0)
-		return err_set(e, 500, "internal", errno, "%s: %s", what, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "%s: %s", what, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return err_set(e, 404, "not_found", ENOENT, "the console has no file %s", what);
+		return err_set(e, ERR_NOT_FOUND, ENOENT, "the console has no file %s", what);
 	if (st.st_size > UI_FILE_MAX)
-		return err_set(e, 500, "internal", EFBIG, "%s is over %d bytes", what, UI_FILE_MAX);
+		return err_set(e, ERR_INTERNAL, EFBIG, "%s is over %d bytes", what, UI_FILE_MAX);
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-		return err_set(e, 500, "internal", errno, "%s: %s", what, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "%s: %s", what, strerror(errno));
 	f->size = (uint64_t)st.st_size;
 	return 0;
 }
@@ -94,7 +94,7 @@ static int open_vendor(const char *name, struct ui_file *f, struct err *e)
 		/* a path of the table, not of the request: Debian's own links are followed */
 		int fd = open(vendor[i].path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			return err_set(e, 404, "not_found", ENOENT, "%s is missing: install Debian's %s", vendor[i].path,
+			return err_set(e, ERR_NOT_FOUND, ENOENT, "%s is missing: install Debian's %s", vendor[i].path,
 				       vendor[i].package);
 		int rc = check_file(fd, vendor[i].path, f, e);
 		if (rc < 0) {
@@ -105,7 +105,7 @@ static int open_vendor(const char *name, struct ui_file *f, struct err *e)
 		f->content_type = type_of(vendor[i].name);
 		return 0;
 	}
-	return err_set(e, 404, "not_found", ENOENT, "the console has no file vendor/%s", name);
+	return err_set(e, ERR_NOT_FOUND, ENOENT, "the console has no file vendor/%s", name);
 }
 
 int ui_open(const char *dir, const char *url, struct ui_file *f, struct err *e)
@@ -119,21 +119,21 @@ int ui_open(const char *dir, const char *url, struct ui_file *f, struct err *e)
 	if (strncmp(name, UI_VENDOR, strlen(UI_VENDOR)) == 0)
 		return open_vendor(name + strlen(UI_VENDOR), f, e);
 	if (!name_ok(name))
-		return err_set(e, 400, "invalid_argument", EINVAL,
+		return err_set(e, ERR_INVALID, EINVAL,
 			       "a file of the console is named by 1 to %d of A-Z a-z 0-9 . _ - (no leading dot or dash, "
 			       "no ..)", UI_NAME_MAX);
 	f->content_type = type_of(name);
 	if (!f->content_type)
-		return err_set(e, 404, "not_found", ENOENT, "the console has no file %s (not a kind it serves)", name);
+		return err_set(e, ERR_NOT_FOUND, ENOENT, "the console has no file %s (not a kind it serves)", name);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
-		rc = err_set(e, 404, "not_found", ENOENT, "the console's folder %s cannot be opened: %s", dir,
+		rc = err_set(e, ERR_NOT_FOUND, ENOENT, "the console's folder %s cannot be opened: %s", dir,
 			     strerror(errno));
 		goto out;
 	}
 	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		rc = err_set(e, 404, "not_found", ENOENT, "the console has no file %s", name);
+		rc = err_set(e, ERR_NOT_FOUND, ENOENT, "the console has no file %s", name);
 		goto out;
 	}
 	if ((rc = check_file(fd, name, f, e)) < 0)

@@ -1,6 +1,6 @@
 /*
- * daemon/base/err.c - filling struct err, and the mapping from errno values
- * reported by the agent to HTTP statuses.
+ * daemon/base/err.c - filling struct err, the kinds' codes, and the mapping
+ * from errno values reported by the agent to kinds.
  */
 #include "daemon/base/err.h"
 
@@ -9,12 +9,43 @@
 #include <stdio.h>
 #include <string.h>
 
-int err_set(struct err *e, int status, const char *code, int errno_val, const char *fmt, ...)
+static const char *const codes[ERR_KINDS] = {
+	[ERR_NONE] = "",
+	[ERR_INVALID] = "invalid_argument",
+	[ERR_UNAUTHORIZED] = "unauthorized",
+	[ERR_FORBIDDEN] = "forbidden",
+	[ERR_PERMISSION] = "permission_denied",
+	[ERR_NOT_FOUND] = "not_found",
+	[ERR_METHOD] = "method_not_allowed",
+	[ERR_CONFLICT] = "conflict",
+	[ERR_CANCELLED] = "cancelled",
+	[ERR_TOO_LARGE] = "too_large",
+	[ERR_NOT_READY] = "not_ready",
+	[ERR_EXEC_FAILED] = "exec_failed",
+	[ERR_TOO_MANY] = "too_many",
+	[ERR_INTERNAL] = "internal",
+	[ERR_SANDBOX_FAILED] = "sandbox_failed",
+	[ERR_BUILD_FAILED] = "build_failed",
+	[ERR_NOT_IMPLEMENTED] = "not_implemented",
+	[ERR_UNAVAILABLE] = "unavailable",
+	[ERR_NO_KERNEL] = "no_kernel",
+	[ERR_ISOLATION_REFUSED] = "isolation_unavailable",
+	[ERR_ISOLATION_BROKEN] = "isolation_unavailable",
+	[ERR_ISOLATION_UNAVAILABLE] = "isolation_unavailable",
+	[ERR_TIMEOUT] = "timeout",
+	[ERR_NO_SPACE] = "no_space",
+};
+
+const char *err_code(enum err_kind kind)
 {
-	if (e && e->status == 0) {
+	return (unsigned)kind < ERR_KINDS ? codes[kind] : codes[ERR_INTERNAL];
+}
+
+int err_set(struct err *e, enum err_kind kind, int errno_val, const char *fmt, ...)
+{
+	if (e && e->kind == ERR_NONE) {
 		va_list ap;
-		e->status = status;
-		snprintf(e->code, sizeof(e->code), "%s", code);
+		e->kind = kind;
 		va_start(ap, fmt);
 		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 		va_end(ap);
@@ -22,53 +53,40 @@ int err_set(struct err *e, int status, const char *code, int errno_val, const ch
 	return -(errno_val > 0 ? errno_val : EIO);
 }
 
-int err_from_errno(struct err *e, int errno_val, const char *fmt, ...)
+static enum err_kind kind_of_errno(int errno_val)
 {
-	int status = 400;
-	const char *code = "invalid_argument";
-
 	switch (errno_val) {
 	case ENOENT:
 	case ESRCH:
-		status = 404;
-		code = "not_found";
-		break;
+		return ERR_NOT_FOUND;
 	case EACCES:
 	case EPERM:
-		status = 403;
-		code = "permission_denied";
-		break;
+		return ERR_PERMISSION;
 	case EEXIST:
 	case ENOTEMPTY:
 	case EBUSY:
-		status = 409;
-		code = "conflict";
-		break;
+		return ERR_CONFLICT;
 	case EAGAIN:
-		status = 429;
-		code = "too_many";
-		break;
+		return ERR_TOO_MANY;
 	case ENOSPC:
 	case EDQUOT:
-		status = 507;
-		code = "no_space";
-		break;
+		return ERR_NO_SPACE;
 	case EIO:
 	case ENOMEM:
-		status = 500;
-		code = "internal";
-		break;
+		return ERR_INTERNAL;
 	case ENOSYS:
-		status = 501;
-		code = "not_implemented";
-		break;
+		return ERR_NOT_IMPLEMENTED;
 	default:
-		break;
+		return ERR_INVALID;
 	}
+}
+
+int err_from_errno(struct err *e, int errno_val, const char *fmt, ...)
+{
 	char msg[sizeof(e->msg)];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return err_set(e, status, code, errno_val, "%s", msg);
+	return err_set(e, kind_of_errno(errno_val), errno_val, "%s", msg);
 }

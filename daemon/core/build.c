@@ -121,7 +121,7 @@ int build_cancel(struct daemon *d, const char *name, struct err *e)
 			syscall(SYS_pidfd_send_signal, b->pidfd, SIGTERM, NULL, 0);
 	}
 	pthread_cond_broadcast(&d->cond);
-	return told ? 0 : err_set(e, 404, "not_found", ENOENT, "no build of template %s runs", name);
+	return told ? 0 : err_set(e, ERR_NOT_FOUND, ENOENT, "no build of template %s runs", name);
 }
 
 int build_import(struct daemon *d, struct op *op, const char *name, const char *source, struct err *e)
@@ -129,7 +129,7 @@ int build_import(struct daemon *d, struct op *op, const char *name, const char *
 	bool upload = strcmp(source, "oci-archive") == 0 || strcmp(source, "docker-archive") == 0;
 	if (!upload && strncmp(source, "docker://", 9) != 0 && strncmp(source, BUILD_PACKAGES_SOURCE,
 									 strlen(BUILD_PACKAGES_SOURCE)) != 0)
-		return err_set(e, 400, "invalid_argument", EINVAL,
+		return err_set(e, ERR_INVALID, EINVAL,
 			       "source must be oci-archive or docker-archive (the body is the archive), docker://REFERENCE "
 			       "or packages:PKG[,PKG...]");
 	if (!upload && source[0] == 'p') { /* the default template's packages and these */
@@ -140,7 +140,7 @@ int build_import(struct daemon *d, struct op *op, const char *name, const char *
 			return -EINVAL;
 	}
 	if (strlen(source) > TEMPLATE_SOURCE_MAX)
-		return err_set(e, 400, "invalid_argument", E2BIG, "source is over %d bytes", TEMPLATE_SOURCE_MAX);
+		return err_set(e, ERR_INVALID, E2BIG, "source is over %d bytes", TEMPLATE_SOURCE_MAX);
 	int rc = build_begin(d, op, name, "Dockerfile", NULL, NULL, e);
 	if (rc < 0)
 		return rc;
@@ -172,7 +172,7 @@ int build_begin(struct daemon *d, struct op *op, const char *name, const char *f
 		const char *packages, struct err *e)
 {
 	if (!name || !template_name_ok(name))
-		return err_set(e, 400, "invalid_argument", EINVAL,
+		return err_set(e, ERR_INVALID, EINVAL,
 			       "name must be a template name: NAME[:TAG], each [A-Za-z0-9][A-Za-z0-9._-]*, at most %d bytes",
 			       TEMPLATE_NAME_MAX);
 	char canon[TEMPLATE_NAME_MAX + 1];
@@ -180,27 +180,27 @@ int build_begin(struct daemon *d, struct op *op, const char *name, const char *f
 	template_name_canon(canon);
 	name = canon;
 	if (strcmp(name, TEMPLATE_DEFAULT) == 0)
-		return err_set(e, 409, "conflict", EEXIST, "the default template is spaced's own: name the build another");
+		return err_set(e, ERR_CONFLICT, EEXIST, "the default template is spaced's own: name the build another");
 	if (strlen(file) > BUILD_FILE_MAX || !*file)
-		return err_set(e, 400, "invalid_argument", EINVAL, "dockerfile must be a path of 1 to %d bytes", BUILD_FILE_MAX);
+		return err_set(e, ERR_INVALID, EINVAL, "dockerfile must be a path of 1 to %d bytes", BUILD_FILE_MAX);
 	if (packages) { /* checked as spaced --template NAME=PKG,... is (the builder names them again) */
 		struct template_spec t;
 		char arg[TEMPLATE_EXTRA_MAX + 8];
 		if (strlen(packages) > TEMPLATE_EXTRA_MAX)
-			return err_set(e, 400, "invalid_argument", E2BIG, "packages is over %d bytes", TEMPLATE_EXTRA_MAX);
+			return err_set(e, ERR_INVALID, E2BIG, "packages is over %d bytes", TEMPLATE_EXTRA_MAX);
 		snprintf(arg, sizeof(arg), "x=%s", packages);
 		if (template_parse(arg, &t, e) < 0)
 			return -EINVAL;
 	}
 	if (json_array_size(args) > DOCKERFILE_BUILD_ARGS_MAX)
-		return err_set(e, 400, "invalid_argument", E2BIG, "at most %d build arguments", DOCKERFILE_BUILD_ARGS_MAX);
+		return err_set(e, ERR_INVALID, E2BIG, "at most %d build arguments", DOCKERFILE_BUILD_ARGS_MAX);
 	if (d->builds >= BUILD_MAX_RUNNING)
-		return err_set(e, 429, "too_many", EAGAIN, "%d builds are running: try again when one ends", BUILD_MAX_RUNNING);
+		return err_set(e, ERR_TOO_MANY, EAGAIN, "%d builds are running: try again when one ends", BUILD_MAX_RUNNING);
 	struct build *b = calloc(1, sizeof(*b));
 	unsigned char r[8];
 	if (!b || getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
 		free(b);
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	}
 	b->d = d;
 	b->op = op;
@@ -216,7 +216,7 @@ int build_begin(struct daemon *d, struct op *op, const char *name, const char *f
 	snprintf(tar, sizeof(tar), "%s/context.tar", b->dir);
 	if ((mkdir(parent, 0700) < 0 && errno != EEXIST) || mkdir(b->dir, 0700) < 0 ||
 	    (b->tar_fd = open(tar, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
-		int rc = err_set(e, 500, "internal", errno, "cannot make the build's folder: %s", strerror(errno));
+		int rc = err_set(e, ERR_INTERNAL, errno, "cannot make the build's folder: %s", strerror(errno));
 		rmdir(b->dir);
 		b->tar_fd = -1;
 		build_free(b);
@@ -235,18 +235,18 @@ int build_upload(struct op *op, const char *data, size_t n)
 {
 	struct build *b = op->owner;
 	if (!b || b->tar_fd < 0)
-		return err_set(&op->err, 500, "internal", EBADF, "the build is gone");
+		return err_set(&op->err, ERR_INTERNAL, EBADF, "the build is gone");
 	if (b->cancelled)
-		return err_set(&op->err, 409, "cancelled", ECANCELED, "the build of template %s was cancelled", b->name);
+		return err_set(&op->err, ERR_CANCELLED, ECANCELED, "the build of template %s was cancelled", b->name);
 	if (b->tar_bytes + n > BUILD_UPLOAD_MAX)
-		return err_set(&op->err, 413, "too_large", E2BIG, "a build context is limited to %llu bytes",
+		return err_set(&op->err, ERR_TOO_LARGE, E2BIG, "a build context is limited to %llu bytes",
 			       (unsigned long long)BUILD_UPLOAD_MAX);
 	for (size_t off = 0; off < n;) {
 		ssize_t w = write(b->tar_fd, data + off, n - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
-			return err_set(&op->err, errno == ENOSPC ? 507 : 500, errno == ENOSPC ? "no_space" : "internal", errno,
+			return err_set(&op->err, errno == ENOSPC ? ERR_NO_SPACE : ERR_INTERNAL, errno,
 				       "cannot keep the build context: %s", strerror(errno));
 		off += (size_t)w;
 	}
@@ -319,7 +319,7 @@ static void build_job(struct job *j)
 		b->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (b->op && pid < 0) {
 		struct err e = { 0 };
-		err_set(&e, 500, "internal", -pid, "cannot start the builder: %s", strerror(-pid));
+		err_set(&e, ERR_INTERNAL, -pid, "cannot start the builder: %s", strerror(-pid));
 		op_fail(b->op, &e);
 	} else if (b->op) {
 		b->op->status = 200;
@@ -391,14 +391,14 @@ int build_start(struct op *op)
 {
 	struct build *b = op->owner;
 	if (!b)
-		return err_set(&op->err, 500, "internal", EBADF, "the build is gone");
+		return err_set(&op->err, ERR_INTERNAL, EBADF, "the build is gone");
 	if (b->started)
 		return 0;
 	if (b->cancelled)
-		return err_set(&op->err, 409, "cancelled", ECANCELED, "the build of template %s was cancelled", b->name);
+		return err_set(&op->err, ERR_CANCELLED, ECANCELED, "the build of template %s was cancelled", b->name);
 	if (close(b->tar_fd) < 0) {
 		b->tar_fd = -1;
-		return err_set(&op->err, 500, "internal", errno, "cannot keep the build context: %s", strerror(errno));
+		return err_set(&op->err, ERR_INTERNAL, errno, "cannot keep the build context: %s", strerror(errno));
 	}
 	b->tar_fd = -1;
 	struct job j = { .fn = b->transport[0] || b->source[0] ? import_job : build_job, .arg = b };
@@ -419,12 +419,12 @@ static void record_job(struct job *j)
 	/* marked before it is looked for: a release sees it (template.h) */
 	int rc = template_use(d, key);
 	if (rc < 0)
-		err_set(&e, 500, "internal", -rc, "cannot mark the template's files as used: %s", strerror(-rc));
+		err_set(&e, ERR_INTERNAL, -rc, "cannot mark the template's files as used: %s", strerror(-rc));
 	else if (access(rootfs, F_OK) < 0)
-		rc = err_set(&e, 409, "conflict", ENOENT, "the files of %s left the cache: build again", key);
+		rc = err_set(&e, ERR_CONFLICT, ENOENT, "the files of %s left the cache: build again", key);
 	json_t *old = rc == 0 ? store_get_template(d->store, name) : NULL;
 	if (rc == 0 && (rc = store_put_template(d->store, name, key, rootfs, source, cfg ? cfg : "{}")) < 0)
-		err_set(&e, 500, "internal", -rc, "cannot record template %s", name);
+		err_set(&e, ERR_INTERNAL, -rc, "cannot record template %s", name);
 	const char *old_key = json_string_value(json_object_get(old, "key"));
 	daemon_lock(d);
 	int users = old_key && strcmp(old_key, key) != 0 ? template_sandboxes(d, name) : 0;
@@ -461,12 +461,12 @@ int build_record(struct daemon *d, struct op *op, const char *name, json_t *body
 	const char *key = json_string_value(json_object_get(body, "key"));
 	const char *source = json_string_value(json_object_get(body, "source"));
 	if (!template_name_ok(name) || strcmp(name, TEMPLATE_DEFAULT) == 0)
-		return err_set(e, 400, "invalid_argument", EINVAL, "%s cannot name a built template", name);
+		return err_set(e, ERR_INVALID, EINVAL, "%s cannot name a built template", name);
 	if (!key || !*key || strlen(key) > 80 || key[0] == '.' ||
 	    strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(key))
-		return err_set(e, 400, "invalid_argument", EINVAL, "key must name an entry of the cache's templates");
+		return err_set(e, ERR_INVALID, EINVAL, "key must name an entry of the cache's templates");
 	if (!source || strlen(source) > TEMPLATE_SOURCE_MAX || !json_is_object(json_object_get(body, "config")))
-		return err_set(e, 400, "invalid_argument", EINVAL, "source (a string) and config (an object) are required");
+		return err_set(e, ERR_INVALID, EINVAL, "source (a string) and config (an object) are required");
 	struct job j = { .fn = record_job, .op = op, .json = json_incref(body) };
 	snprintf(j.text, sizeof(j.text), "%s", name);
 	snprintf(j.text2, sizeof(j.text2), "%s", key);

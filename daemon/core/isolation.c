@@ -43,7 +43,7 @@ int isolation_init(struct daemon *d, const char *deflt, isolation_finder find, s
 		d->drivers[i].kind = kinds[i];
 	d->isolation = isolation_find(d, deflt);
 	if (!d->isolation)
-		return err_set(e, 400, "invalid_argument", EINVAL, "unknown isolation %s (known: %s)", deflt,
+		return err_set(e, ERR_INVALID, EINVAL, "unknown isolation %s (known: %s)", deflt,
 			       kind_list(names, sizeof(names)));
 	for (int i = 0; i < ISOLATION_KINDS; i++) {
 		struct driver_slot *k = &d->drivers[i];
@@ -58,7 +58,7 @@ int isolation_init(struct daemon *d, const char *deflt, isolation_finder find, s
 		if (k->ops)
 			continue;
 		if (k == d->isolation)
-			return err_set(e, 500, "isolation_unavailable", ENOTSUP, "isolation %s is unavailable: %s", k->kind,
+			return err_set(e, ERR_ISOLATION_BROKEN, ENOTSUP, "isolation %s is unavailable: %s", k->kind,
 				       k->why);
 		log_info("isolation %s is unavailable: %s", k->kind, k->why);
 	}
@@ -70,9 +70,9 @@ const struct driver_slot *isolation_pick(struct daemon *d, const char *name, str
 	char names[64];
 	const struct driver_slot *k = name ? isolation_find(d, name) : d->isolation;
 	if (!k)
-		err_set(e, 400, "invalid_argument", EINVAL, "isolation must be one of %s", kind_list(names, sizeof(names)));
+		err_set(e, ERR_INVALID, EINVAL, "isolation must be one of %s", kind_list(names, sizeof(names)));
 	else if (!k->ops)
-		err_set(e, 400, "isolation_unavailable", ENOTSUP, "isolation %s is unavailable on this host: %s", k->kind,
+		err_set(e, ERR_ISOLATION_REFUSED, ENOTSUP, "isolation %s is unavailable on this host: %s", k->kind,
 			k->why);
 	return k && k->ops ? k : NULL;
 }

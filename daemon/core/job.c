@@ -29,7 +29,7 @@ int job_record(struct job *j, struct err *e)
 {
 	int rc = j->first.seq ? store_save(j->d->store, &j->first) : 0;
 	if (rc < 0)
-		err_set(e, 500, "internal", -rc, "cannot record that sandbox %s is %s: %s", j->first.id,
+		err_set(e, ERR_INTERNAL, -rc, "cannot record that sandbox %s is %s: %s", j->first.id,
 			sb_state_name(j->first.state), strerror(-rc));
 	return rc;
 }
@@ -38,7 +38,7 @@ int job_start(struct daemon *d, const struct job *tmpl, struct err *e)
 {
 	struct job *j = malloc(sizeof(*j));
 	if (!j)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	*j = *tmpl;
 	j->d = d;
 	pthread_t t;
@@ -49,7 +49,7 @@ int job_start(struct daemon *d, const struct job *tmpl, struct err *e)
 	pthread_attr_destroy(&attr);
 	if (rc) {
 		free(j);
-		return err_set(e, 500, "internal", rc, "cannot start a job: %s", strerror(rc));
+		return err_set(e, ERR_INTERNAL, rc, "cannot start a job: %s", strerror(rc));
 	}
 	d->jobs++;
 	if (j->sb)

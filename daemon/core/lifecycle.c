@@ -66,9 +66,9 @@ static void end_process_requests(struct sandbox *sb, enum sb_state st)
 {
 	struct err e = { 0 };
 	if (st == SB_FAILED)
-		err_set(&e, 500, "sandbox_failed", EIO, "sandbox %s failed: %s", sb->id, sb->reason);
+		err_set(&e, ERR_SANDBOX_FAILED, EIO, "sandbox %s failed: %s", sb->id, sb->reason);
 	else
-		err_set(&e, 409, "conflict", EBUSY, "sandbox %s was suspended", sb->id);
+		err_set(&e, ERR_CONFLICT, EBUSY, "sandbox %s was suspended", sb->id);
 	snprintf(e.state, sizeof(e.state), "%s", sb_state_name(st));
 	op_fail_process_requests(sb, &e);
 }
@@ -112,14 +112,14 @@ static void settle(struct job *j, enum sb_state st, const struct err *e)
 	if (!j->op)
 		return;
 	struct err unrecorded = { 0 };
-	if (rc < 0 && !(e && e->status)) {
+	if (rc < 0 && !(e && e->kind)) {
 		/* what happened stands (spaced's next start finds it from the sandbox's files);
 		 * the API does not call it done */
-		err_set(&unrecorded, 500, "internal", -rc, "sandbox %s is %s, but that could not be recorded: %s", sb->id,
+		err_set(&unrecorded, ERR_INTERNAL, -rc, "sandbox %s is %s, but that could not be recorded: %s", sb->id,
 			sb_state_name(st), strerror(-rc));
 		e = &unrecorded;
 	}
-	if (e && e->status) {
+	if (e && e->kind) {
 		op_fail(j->op, e);
 	} else {
 		j->op->status = 200;
@@ -244,7 +244,7 @@ static int check_room(struct daemon *d, struct sandbox *sb, struct err *e)
 	if (rc < 0)
 		return rc;
 	if (have < need)
-		return err_set(e, 507, "no_space", ENOSPC,
+		return err_set(e, ERR_NO_SPACE, ENOSPC,
 			       "sandbox %s: the host has %llu MiB free, a memory image needs about %llu MiB; it "
 			       "keeps running",
 			       sb->id, (unsigned long long)(have >> 20), (unsigned long long)(need >> 20));
@@ -283,12 +283,12 @@ static int drain_network(struct daemon *d, struct sandbox *sb, struct err *e)
 	struct err ignored = { 0 };
 	net_hold(d, sb, false, &ignored);
 	if (rc > 0)
-		return err_set(e, 409, "conflict", EBUSY,
+		return err_set(e, ERR_CONFLICT, EBUSY,
 			       "sandbox %s cannot be suspended while %d TCP connection%s open over its network (%s): "
 			       "gVisor cannot keep them in a memory image, and %d s did not see them close; it keeps "
 			       "running",
 			       sb->id, rc, rc == 1 ? " is" : "s are", first, LIFECYCLE_NET_DRAIN_MS / 1000);
-	return err_set(e, 500, "internal", -rc, "sandbox %s: cannot read its connections: %s; it keeps running",
+	return err_set(e, ERR_INTERNAL, -rc, "sandbox %s: cannot read its connections: %s; it keeps running",
 		       sb->id, strerror(-rc));
 }
 
@@ -299,9 +299,9 @@ int lifecycle_detach(struct daemon *d, struct sandbox *sb, struct err *e)
 	if (rc == 1)
 		return 0; /* the connection ends with the runtime's checkpoint */
 	if (rc < 0 && sb->chan.fd >= 0)
-		return err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
+		return err_set(e, ERR_UNAVAILABLE, ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
 	if (!sandbox_wait(d, sb, disconnected, DETACH_TIMEOUT_MS))
-		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not detach within %d s", sb->id,
+		return err_set(e, ERR_INTERNAL, ETIMEDOUT, "sandbox %s: the agent did not detach within %d s", sb->id,
 			       DETACH_TIMEOUT_MS / 1000);
 	return 0;
 }
@@ -312,7 +312,7 @@ int lifecycle_reattach(struct daemon *d, struct sandbox *sb, struct err *e)
 	if (sb->chan.listen_fd < 0) {
 		int rc = peer_listen(d, sb);
 		if (rc < 0)
-			return err_set(e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
+			return err_set(e, ERR_INTERNAL, -rc, "agent socket: %s", strerror(-rc));
 	}
 	return 0;
 }
@@ -322,7 +322,7 @@ static int wait_agent(struct daemon *d, struct sandbox *sb, struct err *e)
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	int ms = driver_hello_ms(dv ? dv->ops : NULL);
 	if (!sandbox_wait(d, sb, said_hello, ms))
-		return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not reconnect within %d s",
+		return err_set(e, ERR_INTERNAL, ETIMEDOUT, "sandbox %s: the agent did not reconnect within %d s",
 			       sb->id, ms / 1000);
 	return 0;
 }
@@ -397,7 +397,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 	 * with the container stopped (a disk whose journal aborted when the host had no room for
 	 * it is read-only from then on). */
 	if (rc == 0 && (rc = sandbox_sync_layer(d, sb)) < 0)
-		err_set(e, 500, "internal", -rc, "sandbox %s: its disk cannot be synced (%s); it keeps running", sb->id,
+		err_set(e, ERR_INTERNAL, -rc, "sandbox %s: its disk cannot be synced (%s); it keeps running", sb->id,
 			strerror(-rc));
 	if (rc < 0)
 		return from;
@@ -463,8 +463,8 @@ static void resume_job(struct job *j)
 		return;
 	}
 	enum sb_state st = rc == 0 ? lifecycle_do_resume(d, sb, &e) : SB_SUSPENDED;
-	settle(j, st, e.status ? &e : NULL);
-	lifecycle_resumed(d, sb, e.status ? &e : NULL);
+	settle(j, st, e.kind ? &e : NULL);
+	lifecycle_resumed(d, sb, e.kind ? &e : NULL);
 	daemon_unlock(d);
 }
 
@@ -474,7 +474,7 @@ static void suspend_job(struct job *j)
 	struct err e = { 0 };
 	enum sb_state st = job_record(j, &e) == 0 ? lifecycle_do_suspend(d, j->sb, (enum sb_state)j->count, &e)
 						  : (enum sb_state)j->count;
-	settle(j, st, e.status ? &e : NULL);
+	settle(j, st, e.kind ? &e : NULL);
 	if (j->sb->deferred) {
 		/* requests arrived while it was being suspended: they want it running */
 		struct err ignored = { 0 };
@@ -497,7 +497,7 @@ static void sync_job(struct job *j)
 		rc = peer_request(d, sb, "sync inside", SP_H_SYNC, NULL, 0, NULL, 0, SYNC_TIMEOUT_MS, &e);
 	daemon_unlock(d);
 	if (rc == 0 && (rc = sandbox_sync_layer(d, sb)) < 0)
-		err_set(&e, 500, "internal", -rc, "syncing the writable layer: %s", strerror(-rc));
+		err_set(&e, ERR_INTERNAL, -rc, "syncing the writable layer: %s", strerror(-rc));
 	daemon_lock(d);
 	if (rc < 0) {
 		op_fail(j->op, &e);
@@ -520,7 +520,7 @@ int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, stru
 	}
 	if (v == STATE_ILLEGAL) {
 		static const char *verbs[] = { "paused", "resumed", "suspended", "deleted" };
-		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s and cannot be %s now", sb->id,
+		err_set(e, ERR_CONFLICT, EBUSY, "sandbox %s is %s and cannot be %s now", sb->id,
 			sb_state_name(sb->state), verbs[a]);
 		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
 		return -EBUSY;
@@ -539,7 +539,7 @@ int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, stru
 int lifecycle_sync(struct daemon *d, struct sandbox *sb, struct op *op, struct err *e)
 {
 	if (sb->state != SB_RUNNING && sb->state != SB_SUSPENDED && sb->state != SB_PAUSED) {
-		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		err_set(e, ERR_CONFLICT, EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
 		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
 		return -EBUSY;
 	}
@@ -567,7 +567,7 @@ static void timeouts_job(struct job *j)
 	/* written with the lock held: two changes in a row leave the newer one recorded */
 	if (store_put_timeouts(d->store, j->sb) < 0) {
 		struct err e = { 0 };
-		err_set(&e, 500, "internal", EIO, "sandbox %s: its new timeouts apply but could not be recorded "
+		err_set(&e, ERR_INTERNAL, EIO, "sandbox %s: its new timeouts apply but could not be recorded "
 			"(a restart of spaced would bring back the old ones)", j->sb->id);
 		op_fail(j->op, &e);
 	} else {
@@ -582,7 +582,7 @@ int lifecycle_set_timeouts(struct daemon *d, struct sandbox *sb, const struct sb
 			   struct err *e)
 {
 	if (sb->state != SB_RUNNING && sb->state != SB_PAUSED && sb->state != SB_SUSPENDED) {
-		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		err_set(e, ERR_CONFLICT, EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
 		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
 		return -EBUSY;
 	}
@@ -660,7 +660,7 @@ void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e
 		int rc = op->route->handler(op);
 		if (op->deferred)
 			continue; /* deferred again: it waits for the next resume or hello */
-		if (op->route->upload && rc == API_DONE && !op->err.status && !op->done)
+		if (op->route->upload && rc == API_DONE && !op->err.kind && !op->done)
 			op_wake(op); /* go on with the body */
 		else if (rc == API_DONE)
 			op_finish(op);

@@ -234,7 +234,7 @@ void op_fail(struct op *op, const struct err *e)
 		if (op->kind == OP_READ) {
 			op->failed = true;
 		} else {
-			json_t *ev = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", e->code, "message",
+			json_t *ev = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", err_code(e->kind), "message",
 					       e->msg);
 			if (ev && e->state[0])
 				json_object_set_new(json_object_get(ev, "error"), "state", json_string(e->state));
@@ -244,7 +244,7 @@ void op_fail(struct op *op, const struct err *e)
 		op_wake(op);
 		return;
 	}
-	if (op->err.status == 0)
+	if (op->err.kind == 0)
 		op->err = *e;
 	op_finish(op);
 }
@@ -325,7 +325,7 @@ static void op_deadline(struct timer *t)
 	struct op *op = (struct op *)((char *)t - offsetof(struct op, timer));
 	if (op->deferred) {
 		struct err e = { 0 };
-		err_set(&e, 503, "unavailable", ENOTCONN, "sandbox %s: its agent did not connect", op->sbid);
+		err_set(&e, ERR_UNAVAILABLE, ENOTCONN, "sandbox %s: its agent did not connect", op->sbid);
 		op_unlink(op);
 		op_fail(op, &e);
 		return;

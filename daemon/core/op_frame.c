@@ -48,7 +48,7 @@ static void on_error_frame(struct op *op, const struct frame *f)
 	const char *msg = frame_str(f, &off);
 	struct err e = { 0 };
 	if (op->kind == OP_EXEC && er.err != EAGAIN)
-		err_set(&e, 422, "exec_failed", er.err, "%s", msg ? msg : strerror(er.err));
+		err_set(&e, ERR_EXEC_FAILED, er.err, "%s", msg ? msg : strerror(er.err));
 	else if (msg && *msg)
 		err_from_errno(&e, er.err, "%s", msg);
 	else
@@ -67,7 +67,7 @@ static int on_started(struct op *op, const struct frame *f, char *why)
 	if (!p) {
 		snprintf(why, CHAN_MAX_WHY, "the agent names more than %d processes", SANDBOX_MAX_PROCS_TRACKED);
 		struct err e = { 0 };
-		err_set(&e, 503, "unavailable", EPROTO, "sandbox %s: %s", sb->id, why);
+		err_set(&e, ERR_UNAVAILABLE, EPROTO, "sandbox %s: %s", sb->id, why);
 		op_fail(op, &e);
 		return -EPROTO;
 	}

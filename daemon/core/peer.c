@@ -39,10 +39,10 @@ static void fail_pending(struct sandbox *sb, const char *why)
 {
 	struct err e = { 0 };
 	if (sb->state == SB_SUSPENDING) {
-		err_set(&e, 409, "conflict", EBUSY, "sandbox %s is being suspended", sb->id);
+		err_set(&e, ERR_CONFLICT, EBUSY, "sandbox %s is being suspended", sb->id);
 		snprintf(e.state, sizeof(e.state), "%s", sb_state_name(sb->state));
 	} else {
-		err_set(&e, 503, "unavailable", EPIPE, "sandbox %s: %s", sb->id, why);
+		err_set(&e, ERR_UNAVAILABLE, EPIPE, "sandbox %s: %s", sb->id, why);
 	}
 	op_fail_list(&sb->ops, &e);
 }
@@ -436,7 +436,7 @@ int peer_request(struct daemon *d, struct sandbox *sb, const char *what, uint8_t
 {
 	struct op *call = calloc(1, sizeof(*call));
 	if (!call)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	call->d = d;
 	call->kind = OP_CALL;
 	call->long_call = true; /* bounded by timeout_ms instead of the liveness ping */
@@ -454,11 +454,11 @@ int peer_request(struct daemon *d, struct sandbox *sb, const char *what, uint8_t
 		while (!call->done && daemon_wait(d, &until) != ETIMEDOUT)
 			;
 		if (!call->done)
-			rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: %s did not finish", sb->id, what);
-		else if (call->err.status)
-			rc = err_set(e, call->err.status, call->err.code, EIO, "%s", call->err.msg);
+			rc = err_set(e, ERR_INTERNAL, ETIMEDOUT, "sandbox %s: %s did not finish", sb->id, what);
+		else if (call->err.kind)
+			rc = err_set(e, call->err.kind, EIO, "%s", call->err.msg);
 	} else {
-		rc = err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
+		rc = err_set(e, ERR_UNAVAILABLE, ENOTCONN, "sandbox %s: cannot reach its agent", sb->id);
 	}
 	op_unlink(call);
 	op_free(call);

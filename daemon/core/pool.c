@@ -296,9 +296,9 @@ static void claim_job(struct job *j)
 	daemon_lock(d);
 	if (json_object_size(env)) {
 		struct buf b = { 0 };
-		rc = env_strings(env, &b) < 0 ? err_set(&e, 500, "internal", ENOMEM, "out of memory") : 0;
+		rc = env_strings(env, &b) < 0 ? err_set(&e, ERR_INTERNAL, ENOMEM, "out of memory") : 0;
 		if (rc == 0 && sizeof(struct frame) + buf_avail(&b) > SP_MAX_PAYLOAD)
-			rc = err_set(&e, 413, "too_large", E2BIG, "env is too large for the sandbox's agent");
+			rc = err_set(&e, ERR_TOO_LARGE, E2BIG, "env is too large for the sandbox's agent");
 		if (rc == 0)
 			rc = peer_request(d, sb, "taking the create's environment", SP_H_ENV, buf_head(&b), buf_avail(&b),
 					  NULL, 0, AGENT_HELLO_TIMEOUT_MS, &e);
@@ -314,7 +314,7 @@ static void claim_job(struct job *j)
 	}
 	/* what the create asked for is on disk before it is answered */
 	if (rc == 0 && (rc = store_put_sandbox(d->store, sb)) < 0)
-		err_set(&e, 500, "internal", -rc, "cannot record sandbox %s: %s", sb->id, strerror(-rc));
+		err_set(&e, ERR_INTERNAL, -rc, "cannot record sandbox %s: %s", sb->id, strerror(-rc));
 	if (rc == 0) {
 		const struct driver_slot *dv = sandbox_driver(d, sb);
 		struct err we = { 0 };
@@ -363,7 +363,7 @@ int pool_claim(struct daemon *d, const struct sb_config *cfg, struct op *op, str
 	struct job j = { .fn = claim_job, .op = op, .sb = sb };
 	j.json = json_pack("{s:O, s:O?}", "env", cfg->env, "network", (json_t *)cfg->network);
 	if (!j.json)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	int rc = sandbox_claim(d, sb, cfg, e);
 	if (rc == 0 && (rc = job_start(d, &j, e)) < 0)
 		sandbox_delete(d, sb, NULL, &(struct err){ 0 });

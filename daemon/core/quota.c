@@ -27,12 +27,12 @@ int quota_snapshot(struct daemon *d, const struct sandbox *sb, struct err *e)
 	uint64_t bytes = 0;
 	int rc = store_tenant_snapshots(d->store, sb->tenant, &count, &bytes);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot count the tenant's snapshots");
+		return err_set(e, ERR_INTERNAL, -rc, "cannot count the tenant's snapshots");
 	if (count >= d->max_snapshots)
-		return err_set(e, 429, "too_many", EDQUOT, "a tenant may keep at most %d snapshots; delete one first",
+		return err_set(e, ERR_TOO_MANY, EDQUOT, "a tenant may keep at most %d snapshots; delete one first",
 			       d->max_snapshots);
 	if (bytes >= d->max_snapshot_bytes)
-		return err_set(e, 429, "too_many", EDQUOT,
+		return err_set(e, ERR_TOO_MANY, EDQUOT,
 			       "the tenant's snapshots take %.1f MiB, at or over its quota of %.1f MiB; delete one first",
 			       (double)bytes / MIB, (double)d->max_snapshot_bytes / MIB);
 	return 0;
@@ -99,7 +99,7 @@ int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 	uint64_t used = quota_layer_bytes(d, sb);
 	uint64_t need = image + used * (uint64_t)(1 + copies) + d->reserve_bytes;
 	if (avail < need)
-		return err_set(e, 507, "no_space", ENOSPC,
+		return err_set(e, ERR_NO_SPACE, ENOSPC,
 			       "the host has %.1f MiB free for sandbox %s's state; this needs about %.1f MiB", avail / MIB,
 			       sb->id, need / MIB);
 	return 0;
@@ -113,7 +113,7 @@ int quota_create(struct daemon *d, uint64_t layer, struct err *e)
 		return rc;
 	uint64_t need = QUOTA_CREATE_BYTES + layer;
 	if (avail < need)
-		return err_set(e, 507, "no_space", ENOSPC,
+		return err_set(e, ERR_NO_SPACE, ENOSPC,
 			       "the host has %.1f MiB free for spaced's state; a new sandbox needs about %.1f MiB",
 			       avail / MIB, need / MIB);
 	return 0;

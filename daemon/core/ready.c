@@ -54,7 +54,7 @@ static struct op *run(struct daemon *d, struct sandbox *sb, const char *what, co
 	struct op *op = calloc(1, sizeof(*op));
 	if (!op || !(op->what = strdup(what))) {
 		free(op);
-		err_set(e, 500, "internal", ENOMEM, "out of memory");
+		err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 		return NULL;
 	}
 	op->d = d;
@@ -62,7 +62,7 @@ static struct op *run(struct daemon *d, struct sandbox *sb, const char *what, co
 	int rc = send_script(op, sb, script, timeout_ms);
 	if (rc < 0) {
 		op_free(op);
-		err_set(e, rc == -E2BIG ? 422 : 503, rc == -E2BIG ? "not_ready" : "unavailable", -rc,
+		err_set(e, rc == -E2BIG ? ERR_NOT_READY : ERR_UNAVAILABLE, -rc,
 			"sandbox %s: %s: %s", sb->id, what, rc == -E2BIG ? "the command is too long" : "cannot reach its agent");
 		return NULL;
 	}
@@ -75,10 +75,10 @@ static struct op *run(struct daemon *d, struct sandbox *sb, const char *what, co
 	if (!op->done) {
 		op_unlink(op);
 		op_free(op);
-		err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: %s: its agent did not answer", sb->id, what);
+		err_set(e, ERR_INTERNAL, ETIMEDOUT, "sandbox %s: %s: its agent did not answer", sb->id, what);
 		return NULL;
 	}
-	if (op->err.status) {
+	if (op->err.kind) {
 		*e = op->err;
 		op_free(op);
 		return NULL;
@@ -108,7 +108,7 @@ int ready_run(struct daemon *d, struct sandbox *sb, const char *start, const cha
 	char *script = NULL;
 	if (start) {
 		if (asprintf(&script, "exec >>%s 2>&1 </dev/null\n%s", READY_START_LOG, start) < 0)
-			return err_set(e, 500, "internal", ENOMEM, "out of memory");
+			return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 		struct op *op = run(d, sb, start, script, true, 0, e);
 		free(script);
 		if (!op)
@@ -125,7 +125,7 @@ int ready_run(struct daemon *d, struct sandbox *sb, const char *start, const cha
 		snprintf(alive, sizeof(alive), "[ -d /proc/%u ] || exit 97\n", pid);
 	if (asprintf(&script, "while ! { %s\n} >/dev/null 2>&1 </dev/null; do\n%ssleep %d.%03d\ndone", ready, alive,
 		     READY_POLL_MS / 1000, READY_POLL_MS % 1000) < 0)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	int64_t timeout_ms = (int64_t)d->ready_timeout_s * 1000;
 	struct op *op = run(d, sb, ready, script, false, (uint32_t)timeout_ms, e);
 	free(script);
@@ -140,13 +140,13 @@ int ready_run(struct daemon *d, struct sandbox *sb, const char *start, const cha
 	char tail[READY_LOG_TAIL + 1];
 	log_tail(d, sb, tail, sizeof(tail));
 	if (late)
-		return err_set(e, 422, "not_ready", ETIMEDOUT,
+		return err_set(e, ERR_NOT_READY, ETIMEDOUT,
 			       "the template's ready command did not succeed within %d s; the start command's output ends: %s",
 			       d->ready_timeout_s, tail);
 	if (code == 97 && pid)
-		return err_set(e, 422, "not_ready", ECHILD,
+		return err_set(e, ERR_NOT_READY, ECHILD,
 			       "the template's start command ended before its ready command succeeded; its output ends: %s",
 			       tail);
-	return err_set(e, 422, "not_ready", EIO, "the template's ready command ended with %d; the start command's output ends: %s",
+	return err_set(e, ERR_NOT_READY, EIO, "the template's ready command ended with %d; the start command's output ends: %s",
 		       code, tail);
 }

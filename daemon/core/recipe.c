@@ -57,10 +57,10 @@ static int read_packages(const char *dir, char *out, size_t n, struct err *e)
 	out[0] = '\0';
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return errno == ENOENT ? 0 : err_set(e, 500, "internal", errno, "cannot read %s: %s", path, strerror(errno));
+		return errno == ENOENT ? 0 : err_set(e, ERR_INTERNAL, errno, "cannot read %s: %s", path, strerror(errno));
 	int rc = 0;
 	if (fgets(out, (int)n, f) && !strchr(out, '\n') && !feof(f))
-		rc = err_set(e, 500, "internal", E2BIG, "%s is over %d bytes", path, TEMPLATE_EXTRA_MAX);
+		rc = err_set(e, ERR_INTERNAL, E2BIG, "%s is over %d bytes", path, TEMPLATE_EXTRA_MAX);
 	out[strcspn(out, "\r\n")] = '\0';
 	fclose(f);
 	return rc;
@@ -113,18 +113,18 @@ static int run_build(struct daemon *d, struct recipe *r, struct err *e)
 	}
 	argv[argc] = NULL;
 	if (mkdir(builds, 0700) < 0 && errno != EEXIST)
-		return err_set(e, 500, "internal", errno, "cannot make %s: %s", builds, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot make %s: %s", builds, strerror(errno));
 	int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (out < 0)
-		return err_set(e, 500, "internal", errno, "cannot write %s: %s", log, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot write %s: %s", log, strerror(errno));
 	log_info("building template %s from its recipe %s (%s)", r->name, r->dir, log);
 	pid_t pid = spawn_start_keep(argv, NULL, 0, out, out);
 	close(out);
 	if (pid < 0)
-		return err_set(e, 500, "internal", (int)-pid, "cannot start %s: %s", d->build_path, strerror((int)-pid));
+		return err_set(e, ERR_INTERNAL, (int)-pid, "cannot start %s: %s", d->build_path, strerror((int)-pid));
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0) /* the builder runs on: without a handle, it is given its whole time */
-		return err_set(e, 500, "internal", errno, "cannot watch the builder: %s", strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot watch the builder: %s", strerror(errno));
 	bool in_time = ended(pidfd, RECIPE_BUILD_TIMEOUT_S * 1000LL);
 	if (!in_time) { /* told as a build whose client left: it removes its step's sandbox */
 		syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
@@ -138,11 +138,11 @@ static int run_build(struct daemon *d, struct recipe *r, struct err *e)
 	if (in_time && template_rootfs(d, r->name, rootfs, sizeof(rootfs)) == 0)
 		return 0;
 	if (!in_time)
-		return err_set(e, 504, "timeout", ETIMEDOUT, "building template %s from its recipe took over %d s: stopped",
+		return err_set(e, ERR_TIMEOUT, ETIMEDOUT, "building template %s from its recipe took over %d s: stopped",
 			       r->name, RECIPE_BUILD_TIMEOUT_S);
 	char msg[sizeof(e->msg)];
 	build_message(log, r->name, msg, sizeof(msg));
-	return err_set(e, 500, "build_failed", EIO, "%s", msg);
+	return err_set(e, ERR_BUILD_FAILED, EIO, "%s", msg);
 }
 
 static void recipe_job(struct job *j)
@@ -185,7 +185,7 @@ int recipe_wait(struct daemon *d, struct op *op, const char *name, struct err *e
 		if (access(dockerfile, R_OK) != 0)
 			return 0;
 		if (!(r = calloc(1, sizeof(*r))))
-			return err_set(e, 500, "internal", ENOMEM, "out of memory");
+			return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 		snprintf(r->name, sizeof(r->name), "%s", name);
 		snprintf(r->dir, sizeof(r->dir), "%s/%s", d->recipes_dir, name);
 		struct job j = { .fn = recipe_job, .arg = r };

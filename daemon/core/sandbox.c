@@ -42,7 +42,7 @@ const char *sandbox_unrunnable_why(struct daemon *d, const struct sandbox *sb)
 /* Fills *e for sb, whose kind this host cannot run. Returns -ENOTSUP. */
 int sandbox_unrunnable(struct daemon *d, const struct sandbox *sb, struct err *e)
 {
-	return err_set(e, 503, "isolation_unavailable", ENOTSUP,
+	return err_set(e, ERR_ISOLATION_UNAVAILABLE, ENOTSUP,
 		       "sandbox %s is isolated by %s, which is unavailable on this host: %s", sb->id, sb->isolation,
 		       sandbox_unrunnable_why(d, sb));
 }
@@ -106,12 +106,12 @@ void sandbox_free(struct sandbox *sb)
 bool sandbox_usable(const struct sandbox *sb, struct err *e)
 {
 	if (sb->state != SB_RUNNING) {
-		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		err_set(e, ERR_CONFLICT, EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
 		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
 		return false;
 	}
 	if (!peer_ready(sb)) {
-		err_set(e, 503, "unavailable", ENOTCONN, "sandbox %s: its agent is not connected", sb->id);
+		err_set(e, ERR_UNAVAILABLE, ENOTCONN, "sandbox %s: its agent is not connected", sb->id);
 		return false;
 	}
 	return true;
@@ -132,7 +132,7 @@ void sandbox_fail(struct daemon *d, struct sandbox *sb, const char *reason)
 	if (store_save_now(d->store, sb) < 0)
 		log_warn("sandbox %s: cannot record that it failed", sb->id);
 	struct err e = { 0 };
-	err_set(&e, 500, "sandbox_failed", EIO, "sandbox %s failed: %s", sb->id, reason);
+	err_set(&e, ERR_SANDBOX_FAILED, EIO, "sandbox %s failed: %s", sb->id, reason);
 	snprintf(e.state, sizeof(e.state), "%s", sb_state_name(sb->state));
 	sandbox_fail_all(sb, &e);
 	log_warn("sandbox %s failed: %s", sb->id, reason);

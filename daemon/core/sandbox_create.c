@@ -57,7 +57,7 @@ static int rename_inside(struct daemon *d, struct sandbox *sb, struct err *e)
 {
 	struct sp_identity id;
 	if (getrandom(id.seed, sizeof(id.seed), 0) != (ssize_t)sizeof(id.seed))
-		return err_set(e, 500, "internal", EIO, "getrandom: %s", strerror(errno));
+		return err_set(e, ERR_INTERNAL, EIO, "getrandom: %s", strerror(errno));
 	return peer_request(d, sb, "taking its own name", SP_H_IDENTITY, &id, sizeof(id), sb->id, strlen(sb->id) + 1,
 			    AGENT_HELLO_TIMEOUT_MS, e);
 }
@@ -68,7 +68,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	 * (every action on it is refused), and a crash before this leaves nothing behind. */
 	int rc = store_put_sandbox(d->store, sb);
 	if (rc < 0) {
-		err_set(e, 500, "internal", -rc, "cannot record the sandbox: %s", strerror(-rc));
+		err_set(e, ERR_INTERNAL, -rc, "cannot record the sandbox: %s", strerror(-rc));
 		daemon_lock(d);
 		sandbox_registry_remove(d, sb);
 		sandbox_retire(d, sb);
@@ -87,7 +87,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		rc = peer_listen(d, sb);
 		daemon_unlock(d);
 		if (rc < 0)
-			err_set(e, 500, "internal", -rc, "agent socket: %s", strerror(-rc));
+			err_set(e, ERR_INTERNAL, -rc, "agent socket: %s", strerror(-rc));
 	}
 	bool booting = rc == 0;
 	if (booting) /* its turn to boot: the hello deadline counts from here (core/starts.h) */
@@ -106,7 +106,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	}
 	daemon_lock(d);
 	if (rc == 0 && !sandbox_wait(d, sb, agent_ready, driver_hello_ms(dv->ops)))
-		rc = err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
+		rc = err_set(e, ERR_INTERNAL, ETIMEDOUT, "sandbox %s: the agent did not connect within %d s",
 			     sb->id, driver_hello_ms(dv->ops) / 1000);
 	if (booting)
 		starts_leave(&d->starts);
@@ -125,7 +125,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		rec.state = SB_RUNNING;
 		daemon_unlock(d);
 		if ((rc = store_save(d->store, &rec)) < 0)
-			err_set(e, 500, "internal", -rc, "cannot record sandbox %s: %s", sb->id, strerror(-rc));
+			err_set(e, ERR_INTERNAL, -rc, "cannot record sandbox %s: %s", sb->id, strerror(-rc));
 		daemon_lock(d);
 		if (rc == 0) {
 			sb->state = SB_RUNNING;
@@ -167,7 +167,7 @@ int sandbox_destroy(struct daemon *d, struct sandbox *sb, struct err *e)
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	int rc = dv ? dv->ops->destroy(dv->drv, sb, e) : sandbox_unrunnable(d, sb, e);
 	if (rc == 0 && (rc = store_delete_sandbox(d->store, sb->id)) < 0) /* outside the lock */
-		err_set(e, 500, "internal", -rc, "its files are gone, but its record could not be removed: %s", strerror(-rc));
+		err_set(e, ERR_INTERNAL, -rc, "its files are gone, but its record could not be removed: %s", strerror(-rc));
 	daemon_lock(d);
 	if (rc < 0) {
 		/* the record stays until a destroy finishes: what is left is never unaccounted for */
@@ -235,7 +235,7 @@ int sandbox_room(struct daemon *d, const char *tenant, struct err *e)
 		for (struct sandbox *o = d->sandboxes; o; o = o->next)
 			owned += strcmp(o->tenant, tenant) == 0;
 		if (owned >= TENANT_MAX_SANDBOXES)
-			return err_set(e, 429, "too_many", EAGAIN, "a tenant may have at most %d sandboxes",
+			return err_set(e, ERR_TOO_MANY, EAGAIN, "a tenant may have at most %d sandboxes",
 				       TENANT_MAX_SANDBOXES);
 	}
 	return 0;
@@ -257,7 +257,7 @@ int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *
 	if (!env || !meta || sandbox_random_hex(token, SANDBOX_TOKEN_LEN) < 0 || sandbox_random_hex(traffic, SANDBOX_TOKEN_LEN) < 0) {
 		json_decref(env);
 		json_decref(meta);
-		return err_set(e, 500, "internal", EIO, "cannot claim sandbox %s: out of memory or randomness", sb->id);
+		return err_set(e, ERR_INTERNAL, EIO, "cannot claim sandbox %s: out of memory or randomness", sb->id);
 	}
 	json_decref(sb->env);
 	json_decref(sb->metadata);
@@ -288,18 +288,18 @@ void sandbox_forget(struct daemon *d, struct sandbox *sb)
 struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char *rootfs, size_t n, struct err *e)
 {
 	if (d->nsandboxes >= SPACE_MAX_SANDBOXES) {
-		err_set(e, 429, "too_many", EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
+		err_set(e, ERR_TOO_MANY, EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
 		return NULL;
 	}
 	if (sandbox_room(d, cfg->tenant, e) < 0)
 		return NULL;
 	if (template_rootfs(d, cfg->template, rootfs, n) < 0) {
-		err_set(e, 404, "not_found", ENOENT, "template %s does not exist", cfg->template);
+		err_set(e, ERR_NOT_FOUND, ENOENT, "template %s does not exist", cfg->template);
 		return NULL;
 	}
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb) {
-		err_set(e, 500, "internal", ENOMEM, "out of memory");
+		err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 		return NULL;
 	}
 	sb->d = d;
@@ -307,7 +307,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	do {
 		if (new_id(sb->id) < 0) {
 			free(sb);
-			err_set(e, 500, "internal", EIO, "no randomness for an id");
+			err_set(e, ERR_INTERNAL, EIO, "no randomness for an id");
 			return NULL;
 		}
 	} while (sandbox_find(d, sb->id));
@@ -344,12 +344,12 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sb->auto_resume = cfg->auto_resume;
 	if (sandbox_random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0 || sandbox_random_hex(sb->traffic_token, SANDBOX_TOKEN_LEN) < 0) {
 		sandbox_free(sb);
-		err_set(e, 500, "internal", EIO, "no randomness for an access token");
+		err_set(e, ERR_INTERNAL, EIO, "no randomness for an access token");
 		return NULL;
 	}
 	if (sb->network && (sb->net_slot = net_slot_pick(d)) < 0) {
 		sandbox_free(sb);
-		err_set(e, 503, "unavailable", ENOSPC, "no network slot is free (%d sandboxes have one)", NET_SLOTS);
+		err_set(e, ERR_UNAVAILABLE, ENOSPC, "no network slot is free (%d sandboxes have one)", NET_SLOTS);
 		return NULL;
 	}
 	sb->created_ms = now_ms();
@@ -380,14 +380,14 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 		return sandbox_unrunnable(d, sb, e);
 	if (state_begin(sb->state, ACT_DELETE, &via) != STATE_BEGIN) {
 		/* deleting already: the first delete answers; a second one is told why not */
-		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		err_set(e, ERR_CONFLICT, EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
 		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
 		return -EBUSY;
 	}
 	enum sb_state old = sb->state;
 	sb->state = SB_DELETING;
 	struct err gone = { 0 };
-	err_set(&gone, 404, "not_found", ENOENT, "sandbox %s was deleted", sb->id);
+	err_set(&gone, ERR_NOT_FOUND, ENOENT, "sandbox %s was deleted", sb->id);
 	snprintf(gone.state, sizeof(gone.state), "%s", sb_state_name(sb->state));
 	sandbox_fail_all(sb, &gone);
 	struct job j = { .fn = delete_job, .sb = sb, .op = op, .count = (int)old };

@@ -38,14 +38,14 @@ static void network_job(struct job *j)
 int sandbox_set_network(struct daemon *d, struct sandbox *sb, const json_t *policy, struct op *op, struct err *e)
 {
 	if (sb->state == SB_CREATING || sb->state == SB_DELETING || sb->state == SB_FAILED) {
-		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
+		err_set(e, ERR_CONFLICT, EBUSY, "sandbox %s is %s", sb->id, sb_state_name(sb->state));
 		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
 		return -EBUSY;
 	}
 	if (sb->net_changing)
-		return err_set(e, 409, "conflict", EBUSY, "sandbox %s: a change of its network is under way", sb->id);
+		return err_set(e, ERR_CONFLICT, EBUSY, "sandbox %s: a change of its network is under way", sb->id);
 	struct job j = { .fn = network_job, .sb = sb, .op = op, .json = json_deep_copy(policy) };
-	int rc = j.json ? job_start(d, &j, e) : err_set(e, 500, "internal", ENOMEM, "out of memory");
+	int rc = j.json ? job_start(d, &j, e) : err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	if (rc < 0)
 		json_decref(j.json);
 	else

@@ -75,7 +75,7 @@ static int copy_out(struct daemon *d, struct sandbox *sb, const char *dir, struc
 	char *copy[] = { "cp", "-a", "--reflink=auto", upper, tmp, NULL };
 	run(rm);
 	if (mkdir(tmp, 0700) < 0)
-		return err_set(e, 500, "internal", errno, "mkdir %s: %s", tmp, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", tmp, strerror(errno));
 	int rc = run(link);
 	if (rc == 0)
 		rc = run(copy);
@@ -96,7 +96,7 @@ static int copy_out(struct daemon *d, struct sandbox *sb, const char *dir, struc
 	}
 	if (rc < 0) {
 		run(rm);
-		return err_set(e, 500, "internal", -rc, "copying the snapshot: %s", strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "copying the snapshot: %s", strerror(-rc));
 	}
 	return 0;
 }
@@ -128,7 +128,7 @@ static int take(struct job *j, struct sandbox *sb, const char *dir, struct err *
 	enum sb_state st = lifecycle_do_suspend(d, sb, SB_RUNNING, e);
 	set_state(d, sb, st, e->msg);
 	if (st != SB_SUSPENDED)
-		return e->status ? -EIO : err_set(e, 500, "internal", EIO, "sandbox %s could not be written to disk", sb->id);
+		return e->kind ? -EIO : err_set(e, ERR_INTERNAL, EIO, "sandbox %s could not be written to disk", sb->id);
 
 	int rc = copy_out(d, sb, dir, e);
 	if (rc == 0)
@@ -160,7 +160,7 @@ static void snapshot_job(struct job *j)
 	if (rc == 0)
 		quota_dir_bytes(dir, &bytes);
 	if (rc == 0 && (rc = store_put_snapshot(d->store, id, j->sb, j->text[0] ? j->text : NULL, bytes)) < 0)
-		err_set(&e, 500, "internal", -rc, "cannot record the snapshot");
+		err_set(&e, ERR_INTERNAL, -rc, "cannot record the snapshot");
 	if (rc == 0)
 		crash_point("snapshot:recorded");
 	daemon_lock(d);
@@ -232,7 +232,7 @@ static void fork_job(struct job *j)
 static int start(struct daemon *d, struct sandbox *sb, struct job *j, struct err *e)
 {
 	if (sb->state != SB_RUNNING) {
-		err_set(e, 409, "conflict", EBUSY, "sandbox %s is %s; only a running sandbox can be snapshotted",
+		err_set(e, ERR_CONFLICT, EBUSY, "sandbox %s is %s; only a running sandbox can be snapshotted",
 			sb->id, sb_state_name(sb->state));
 		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
 		return -EBUSY;
@@ -251,7 +251,7 @@ int snapshot_take(struct daemon *d, struct sandbox *sb, const char *name, struct
 	struct job j = { .fn = snapshot_job, .sb = sb, .op = op };
 	snprintf(j.text, sizeof(j.text), "%s", name ? name : "");
 	if (new_snapshot_id(j.text2) < 0)
-		return err_set(e, 500, "internal", EIO, "no randomness for an id");
+		return err_set(e, ERR_INTERNAL, EIO, "no randomness for an id");
 	int rc = sb->state == SB_RUNNING ? quota_snapshot(d, sb, e) : 0;
 	if (rc == 0 && sb->state == SB_RUNNING)
 		rc = quota_space(d, sb, 0, e);
@@ -261,7 +261,7 @@ int snapshot_take(struct daemon *d, struct sandbox *sb, const char *name, struct
 int snapshot_fork(struct daemon *d, struct sandbox *sb, int count, struct op *op, struct err *e)
 {
 	if (d->nsandboxes + count > SPACE_MAX_SANDBOXES)
-		return err_set(e, 429, "too_many", EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
+		return err_set(e, ERR_TOO_MANY, EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
 	struct job j = { .fn = fork_job, .sb = sb, .op = op, .count = count };
 	int rc = sb->state == SB_RUNNING ? quota_space(d, sb, count, e) : 0;
 	return rc < 0 ? rc : start(d, sb, &j, e);
@@ -284,7 +284,7 @@ static void remove_job(struct job *j)
 	struct err e = { 0 };
 	int rc = store_delete_snapshot(j->d->store, j->text2);
 	if (rc < 0) {
-		err_set(&e, 500, "internal", -rc, "cannot remove snapshot %s: %s", j->text2, strerror(-rc));
+		err_set(&e, ERR_INTERNAL, -rc, "cannot remove snapshot %s: %s", j->text2, strerror(-rc));
 	} else {
 		char *rm[] = { "rm", "-rf", "--one-file-system", j->text, NULL };
 		run(rm);
@@ -303,7 +303,7 @@ int snapshot_remove(struct daemon *d, const char *id, struct op *op, struct err 
 {
 	struct job j = { .fn = remove_job, .op = op };
 	if (snapshot_path(d, id, j.text, sizeof(j.text)) < 0)
-		return err_set(e, 404, "not_found", ENOENT, "no snapshot %s", id);
+		return err_set(e, ERR_NOT_FOUND, ENOENT, "no snapshot %s", id);
 	snprintf(j.text2, sizeof(j.text2), "%s", id);
 	return job_start(d, &j, e);
 }

@@ -21,7 +21,7 @@ static void df_job(struct job *j)
 		j->op->json = json_pack("{s:s, s:I, s:o}", "cache_dir", j->d->cache_dir, "max_bytes",
 					(json_int_t)j->d->cache_max_bytes, "kinds", kinds);
 	else
-		err_set(&j->op->err, 500, "internal", errno, "cannot read the cache at %s", j->d->cache_dir);
+		err_set(&j->op->err, ERR_INTERNAL, errno, "cannot read the cache at %s", j->d->cache_dir);
 	op_finish(j->op);
 	daemon_unlock(j->d);
 }
@@ -49,7 +49,7 @@ static void prune_job(struct job *j)
 			 p.removed, p.freed);
 	daemon_lock(j->d);
 	if (rc < 0)
-		err_set(&j->op->err, 500, "internal", -rc, "cannot prune the cache at %s: %s", j->d->cache_dir,
+		err_set(&j->op->err, ERR_INTERNAL, -rc, "cannot prune the cache at %s: %s", j->d->cache_dir,
 			strerror(-rc));
 	else
 		j->op->json = pruned_json(&p);

@@ -38,29 +38,29 @@ static void release_job(struct job *j)
 int template_remove(struct daemon *d, const char *name, struct op *op, struct err *e)
 {
 	if (strcmp(name, TEMPLATE_DEFAULT) == 0)
-		return err_set(e, 409, "conflict", EBUSY, "the default template is always there");
+		return err_set(e, ERR_CONFLICT, EBUSY, "the default template is always there");
 	json_t *t = store_get_template(d->store, name);
 	if (!t)
-		return err_set(e, 404, "not_found", ENOENT, "no template %s", name);
+		return err_set(e, ERR_NOT_FOUND, ENOENT, "no template %s", name);
 	struct job j = { .fn = release_job, .op = op };
 	snprintf(j.text, sizeof(j.text), "%s", json_string_value(json_object_get(t, "key")));
 	snprintf(j.text2, sizeof(j.text2), "%s", name);
 	json_decref(t);
 	int sandboxes = template_sandboxes(d, name), snapshots = store_template_snapshots(d->store, name);
 	if (snapshots < 0)
-		return err_set(e, 500, "internal", -snapshots, "cannot count the snapshots of template %s", name);
+		return err_set(e, ERR_INTERNAL, -snapshots, "cannot count the snapshots of template %s", name);
 	int pooled = pool_members(d, name);
 	if (pooled)
-		return err_set(e, 409, "conflict", EBUSY,
+		return err_set(e, ERR_CONFLICT, EBUSY,
 			       "template %s is in use: %d sandboxes (%d of them in the warm pool, spaced --pool) and %d "
 			       "snapshots start from it",
 			       name, sandboxes, pooled, snapshots);
 	if (sandboxes || snapshots)
-		return err_set(e, 409, "conflict", EBUSY, "template %s is in use: %d sandboxes and %d snapshots start from it",
+		return err_set(e, ERR_CONFLICT, EBUSY, "template %s is in use: %d sandboxes and %d snapshots start from it",
 			       name, sandboxes, snapshots);
 	int rc = store_delete_template(d->store, name);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot remove template %s: %s", name, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "cannot remove template %s: %s", name, strerror(-rc));
 	log_info("template %s removed", name);
 	return job_start(d, &j, e);
 }

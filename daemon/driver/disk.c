@@ -33,12 +33,12 @@ static int make_blank(const char *path, int size_mb, struct err *e)
 	unlink(tmp);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return err_set(e, 500, "internal", errno, "creating %s: %s", tmp, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "creating %s: %s", tmp, strerror(errno));
 	int rc = ftruncate(fd, (off_t)size_mb << 20) < 0 ? -errno : 0;
 	close(fd);
 	if (rc < 0) {
 		unlink(tmp);
-		return err_set(e, 500, "internal", -rc, "sizing %s: %s", tmp, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "sizing %s: %s", tmp, strerror(-rc));
 	}
 	snprintf(size, sizeof(size), "%dM", size_mb);
 	snprintf(ratio, sizeof(ratio), "%d", DISK_BYTES_PER_INODE);
@@ -48,12 +48,12 @@ static int make_blank(const char *path, int size_mb, struct err *e)
 			 "lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0", tmp, size, NULL };
 	if ((rc = spawn_run(mkfs, -1, -1)) != 0) {
 		unlink(tmp);
-		return err_set(e, 500, "internal", EIO, "mkfs.ext4 failed (status %d); is e2fsprogs installed?", rc);
+		return err_set(e, ERR_INTERNAL, EIO, "mkfs.ext4 failed (status %d); is e2fsprogs installed?", rc);
 	}
 	if (rename(tmp, path) < 0) {
 		rc = errno;
 		unlink(tmp);
-		return err_set(e, 500, "internal", rc, "renaming %s: %s", tmp, strerror(rc));
+		return err_set(e, ERR_INTERNAL, rc, "renaming %s: %s", tmp, strerror(rc));
 	}
 	return 0;
 }
@@ -94,12 +94,12 @@ int disk_create(const char *blank_dir, const char *image, int size_mb, struct er
 		return rc;
 	int from = open(blank, O_RDONLY | O_CLOEXEC);
 	if (from < 0)
-		return err_set(e, 500, "internal", errno, "opening %s: %s", blank, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "opening %s: %s", blank, strerror(errno));
 	int to = open(image, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (to < 0) {
 		rc = errno;
 		close(from);
-		return err_set(e, 500, "internal", rc, "creating %s: %s", image, strerror(rc));
+		return err_set(e, ERR_INTERNAL, rc, "creating %s: %s", image, strerror(rc));
 	}
 	/* no fsync: a create is confirmed only once the sandbox runs, and a crash before that removes
 	 * it; later, syncing the layer flushes the loop device, which fsyncs the image */
@@ -108,7 +108,7 @@ int disk_create(const char *blank_dir, const char *image, int size_mb, struct er
 	close(to);
 	if (rc < 0) {
 		unlink(image);
-		return err_set(e, 500, "internal", -rc, "copying %s: %s", blank, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "copying %s: %s", blank, strerror(-rc));
 	}
 	return 0;
 }
@@ -152,22 +152,22 @@ int disk_mount(const char *image, const char *dir, struct err *e)
 {
 	int fd = open(image, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, 500, "internal", errno, "opening %s: %s", image, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "opening %s: %s", image, strerror(errno));
 	int lfd = loop_attach(fd);
 	close(fd);
 	if (lfd < 0)
-		return err_set(e, 500, "internal", -lfd, "no loop device for %s: %s", image, strerror(-lfd));
+		return err_set(e, ERR_INTERNAL, -lfd, "no loop device for %s: %s", image, strerror(-lfd));
 	char dev[64];
 	snprintf(dev, sizeof(dev), "/proc/self/fd/%d", lfd);
 	char real[64];
 	ssize_t n = readlink(dev, real, sizeof(real) - 1);
 	int rc = 0;
 	if (n <= 0) {
-		rc = err_set(e, 500, "internal", EIO, "cannot name the loop device of %s", image);
+		rc = err_set(e, ERR_INTERNAL, EIO, "cannot name the loop device of %s", image);
 	} else {
 		real[n] = '\0';
 		if (mount(real, dir, "ext4", MS_NODEV | MS_NOSUID, "noinit_itable") < 0)
-			rc = err_set(e, 500, "internal", errno, "mounting %s on %s: %s", image, dir, strerror(errno));
+			rc = err_set(e, ERR_INTERNAL, errno, "mounting %s on %s: %s", image, dir, strerror(errno));
 	}
 	/* autoclear: the device lets go of the image once unmounted and closed (or now, if the
 	 * mount failed) */

@@ -103,7 +103,7 @@ static int runsc_net(struct driver *drv, struct sandbox *sb, char *const args[],
 	if (log >= 0)
 		close(log);
 	if (rc != 0)
-		return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "runsc %s failed (status %d): %s", args[0], rc,
+		return err_set(e, ERR_INTERNAL, rc < 0 ? -rc : EIO, "runsc %s failed (status %d): %s", args[0], rc,
 			       why[0] ? why : "no message");
 	return 0;
 }
@@ -119,7 +119,7 @@ static int gv_init(struct daemon *d, struct driver **out, struct err *e)
 {
 	struct driver *drv = calloc(1, sizeof(*drv));
 	if (!drv)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	drv->d = d;
 	snprintf(drv->root, sizeof(drv->root), "%s/runsc", d->state_dir);
 	mkdir(drv->root, 0700);
@@ -127,7 +127,7 @@ static int gv_init(struct daemon *d, struct driver **out, struct err *e)
 	char *argv[] = { "runsc", "--version", NULL };
 	if (spawn_capture(argv, ver, sizeof(ver)) != 0) {
 		free(drv);
-		return err_set(e, 500, "internal", ENOENT, "runsc is not installed (apt-get install runsc)");
+		return err_set(e, ERR_INTERNAL, ENOENT, "runsc is not installed (apt-get install runsc)");
 	}
 	/* "runsc version 0.0~20221219.0\n..." -> "runsc 0.0~20221219.0" */
 	char *v = strstr(ver, "version ");
@@ -252,14 +252,14 @@ static int mount_rootfs(struct sandbox *sb, struct err *e)
 	path(optpath, sizeof(optpath), sb, "rootfs.opts");
 	int fd = open(optpath, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, 500, "internal", errno, "reading %s: %s", optpath, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "reading %s: %s", optpath, strerror(errno));
 	ssize_t n = read(fd, opts, sizeof(opts) - 1);
 	close(fd);
 	if (n <= 0)
-		return err_set(e, 500, "internal", EIO, "reading %s: empty", optpath);
+		return err_set(e, ERR_INTERNAL, EIO, "reading %s: empty", optpath);
 	opts[n] = '\0';
 	if (mount("overlay", rootfs, "overlay", MS_NODEV | MS_NOSUID, opts) < 0)
-		return err_set(e, 500, "internal", errno, "mounting the root filesystem: %s", strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "mounting the root filesystem: %s", strerror(errno));
 	return 0;
 }
 
@@ -271,15 +271,15 @@ static int mount_sock(struct sandbox *sb, bool fresh, struct err *e)
 	char sock[700];
 	path(sock, sizeof(sock), sb, "sock");
 	if (mkdir(sock, 0700) < 0 && errno != EEXIST)
-		return err_set(e, 500, "internal", errno, "mkdir %s: %s", sock, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", sock, strerror(errno));
 	if (disk_mounted(sock)) {
 		if (!fresh)
 			return 0;
 		if (umount2(sock, MNT_DETACH) < 0)
-			return err_set(e, 500, "internal", errno, "unmounting %s: %s", sock, strerror(errno));
+			return err_set(e, ERR_INTERNAL, errno, "unmounting %s: %s", sock, strerror(errno));
 	}
 	if (mount("space-sock", sock, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, SOCK_TMPFS_OPTS) < 0)
-		return err_set(e, 500, "internal", errno, "mounting the socket folder: %s", strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "mounting the socket folder: %s", strerror(errno));
 	return 0;
 }
 
@@ -296,7 +296,7 @@ static int seed_layer(const char *seed, const char *dir, struct err *e)
 	snprintf(from, sizeof(from), "%s/.", seed);
 	char *cp[] = { "cp", "-a", "--reflink=auto", from, (char *)dir, NULL };
 	if (spawn_run(cp, -1, -1) != 0)
-		return err_set(e, 507, "no_space", ENOSPC,
+		return err_set(e, ERR_NO_SPACE, ENOSPC,
 			       "cannot copy the snapshot's files onto the new sandbox's disk (is disk_mb large enough?)");
 	return 0;
 }
@@ -315,12 +315,12 @@ static int tmp_on_disk(const char *upper, struct err *e)
 	snprintf(tmp, sizeof(tmp), "%s/tmp", upper);
 	snprintf(mark, sizeof(mark), "%s" TMP_MARK, upper);
 	if ((mkdir(tmp, 01777) < 0 && errno != EEXIST) || chmod(tmp, 01777) < 0)
-		return err_set(e, 500, "internal", errno, "mkdir %s: %s", tmp, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", tmp, strerror(errno));
 	int rc = write_file(mark, "This file keeps /tmp on the sandbox's disk rather than in its memory.\n");
 	if (rc == 0 && chmod(mark, 0444) < 0)
 		rc = -errno;
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "writing %s: %s", mark, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", mark, strerror(-rc));
 	return 0;
 }
 
@@ -344,7 +344,7 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	const char *dirs[] = { sb->dir, layer, rootfs, bundle };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
-			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dirs[i], strerror(errno));
+			return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", dirs[i], strerror(errno));
 	int rc = mount_sock(sb, false, e);
 	if (rc < 0)
 		return rc;
@@ -355,14 +355,14 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 		return rc;
 	/* the writable layer's root is the root directory users inside see: the usual 0755 */
 	if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
-		return err_set(e, 500, "internal", errno, "mkdir in %s: %s", layer, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "mkdir in %s: %s", layer, strerror(errno));
 	chmod(upper, 0755);
 	/* runsc makes missing mount points with spaced's umask (077), and every user inside must
 	 * reach the shim there: /.space is made here, 0755 (a seed from a snapshot has it) */
 	char space_dir[760];
 	snprintf(space_dir, sizeof(space_dir), "%s" OCI_SPACE_DIR, upper);
 	if (!seed && ((mkdir(space_dir, 0755) < 0 && errno != EEXIST) || chmod(space_dir, 0755) < 0))
-		return err_set(e, 500, "internal", errno, "mkdir %s: %s", space_dir, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", space_dir, strerror(errno));
 	if (!seed && (rc = tmp_on_disk(upper, e)) < 0)
 		return rc;
 	if (seed && (rc = seed_layer(seed, upper, e)) < 0)
@@ -373,7 +373,7 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	path(optpath, sizeof(optpath), sb, "rootfs.opts");
 	rc = write_file(optpath, opts);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "writing %s: %s", optpath, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", optpath, strerror(-rc));
 	if ((rc = mount_rootfs(sb, e)) < 0)
 		return rc;
 
@@ -392,12 +392,12 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	char *text = spec ? json_dumps(spec, JSON_INDENT(1)) : NULL;
 	json_decref(spec);
 	if (!text)
-		return err_set(e, 500, "internal", EINVAL, "cannot build the OCI spec");
+		return err_set(e, ERR_INTERNAL, EINVAL, "cannot build the OCI spec");
 	snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", bundle);
 	rc = write_file(cfgpath, text);
 	free(text);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "writing %s: %s", cfgpath, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", cfgpath, strerror(-rc));
 	return 0;
 }
 
@@ -496,7 +496,7 @@ static int gv_stop(struct driver *drv, struct sandbox *sb, struct err *e)
 	char *del_args[] = { "delete", "--force", sb->id, NULL };
 	struct err ignored = { 0 };
 	if (runsc(drv, sb, del_args, &ignored) < 0 && gv_state(drv, sb) != DRV_ABSENT)
-		return err_set(e, 500, "internal", EBUSY, "runsc still knows sandbox %s after delete", sb->id);
+		return err_set(e, ERR_INTERNAL, EBUSY, "runsc still knows sandbox %s after delete", sb->id);
 	gv_remove_cgroups(sb->id);
 	return 0;
 }
@@ -512,17 +512,17 @@ static int gv_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
 	path(layer, sizeof(layer), sb, "layer");
 	path(sock, sizeof(sock), sb, "sock");
 	if (umount2(rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-		return err_set(e, 500, "internal", errno, "unmounting %s: %s", rootfs, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "unmounting %s: %s", rootfs, strerror(errno));
 	if (disk_mounted(sock) && umount2(sock, MNT_DETACH) < 0)
-		return err_set(e, 500, "internal", errno, "unmounting %s: %s", sock, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "unmounting %s: %s", sock, strerror(errno));
 	/* the disk last: the overlay above it is gone (a lazy unmount may still hold it a moment) */
 	if ((rc = disk_umount(layer)) < 0 && umount2(layer, MNT_DETACH) < 0 && errno != EINVAL)
-		return err_set(e, 500, "internal", -rc, "unmounting %s: %s", layer, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "unmounting %s: %s", layer, strerror(-rc));
 	if ((rc = net_remove(drv->d, sb, e)) < 0)
 		return rc;
 	char *rm[] = { "rm", "-rf", "--one-file-system", sb->dir, NULL };
 	if (spawn_run(rm, -1, -1) != 0)
-		return err_set(e, 500, "internal", EIO, "cannot remove %s", sb->dir);
+		return err_set(e, ERR_INTERNAL, EIO, "cannot remove %s", sb->dir);
 	return 0;
 }
 

@@ -118,19 +118,19 @@ int gv_release(struct driver *drv, const struct driver_leftover *l, struct err *
 		char *state[] = { "runsc", "--root", drv->root, "state", (char *)l->name, NULL };
 		char out[4096];
 		if (spawn_run(del, -1, -1) != 0 && spawn_capture(state, out, sizeof(out)) == 0)
-			return err_set(e, 500, "internal", EBUSY, "runsc still knows container %s after delete", l->name);
+			return err_set(e, ERR_INTERNAL, EBUSY, "runsc still knows container %s after delete", l->name);
 		if (plain_id(l->name))
 			gv_remove_cgroups(l->name);
 		return 0;
 	}
 	case DRV_LEFT_MOUNT:
 		if ((rc = host_umount(l->name)) < 0)
-			return err_set(e, 500, "internal", -rc, "unmounting %s: %s", l->name, strerror(-rc));
+			return err_set(e, ERR_INTERNAL, -rc, "unmounting %s: %s", l->name, strerror(-rc));
 		return 0;
 	case DRV_LEFT_LOOP:
 		if ((rc = host_loop_detach(l->name, l->file)) < 0)
-			return err_set(e, 500, "internal", -rc, "detaching %s from %s: %s", l->name, l->file, strerror(-rc));
+			return err_set(e, ERR_INTERNAL, -rc, "detaching %s from %s: %s", l->name, l->file, strerror(-rc));
 		return 0;
 	}
-	return err_set(e, 500, "internal", EINVAL, "unknown leftover");
+	return err_set(e, ERR_INTERNAL, EINVAL, "unknown leftover");
 }

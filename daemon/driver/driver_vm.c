@@ -76,18 +76,18 @@ static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 	char version[256] = "";
 	char *argv[] = { QEMU, "--version", NULL };
 	if (spawn_capture(argv, version, sizeof(version)) != 0)
-		return err_set(e, 503, "unavailable", ENOENT, "%s is not installed (apt-get install qemu-system-x86)",
+		return err_set(e, ERR_UNAVAILABLE, ENOENT, "%s is not installed (apt-get install qemu-system-x86)",
 			       QEMU);
 	struct driver *drv = calloc(1, sizeof(*drv));
 	if (!drv)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	drv->d = d;
 	pthread_mutex_init(&drv->lock, NULL);
 	vm_find_in_path(QEMU, drv->qemu, sizeof(drv->qemu));
 	int rc = vm_pick_accel(d->vm_accel, drv->accel);
 	if (rc < 0) {
 		free(drv);
-		return err_set(e, 400, "invalid_argument", -rc, rc == -EINVAL ? "--accel takes auto, kvm or tcg, not %s"
+		return err_set(e, ERR_INVALID, -rc, rc == -EINVAL ? "--accel takes auto, kvm or tcg, not %s"
 			       : "--accel %s: /dev/kvm does not open here", d->vm_accel);
 	}
 	/* "QEMU emulator version 7.2.19 (Debian 1:7.2+dfsg-7+deb12u18)" -> "QEMU 7.2.19" */
@@ -104,7 +104,7 @@ static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 	}
 	if (vm_guest_cmdline(d->cache_dir, strcmp(drv->accel, "tcg") == 0, drv->cmdline, sizeof(drv->cmdline)) < 0) {
 		free(drv);
-		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
+		return err_set(e, ERR_INTERNAL, ENOSPC, "the kernel command line is too long");
 	}
 	snprintf(drv->vmlinuz, sizeof(drv->vmlinuz), "%s", k.vmlinuz);
 	snprintf(drv->initramfs, sizeof(drv->initramfs), "%s", ird.path);
@@ -131,9 +131,9 @@ static int copy_disk(const char *from, const char *img, struct err *e)
 {
 	char *cp[] = { "cp", "--reflink=auto", "--sparse=always", (char *)from, (char *)img, NULL };
 	if (access(from, F_OK) < 0)
-		return err_set(e, 400, "invalid_argument", ENOENT, "%s: no disk image to copy", from);
+		return err_set(e, ERR_INVALID, ENOENT, "%s: no disk image to copy", from);
 	if (spawn_run(cp, -1, -1) != 0)
-		return err_set(e, 507, "no_space", ENOSPC, "cannot copy %s for the new sandbox", from);
+		return err_set(e, ERR_NO_SPACE, ENOSPC, "cannot copy %s for the new sandbox", from);
 	return 0;
 }
 
@@ -149,7 +149,7 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	const char *dirs[] = { sb->dir, upper };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
-			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dirs[i], strerror(errno));
+			return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", dirs[i], strerror(errno));
 	struct boot b;
 	bool built = false;
 	uint64_t build_ms = 0;
@@ -166,7 +166,7 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	/* the guest's name comes to its init as an argument after the command line's "--" */
 	if (snprintf(b.cmdline, sizeof(b.cmdline), "%s " SP_VM_NAME_ARG "%s", drv->cmdline, sb->id) >=
 	    (int)sizeof(b.cmdline))
-		return err_set(e, 500, "internal", ENOSPC, "the kernel command line is too long");
+		return err_set(e, ERR_INTERNAL, ENOSPC, "the kernel command line is too long");
 	/* booted images are made for the sizes most sandboxes have, so that the cache holds one a
 	 * template rather than one for every size ever asked for; other sizes boot */
 	bool usual = sb->memory_mb == DEFAULT_MEMORY_MB && sb->cpus == DEFAULT_CPUS && sb->disk_mb == DISK_DEFAULT_MB;
@@ -302,7 +302,7 @@ static int wait_migration(struct sandbox *sb, struct qmp *q, bool incoming, stru
 			snprintf(st, sizeof(st), "%s", s ? s : "");
 			if (rc == 0 && (strcmp(st, "failed") == 0 || strcmp(st, "cancelled") == 0)) {
 				const char *why = json_string_value(json_object_get(r, "error-desc"));
-				rc = err_set(e, 500, "internal", EIO, "QEMU could not write sandbox %s's memory: %s", sb->id,
+				rc = err_set(e, ERR_INTERNAL, EIO, "QEMU could not write sandbox %s's memory: %s", sb->id,
 					     why ? why : st);
 			}
 			json_decref(r);
@@ -312,7 +312,7 @@ static int wait_migration(struct sandbox *sb, struct qmp *q, bool incoming, stru
 		if (incoming ? strcmp(st, "inmigrate") != 0 : strcmp(st, "completed") == 0)
 			return 0;
 		if (mono_ms() > deadline)
-			return err_set(e, 500, "internal", ETIMEDOUT, "sandbox %s: the migration did not end (%s)", sb->id, st);
+			return err_set(e, ERR_INTERNAL, ETIMEDOUT, "sandbox %s: the migration did not end (%s)", sb->id, st);
 		struct timespec ts = { 0, VM_MIGRATE_POLL_MS * 1000000L };
 		nanosleep(&ts, NULL); /* QEMU's migration has no completion we could wait on but events */
 	}
@@ -337,7 +337,7 @@ static int vm_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 	vm_path(disk, sizeof(disk), sb, "upper/disk.img");
 	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return err_set(e, 500, "internal", errno, "creating %s: %s", file, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "creating %s: %s", file, strerror(errno));
 	struct qmp q;
 	char was[32] = "";
 	int rc = vm_monitor(sb, &q, e);
@@ -356,12 +356,12 @@ static int vm_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 		rc = wait_migration(sb, &q, false, e);
 	/* the image, and the disk it goes with (QEMU flushed its writes as the migration ended) */
 	if (rc == 0 && fsync(fd) < 0)
-		rc = err_set(e, 500, "internal", errno, "fsync %s: %s", file, strerror(errno));
+		rc = err_set(e, ERR_INTERNAL, errno, "fsync %s: %s", file, strerror(errno));
 	close(fd);
 	if (rc == 0 && (rc = fsync_path(disk, O_RDONLY)) < 0)
-		err_set(e, 500, "internal", -rc, "fsync %s: %s", disk, strerror(-rc));
+		err_set(e, ERR_INTERNAL, -rc, "fsync %s: %s", disk, strerror(-rc));
 	if (rc == 0 && (rc = fsync_path(dir, O_RDONLY | O_DIRECTORY)) < 0)
-		err_set(e, 500, "internal", -rc, "fsync %s: %s", dir, strerror(-rc));
+		err_set(e, ERR_INTERNAL, -rc, "fsync %s: %s", dir, strerror(-rc));
 	if (rc == 0 && leave_running && strcmp(was, "running") == 0)
 		rc = qmp_call(&q, "cont", NULL, -1, NULL, e);
 	else if (rc < 0 && strcmp(was, "running") == 0) {
@@ -383,7 +383,7 @@ static int vm_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 	snprintf(file, sizeof(file), "%s/memory", dir);
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, 500, "internal", errno, "opening %s: %s", file, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "opening %s: %s", file, strerror(errno));
 	struct qmp q;
 	int rc = vm_launch(drv, sb, fd, false, &q, e);
 	close(fd);
@@ -429,7 +429,7 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
 	struct booted_build *bb = ctx;
 	struct sandbox *w = calloc(1, sizeof(*w));
 	if (!w)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	snprintf(w->id, sizeof(w->id), "%s", bb->id);
 	snprintf(w->dir, sizeof(w->dir), "%s", tmp);
 	w->memory_mb = bb->like->memory_mb;
@@ -447,7 +447,7 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
 	net_scratch(tmp, false, &left);
 	rmdir(tmp);
 	int rc = mkdir(tmp, 0700) < 0 || mkdir(upper, 0700) < 0
-			 ? err_set(e, 500, "internal", errno, "mkdir %s: %s", upper, strerror(errno)) : 0;
+			 ? err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", upper, strerror(errno)) : 0;
 	/* a guest with a network device is built beside a tap of its own that leads nowhere */
 	if (rc == 0 && bb->boot->net)
 		rc = net_scratch(tmp, true, e);
@@ -462,7 +462,7 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
 	if (bb->boot->net)
 		net_scratch(tmp, false, &ignored);
 	if (rc == 0 && rename(disk, kept) < 0)
-		rc = err_set(e, 500, "internal", errno, "rename %s: %s", disk, strerror(errno));
+		rc = err_set(e, ERR_INTERNAL, errno, "rename %s: %s", disk, strerror(errno));
 	static const char *const gone[] = { "upper/disk.img", "upper", "vm/agent.sock", "vm/qmp.sock", "vm/qemu.pid",
 					    "vm/env" };
 	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
@@ -492,7 +492,7 @@ static int booted_image(struct driver *drv, const struct sandbox *sb, struct boo
 			   sb->memory_mb, sb->cpus, sb->disk_mb, (int)wait.net);
 	int rc = len > 0 && (size_t)len < sizeof(recipe) ? hash_sha256_hex(recipe, (size_t)len, key) : -ENOSPC;
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot compute the booted image's key");
+		return err_set(e, ERR_INTERNAL, -rc, "cannot compute the booted image's key");
 	key[VM_BOOTED_KEY] = '\0';
 	snprintf(parent, sizeof(parent), "%s/booted", drv->d->cache_dir);
 	struct booted_build bb = { .drv = drv, .like = sb, .boot = &wait };
@@ -524,7 +524,7 @@ static int vm_wake(struct driver *drv, struct sandbox *sb, struct err *e)
 	if (rc == 0 && vm_is_held(sb))
 		; /* stopped by spaced itself (a pause, a checkpoint): not ours to continue */
 	else if (full)
-		rc = err_set(e, 507, "no_space", ENOSPC, "sandbox %s waits for room on the host's disk: its VM stopped on "
+		rc = err_set(e, ERR_NO_SPACE, ENOSPC, "sandbox %s waits for room on the host's disk: its VM stopped on "
 			     "a write the file system refused", sb->id);
 	else if (rc == 0 && (strcmp(st, "paused") == 0 || strcmp(st, "io-error") == 0))
 		rc = qmp_call(&q, "cont", NULL, -1, NULL, e);
@@ -564,7 +564,7 @@ static int vm_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
 		return rc;
 	char *rm[] = { "rm", "-rf", "--one-file-system", sb->dir, NULL };
 	if (spawn_run(rm, -1, -1) != 0)
-		return err_set(e, 500, "internal", EIO, "cannot remove %s", sb->dir);
+		return err_set(e, ERR_INTERNAL, EIO, "cannot remove %s", sb->dir);
 	return 0;
 }
 
@@ -689,7 +689,7 @@ static int vm_release(struct driver *drv, const struct driver_leftover *l, struc
 {
 	(void)drv;
 	if (l->kind != DRV_LEFT_CONTAINER)
-		return err_set(e, 500, "internal", EINVAL, "not a VM: %s", l->name);
+		return err_set(e, ERR_INTERNAL, EINVAL, "not a VM: %s", l->name);
 	struct sandbox probe = { 0 };
 	snprintf(probe.id, sizeof(probe.id), "%s", l->owner);
 	snprintf(probe.dir, sizeof(probe.dir), "%s", l->name);

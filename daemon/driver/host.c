@@ -162,6 +162,6 @@ int host_weigh(struct driver *drv, struct sandbox *sb, struct err *e)
 	int rc = fd < 0 ? -errno : write(fd, v, (size_t)n) == n ? 0 : -errno;
 	if (fd >= 0)
 		close(fd);
-	return rc < 0 ? err_set(e, 500, "internal", -rc, "cannot set the CPU share of sandbox %s: %s", sb->id, strerror(-rc))
+	return rc < 0 ? err_set(e, ERR_INTERNAL, -rc, "cannot set the CPU share of sandbox %s: %s", sb->id, strerror(-rc))
 		      : 0;
 }

@@ -26,14 +26,14 @@ static int read_msg(struct qmp *q, int64_t deadline, json_t **out, struct err *e
 			q->len -= n;
 			if (!json_is_object(j)) {
 				json_decref(j);
-				return err_set(e, 500, "internal", EPROTO, "QEMU's monitor sent something that is not a "
+				return err_set(e, ERR_INTERNAL, EPROTO, "QEMU's monitor sent something that is not a "
 					       "JSON object: %s", je.text);
 			}
 			*out = j;
 			return 0;
 		}
 		if (q->len >= QMP_MAX_LINE)
-			return err_set(e, 500, "internal", EPROTO, "QEMU's monitor sent a line over %d KiB",
+			return err_set(e, ERR_INTERNAL, EPROTO, "QEMU's monitor sent a line over %d KiB",
 				       QMP_MAX_LINE / 1024);
 		int64_t left = deadline - mono_ms();
 		struct pollfd p = { .fd = q->fd, .events = POLLIN };
@@ -41,13 +41,13 @@ static int read_msg(struct qmp *q, int64_t deadline, json_t **out, struct err *e
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r == 0)
-			return err_set(e, 500, "internal", ETIMEDOUT, "QEMU's monitor did not answer within %d s",
+			return err_set(e, ERR_INTERNAL, ETIMEDOUT, "QEMU's monitor did not answer within %d s",
 				       QMP_TIMEOUT_MS / 1000);
 		ssize_t got = r < 0 ? -1 : recv(q->fd, q->buf + q->len, QMP_MAX_LINE - q->len, 0);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
-			return err_set(e, 500, "internal", got < 0 ? errno : EPIPE, "QEMU's monitor %s",
+			return err_set(e, ERR_INTERNAL, got < 0 ? errno : EPIPE, "QEMU's monitor %s",
 				       got < 0 ? strerror(errno) : "closed the connection");
 		q->len += (size_t)got;
 	}
@@ -78,7 +78,7 @@ static int send_msg(struct qmp *q, const char *text, int fd, struct err *e)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return err_set(e, 500, "internal", errno, "writing to QEMU's monitor: %s", strerror(errno));
+			return err_set(e, ERR_INTERNAL, errno, "writing to QEMU's monitor: %s", strerror(errno));
 		off += (size_t)w;
 	}
 	return 0;
@@ -103,7 +103,7 @@ static int answer(struct qmp *q, const char *cmd, json_t **ret, struct err *e)
 		}
 		if (err) {
 			const char *desc = json_string_value(json_object_get(err, "desc"));
-			rc = err_set(e, 500, "internal", EREMOTEIO, "QEMU refused %s: %s", cmd, desc ? desc : "no reason");
+			rc = err_set(e, ERR_INTERNAL, EREMOTEIO, "QEMU refused %s: %s", cmd, desc ? desc : "no reason");
 			json_decref(j);
 			return rc;
 		}
@@ -117,23 +117,23 @@ int qmp_open(struct qmp *q, const char *path, struct err *e)
 	q->fd = -1;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sa.sun_path))
-		return err_set(e, 500, "internal", ENAMETOOLONG, "the monitor's path is too long: %s", path);
+		return err_set(e, ERR_INTERNAL, ENAMETOOLONG, "the monitor's path is too long: %s", path);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	q->buf = malloc(QMP_MAX_LINE);
 	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (!q->buf || q->fd < 0) {
 		qmp_close(q);
-		return err_set(e, 500, "internal", ENOMEM, "cannot open a monitor session");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "cannot open a monitor session");
 	}
 	if (connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int err = errno;
 		qmp_close(q);
-		return err_set(e, 500, "internal", err, "connecting to QEMU's monitor: %s", strerror(err));
+		return err_set(e, ERR_INTERNAL, err, "connecting to QEMU's monitor: %s", strerror(err));
 	}
 	json_t *greeting = NULL;
 	int rc = read_msg(q, mono_ms() + QMP_TIMEOUT_MS, &greeting, e);
 	if (rc == 0 && !json_object_get(greeting, "QMP"))
-		rc = err_set(e, 500, "internal", EPROTO, "QEMU's monitor did not greet as QMP does");
+		rc = err_set(e, ERR_INTERNAL, EPROTO, "QEMU's monitor did not greet as QMP does");
 	json_decref(greeting);
 	if (rc == 0)
 		rc = qmp_call(q, "qmp_capabilities", NULL, -1, NULL, e);
@@ -152,12 +152,12 @@ int qmp_call(struct qmp *q, const char *cmd, json_t *args, int send_fd, json_t *
 	char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
 	json_decref(msg);
 	if (!text)
-		return err_set(e, 500, "internal", ENOMEM, "cannot build the %s command", cmd);
+		return err_set(e, ERR_INTERNAL, ENOMEM, "cannot build the %s command", cmd);
 	size_t n = strlen(text);
 	char *line = realloc(text, n + 2);
 	if (!line) {
 		free(text);
-		return err_set(e, 500, "internal", ENOMEM, "cannot build the %s command", cmd);
+		return err_set(e, ERR_INTERNAL, ENOMEM, "cannot build the %s command", cmd);
 	}
 	memcpy(line + n, "\n", 2);
 	int rc = send_msg(q, line, send_fd, e);

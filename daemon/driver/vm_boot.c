@@ -25,7 +25,7 @@ int vm_write_boot(struct sandbox *sb, const struct boot *b, struct err *e)
 		rc = fsync(fd) == 0 ? 0 : -errno;
 		close(fd);
 	}
-	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
+	return rc < 0 ? err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", p, strerror(-rc)) : 0;
 }
 
 int vm_read_boot(struct sandbox *sb, struct boot *b, struct err *e)
@@ -40,7 +40,7 @@ int vm_read_boot(struct sandbox *sb, struct boot *b, struct err *e)
 	const char *c = json_string_value(json_object_get(j, "cmdline"));
 	int rc = 0;
 	if (!k || !i || !m || !c)
-		rc = err_set(e, 500, "internal", EIO, "%s is missing or damaged: %s", p, j ? "a field is missing" : je.text);
+		rc = err_set(e, ERR_INTERNAL, EIO, "%s is missing or damaged: %s", p, j ? "a field is missing" : je.text);
 	else {
 		snprintf(b->kernel, sizeof(b->kernel), "%s", k);
 		snprintf(b->initramfs, sizeof(b->initramfs), "%s", i);
@@ -80,5 +80,5 @@ int vm_write_env(struct sandbox *sb, struct err *e)
 	if (fd >= 0)
 		close(fd);
 	json_decref(env);
-	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
+	return rc < 0 ? err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", p, strerror(-rc)) : 0;
 }

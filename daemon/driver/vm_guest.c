@@ -83,14 +83,14 @@ static int resolve(struct vm_kernel *k, struct err *e)
 {
 	char *show = malloc(VM_APT_SHOW_MAX);
 	if (!show)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	char *argv[] = { "apt-cache", "show", "--no-all-versions", VM_KERNEL_META, NULL };
 	int rc = spawn_capture(argv, show, VM_APT_SHOW_MAX);
 	if (rc != 0)
-		rc = err_set(e, 503, "no_kernel", rc < 0 ? -rc : ENOENT,
+		rc = err_set(e, ERR_NO_KERNEL, rc < 0 ? -rc : ENOENT,
 			     "apt-cache show %s failed (%d): is it in the host's apt sources?", VM_KERNEL_META, rc);
 	else if ((rc = parse_depends(show, k)) < 0)
-		rc = err_set(e, 503, "no_kernel", -rc, "apt-cache show %s names no kernel package of an exact version",
+		rc = err_set(e, ERR_NO_KERNEL, -rc, "apt-cache show %s names no kernel package of an exact version",
 			     VM_KERNEL_META);
 	free(show);
 	return rc;
@@ -140,11 +140,11 @@ static int kernel_build(const char *tmp, void *ctx, struct err *e)
 	snprintf(debdir, sizeof(debdir), "%s/deb", tmp);
 	snprintf(root, sizeof(root), "%s/root", tmp);
 	if (mkdir(tmp, 0755) < 0 || mkdir(debdir, 0755) < 0)
-		return err_set(e, 500, "internal", errno, "cannot create %s: %s", debdir, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot create %s: %s", debdir, strerror(errno));
 	/* apt downloads as its own user where it can write; as root (with a warning) otherwise */
 	struct passwd *apt = getpwnam(VM_APT_USER);
 	if (apt && chown(debdir, apt->pw_uid, 0) < 0)
-		return err_set(e, 500, "internal", errno, "cannot chown %s: %s", debdir, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot chown %s: %s", debdir, strerror(errno));
 
 	char spec[sizeof(k->package) + sizeof(k->version) + 2];
 	snprintf(spec, sizeof(spec), "%s=%s", k->package, k->version);
@@ -156,13 +156,13 @@ static int kernel_build(const char *tmp, void *ctx, struct err *e)
 	if (rc != 0) {
 		if (log >= 0)
 			close(log);
-		return err_set(e, 503, "no_kernel", rc < 0 ? -rc : EIO, "apt-get download %s failed (status %d); see %s",
+		return err_set(e, ERR_NO_KERNEL, rc < 0 ? -rc : EIO, "apt-get download %s failed (status %d); see %s",
 			       spec, rc, b->log);
 	}
 	if ((rc = find_deb(debdir, deb, sizeof(deb))) < 0) {
 		if (log >= 0)
 			close(log);
-		return err_set(e, 503, "no_kernel", -rc, "apt-get download %s left no .deb in %s", spec, debdir);
+		return err_set(e, ERR_NO_KERNEL, -rc, "apt-get download %s left no .deb in %s", spec, debdir);
 	}
 	char *unpack[] = { "dpkg-deb", "-x", deb, root, NULL };
 	rc = spawn_run(unpack, log, log);
@@ -170,7 +170,7 @@ static int kernel_build(const char *tmp, void *ctx, struct err *e)
 	if (log >= 0)
 		close(log);
 	if (rc != 0)
-		return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "dpkg-deb -x %s failed (status %d); see %s", deb,
+		return err_set(e, ERR_INTERNAL, rc < 0 ? -rc : EIO, "dpkg-deb -x %s failed (status %d); see %s", deb,
 			       rc, b->log);
 	char *rm[] = { "rm", "-rf", debdir, NULL };
 	spawn_run(rm, -1, -1);
@@ -178,7 +178,7 @@ static int kernel_build(const char *tmp, void *ctx, struct err *e)
 	kernel_paths(tmp, k);
 	struct stat st;
 	if (stat(k->vmlinuz, &st) < 0 || stat(k->modules, &st) < 0)
-		return err_set(e, 503, "no_kernel", ENOENT, "%s has no %s or no %s", deb, k->vmlinuz, k->modules);
+		return err_set(e, ERR_NO_KERNEL, ENOENT, "%s has no %s or no %s", deb, k->vmlinuz, k->modules);
 	k->fetch_ms = (uint64_t)(t1 - t0);
 	k->unpack_ms = (uint64_t)(t2 - t1);
 	return 0;
@@ -194,9 +194,9 @@ int vm_guest_kernel(const char *cache_dir, bool fetch, struct vm_kernel *k, stru
 	snprintf(parent, sizeof(parent), "%s/kernels", cache_dir);
 	snprintf(name, sizeof(name), "%s_%s", k->release, k->version);
 	if (snprintf(k->dir, sizeof(k->dir), "%s/%s", parent, name) >= (int)sizeof(k->dir))
-		return err_set(e, 500, "internal", ENAMETOOLONG, "cache path too long: %s", parent);
+		return err_set(e, ERR_INTERNAL, ENAMETOOLONG, "cache path too long: %s", parent);
 	if (!fetch && !cache_has(parent, name))
-		return err_set(e, 503, "no_kernel", ENOENT, "the guest kernel %s %s is not in %s", k->package,
+		return err_set(e, ERR_NO_KERNEL, ENOENT, "the guest kernel %s %s is not in %s", k->package,
 			       k->version, parent);
 	struct kernel_build b = { .k = k };
 	snprintf(b.log, sizeof(b.log), "%s.log", k->dir);
@@ -380,7 +380,7 @@ static int load_index(const struct vm_kernel *k, struct modindex *ix, struct err
 	snprintf(path, sizeof(path), "%s/kernel", k->modules);
 	index_dir(ix, path, 0);
 	if (ix->err < 0)
-		return err_set(e, 500, "internal", -ix->err, "cannot index the modules in %s: %s", path,
+		return err_set(e, ERR_INTERNAL, -ix->err, "cannot index the modules in %s: %s", path,
 			       strerror(-ix->err));
 	snprintf(path, sizeof(path), "%s/modules.builtin", k->modules);
 	unsigned char *b;
@@ -389,7 +389,7 @@ static int load_index(const struct vm_kernel *k, struct modindex *ix, struct err
 		ix->builtin = realloc(b, len + 1);
 		if (!ix->builtin) {
 			free(b);
-			return err_set(e, 500, "internal", ENOMEM, "out of memory");
+			return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 		}
 		ix->builtin[len] = '\0';
 	}
@@ -430,7 +430,7 @@ static int initramfs_build(const char *tmp, void *ctx, struct err *e)
 	const struct initramfs_build *b = ctx;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return err_set(e, 500, "internal", errno, "cannot create %s: %s", tmp, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot create %s: %s", tmp, strerror(errno));
 	struct cpio w;
 	cpio_init(&w, fd);
 	initramfs_write(&w, b);
@@ -439,7 +439,7 @@ static int initramfs_build(const char *tmp, void *ctx, struct err *e)
 		rc = -errno;
 	close(fd);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot write %s: %s", tmp, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "cannot write %s: %s", tmp, strerror(-rc));
 	return 0;
 }
 
@@ -447,14 +447,14 @@ static int order_error(struct err *e, int rc, const char *bad, const struct vm_k
 {
 	switch (rc) {
 	case -ENOENT:
-		return err_set(e, 503, "no_kernel", ENOENT, "kernel %s has no module %s", k->release, bad);
+		return err_set(e, ERR_NO_KERNEL, ENOENT, "kernel %s has no module %s", k->release, bad);
 	case -EPROTONOSUPPORT:
-		return err_set(e, 503, "no_kernel", EPROTONOSUPPORT, "module %s of %s is compressed; not supported",
+		return err_set(e, ERR_NO_KERNEL, EPROTONOSUPPORT, "module %s of %s is compressed; not supported",
 			       bad, k->release);
 	case -ELOOP:
-		return err_set(e, 503, "no_kernel", ELOOP, "module %s of %s depends on itself", bad, k->release);
+		return err_set(e, ERR_NO_KERNEL, ELOOP, "module %s of %s depends on itself", bad, k->release);
 	default:
-		return err_set(e, 500, "internal", -rc, "cannot order the modules of %s at %s: %s", k->release, bad,
+		return err_set(e, ERR_INTERNAL, -rc, "cannot order the modules of %s at %s: %s", k->release, bad,
 			       strerror(-rc));
 	}
 }
@@ -497,13 +497,13 @@ int vm_guest_initramfs(const char *cache_dir, const struct vm_kernel *k, const c
 		goto out;
 	}
 	if ((rc = read_all(agent, VM_AGENT_MAX, &bin, &bin_len)) < 0) {
-		rc = err_set(e, 500, "internal", -rc, "cannot read the agent %s: %s", agent, strerror(-rc));
+		rc = err_set(e, ERR_INTERNAL, -rc, "cannot read the agent %s: %s", agent, strerror(-rc));
 		goto out;
 	}
 	struct initramfs_build b = { .k = k, .ix = &ix, .order = &out->order, .agent = bin, .agent_len = bin_len };
 	char key[65], parent[PATH_MAX], name[80];
 	if ((rc = initramfs_key(&b, key)) < 0) {
-		rc = err_set(e, 500, "internal", -rc, "cannot compute the initramfs key");
+		rc = err_set(e, ERR_INTERNAL, -rc, "cannot compute the initramfs key");
 		goto out;
 	}
 	snprintf(parent, sizeof(parent), "%s/initramfs", cache_dir);
@@ -531,7 +531,7 @@ static int image_build(const char *tmp, void *ctx, struct err *e)
 	char *argv[] = { "mkfs.erofs", "-d0", (char *)tmp, (char *)rootfs, NULL };
 	int rc = spawn_run(argv, -1, -1);
 	if (rc != 0)
-		return err_set(e, 500, "internal", rc < 0 ? -rc : EIO,
+		return err_set(e, ERR_INTERNAL, rc < 0 ? -rc : EIO,
 			       "mkfs.erofs of %s failed (status %d): is erofs-utils installed?", rootfs, rc);
 	return 0;
 }
@@ -541,11 +541,11 @@ int vm_guest_template_image(const char *cache_dir, const char *rootfs, char *out
 {
 	char real[PATH_MAX], recipe[PATH_MAX + 64], key[65], parent[PATH_MAX], name[80];
 	if (!realpath(rootfs, real))
-		return err_set(e, 500, "internal", errno, "template %s: %s", rootfs, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "template %s: %s", rootfs, strerror(errno));
 	int len = snprintf(recipe, sizeof(recipe), "recipe=%d erofs %s", VM_IMAGE_RECIPE, real);
 	int rc = hash_sha256_hex(recipe, (size_t)len, key);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot compute the image key");
+		return err_set(e, ERR_INTERNAL, -rc, "cannot compute the image key");
 	snprintf(parent, sizeof(parent), "%s/images", cache_dir);
 	snprintf(name, sizeof(name), "%s.erofs", key);
 	int64_t t0 = mono_ms();
@@ -554,7 +554,7 @@ int vm_guest_template_image(const char *cache_dir, const char *rootfs, char *out
 	*built = rc == 1;
 	*build_ms = *built ? (uint64_t)(mono_ms() - t0) : 0;
 	if (snprintf(out, n, "%s/%s", parent, name) >= (int)n)
-		return err_set(e, 500, "internal", ENAMETOOLONG, "cache path too long: %s", parent);
+		return err_set(e, ERR_INTERNAL, ENAMETOOLONG, "cache path too long: %s", parent);
 	return 0;
 }
 
@@ -607,7 +607,7 @@ static int tsc_build(const char *tmp, void *ctx, struct err *e)
 	int rc = fd >= 0 && write(fd, text, (size_t)len) == len && fsync(fd) == 0 ? 0 : -EIO;
 	if (fd >= 0)
 		close(fd);
-	return rc < 0 ? err_set(e, 500, "internal", EIO, "writing %s", tmp) : 0;
+	return rc < 0 ? err_set(e, ERR_INTERNAL, EIO, "writing %s", tmp) : 0;
 }
 
 unsigned vm_guest_tsc_khz_cached(const char *cache_dir)
@@ -640,18 +640,18 @@ static int stub_build(const char *tmp, void *ctx, struct err *e)
 	int in = open(vmlinuz, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
 	ssize_t got = buf && in >= 0 ? pread(in, buf, 64u * 1024 + VM_STUB_PAYLOAD, 0) : -1;
 	if (got < 0x220) {
-		rc = err_set(e, 500, "internal", got < 0 ? errno : ENOEXEC, "reading %s: %s", vmlinuz,
+		rc = err_set(e, ERR_INTERNAL, got < 0 ? errno : ENOEXEC, "reading %s: %s", vmlinuz,
 			     got < 0 ? strerror(errno) : "too short for a kernel");
 	} else if (memcmp(buf + 0x202, "HdrS", 4) != 0) {
-		rc = err_set(e, 500, "internal", ENOEXEC, "%s is not a bzImage (no HdrS header)", vmlinuz);
+		rc = err_set(e, ERR_INTERNAL, ENOEXEC, "%s is not a bzImage (no HdrS header)", vmlinuz);
 	} else {
 		/* setup_sects at 0x1f1, 0 meaning 4 (the boot protocol), then the boot sector */
 		size_t setup = ((size_t)(buf[0x1f1] ? buf[0x1f1] : 4) + 1) * 512, len = setup + VM_STUB_PAYLOAD;
 		if ((size_t)got < len)
-			rc = err_set(e, 500, "internal", ENOEXEC, "%s ends inside its setup", vmlinuz);
+			rc = err_set(e, ERR_INTERNAL, ENOEXEC, "%s ends inside its setup", vmlinuz);
 		else if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0 ||
 			 write(out, buf, len) != (ssize_t)len || fsync(out) < 0)
-			rc = err_set(e, 500, "internal", errno, "writing %s: %s", tmp, strerror(errno));
+			rc = err_set(e, ERR_INTERNAL, errno, "writing %s: %s", tmp, strerror(errno));
 	}
 	if (out >= 0)
 		close(out);
@@ -665,18 +665,18 @@ int vm_guest_kernel_stub(const char *cache_dir, const char *vmlinuz, char *out, 
 {
 	struct stat st;
 	if (stat(vmlinuz, &st) < 0)
-		return err_set(e, 500, "internal", errno, "%s: %s", vmlinuz, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "%s: %s", vmlinuz, strerror(errno));
 	char id[PATH_MAX + 64], key[65], parent[PATH_MAX];
 	int len = snprintf(id, sizeof(id), "%s\n%lld\n%lld.%09ld", vmlinuz, (long long)st.st_size,
 			   (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 	if (len < 0 || (size_t)len >= sizeof(id) || hash_sha256_hex(id, (size_t)len, key) < 0)
-		return err_set(e, 500, "internal", ENAMETOOLONG, "no key for %s", vmlinuz);
+		return err_set(e, ERR_INTERNAL, ENAMETOOLONG, "no key for %s", vmlinuz);
 	key[32] = '\0';
 	snprintf(parent, sizeof(parent), "%s/kernel-stubs", cache_dir);
 	int rc = cache_get(parent, key, stub_build, (void *)vmlinuz, e);
 	if (rc < 0)
 		return rc;
-	return snprintf(out, n, "%s/%s", parent, key) < (int)n ? 0 : err_set(e, 500, "internal", ENAMETOOLONG, "path");
+	return snprintf(out, n, "%s/%s", parent, key) < (int)n ? 0 : err_set(e, ERR_INTERNAL, ENAMETOOLONG, "path");
 }
 
 int vm_guest_cmdline(const char *cache_dir, bool tcg, char *out, size_t n)

@@ -111,7 +111,7 @@ static int listen_at(const char *p, struct err *e)
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
 		int err = errno;
 		close(fd);
-		return err_set(e, 500, "internal", err, "listening on %s: %s", p, strerror(err));
+		return err_set(e, ERR_INTERNAL, err, "listening on %s: %s", p, strerror(err));
 	}
 	return fd;
 }
@@ -121,12 +121,12 @@ int vm_bind_sockets(struct driver *drv, struct sandbox *sb, struct err *e)
 	char vmdir[700], agent[720], qmp[720];
 	vm_path(vmdir, sizeof(vmdir), sb, "vm");
 	if (mkdir(vmdir, 0700) < 0 && errno != EEXIST)
-		return err_set(e, 500, "internal", errno, "mkdir %s: %s", vmdir, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", vmdir, strerror(errno));
 	snprintf(agent, sizeof(agent), "%s/agent.sock", vmdir);
 	snprintf(qmp, sizeof(qmp), "%s/qmp.sock", vmdir);
 	struct pending *p = calloc(1, sizeof(*p));
 	if (!p)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	snprintf(p->id, sizeof(p->id), "%s", sb->id);
 	p->hold = -1;
 	p->agent_fd = listen_at(agent, e);
@@ -184,7 +184,7 @@ static int open_files(struct sandbox *sb, const struct boot *b, uid_t uid, int c
 			for (int k = 0; k <= i; k++)
 				if (fds[k] >= 0)
 					close(fds[k]);
-			return err_set(e, 500, "internal", -rc, "opening %s for QEMU: %s", f[i].path ? f[i].path : "the console",
+			return err_set(e, ERR_INTERNAL, -rc, "opening %s for QEMU: %s", f[i].path ? f[i].path : "the console",
 				       strerror(-rc));
 		}
 	}
@@ -211,8 +211,8 @@ static int failed_start(struct sandbox *sb, pid_t pid, int rc, struct err *e)
 	if (!why[0])
 		return rc; /* QEMU said nothing: e says what failed here */
 	snprintf(ours, sizeof(ours), "%s", e->msg);
-	e->status = 0;
-	return err_set(e, 500, "internal", rc < 0 ? -rc : EIO, "QEMU failed to start: %s (%s)", why, ours);
+	e->kind = ERR_NONE;
+	return err_set(e, ERR_INTERNAL, rc < 0 ? -rc : EIO, "QEMU failed to start: %s (%s)", why, ours);
 }
 
 
@@ -251,7 +251,7 @@ static int start_open(struct driver *drv, struct sandbox *sb, struct boot *b, bo
 	if (!s->p && (rc = vm_bind_sockets(drv, sb, e)) == 0)
 		s->p = take_pending(drv, sb->id);
 	if (!s->p)
-		return rc < 0 ? rc : err_set(e, 500, "internal", EIO, "no sockets for sandbox %s", sb->id);
+		return rc < 0 ? rc : err_set(e, ERR_INTERNAL, EIO, "no sockets for sandbox %s", sb->id);
 	/* a restore's guest has its kernel in its memory image: QEMU, which would hold the -kernel
 	 * and -initrd files in its memory for as long as it runs, gets the kernel's stub and no
 	 * initrd (vm_guest.h) */
@@ -269,11 +269,11 @@ static int start_open(struct driver *drv, struct sandbox *sb, struct boot *b, bo
 	char vmdir[720];
 	vm_path(vmdir, sizeof(vmdir), sb, "vm");
 	if ((s->j.uid = hold_uid(drv, sb, &s->me)) == 0)
-		return err_set(e, 503, "unavailable", EAGAIN, "no free jail user for sandbox %s: every one of the %u tried "
+		return err_set(e, ERR_UNAVAILABLE, EAGAIN, "no free jail user for sandbox %s: every one of the %u tried "
 			       "runs a process", sb->id, JAIL_UID_PROBES + 1);
 	pid_t keeper = vm_log_start(vmdir, s->logs);
 	if (keeper < 0)
-		return err_set(e, 500, "internal", (int)-keeper, "cannot start the log keeper of %s: %s", sb->id,
+		return err_set(e, ERR_INTERNAL, (int)-keeper, "cannot start the log keeper of %s: %s", sb->id,
 			       strerror((int)-keeper));
 	if ((rc = open_files(sb, b, s->j.uid, s->logs[VM_LOG_CONSOLE], s->files, e)) < 0) {
 		for (int i = 0; i < VM_LOG_STREAMS; i++)
@@ -358,7 +358,7 @@ int vm_launch(struct driver *drv, struct sandbox *sb, int image_fd, bool transie
 	 * when spaced undoes a suspend it did not finish) */
 	pid_t running = vm_qemu_pid(sb);
 	if (running)
-		return err_set(e, 500, "internal", EBUSY, "sandbox %s's QEMU (pid %d) still runs", sb->id, (int)running);
+		return err_set(e, ERR_INTERNAL, EBUSY, "sandbox %s's QEMU (pid %d) still runs", sb->id, (int)running);
 	vm_set_held(sb, false);
 	struct start s = { .tap = -1, .j = { .kvm = strcmp(drv->accel, "kvm") == 0, .transient = transient } };
 	if ((rc = start_open(drv, sb, &b, image_fd >= 0, &s, e)) < 0) {
@@ -374,7 +374,7 @@ int vm_launch(struct driver *drv, struct sandbox *sb, int image_fd, bool transie
 				 : -ENOENT;
 	start_release(drv, &s); /* QEMU has its own copies; a monitor session waits in the backlog */
 	if (pid < 0)
-		return err_set(e, 500, "internal", (int)-pid, "cannot run %s (%s): %s", QEMU, step, strerror((int)-pid));
+		return err_set(e, ERR_INTERNAL, (int)-pid, "cannot run %s (%s): %s", QEMU, step, strerror((int)-pid));
 	if ((rc = vm_write_pid(sb, pid, e)) < 0)
 		return failed_start(sb, pid, rc, e);
 	/* confined while still setting up: its threads to come start in the cgroups */

@@ -79,7 +79,7 @@ int vm_write_pid(struct sandbox *sb, pid_t pid, struct err *e)
 		close(fd);
 	if (rc == 0 && rename(tmp, p) < 0)
 		rc = -errno;
-	return rc < 0 ? err_set(e, 500, "internal", -rc, "writing %s: %s", p, strerror(-rc)) : 0;
+	return rc < 0 ? err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", p, strerror(-rc)) : 0;
 }
 
 /* Ends sb's QEMU, if one runs (SIGKILL: whatever is to be kept was written first), and waits
@@ -91,7 +91,7 @@ int vm_kill_qemu(struct sandbox *sb, pid_t child, struct err *e)
 		return 0;
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pfd < 0)
-		return errno == ESRCH ? 0 : err_set(e, 500, "internal", errno, "pidfd_open: %s", strerror(errno));
+		return errno == ESRCH ? 0 : err_set(e, ERR_INTERNAL, errno, "pidfd_open: %s", strerror(errno));
 	/* pid was checked before the pidfd was taken: check again that it is still ours (a child
 	 * just started is ours until reaped, which the pidfd now holds off from mattering) */
 	if (!child && vm_qemu_pid(sb) != pid) {
@@ -105,7 +105,7 @@ int vm_kill_qemu(struct sandbox *sb, pid_t child, struct err *e)
 		;
 	close(pfd);
 	if (r <= 0)
-		return err_set(e, 500, "internal", ETIMEDOUT, "QEMU (pid %d) of sandbox %s did not exit", (int)pid, sb->id);
+		return err_set(e, ERR_INTERNAL, ETIMEDOUT, "QEMU (pid %d) of sandbox %s did not exit", (int)pid, sb->id);
 	return 0;
 }
 
@@ -137,7 +137,7 @@ int vm_confine(struct sandbox *sb, int overhead_mb, pid_t pid, struct err *e)
 		mkdir(dir, 0755);
 		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/space/%s", CGROUPS[i], sb->id);
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return err_set(e, 500, "internal", errno, "mkdir %s: %s", dir, strerror(errno));
+			return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", dir, strerror(errno));
 		int rc = 0;
 		if (strcmp(CGROUPS[i], "memory") == 0) {
 			snprintf(val, sizeof(val), "%llu", (unsigned long long)(sb->memory_mb + overhead_mb) << 20);
@@ -156,7 +156,7 @@ int vm_confine(struct sandbox *sb, int overhead_mb, pid_t pid, struct err *e)
 		if (rc == 0)
 			rc = write_to(dir, "cgroup.procs", procs);
 		if (rc < 0)
-			return err_set(e, 500, "internal", -rc, "confining QEMU in %s: %s", dir, strerror(-rc));
+			return err_set(e, ERR_INTERNAL, -rc, "confining QEMU in %s: %s", dir, strerror(-rc));
 	}
 	return 0;
 }
@@ -198,11 +198,11 @@ int vm_unix_socket(const char *path, struct sockaddr_un *sa, struct err *e)
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof(sa->sun_path))
-		return err_set(e, 500, "internal", ENAMETOOLONG, "socket path too long: %s", path);
+		return err_set(e, ERR_INTERNAL, ENAMETOOLONG, "socket path too long: %s", path);
 	snprintf(sa->sun_path, sizeof(sa->sun_path), "%s", path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return err_set(e, 500, "internal", errno, "socket: %s", strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "socket: %s", strerror(errno));
 	return fd;
 }
 
@@ -279,7 +279,7 @@ int vm_agent_hello(const char *sock, int timeout_ms, struct err *e)
 	}
 	close(fd);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "the guest's agent did not say hello on %s: %s", sock,
+		return err_set(e, ERR_INTERNAL, -rc, "the guest's agent did not say hello on %s: %s", sock,
 			       rc == -EPROTO ? "its first frame is not A_HELLO" : strerror(-rc));
 	return 0;
 }

@@ -237,7 +237,7 @@ static void pin_one(uint32_t addr, uint32_t ttl, void *ctx)
 	struct pins *ps = ctx;
 	uint32_t s = ttl < NET_DNS_PIN_MIN_S ? NET_DNS_PIN_MIN_S : ttl > NET_DNS_PIN_MAX_S ? NET_DNS_PIN_MAX_S : ttl;
 	struct err e = { 0 };
-	if (net_pin(ps->d, ps->sandbox, addr, s, &e) < 0 && e.status != 404)
+	if (net_pin(ps->d, ps->sandbox, addr, s, &e) < 0 && e.kind != ERR_NOT_FOUND)
 		log_warn("sandbox %s: cannot pin an answer of its resolver: %s", ps->sandbox, e.msg);
 }
 

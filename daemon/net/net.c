@@ -124,7 +124,7 @@ int net_init(struct daemon *d, struct err *e)
 		int rc = errno;
 		if (fd >= 0)
 			close(fd);
-		return err_set(e, 500, "internal", rc, "cannot turn IPv4 forwarding on: %s", strerror(rc));
+		return err_set(e, ERR_INTERNAL, rc, "cannot turn IPv4 forwarding on: %s", strerror(rc));
 	}
 	close(fd);
 	int rc = host_rules(d, e);
@@ -178,7 +178,7 @@ int net_transit_check(struct daemon *d, struct err *e)
 {
 	for (struct sandbox *s = d->sandboxes; s; s = s->next)
 		if (s->network && s->net_transit[0] && strcmp(s->net_transit, d->net_transit) != 0)
-			return err_set(e, 400, "invalid_argument", EINVAL,
+			return err_set(e, ERR_INVALID, EINVAL,
 				       "sandbox %s has its network in %s, not in --net-transit %s: start spaced with "
 				       "--net-transit %s (and delete the sandboxes there before changing it)",
 				       s->id, s->net_transit, d->net_transit, s->net_transit);
@@ -237,7 +237,7 @@ static int build_edge(const struct sandbox *sb, const char *edge, bool inner, st
 	net_inner_path(sb, in, sizeof(in));
 	struct edge_args a = { .reach = reach, .host = host, .inner_ns = -1 };
 	if (inner && (a.inner_ns = open(in, O_RDONLY | O_CLOEXEC)) < 0)
-		return err_set(e, 500, "internal", errno, "cannot open %s: %s", in, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot open %s: %s", in, strerror(errno));
 	int rc = net_in_ns(edge, edge_steps, &a, "set up a sandbox's edge", false, e);
 	if (a.inner_ns >= 0)
 		close(a.inner_ns);
@@ -266,7 +266,7 @@ static int build_edge(const struct sandbox *sb, const char *edge, bool inner, st
 	int rc2 = net_nft(edge, script, false, e);
 	/* gVisor's time-wait lasts 60 s; the tracking's, 120 s by default, is brought just past it */
 	if (rc2 == 0 && (rc2 = net_sysctls(edge, TIME_WAIT, "61")) < 0)
-		rc2 = err_set(e, 500, "internal", -rc2, "cannot set the edge's time-wait: %s", strerror(-rc2));
+		rc2 = err_set(e, ERR_INTERNAL, -rc2, "cannot set the edge's time-wait: %s", strerror(-rc2));
 	return rc2;
 }
 
@@ -308,9 +308,9 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 	net_ns_path(sb, "edge", edge, sizeof(edge));
 	net_inner_path(sb, in, sizeof(in));
 	if (!sb->network || sb->net_slot < 0 || sb->net_slot >= NET_SLOTS || !sb->net_transit[0])
-		return err_set(e, 500, "internal", EINVAL, "sandbox %s has no network slot", sb->id);
+		return err_set(e, ERR_INTERNAL, EINVAL, "sandbox %s has no network slot", sb->id);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return err_set(e, 500, "internal", errno, "cannot create %s: %s", dir, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot create %s: %s", dir, strerror(errno));
 	int rc = 0;
 	bool fresh = !(net_is_ns(edge) && host_link(sb) && (!inner || net_is_ns(in)));
 	if (fresh) {
@@ -321,22 +321,22 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 		host_if(sb, name, sizeof(name));
 		slot_addr(sb, 1, host, sizeof(host));
 		if ((rc = net_make_ns(edge)) < 0 || (inner && (rc = net_make_ns(in)) < 0))
-			return err_set(e, 500, "internal", -rc, "cannot make a network namespace for %s: %s", sb->id,
+			return err_set(e, ERR_INTERNAL, -rc, "cannot make a network namespace for %s: %s", sb->id,
 				       strerror(-rc));
 		/* in the inner namespace only eth0 loses IPv6: gVisor copies its loopback from there,
 		 * and ::1 is a loopback address programs bind */
 		if ((rc = net_sysctls(edge, FORWARD, "1")) < 0 || (rc = net_sysctls(edge, NO_IPV6, "1")) < 0)
-			return err_set(e, 500, "internal", -rc, "cannot set up %s's network namespaces: %s", sb->id,
+			return err_set(e, ERR_INTERNAL, -rc, "cannot set up %s's network namespaces: %s", sb->id,
 				       strerror(-rc));
 		struct host_args h = { .name = name, .host = host, .edge_ns = open(edge, O_RDONLY | O_CLOEXEC) };
 		if (h.edge_ns < 0)
-			return err_set(e, 500, "internal", errno, "cannot open %s: %s", edge, strerror(errno));
+			return err_set(e, ERR_INTERNAL, errno, "cannot open %s: %s", edge, strerror(errno));
 		rc = net_in_ns(NULL, host_steps, &h, "link a sandbox's edge", false, e);
 		close(h.edge_ns);
 		if (rc < 0 || (rc = build_edge(sb, edge, inner, e)) < 0)
 			return rc;
 		if (inner && (rc = net_sysctls(in, INNER_NO_IPV6, "1")) < 0)
-			return err_set(e, 500, "internal", -rc, "cannot set up %s's network namespaces: %s", sb->id,
+			return err_set(e, ERR_INTERNAL, -rc, "cannot set up %s's network namespaces: %s", sb->id,
 				       strerror(-rc));
 	}
 	if (inner && (rc = refresh_inner(in, e)) < 0)
@@ -378,13 +378,13 @@ static int apply_slot(struct daemon *d, int slot, const char *id, const json_t *
 {
 	char *script = malloc(SCRIPT_MAX), chain[16];
 	if (!script)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	snprintf(chain, sizeof(chain), CHAIN_FMT, slot);
 	char table[32], name[IF_NAMESIZE];
 	snprintf(table, sizeof(table), "space_%s", d->net_tag);
 	snprintf(name, sizeof(name), "sp%s%d", d->net_tag, slot);
 	int n = net_policy_rules(policy, table, chain, script, SCRIPT_MAX - 128);
-	int rc = n < 0 ? err_set(e, 500, "internal", -n, "the policy of %s is too long to render", id) : 0;
+	int rc = n < 0 ? err_set(e, ERR_INTERNAL, -n, "the policy of %s is too long to render", id) : 0;
 	if (rc == 0) {
 		snprintf(script + n, SCRIPT_MAX - (size_t)n, "add element inet %s sandboxes { \"%s\" : jump %s }\n", table,
 			 name, chain);
@@ -427,7 +427,7 @@ int net_restore(struct daemon *d, struct err *e)
 		}
 	daemon_unlock(d);
 	if (!all)
-		return err_set(e, 500, "internal", ENOMEM, "out of memory");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	if ((rc = host_rules(d, e)) == 0)
 		rc = host_table(d, e);
 	for (int i = 0; i < n; i++) {
@@ -473,7 +473,7 @@ int net_pin(struct daemon *d, const char *id, uint32_t addr, uint32_t seconds, s
 			slot = sb->net_slot;
 	daemon_unlock(d);
 	if (slot < 0)
-		return err_set(e, 404, "not_found", ENOENT, "no sandbox %s with a network", id);
+		return err_set(e, ERR_NOT_FOUND, ENOENT, "no sandbox %s with a network", id);
 	char a[16], script[256];
 	struct in_addr in = { .s_addr = addr };
 	inet_ntop(AF_INET, &in, a, sizeof(a));

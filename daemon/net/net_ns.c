@@ -115,7 +115,7 @@ int net_in_ns(const char *path, link_steps *fn, const void *arg, const char *wha
 	if (home >= 0)
 		leave(home);
 	if (rc < 0 && !quiet)
-		err_set(e, 500, "internal", -rc, "cannot %s%s%s: %s", what, path ? " in " : "", path ? path : "",
+		err_set(e, ERR_INTERNAL, -rc, "cannot %s%s%s: %s", what, path ? " in " : "", path ? path : "",
 			strerror(-rc));
 	return rc;
 }
@@ -132,7 +132,7 @@ int net_nft(const char *path, const char *script, bool quiet, struct err *e)
 {
 	int home = -1, rc = path ? enter(path, &home) : 0;
 	if (rc < 0)
-		return quiet ? rc : err_set(e, 500, "internal", -rc, "cannot enter %s: %s", path, strerror(-rc));
+		return quiet ? rc : err_set(e, ERR_INTERNAL, -rc, "cannot enter %s: %s", path, strerror(-rc));
 	/* one thread at a time: libnftables 1.0.6 keeps tables of names in globals that every
 	 * context makes and frees (two at once freed them twice: measured, spaced aborted) */
 	static pthread_mutex_t one = PTHREAD_MUTEX_INITIALIZER;
@@ -150,7 +150,7 @@ int net_nft(const char *path, const char *script, bool quiet, struct err *e)
 				char first[256];
 				snprintf(first, sizeof(first), "%s", why && *why ? why : "no message");
 				first[strcspn(first, "\n")] = '\0';
-				err_set(e, 500, "internal", EIO, "nftables refused a sandbox's rules%s%s: %s", path ? " in " : "",
+				err_set(e, ERR_INTERNAL, EIO, "nftables refused a sandbox's rules%s%s: %s", path ? " in " : "",
 					path ? path : "", first);
 			}
 		}
@@ -304,7 +304,7 @@ int net_scratch(const char *dir, bool make, struct err *e)
 	}
 	int rc = mkdir(net, 0700) < 0 && errno != EEXIST ? -errno : net_make_ns(edge);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot make a network namespace at %s: %s", edge, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "cannot make a network namespace at %s: %s", edge, strerror(-rc));
 	return net_in_ns(edge, tap_steps, NULL, "make a tap", false, e);
 }
 
@@ -322,7 +322,7 @@ int net_tap_open(const struct sandbox *sb, struct err *e)
 	net_ns_path(sb, "edge", edge, sizeof(edge));
 	int home = -1, rc = enter(edge, &home);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot enter %s's network namespace %s: %s", sb->id, edge,
+		return err_set(e, ERR_INTERNAL, -rc, "cannot enter %s's network namespace %s: %s", sb->id, edge,
 			       strerror(-rc));
 	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
 	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
@@ -335,6 +335,6 @@ int net_tap_open(const struct sandbox *sb, struct err *e)
 	}
 	leave(home);
 	if (fd < 0)
-		return err_set(e, 500, "internal", -fd, "cannot open %s's tap: %s", sb->id, strerror(-fd));
+		return err_set(e, ERR_INTERNAL, -fd, "cannot open %s's tap: %s", sb->id, strerror(-fd));
 	return fd;
 }

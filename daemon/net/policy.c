@@ -139,7 +139,7 @@ static json_t *list(const json_t *in, const json_t *base, const char *key, int *
 		return out;
 	if (!json_is_array(src)) {
 		json_decref(out);
-		err_set(e, 400, "invalid_argument", EINVAL, "network.%s must be a list of addresses or CIDR blocks", key);
+		err_set(e, ERR_INVALID, EINVAL, "network.%s must be a list of addresses or CIDR blocks", key);
 		return NULL;
 	}
 	size_t i;
@@ -149,7 +149,7 @@ static json_t *list(const json_t *in, const json_t *base, const char *key, int *
 		const char *s = json_string_value(v);
 		if (!s || (net_cidr_normal(s, norm, sizeof(norm)) < 0 && net_name_normal(s, norm, sizeof(norm)) < 0)) {
 			json_decref(out);
-			err_set(e, 400, "invalid_argument", EINVAL,
+			err_set(e, ERR_INVALID, EINVAL,
 				"network.%s[%zu] is not an IPv4 address, a CIDR block (like 192.0.2.0/24) or a host name "
 				"(like example.com or *.example.com)",
 				key, i);
@@ -164,7 +164,7 @@ static json_t *list(const json_t *in, const json_t *base, const char *key, int *
 			continue;
 		if (++*count > NET_RULES_MAX) {
 			json_decref(out);
-			err_set(e, 400, "invalid_argument", E2BIG, "network.allow and network.deny hold at most %d entries",
+			err_set(e, ERR_INVALID, E2BIG, "network.allow and network.deny hold at most %d entries",
 				NET_RULES_MAX);
 			return NULL;
 		}
@@ -176,21 +176,21 @@ static json_t *list(const json_t *in, const json_t *base, const char *key, int *
 json_t *net_policy_parse(const json_t *in, const json_t *base, enum net_egress dflt, struct err *e)
 {
 	if (!json_is_object(in)) {
-		err_set(e, 400, "invalid_argument", EINVAL, "network must be an object: {\"egress\", \"allow\", \"deny\"}");
+		err_set(e, ERR_INVALID, EINVAL, "network must be an object: {\"egress\", \"allow\", \"deny\"}");
 		return NULL;
 	}
 	const char *k;
 	json_t *v;
 	json_object_foreach((json_t *)in, k, v) {
 		if (strcmp(k, "egress") != 0 && strcmp(k, "allow") != 0 && strcmp(k, "deny") != 0) {
-			err_set(e, 400, "invalid_argument", EINVAL, "unknown field network.%s", k);
+			err_set(e, ERR_INVALID, EINVAL, "unknown field network.%s", k);
 			return NULL;
 		}
 	}
 	enum net_egress m = base ? net_policy_egress(base) : dflt;
 	const json_t *ev = json_object_get(in, "egress");
 	if (ev && net_egress_parse(json_string_value(ev), &m) < 0) {
-		err_set(e, 400, "invalid_argument", EINVAL, "network.egress must be \"none\", \"open\" or \"allow\"");
+		err_set(e, ERR_INVALID, EINVAL, "network.egress must be \"none\", \"open\" or \"allow\"");
 		return NULL;
 	}
 	int count = 0;
@@ -204,7 +204,7 @@ json_t *net_policy_parse(const json_t *in, const json_t *base, enum net_egress d
 	 * mean something only in allow mode, so another mode with them is a mistake said at once */
 	if (m != NET_EGRESS_ALLOW && json_array_size(allow) > 0) {
 		if (json_object_get(in, "allow") || !ev) {
-			err_set(e, 400, "invalid_argument", EINVAL, "network.allow needs egress \"allow\" (it is \"%s\")",
+			err_set(e, ERR_INVALID, EINVAL, "network.allow needs egress \"allow\" (it is \"%s\")",
 				MODES[m]);
 			json_decref(allow);
 			json_decref(deny);

@@ -104,19 +104,19 @@ int cache_get(const char *parent, const char *name, cache_build_fn *build, void 
 {
 	char final[PATH_MAX], tmp[PATH_MAX], lockpath[PATH_MAX];
 	if (snprintf(final, sizeof(final), "%s/%s", parent, name) >= (int)sizeof(final) - 5)
-		return err_set(e, 500, "internal", ENAMETOOLONG, "cache path too long: %s/%s", parent, name);
+		return err_set(e, ERR_INTERNAL, ENAMETOOLONG, "cache path too long: %s/%s", parent, name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", final);
 	snprintf(lockpath, sizeof(lockpath), "%s.lock", final);
 	int rc = dir_make(parent, 0755);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot create %s: %s", parent, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "cannot create %s: %s", parent, strerror(-rc));
 	int lock = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (lock < 0)
-		return err_set(e, 500, "internal", errno, "cannot open %s: %s", lockpath, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot open %s: %s", lockpath, strerror(errno));
 	while ((rc = flock(lock, LOCK_EX)) < 0 && errno == EINTR)
 		;
 	if (rc < 0) {
-		rc = err_set(e, 500, "internal", errno, "cannot lock %s: %s", lockpath, strerror(errno));
+		rc = err_set(e, ERR_INTERNAL, errno, "cannot lock %s: %s", lockpath, strerror(errno));
 		goto out;
 	}
 	/* under the lock: an entry being taken away (a template's files a release removes, a
@@ -132,11 +132,11 @@ int cache_get(const char *parent, const char *name, cache_build_fn *build, void 
 		goto fail;
 	long long bytes = walk_added(tmp);
 	if ((rc = sync_parent(parent)) < 0) {
-		rc = err_set(e, 500, "internal", -rc, "cannot sync %s: %s", parent, strerror(-rc));
+		rc = err_set(e, ERR_INTERNAL, -rc, "cannot sync %s: %s", parent, strerror(-rc));
 		goto fail;
 	}
 	if (rename(tmp, final) < 0) {
-		rc = err_set(e, 500, "internal", errno, "cannot rename %s: %s", tmp, strerror(errno));
+		rc = err_set(e, ERR_INTERNAL, errno, "cannot rename %s: %s", tmp, strerror(errno));
 		goto fail;
 	}
 	sync_parent(parent); /* the rename: a cache may lose it in a crash, and is rebuilt */
@@ -159,12 +159,12 @@ int cache_hold(const char *parent, const char *name, cache_build_fn *build, void
 	snprintf(lockpath, sizeof(lockpath), "%s/%s.lock", parent, name);
 	int rc = dir_make(parent, 0755);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot create %s: %s", parent, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "cannot create %s: %s", parent, strerror(-rc));
 	for (;;) {
 		/* shared first: holders of an entry that is there never wait on each other */
 		int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 		if (fd < 0)
-			return err_set(e, 500, "internal", errno, "cannot open %s: %s", lockpath, strerror(errno));
+			return err_set(e, ERR_INTERNAL, errno, "cannot open %s: %s", lockpath, strerror(errno));
 		while ((rc = flock(fd, LOCK_SH)) < 0 && errno == EINTR)
 			;
 		struct stat st;
@@ -175,7 +175,7 @@ int cache_hold(const char *parent, const char *name, cache_build_fn *build, void
 		rc = rc < 0 ? errno : 0;
 		close(fd);
 		if (rc)
-			return err_set(e, 500, "internal", rc, "cannot lock %s: %s", lockpath, strerror(rc));
+			return err_set(e, ERR_INTERNAL, rc, "cannot lock %s: %s", lockpath, strerror(rc));
 		/* not there (never made, or pruned): made under the exclusive lock, then held */
 		if ((rc = cache_get(parent, name, build, ctx, e)) < 0)
 			return rc;

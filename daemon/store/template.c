@@ -150,34 +150,34 @@ int template_parse(const char *arg, struct template_spec *t, struct err *e)
 	size_t nl = eq ? (size_t)(eq - arg) : strlen(arg);
 	memset(t, 0, sizeof(*t));
 	if (!eq)
-		return err_set(e, 400, "invalid_argument", EINVAL, "'%s' is not NAME=PKG[,PKG...]", arg);
+		return err_set(e, ERR_INVALID, EINVAL, "'%s' is not NAME=PKG[,PKG...]", arg);
 	if (nl > TEMPLATE_NAME_MAX)
-		return err_set(e, 400, "invalid_argument", EINVAL, "a template's name is at most %d bytes",
+		return err_set(e, ERR_INVALID, EINVAL, "a template's name is at most %d bytes",
 			       TEMPLATE_NAME_MAX);
 	memcpy(t->name, arg, nl);
 	if (!template_name_ok(t->name))
-		return err_set(e, 400, "invalid_argument", EINVAL,
+		return err_set(e, ERR_INVALID, EINVAL,
 			       "bad template name '%s': letters, digits, '.', '_' and '-', starting with a letter or digit, "
 			       "and a :TAG of the same",
 			       t->name);
 	template_name_canon(t->name);
 	if (strcmp(t->name, TEMPLATE_DEFAULT) == 0)
-		return err_set(e, 400, "invalid_argument", EINVAL, "'default' is the template spaced always makes");
+		return err_set(e, ERR_INVALID, EINVAL, "'default' is the template spaced always makes");
 	if (strchr(eq + 1, ':')) { /* no package name holds one: an image */
 		if (!template_is_image(eq + 1))
-			return err_set(e, 400, "invalid_argument", EINVAL,
+			return err_set(e, ERR_INVALID, EINVAL,
 				       "template %s: '%s' is not an image (oci-archive:FILE, docker-archive:FILE, "
 				       "oci:DIR[:REF], docker://REF)",
 				       t->name, eq + 1);
 		if (strlen(eq + 1) > TEMPLATE_SOURCE_MAX)
-			return err_set(e, 400, "invalid_argument", EINVAL, "template %s: the image is over %d bytes",
+			return err_set(e, ERR_INVALID, EINVAL, "template %s: the image is over %d bytes",
 				       t->name, TEMPLATE_SOURCE_MAX);
 		snprintf(t->source, sizeof(t->source), "%s", eq + 1);
 		return 0;
 	}
 	char list[TEMPLATE_EXTRA_MAX + 1];
 	if (strlen(eq + 1) > TEMPLATE_EXTRA_MAX)
-		return err_set(e, 400, "invalid_argument", EINVAL, "template %s: the package list is over %d bytes",
+		return err_set(e, ERR_INVALID, EINVAL, "template %s: the package list is over %d bytes",
 			       t->name, TEMPLATE_EXTRA_MAX);
 	snprintf(list, sizeof(list), "%s", eq + 1);
 	char *pkgs[TEMPLATE_EXTRA_MAX / 3 + 1];
@@ -187,7 +187,7 @@ int template_parse(const char *arg, struct template_spec *t, struct err *e)
 		if (end)
 			*end = '\0';
 		if (!package_ok(p))
-			return err_set(e, 400, "invalid_argument", EINVAL, "template %s: '%s' is not a Debian package name",
+			return err_set(e, ERR_INVALID, EINVAL, "template %s: '%s' is not a Debian package name",
 				       t->name, p);
 		pkgs[n++] = p;
 		if (!end)
@@ -235,13 +235,13 @@ static int build(const char *tmpdir, const char *packages, const char *logpath, 
 	if (log >= 0)
 		close(log);
 	if (rc != 0)
-		return err_set(e, 500, "internal", EIO, "mmdebstrap failed (status %d); see %s", rc, logpath);
+		return err_set(e, ERR_INTERNAL, EIO, "mmdebstrap failed (status %d); see %s", rc, logpath);
 	/* The working directory commands start in. */
 	char work[800];
 	snprintf(work, sizeof(work), "%s/work", rootfs);
 	/* whoever a command runs as starts there: 0755 whatever spaced's umask (077) */
 	if (mkdir(work, 0755) < 0 || chmod(work, 0755) < 0)
-		return err_set(e, 500, "internal", errno, "cannot create %s: %s", work, strerror(errno));
+		return err_set(e, ERR_INTERNAL, errno, "cannot create %s: %s", work, strerror(errno));
 	return 0;
 }
 
@@ -253,7 +253,7 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 		return template_import(d, t, e);
 	int rc = template_key(t->extra, key);
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot compute the template key");
+		return err_set(e, ERR_INTERNAL, -rc, "cannot compute the template key");
 	package_list(t->extra, packages, sizeof(packages));
 	snprintf(dir, sizeof(dir), "%s/templates/%s", d->cache_dir, key);
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
@@ -262,16 +262,16 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 	char parent[600];
 	snprintf(parent, sizeof(parent), "%s/templates", d->cache_dir);
 	if ((rc = mkdir_p(parent, 0755)) < 0)
-		return err_set(e, 500, "internal", -rc, "cannot create %s: %s", parent, strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "cannot create %s: %s", parent, strerror(-rc));
 
 	if ((rc = template_use(d, key)) < 0) /* before looking: a release sees it (template_release) */
-		return err_set(e, 500, "internal", -rc, "cannot mark the template's files as used: %s", strerror(-rc));
+		return err_set(e, ERR_INTERNAL, -rc, "cannot mark the template's files as used: %s", strerror(-rc));
 	int lock = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
 		rc = -errno;
 		if (lock >= 0)
 			close(lock);
-		return err_set(e, 500, "internal", -rc, "cannot lock %s", lockpath);
+		return err_set(e, ERR_INTERNAL, -rc, "cannot lock %s", lockpath);
 	}
 	struct stat st;
 	if (stat(rootfs, &st) != 0) {
@@ -280,9 +280,9 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 		char *rm[] = { "rm", "-rf", tmp, NULL };
 		spawn_run(rm, -1, -1);
 		if ((rc = mkdir_p(tmp, 0755)) < 0)
-			rc = err_set(e, 500, "internal", -rc, "cannot create %s: %s", tmp, strerror(-rc));
+			rc = err_set(e, ERR_INTERNAL, -rc, "cannot create %s: %s", tmp, strerror(-rc));
 		else if ((rc = build(tmp, packages, logpath, e)) == 0 && rename(tmp, dir) < 0)
-			rc = err_set(e, 500, "internal", errno, "cannot rename %s: %s", tmp, strerror(errno));
+			rc = err_set(e, ERR_INTERNAL, errno, "cannot rename %s: %s", tmp, strerror(errno));
 		if (rc < 0)
 			spawn_run(rm, -1, -1);
 		else
@@ -295,7 +295,7 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 	snprintf(source, sizeof(source), "debian:%s %s (mmdebstrap): %s", TEMPLATE_SUITE, TEMPLATE_VARIANT, packages);
 	rc = store_put_template(d->store, t->name, key, rootfs, source, "{}");
 	if (rc < 0)
-		return err_set(e, 500, "internal", -rc, "cannot record the template");
+		return err_set(e, ERR_INTERNAL, -rc, "cannot record the template");
 	template_put_info(d, t->name, rootfs,
 			  json_pack("[{s:s, s:s, s:s}]", "made_by", "mmdebstrap", "suite", TEMPLATE_SUITE, "packages", packages));
 	return 0;

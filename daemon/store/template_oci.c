@@ -74,7 +74,7 @@ static int run_logged(char *const argv[], const char *logpath, struct err *e)
 		fclose(f);
 	why[strcspn(why, "\n")] = '\0';
 	const char *prog = strrchr(argv[0], '/');
-	return err_set(e, 400, "invalid_argument", EIO, "%s failed (status %d): %s", prog ? prog + 1 : argv[0], rc,
+	return err_set(e, ERR_INVALID, EIO, "%s failed (status %d): %s", prog ? prog + 1 : argv[0], rc,
 		       why[0] ? why : "no message");
 }
 
@@ -105,7 +105,7 @@ static int manifest_digest(const char *dir, char out[65], struct err *e)
 	const char *d = json_string_value(json_object_get(json_array_get(json_object_get(idx, "manifests"), 0), "digest"));
 	int rc = 0;
 	if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d + 7) != 64 || strspn(d + 7, "0123456789abcdef") != 64)
-		rc = err_set(e, 500, "internal", EIO, "the image copied to %s has no sha256 manifest", dir);
+		rc = err_set(e, ERR_INTERNAL, EIO, "the image copied to %s has no sha256 manifest", dir);
 	else
 		memcpy(out, d + 7, 65);
 	json_decref(idx);
@@ -132,7 +132,7 @@ static int unpack_archive(struct daemon *d, const char *archive, const char *lay
 		close(fd);
 	json_t *m = json_object_get(idx, "manifests"), *one = json_array_get(m, 0);
 	if (json_array_size(m) != 1 || !json_is_object(one)) {
-		rc = err_set(e, 400, "invalid_argument", EINVAL, "the archive is not an OCI layout of one image (%zu in its index)",
+		rc = err_set(e, ERR_INVALID, EINVAL, "the archive is not an OCI layout of one image (%zu in its index)",
 			     json_array_size(m));
 	} else {
 		json_t *ann = json_object_get(one, "annotations");
@@ -140,7 +140,7 @@ static int unpack_archive(struct daemon *d, const char *archive, const char *lay
 			json_object_set_new(one, "annotations", ann = json_object());
 		json_object_set_new(ann, "org.opencontainers.image.ref.name", json_string("img"));
 		if (json_dump_file(idx, tmp, JSON_COMPACT) < 0 || rename(tmp, p) < 0)
-			rc = err_set(e, 500, "internal", errno, "cannot tag the image in %s: %s", layout, strerror(errno));
+			rc = err_set(e, ERR_INTERNAL, errno, "cannot tag the image in %s: %s", layout, strerror(errno));
 	}
 	json_decref(idx);
 	return rc;
@@ -202,7 +202,7 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 	char parent[600], layout[700], dest[760], logpath[800], digest[65], name[80];
 	unsigned char r[8];
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		return err_set(e, 500, "internal", EIO, "no randomness for a folder name");
+		return err_set(e, ERR_INTERNAL, EIO, "no randomness for a folder name");
 	snprintf(parent, sizeof(parent), "%s/templates", d->cache_dir);
 	snprintf(layout, sizeof(layout), "%s/pull-%02x%02x%02x%02x%02x%02x%02x%02x", parent, r[0], r[1], r[2], r[3],
 		 r[4], r[5], r[6], r[7]);
@@ -219,7 +219,7 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 	copy[argc] = NULL;
 	char *rm[] = { "rm", "-rf", layout, NULL };
 	int rc = mkdir(parent, 0755) < 0 && errno != EEXIST
-			 ? err_set(e, 500, "internal", errno, "cannot create %s: %s", parent, strerror(errno))
+			 ? err_set(e, ERR_INTERNAL, errno, "cannot create %s: %s", parent, strerror(errno))
 			 : 0;
 	json_t *layers = NULL;
 	/* an archive here is unpacked, not copied: skopeo would untar it and copy its blobs too */
@@ -233,7 +233,7 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 		snprintf(name, sizeof(name), "oci-%s", digest);
 		/* marked before it is looked for: a release sees it (template_release) */
 		if ((rc = template_use(d, name)) < 0)
-			rc = err_set(e, 500, "internal", -rc, "cannot mark the template's files as used: %s", strerror(-rc));
+			rc = err_set(e, ERR_INTERNAL, -rc, "cannot mark the template's files as used: %s", strerror(-rc));
 		else
 			rc = cache_get(parent, name, unpack, layout, e);
 	}
@@ -254,7 +254,7 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 	free(text);
 	if (rc < 0) {
 		json_decref(layers);
-		return err_set(e, 500, "internal", -rc, "cannot record the template");
+		return err_set(e, ERR_INTERNAL, -rc, "cannot record the template");
 	}
 	template_put_info(d, t->name, rootfs, layers);
 	log_info("template %s ready (image sha256:%.12s)", t->name, digest);

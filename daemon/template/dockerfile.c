@@ -610,7 +610,7 @@ int dockerfile_parse(const struct dockerfile_input *in, struct dockerfile **out,
 	if (!p || !df) {
 		free(p);
 		free(df);
-		return err_set(e, 500, "internal", ENOMEM, "out of memory reading the Dockerfile");
+		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory reading the Dockerfile");
 	}
 	p->in = in;
 	p->df = df;

@@ -27,13 +27,13 @@ int df_fail(struct parser *p, int err, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (p->line > 0)
-		return err_set(p->e, 400, "invalid_argument", err, "line %d: %s", p->line, msg);
-	return err_set(p->e, 400, "invalid_argument", err, "%s", msg);
+		return err_set(p->e, ERR_INVALID, err, "line %d: %s", p->line, msg);
+	return err_set(p->e, ERR_INVALID, err, "%s", msg);
 }
 
 int df_nomem(struct parser *p)
 {
-	return err_set(p->e, 500, "internal", ENOMEM, "out of memory reading the Dockerfile");
+	return err_set(p->e, ERR_INTERNAL, ENOMEM, "out of memory reading the Dockerfile");
 }
 
 struct shown df_show(const char *s, size_t n)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "daemon/api/api.h"
+#include "daemon/api/http.h"
 #include "daemon/core/proc.h"
 #include "daemon/core/sandbox.h"
 #include "harness_daemon.h"
@@ -90,10 +91,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	daemon_lock(&z.d);
 	int rc = handlers[which](op);
-	bool refused = op->err.status != 0;
+	bool refused = http_status(op->err.kind) != 0;
 	if (refused) {
-		assert(op->err.status >= 400 && op->err.status < 600);
-		assert(op->err.code[0] != '\0');
+		assert(http_status(op->err.kind) >= 400 && http_status(op->err.kind) < 600);
+		assert(err_code(op->err.kind)[0] != '\0');
 	} else {
 		assert(rc == API_DONE || rc == API_PENDING);
 	}

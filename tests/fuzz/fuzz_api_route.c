@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "daemon/api/api.h"
+#include "daemon/api/http.h"
 #include "daemon/core/sandbox.h"
 
 static const char *const methods[] = { "GET", "POST", "PUT", "DELETE" };
@@ -42,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	const struct route *r = api_match(op, method, url);
 	if (r) {
-		assert(op->err.status == 0);
+		assert(http_status(op->err.kind) == 0);
 		assert(strcmp(r->method, method) == 0);
 		assert(r->handler != NULL);
 		if (strstr(r->pattern, ":id")) {
@@ -52,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (strstr(r->pattern, ":pid"))
 			assert(op->pid >= 1 && op->pid < SP_CHAN_REQ);
 	} else {
-		assert(op->err.status == 404 || op->err.status == 405);
+		assert(http_status(op->err.kind) == 404 || http_status(op->err.kind) == 405);
 		assert(op->err.msg[0] != '\0');
 	}
 
@@ -60,9 +61,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = api_check_path(op, path, plen, "path");
 	bool valid = plen >= 1 && plen <= API_MAX_PATH && path[0] == '/' && strlen(path) == plen;
 	assert((rc == 0) == valid);
-	assert(rc == 0 ? op->err.status == 0 : op->err.status == 400);
+	assert(rc == 0 ? http_status(op->err.kind) == 0 : http_status(op->err.kind) == 400);
 	memset(&op->err, 0, sizeof(op->err));
-	assert(api_check_path(op, NULL, 0, "path") < 0 && op->err.status == 400);
+	assert(api_check_path(op, NULL, 0, "path") < 0 && http_status(op->err.kind) == 400);
 out:
 	free(url);
 	free(path);

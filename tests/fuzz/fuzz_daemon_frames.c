@@ -135,11 +135,11 @@ static void feed(const uint8_t *data, size_t size)
 
 static void check_answer(struct op *op)
 {
-	if (op->err.status) {
-		assert(op->err.status >= 400 && op->err.status < 600);
-		assert(op->err.code[0]);
+	if (op->err.kind) {
+		assert(op->err.kind > ERR_NONE && op->err.kind < ERR_KINDS);
+		assert(err_code(op->err.kind)[0]);
 	}
-	if (op->done && !op->err.status && !op->responding && op->json)
+	if (op->done && !op->err.kind && !op->responding && op->json)
 		assert(json_is_object(op->json) || json_is_array(op->json));
 	/* read the stream as the HTTP layer would, returning credit */
 	uint8_t buf[65536];

@@ -140,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = dockerfile_parse(&in, &df, &e);
 	if (rc) {
 		assert(rc == -EINVAL || rc == -ENOTSUP || rc == -E2BIG);
-		assert(!df && e.status == 400 && *e.msg);
+		assert(!df && e.kind == ERR_INVALID && *e.msg);
 		assert(dockerfile_err_line(&e) >= 0 && (size_t)dockerfile_err_line(&e) <= lines);
 	} else {
 		check(df, lines);

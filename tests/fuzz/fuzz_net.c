@@ -46,7 +46,7 @@ static void policy(const uint8_t *data, size_t size)
 		struct err e = { 0 };
 		json_t *p = net_policy_parse(in, merged ? base : NULL, NET_EGRESS_OPEN, &e);
 		if (!p) {
-			assert(e.status == 400);
+			assert(e.kind == ERR_INVALID);
 			continue;
 		}
 		assert(json_array_size(json_object_get(p, "allow")) + json_array_size(json_object_get(p, "deny")) <=

@@ -33,7 +33,7 @@
 #include "daemon/store/template.h"
 #include "daemon/net/net.h"
 
-#define NOT_HERE(e) err_set((e), 500, "internal", ENOSYS, "not available in the fuzz target")
+#define NOT_HERE(e) err_set((e), ERR_INTERNAL, ENOSYS, "not available in the fuzz target")
 
 /* The log would drown libFuzzer's own output: what spaced logs is not what is checked. */
 void log_msg(const char *level, const char *fmt, ...)
@@ -97,7 +97,7 @@ int snapshot_path(struct daemon *d, const char *id, char *out, size_t n)
 
 int snapshot_remove(struct daemon *d, const char *id, struct op *op, struct err *e)
 {
-	return err_set(e, 404, "not_found", ENOENT, "no snapshot %s", id);
+	return err_set(e, ERR_NOT_FOUND, ENOENT, "no snapshot %s", id);
 }
 
 int spawn_run(char *const argv[], int out_fd, int err_fd)
@@ -205,7 +205,7 @@ json_t *store_template_config(struct store *st, const char *name)
 
 int template_remove(struct daemon *d, const char *name, struct op *op, struct err *e)
 {
-	return err_set(e, 404, "not_found", ENOENT, "no template %s", name);
+	return err_set(e, ERR_NOT_FOUND, ENOENT, "no template %s", name);
 }
 
 int template_rootfs(struct daemon *d, const char *name, char *out, size_t n)
@@ -234,17 +234,17 @@ void template_name_canon(char *s)
 int build_begin(struct daemon *d, struct op *op, const char *name, const char *file, json_t *args,
 		const char *packages, struct err *e)
 {
-	return err_set(e, 400, "invalid_argument", EINVAL, "no builds here");
+	return err_set(e, ERR_INVALID, EINVAL, "no builds here");
 }
 
 int build_cancel(struct daemon *d, const char *name, struct err *e)
 {
-	return err_set(e, 404, "not_found", ENOENT, "no build of template %s runs", name);
+	return err_set(e, ERR_NOT_FOUND, ENOENT, "no build of template %s runs", name);
 }
 
 int build_import(struct daemon *d, struct op *op, const char *name, const char *source, struct err *e)
 {
-	return err_set(e, 400, "invalid_argument", EINVAL, "no imports here");
+	return err_set(e, ERR_INVALID, EINVAL, "no imports here");
 }
 
 int build_upload(struct op *op, const char *data, size_t n)
@@ -254,12 +254,12 @@ int build_upload(struct op *op, const char *data, size_t n)
 
 int build_start(struct op *op)
 {
-	return err_set(&op->err, 500, "internal", EIO, "no builds here");
+	return err_set(&op->err, ERR_INTERNAL, EIO, "no builds here");
 }
 
 int build_record(struct daemon *d, struct op *op, const char *name, json_t *body, struct err *e)
 {
-	return err_set(e, 400, "invalid_argument", EINVAL, "no builds here");
+	return err_set(e, ERR_INVALID, EINVAL, "no builds here");
 }
 
 int system_df(struct daemon *d, struct op *op, struct err *e)

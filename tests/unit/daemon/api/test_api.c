@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "daemon/api/api.h"
+#include "daemon/api/http.h"
 #include "daemon/core/sandbox.h"
 
 static struct op *op_with(const char *body)
@@ -34,7 +35,7 @@ static void test_body_ok(void **state)
 				"\"cmd\":[\"ls\",\"-l\"],\"sig\":\"TERM\"}");
 	json_t *b = NULL;
 	assert_int_equal(api_body(op, fields, &b), 0);
-	assert_int_equal(op->err.status, 0);
+	assert_int_equal(op->err.kind, ERR_NONE);
 	assert_int_equal(json_integer_value(json_object_get(b, "n")), 3);
 	json_decref(b);
 	op_free(op);
@@ -56,8 +57,8 @@ static void expect_400(const char *body, const char *words)
 	json_t *b = NULL;
 	assert_true(api_body(op, fields, &b) < 0);
 	assert_null(b);
-	assert_int_equal(op->err.status, 400);
-	assert_string_equal(op->err.code, "invalid_argument");
+	assert_int_equal(http_status(op->err.kind), 400);
+	assert_string_equal(err_code(op->err.kind), "invalid_argument");
 	assert_non_null(strstr(op->err.msg, words));
 	op_free(op);
 }
@@ -81,17 +82,17 @@ static void test_paths(void **state)
 	assert_int_equal(api_check_path(op, "/work/a", 7, "path"), 0);
 	assert_true(api_check_path(op, "/work\0/a", 8, "path") < 0);
 	assert_non_null(strstr(op->err.msg, "NUL"));
-	op->err.status = 0;
+	op->err.kind = ERR_NONE;
 	assert_true(api_check_path(op, "work/a", 6, "path") < 0);
 	assert_non_null(strstr(op->err.msg, "absolute"));
-	op->err.status = 0;
+	op->err.kind = ERR_NONE;
 	char *long_path = malloc(API_MAX_PATH + 2);
 	memset(long_path, 'a', API_MAX_PATH + 1);
 	long_path[0] = '/';
 	long_path[API_MAX_PATH + 1] = '\0';
 	assert_true(api_check_path(op, long_path, API_MAX_PATH + 1, "path") < 0);
 	long_path[API_MAX_PATH] = '\0';
-	op->err.status = 0;
+	op->err.kind = ERR_NONE;
 	assert_int_equal(api_check_path(op, long_path, API_MAX_PATH, "path"), 0);
 	free(long_path);
 	op_free(op);
@@ -108,11 +109,11 @@ static void test_routes(void **state)
 
 	assert_ptr_equal(api_match(op, "PUT", "/v1/sandboxes/abc/files")->upload, api_file_write_upload);
 	assert_null(api_match(op, "PATCH", "/v1/sandboxes/abc"));
-	assert_int_equal(op->err.status, 405);
-	op->err.status = 0;
+	assert_int_equal(http_status(op->err.kind), 405);
+	op->err.kind = ERR_NONE;
 	assert_null(api_match(op, "GET", "/v1/nothing"));
-	assert_int_equal(op->err.status, 404);
-	op->err.status = 0;
+	assert_int_equal(http_status(op->err.kind), 404);
+	op->err.kind = ERR_NONE;
 	/* a pid must be a positive number below the request-tag space */
 	assert_null(api_match(op, "GET", "/v1/sandboxes/abc/processes/0"));
 	assert_null(api_match(op, "GET", "/v1/sandboxes/abc/processes/x1"));
@@ -219,12 +220,12 @@ static void test_watch_refusals(void **state)
 {
 	/* an agent from before watching would drop the connection on H_WATCH: refused here */
 	struct err e = watch_refusal(2, "/work", "1", "abc123");
-	assert_int_equal(e.status, 409);
-	assert_string_equal(e.code, "conflict");
+	assert_int_equal(http_status(e.kind), 409);
+	assert_string_equal(err_code(e.kind), "conflict");
 	assert_non_null(strstr(e.msg, "protocol 2"));
-	assert_int_equal(watch_refusal(3, "/work", "yes", "abc123").status, 400);
-	assert_int_equal(watch_refusal(3, "", NULL, "abc123").status, 400);
-	assert_int_equal(watch_refusal(3, "/work", NULL, "nosuch").status, 404);
+	assert_int_equal(http_status(watch_refusal(3, "/work", "yes", "abc123").kind), 400);
+	assert_int_equal(http_status(watch_refusal(3, "", NULL, "abc123").kind), 400);
+	assert_int_equal(http_status(watch_refusal(3, "/work", NULL, "nosuch").kind), 404);
 }
 
 int main(void)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/api/ui.h"
+#include "daemon/api/http.h"
 
 static char root[] = "/tmp/space-test-ui-XXXXXX";
 static char dir[64];
@@ -37,8 +38,8 @@ static int open_status(const char *url, char *body, size_t n)
 	struct err e = { 0 };
 	int rc = ui_open(dir, url, &f, &e);
 	if (rc < 0) {
-		assert_int_not_equal(e.status, 0);
-		return e.status;
+		assert_int_not_equal(http_status(e.kind), 0);
+		return http_status(e.kind);
 	}
 	assert_true(fcntl(f.fd, F_GETFD) & FD_CLOEXEC);
 	ssize_t got = read(f.fd, body, n - 1);
@@ -131,7 +132,7 @@ static void test_files_at_their_limit(void **state)
 	assert_int_equal(ftruncate(fd, UI_FILE_MAX + 1), 0);
 	close(fd);
 	assert_int_equal(ui_open(dir, "/ui/big.js", &f, &e), -EFBIG);
-	assert_int_equal(e.status, 500);
+	assert_int_equal(http_status(e.kind), 500);
 }
 
 static int setup(void **state)

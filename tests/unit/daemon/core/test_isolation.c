@@ -26,7 +26,7 @@ static int init_ok(struct daemon *d, struct driver **out, struct err *e)
 
 static int init_fails(struct daemon *d, struct driver **out, struct err *e)
 {
-	return err_set(e, 500, "internal", ENODEV, "/dev/kvm does not open here");
+	return err_set(e, ERR_INTERNAL, ENODEV, "/dev/kvm does not open here");
 }
 
 static const char *runtime(struct driver *drv)
@@ -61,12 +61,12 @@ static void test_a_missing_driver_is_unavailable_and_refused_with_why(void **sta
 	assert_string_equal(d.isolation->kind, "gvisor");
 	assert_ptr_equal(isolation_pick(&d, NULL, &e), d.isolation); /* none named: the default */
 	assert_ptr_equal(isolation_pick(&d, "gvisor", &e), d.isolation);
-	assert_int_equal(e.status, 0);
+	assert_int_equal(e.kind, ERR_NONE);
 
 	assert_non_null(isolation_find(&d, "microvm")); /* known, though it cannot run */
 	assert_null(isolation_pick(&d, "microvm", &e));
-	assert_int_equal(e.status, 400);
-	assert_string_equal(e.code, "isolation_unavailable");
+	assert_int_equal(e.kind, ERR_ISOLATION_REFUSED);
+	assert_string_equal(err_code(e.kind), "isolation_unavailable");
 	assert_non_null(strstr(e.msg, "built without the microvm driver"));
 
 	json_t *v = isolation_json(&d);
@@ -88,8 +88,7 @@ static void test_an_unknown_kind_is_named_as_such(void **state)
 	assert_null(isolation_find(&d, "firecracker"));
 	assert_null(isolation_find(&d, "GVISOR"));
 	assert_null(isolation_pick(&d, "firecracker", &e));
-	assert_int_equal(e.status, 400);
-	assert_string_equal(e.code, "invalid_argument");
+	assert_int_equal(e.kind, ERR_INVALID);
 	assert_non_null(strstr(e.msg, "\"gvisor\", \"microvm\""));
 
 	struct daemon d2 = { 0 };
@@ -122,13 +121,13 @@ static void test_a_failing_init_is_fatal_only_for_the_default(void **state)
 	struct err e = { 0 };
 	assert_int_equal(isolation_init(&d, "gvisor", microvm_broken, &e), 0);
 	assert_null(isolation_pick(&d, "microvm", &e));
-	assert_string_equal(e.code, "isolation_unavailable");
+	assert_string_equal(err_code(e.kind), "isolation_unavailable");
 	assert_non_null(strstr(e.msg, "/dev/kvm does not open here")); /* the driver's own words */
 
 	struct daemon d2 = { 0 };
 	struct err e2 = { 0 };
 	assert_true(isolation_init(&d2, "microvm", microvm_broken, &e2) < 0);
-	assert_string_equal(e2.code, "isolation_unavailable");
+	assert_string_equal(err_code(e2.kind), "isolation_unavailable");
 	assert_non_null(strstr(e2.msg, "isolation microvm is unavailable: /dev/kvm does not open here"));
 }
 

@@ -67,7 +67,7 @@ static void bad_policies_are_refused_with_their_place(void **state)
 	(void)state;
 	struct err e;
 	assert_null(parse("{\"egress\": \"everything\"}", NULL, &e));
-	assert_int_equal(e.status, 400);
+	assert_int_equal(e.kind, ERR_INVALID);
 	assert_non_null(strstr(e.msg, "network.egress"));
 	assert_null(parse("{\"egress\": \"allow\", \"allow\": [\"192.0.2.0/24\", \"no_pe\"]}", NULL, &e));
 	assert_non_null(strstr(e.msg, "network.allow[1]"));

@@ -61,7 +61,7 @@ static void test_parse_refuses(void **state)
 		struct template_spec t;
 		struct err e = { 0 };
 		assert_int_equal(template_parse(bad[i], &t, &e), -EINVAL);
-		assert_int_equal(e.status, 400);
+		assert_int_equal(e.kind, ERR_INVALID);
 		assert_true(strlen(e.msg) > 0);
 		assert_string_equal(t.extra, "");
 	}

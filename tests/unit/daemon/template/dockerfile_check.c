@@ -24,8 +24,7 @@ int parse_with(const char *text, size_t len, const char *const *args, size_t n_a
 	int rc = dockerfile_parse(&in, df, e);
 	if (rc) {
 		assert_null(*df);
-		assert_int_equal(e->status, 400);
-		assert_string_equal(e->code, "invalid_argument");
+		assert_int_equal(e->kind, ERR_INVALID);
 	}
 	return rc;
 }
