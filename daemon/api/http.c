@@ -276,6 +276,42 @@ static enum MHD_Result respond(struct op *op)
 	return rc;
 }
 
+static void conn_suspend(void *conn)
+{
+	MHD_suspend_connection(conn);
+}
+
+static void conn_resume(void *conn)
+{
+	MHD_resume_connection(conn);
+}
+
+static int conn_fd(void *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	return ci ? ci->connect_fd : -1;
+}
+
+/* A request run again once its sandbox resumed or its template was built. [L] */
+static void retry(struct op *op)
+{
+	int rc = op->route->handler(op);
+	if (op->deferred)
+		return; /* it waits again, for the next resume or hello */
+	if (op->route->upload && rc == API_DONE && !op->err.kind && !op->done)
+		op_wake(op); /* go on with the body */
+	else if (rc == API_DONE)
+		op_finish(op);
+}
+
+/* How the core reaches a request that came through the API. */
+static const struct op_front http_front = {
+	.suspend = conn_suspend,
+	.resume = conn_resume,
+	.fd = conn_fd,
+	.retry = retry,
+};
+
 static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const char *method, const char *url,
 			 bool nul_uri)
 {
@@ -283,6 +319,7 @@ static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const 
 	if (!op)
 		return NULL;
 	op->d = l->d;
+	op->front = &http_front;
 	op->conn = conn;
 	op->tcp = l->tcp;
 	op->arrived_ns = api_metrics_now_ns();

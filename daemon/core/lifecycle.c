@@ -32,7 +32,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/api/api.h"
 #include "daemon/driver/driver.h"
 #include "daemon/core/job.h"
 #include "daemon/base/crash.h"
@@ -516,7 +515,7 @@ int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, stru
 	if (v == STATE_ALREADY) {
 		op->status = 200;
 		op->json = sandbox_json(sb);
-		return API_ANSWERED;
+		return LIFECYCLE_ANSWERED;
 	}
 	if (v == STATE_ILLEGAL) {
 		static const char *verbs[] = { "paused", "resumed", "suspended", "deleted" };
@@ -656,13 +655,8 @@ void lifecycle_resumed(struct daemon *d, struct sandbox *sb, const struct err *e
 			op_fail(op, e);
 			continue;
 		}
-		/* Run the request again, now against a running sandbox. */
-		int rc = op->route->handler(op);
-		if (op->deferred)
-			continue; /* deferred again: it waits for the next resume or hello */
-		if (op->route->upload && rc == API_DONE && !op->err.kind && !op->done)
-			op_wake(op); /* go on with the body */
-		else if (rc == API_DONE)
-			op_finish(op);
+		/* Run the request again, now against a running sandbox; deferred again (the agent
+		 * went away), it waits for the next resume or hello. */
+		op->front->retry(op);
 	}
 }

@@ -11,11 +11,11 @@
 
 struct op;
 
-#define API_ANSWERED 1 /* lifecycle_start answered op at once (the state already held) */
+#define LIFECYCLE_ANSWERED 1 /* lifecycle_start answered op at once (the state already held) */
 
 /*
  * Starts action a (ACT_PAUSE, ACT_RESUME, ACT_SUSPEND) on sb. Returns 0 when a
- * job will answer op, API_ANSWERED when op was answered at once (the target
+ * job will answer op, LIFECYCLE_ANSWERED when op was answered at once (the target
  * state already held), or -errno with *e set (409 for an illegal transition). [L]
  */
 int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, struct op *op, struct err *e);

@@ -1,5 +1,5 @@
 /*
- * daemon/core/op.c - requests in flight: d->lock and the suspended HTTP connections it wakes,
+ * daemon/core/op.c - requests in flight: d->lock and the suspended connections it wakes,
  * linking requests to sandboxes and processes, failing them, their client streams and
  * deadlines, and the accounts of captured output and of credit returned as the client takes
  * bytes.
@@ -11,7 +11,6 @@
 #include "daemon/core/op_private.h"
 
 #include <errno.h>
-#include <microhttpd.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +21,12 @@
 #include "daemon/core/stats.h"
 
 /* Connections to resume once this thread drops d->lock. */
-static __thread struct MHD_Connection *to_resume[256];
+#define RESUME_MAX 256
+struct resume {
+	const struct op_front *front;
+	void *conn;
+};
+static __thread struct resume to_resume[RESUME_MAX];
 static __thread unsigned n_resume;
 
 /* How long d->lock is held, for the lock figures logged at exit (bench/lock.py reads
@@ -77,7 +81,7 @@ void daemon_lock_report(struct daemon *d)
 
 void daemon_unlock(struct daemon *d)
 {
-	struct MHD_Connection *list[256];
+	struct resume list[RESUME_MAX];
 	unsigned n = n_resume;
 	memcpy(list, to_resume, n * sizeof(list[0]));
 	n_resume = 0;
@@ -85,19 +89,19 @@ void daemon_unlock(struct daemon *d)
 	count_hold();
 	pthread_mutex_unlock(&d->lock);
 	for (unsigned i = 0; i < n; i++)
-		MHD_resume_connection(list[i]);
+		list[i].front->resume(list[i].conn);
 }
 
 void op_wake(struct op *op)
 {
 	if (!op->suspended || !op->conn)
 		return;
-	if (n_resume == sizeof(to_resume) / sizeof(to_resume[0])) {
+	if (n_resume == RESUME_MAX) {
 		/* Never expected (256 wake-ups under one lock); resuming with the lock held is
 		 * still correct, only slower. */
-		MHD_resume_connection(op->conn);
+		op->front->resume(op->conn);
 	} else {
-		to_resume[n_resume++] = op->conn;
+		to_resume[n_resume++] = (struct resume){ op->front, op->conn };
 	}
 	op->suspended = false;
 }
@@ -106,7 +110,7 @@ void op_suspend(struct op *op)
 {
 	if (op->suspended)
 		return;
-	MHD_suspend_connection(op->conn);
+	op->front->suspend(op->conn);
 	op->suspended = true;
 }
 
@@ -216,11 +220,11 @@ bool op_check_gone(struct op *op)
 {
 	if (!op->suspended || !op->conn || op->gone)
 		return op->gone;
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(op->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (!ci)
+	int fd = op->front->fd(op->conn);
+	if (fd < 0)
 		return false;
 	/* the peer's FIN (or a reset) is visible without reading what it may have sent */
-	struct pollfd p = { .fd = ci->connect_fd, .events = POLLRDHUP };
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
 	if (poll(&p, 1, 0) != 1 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
 		return false;
 	op->gone = true;

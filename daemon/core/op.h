@@ -1,16 +1,18 @@
 /*
  * daemon/core/op.h - one API request in flight, and how agent replies reach it.
  *
- * Every HTTP request gets a struct op (its libmicrohttpd connection context).
- * A request that needs the agent links its op to the sandbox (by tag, while
- * it waits for a reply) or to a process (as its output reader or a waiter),
- * suspends its HTTP connection and returns. The I/O thread, on a frame for
- * that tag or pid, updates the op and wakes it; the HTTP thread then sends
- * the answer. All op fields that both threads touch are under d->lock.
+ * Every request gets a struct op, made by the front it came through (the HTTP
+ * API, daemon/api/http.c) or by a job. A request that needs the agent links
+ * its op to the sandbox (by tag, while it waits for a reply) or to a process
+ * (as its output reader or a waiter), has its front suspend its connection,
+ * and returns. The I/O thread, on a frame for that tag or pid, updates the op
+ * and wakes it; the front's thread then sends the answer. All op fields that
+ * both threads touch are under d->lock. The core knows a connection only as
+ * the front's opaque pointer and the calls of struct op_front.
  *
- * Waking: op_wake() only records the connection; daemon_unlock() resumes the
- * recorded connections after releasing d->lock, so libmicrohttpd is never
- * entered with our lock held.
+ * Waking: op_wake() only records the connection; daemon_unlock() has the front
+ * resume the recorded connections after releasing d->lock, so a front's
+ * library is never entered with our lock held.
  */
 #ifndef SPACE_DAEMON_OP_H
 #define SPACE_DAEMON_OP_H
@@ -46,12 +48,27 @@ enum op_kind {
 };
 
 struct route;
+struct op;
+
+/* What the front that made a request does for the core: the connection is the front's. */
+struct op_front {
+	/* Stops serving conn until resume. [L] */
+	void (*suspend)(void *conn);
+	/* Serves conn again; called with d->lock released. */
+	void (*resume)(void *conn);
+	/* conn's socket, to see whether its client left, or -1. [L] */
+	int (*fd)(void *conn);
+	/* Runs the request again now that what it waited for happened (its sandbox resumed, its
+	 * template was built): answers it, defers it again, or goes on with its body. [L] */
+	void (*retry)(struct op *op);
+};
 
 struct op {
 	struct op *next;            /* in sb->ops, or proc->waiters */
 	struct daemon *d;
-	struct MHD_Connection *conn;
-	const struct route *route;
+	const struct op_front *front; /* the front of a request from a client; NULL for a job's */
+	void *conn;                 /* the front's connection */
+	const struct route *route;  /* the front's: what the request asked for */
 	enum op_kind kind;
 	bool tcp;                   /* arrived on the TCP listener */
 	char tenant[TENANT_NAME_MAX + 1]; /* the token's tenant: a TCP request sees only its own */
@@ -151,8 +168,8 @@ void daemon_lock_report(struct daemon *d);
  * connection is not watched), and it keeps proxies from closing an idle stream. [L] */
 void op_keepalive(struct op *op, int64_t now_ms);
 
-/* Whether the client of a suspended op has closed its connection (libmicrohttpd does not
- * watch suspended connections): if so, marks op gone and wakes it, so the HTTP layer ends the
+/* Whether the client of a suspended op has closed its connection (a front does not watch
+ * suspended connections): if so, marks op gone and wakes it, so the HTTP layer ends the
  * request and everything it held is let go. [L] */
 bool op_check_gone(struct op *op);
 
@@ -160,7 +177,7 @@ bool op_check_gone(struct op *op);
 void op_finish(struct op *op);
 /* Wakes op's connection (new stream bytes, credit) if it is suspended. [L] */
 void op_wake(struct op *op);
-/* Suspends the HTTP connection of op until op_wake/op_finish. Call from an MHD callback. [L] */
+/* Suspends op's connection until op_wake/op_finish. Call from the front's thread. [L] */
 void op_suspend(struct op *op);
 
 /* Links op to sb under a fresh tag and returns the tag. [L] */

@@ -17,7 +17,6 @@
 #include <unistd.h>
 #include <jansson.h>
 
-#include "daemon/api/api.h"
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
@@ -165,8 +164,8 @@ static void recipe_job(struct job *j)
 		on_close(op); /* it waits no more */
 		if (rc < 0)
 			op_fail(op, &e);
-		else if (op->route->handler(op) == API_DONE && !op->deferred) /* the create again */
-			op_finish(op);
+		else
+			op->front->retry(op); /* the create again */
 	}
 	daemon_unlock(d);
 	free(r);

@@ -26,7 +26,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/api/api.h"
 #include "daemon/driver/driver.h"
 #include "daemon/core/job.h"
 #include "daemon/core/lifecycle.h"

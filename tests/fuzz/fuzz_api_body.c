@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	daemon_lock(&z.d);
 	int rc = handlers[which](op);
-	bool refused = http_status(op->err.kind) != 0;
+	bool refused = op->err.kind != ERR_NONE;
 	if (refused) {
 		assert(http_status(op->err.kind) >= 400 && http_status(op->err.kind) < 600);
 		assert(err_code(op->err.kind)[0] != '\0');

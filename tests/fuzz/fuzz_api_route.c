@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	const struct route *r = api_match(op, method, url);
 	if (r) {
-		assert(http_status(op->err.kind) == 0);
+		assert(op->err.kind == ERR_NONE);
 		assert(strcmp(r->method, method) == 0);
 		assert(r->handler != NULL);
 		if (strstr(r->pattern, ":id")) {
@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = api_check_path(op, path, plen, "path");
 	bool valid = plen >= 1 && plen <= API_MAX_PATH && path[0] == '/' && strlen(path) == plen;
 	assert((rc == 0) == valid);
-	assert(rc == 0 ? http_status(op->err.kind) == 0 : http_status(op->err.kind) == 400);
+	assert(rc == 0 ? op->err.kind == ERR_NONE : http_status(op->err.kind) == 400);
 	memset(&op->err, 0, sizeof(op->err));
 	assert(api_check_path(op, NULL, 0, "path") < 0 && http_status(op->err.kind) == 400);
 out:

@@ -38,7 +38,7 @@ static int open_status(const char *url, char *body, size_t n)
 	struct err e = { 0 };
 	int rc = ui_open(dir, url, &f, &e);
 	if (rc < 0) {
-		assert_int_not_equal(http_status(e.kind), 0);
+		assert_int_not_equal(e.kind, ERR_NONE);
 		return http_status(e.kind);
 	}
 	assert_true(fcntl(f.fd, F_GETFD) & FD_CLOEXEC);
