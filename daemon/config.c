@@ -87,23 +87,23 @@ void config_usage(FILE *f)
 
 static void defaults(struct daemon *d, struct config *c)
 {
-	snprintf(d->state_dir, sizeof(d->state_dir), "/var/lib/space");
-	snprintf(d->cache_dir, sizeof(d->cache_dir), "/var/cache/space");
-	snprintf(d->socket_path, sizeof(d->socket_path), "/run/space/space.sock");
+	snprintf(d->cfg.state_dir, sizeof(d->cfg.state_dir), "/var/lib/space");
+	snprintf(d->cfg.cache_dir, sizeof(d->cfg.cache_dir), "/var/cache/space");
+	snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path), "/run/space/space.sock");
 	c->isolation = ISOLATION_DEFAULT;
-	d->auto_resume = true;
-	d->max_snapshots = TENANT_MAX_SNAPSHOTS;
-	d->max_snapshot_bytes = TENANT_MAX_SNAPSHOT_BYTES;
-	d->default_egress = NET_EGRESS_OPEN;
-	snprintf(d->proxy_domain, sizeof(d->proxy_domain), "localhost");
-	d->proxy_idle_s = PROXY_IDLE_TIMEOUT_S;
-	d->cache_max_bytes = (long long)CACHE_MAX_MB_DEFAULT << 20;
-	d->dns_port = NET_DNS_PORT;
-	d->ready_timeout_s = READY_DEFAULT_TIMEOUT_S;
+	d->cfg.auto_resume = true;
+	d->cfg.max_snapshots = TENANT_MAX_SNAPSHOTS;
+	d->cfg.max_snapshot_bytes = TENANT_MAX_SNAPSHOT_BYTES;
+	d->cfg.default_egress = NET_EGRESS_OPEN;
+	snprintf(d->cfg.proxy_domain, sizeof(d->cfg.proxy_domain), "localhost");
+	d->cfg.proxy_idle_s = PROXY_IDLE_TIMEOUT_S;
+	d->cfg.cache_max_bytes = (long long)CACHE_MAX_MB_DEFAULT << 20;
+	d->cfg.dns_port = NET_DNS_PORT;
+	d->cfg.ready_timeout_s = READY_DEFAULT_TIMEOUT_S;
 	char exe[400];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
-	snprintf(d->agent_path, sizeof(d->agent_path), "%s/space-agent", dirname(exe));
+	snprintf(d->cfg.agent_path, sizeof(d->cfg.agent_path), "%s/space-agent", dirname(exe));
 }
 
 /* v as a whole number in [min, max] into *out; else -EINVAL with why. */
@@ -163,33 +163,33 @@ static int apply_net(struct daemon *d, int id, const char *v, char *why, size_t 
 	case O_DEFAULT_EGRESS:
 		if (net_egress_parse(v, &m) < 0)
 			return snprintf(why, n, "--default-egress is none, open or allow, not %s", v), -EINVAL;
-		d->default_egress = (int)m;
+		d->cfg.default_egress = (int)m;
 		return 0;
 	case O_EGRESS_PERMIT:
-		if (d->net_npermits >= NET_PERMITS_MAX ||
-		    net_cidr_normal(v, d->net_permits[d->net_npermits], sizeof(d->net_permits[0])) < 0)
+		if (d->cfg.net_npermits >= NET_PERMITS_MAX ||
+		    net_cidr_normal(v, d->cfg.net_permits[d->cfg.net_npermits], sizeof(d->cfg.net_permits[0])) < 0)
 			return snprintf(why, n, "--egress-permit takes an IPv4 CIDR block (at most %d of them), not %s",
 					NET_PERMITS_MAX, v), -EINVAL;
-		d->net_npermits++;
+		d->cfg.net_npermits++;
 		return 0;
 	case O_NET_TRANSIT:
-		if (net_transit_parse(v, d->net_transit, sizeof(d->net_transit)) < 0)
+		if (net_transit_parse(v, d->cfg.net_transit, sizeof(d->cfg.net_transit)) < 0)
 			return snprintf(why, n, "--net-transit takes an IPv4 range /%d to /%d, not %s",
 					NET_TRANSIT_MIN_PREFIX, NET_TRANSIT_MAX_PREFIX, v), -EINVAL;
 		return 0;
-	case O_PROXY_LISTEN: return text("proxy-listen", v, d->proxy_listen, sizeof(d->proxy_listen), why, n);
+	case O_PROXY_LISTEN: return text("proxy-listen", v, d->cfg.proxy_listen, sizeof(d->cfg.proxy_listen), why, n);
 	case O_PROXY_DOMAIN:
 		if (!*v || strchr(v, ':') || strchr(v, '/'))
 			return snprintf(why, n, "--proxy-domain wants a DNS name, not %s", v), -EINVAL;
-		return text("proxy-domain", v, d->proxy_domain, sizeof(d->proxy_domain), why, n);
+		return text("proxy-domain", v, d->cfg.proxy_domain, sizeof(d->cfg.proxy_domain), why, n);
 	case O_PROXY_IDLE_TIMEOUT:
 		rc = number("proxy-idle-timeout", v, 1, PROXY_IDLE_TIMEOUT_MAX_S, &x, why, n);
-		d->proxy_idle_s = rc == 0 ? (int)x : d->proxy_idle_s;
+		d->cfg.proxy_idle_s = rc == 0 ? (int)x : d->cfg.proxy_idle_s;
 		return rc;
-	case O_DNS_UPSTREAM: return text("dns-upstream", v, d->dns_upstream, sizeof(d->dns_upstream), why, n);
+	case O_DNS_UPSTREAM: return text("dns-upstream", v, d->cfg.dns_upstream, sizeof(d->cfg.dns_upstream), why, n);
 	case O_DNS_PORT:
 		rc = number("dns-port", v, 1, 65535, &x, why, n);
-		d->dns_port = rc == 0 ? (int)x : d->dns_port;
+		d->cfg.dns_port = rc == 0 ? (int)x : d->cfg.dns_port;
 		return rc;
 	}
 	return -ENOENT;
@@ -204,47 +204,47 @@ static int apply(struct daemon *d, struct config *c, int id, const char *v, char
 		return rc;
 	rc = 0;
 	switch (id) {
-	case O_STATE_DIR: return text("state-dir", v, d->state_dir, sizeof(d->state_dir), why, n);
-	case O_SOCKET: return text("socket", v, d->socket_path, sizeof(d->socket_path), why, n);
-	case O_LISTEN: return text("listen", v, d->listen_addr, sizeof(d->listen_addr), why, n);
-	case O_CACHE_DIR: return text("cache-dir", v, d->cache_dir, sizeof(d->cache_dir), why, n);
+	case O_STATE_DIR: return text("state-dir", v, d->cfg.state_dir, sizeof(d->cfg.state_dir), why, n);
+	case O_SOCKET: return text("socket", v, d->cfg.socket_path, sizeof(d->cfg.socket_path), why, n);
+	case O_LISTEN: return text("listen", v, d->cfg.listen_addr, sizeof(d->cfg.listen_addr), why, n);
+	case O_CACHE_DIR: return text("cache-dir", v, d->cfg.cache_dir, sizeof(d->cfg.cache_dir), why, n);
 	case O_CACHE_MAX_MB:
 		rc = number("cache-max-mb", v, 0, CACHE_MAX_MB_MAX, &x, why, n);
-		d->cache_max_bytes = rc == 0 ? x << 20 : d->cache_max_bytes;
+		d->cfg.cache_max_bytes = rc == 0 ? x << 20 : d->cfg.cache_max_bytes;
 		return rc;
 	case O_MAX_STARTING:
 		rc = number("max-starting", v, 1, STARTS_MAX, &x, why, n);
-		d->max_starting = rc == 0 ? (int)x : d->max_starting;
+		d->cfg.max_starting = rc == 0 ? (int)x : d->cfg.max_starting;
 		return rc;
-	case O_AGENT: return text("agent", v, d->agent_path, sizeof(d->agent_path), why, n);
-	case O_RECIPES: return text("recipes", v, d->recipes_dir, sizeof(d->recipes_dir), why, n);
-	case O_UI: return text("ui", v, d->ui_dir, sizeof(d->ui_dir), why, n);
-	case O_TLS_CERT: return text("tls-cert", v, d->tls_cert_path, sizeof(d->tls_cert_path), why, n);
-	case O_TLS_KEY: return text("tls-key", v, d->tls_key_path, sizeof(d->tls_key_path), why, n);
-	case O_E2B_LISTEN: return text("e2b-listen", v, d->e2b_listen, sizeof(d->e2b_listen), why, n);
+	case O_AGENT: return text("agent", v, d->cfg.agent_path, sizeof(d->cfg.agent_path), why, n);
+	case O_RECIPES: return text("recipes", v, d->cfg.recipes_dir, sizeof(d->cfg.recipes_dir), why, n);
+	case O_UI: return text("ui", v, d->cfg.ui_dir, sizeof(d->cfg.ui_dir), why, n);
+	case O_TLS_CERT: return text("tls-cert", v, d->cfg.tls_cert_path, sizeof(d->cfg.tls_cert_path), why, n);
+	case O_TLS_KEY: return text("tls-key", v, d->cfg.tls_key_path, sizeof(d->cfg.tls_key_path), why, n);
+	case O_E2B_LISTEN: return text("e2b-listen", v, d->cfg.e2b_listen, sizeof(d->cfg.e2b_listen), why, n);
 	case O_ISOLATION: c->isolation = v; return 0;
-	case O_ACCEL: d->vm_accel = v; return 0;
+	case O_ACCEL: d->cfg.vm_accel = v; return 0;
 	case O_DRIVER: /* older spaceds' name for --isolation: its auto and vm are gvisor and microvm */
 		c->isolation = strcmp(v, "auto") == 0 ? ISOLATION_DEFAULT : strcmp(v, "vm") == 0 ? "microvm" : v;
 		log_warn("--driver is deprecated: use --isolation %s", c->isolation);
 		return 0;
-	case O_NO_AUTO_RESUME: d->auto_resume = false; return 0;
+	case O_NO_AUTO_RESUME: d->cfg.auto_resume = false; return 0;
 	case O_TENANT_SNAPSHOTS:
 		rc = number("tenant-snapshots", v, 0, INT_MAX, &x, why, n);
-		d->max_snapshots = rc == 0 ? (int)x : d->max_snapshots;
+		d->cfg.max_snapshots = rc == 0 ? (int)x : d->cfg.max_snapshots;
 		return rc;
 	case O_TENANT_SNAPSHOT_MB:
 		rc = number("tenant-snapshot-mb", v, 0, (long long)(UINT64_MAX >> 21), &x, why, n);
-		d->max_snapshot_bytes = rc == 0 ? (uint64_t)x << 20 : d->max_snapshot_bytes;
+		d->cfg.max_snapshot_bytes = rc == 0 ? (uint64_t)x << 20 : d->cfg.max_snapshot_bytes;
 		return rc;
 	case O_RESERVE_MB:
 		rc = number("reserve-mb", v, 0, (long long)(UINT64_MAX >> 21), &x, why, n);
-		d->reserve_bytes = rc == 0 ? (uint64_t)x << 20 : d->reserve_bytes;
+		d->cfg.reserve_bytes = rc == 0 ? (uint64_t)x << 20 : d->cfg.reserve_bytes;
 		return rc;
 	case O_TEMPLATE: return add_template(c, v, why, n);
 	case O_READY_TIMEOUT:
 		rc = number("ready-timeout", v, 1, READY_MAX_TIMEOUT_S, &x, why, n);
-		d->ready_timeout_s = rc == 0 ? (int)x : d->ready_timeout_s;
+		d->cfg.ready_timeout_s = rc == 0 ? (int)x : d->cfg.ready_timeout_s;
 		return rc;
 	case O_POOL: return pool_parse(d, v, why, n) < 0 ? -EINVAL : 0;
 	case O_CONFIG: return 0; /* read before everything else */
@@ -376,6 +376,51 @@ int config_load(struct daemon *d, struct config *c, int argc, char **argv)
 			fprintf(stderr, "spaced: %s\n", why);
 			return -EINVAL;
 		}
+	}
+	return 0;
+}
+
+/* The folder of the agent (build/ or <prefix>/lib/space/), where the programs and files spaced
+ * runs beside itself are, into dir. */
+static void beside_agent(const struct settings *s, char *dir, size_t n)
+{
+	const char *slash = strrchr(s->agent_path, '/');
+	snprintf(dir, n, "%.*s", slash ? (int)(slash - s->agent_path) : 1, slash ? s->agent_path : ".");
+}
+
+int config_programs(struct settings *s)
+{
+	char dir[sizeof(s->agent_path)];
+	/* runsc resolves relative bind sources against the bundle: make the path absolute */
+	char *abs = realpath(s->agent_path, NULL);
+	if (abs) {
+		snprintf(s->agent_path, sizeof(s->agent_path), "%s", abs);
+		free(abs);
+	}
+	beside_agent(s, dir, sizeof(dir));
+	snprintf(s->shim_path, sizeof(s->shim_path), "%s/libspace-shim.so", dir);
+	snprintf(s->build_path, sizeof(s->build_path), "%s/space-build", dir);
+	snprintf(s->e2b_path, sizeof(s->e2b_path), "%s/space-e2b", dir);
+	if (!s->recipes_dir[0])
+		snprintf(s->recipes_dir, sizeof(s->recipes_dir), "%s/recipes", dir);
+	if (!s->ui_dir[0])
+		snprintf(s->ui_dir, sizeof(s->ui_dir), "%s/ui", dir);
+	if (access(s->shim_path, R_OK) != 0) {
+		log_warn("%s is missing: `ls -l` and `stat` will fail inside sandboxes", s->shim_path);
+		s->shim_path[0] = '\0';
+	}
+	if (access(s->build_path, X_OK) != 0)
+		log_warn("%s is missing: templates cannot be built (POST /v1/templates)", s->build_path);
+	if (access(s->ui_dir, R_OK | X_OK) != 0)
+		log_warn("%s is missing: the web console (/ui) cannot be served", s->ui_dir);
+	if (s->e2b_listen[0] && access(s->e2b_path, X_OK) != 0) {
+		fprintf(stderr, "spaced: --e2b-listen needs %s, which is missing (build it with make)\n", s->e2b_path);
+		return -ENOENT;
+	}
+	if (access(s->agent_path, X_OK) != 0) {
+		fprintf(stderr, "spaced: the agent binary %s is missing (build it with make, or pass --agent)\n",
+			s->agent_path);
+		return -ENOENT;
 	}
 	return 0;
 }

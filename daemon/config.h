@@ -1,7 +1,7 @@
 /*
  * daemon/config.h - spaced's configuration: its defaults, then a configuration file, then the
- * command line, each later one winning, read once at start into struct daemon and struct
- * config.
+ * command line, each later one winning, read once at start into struct settings (d->cfg)
+ * and struct config.
  *
  * The file is CONFIG_DEFAULT_PATH when it exists, or the one --config names (which must
  * exist). Each line is `name = value` or `name` alone, where name is one of spaced's long
@@ -35,6 +35,13 @@ struct config {
  * -EINVAL having said why on stderr.
  */
 int config_load(struct daemon *d, struct config *c, int argc, char **argv);
+
+/* Finds the programs and files spaced runs beside itself, in the agent's folder (build/ or
+ * <prefix>/lib/space/): the shim, the builder, the E2B front, the recipes and the web console
+ * (unless named), making the agent's path absolute. Warns about a missing optional one;
+ * returns -ENOENT having said why on stderr when the agent, or the E2B front that
+ * --e2b-listen needs, is missing. */
+int config_programs(struct settings *s);
 
 /* spaced's usage, to f. */
 void config_usage(FILE *f);

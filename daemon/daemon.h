@@ -25,6 +25,7 @@
 #include "daemon/core/state.h"
 #include "daemon/io/chan.h"
 #include "daemon/io/loop.h"
+#include "daemon/settings.h"
 #include "lib/buf.h"
 
 #define SPACE_MAX_SANDBOXES 256          /* sandboxes that exist at once */
@@ -225,30 +226,11 @@ struct daemon {
 	int nsandboxes;             /* [L] */
 	int jobs;                   /* [L] job threads running */
 
-	char state_dir[512];
-	char cache_dir[512];
-	char socket_path[512];
-	char listen_addr[128];
-	char tls_cert_path[512];    /* --tls-cert, --tls-key: "" for plain HTTP on the TCP listener */
-	char tls_key_path[512];
-	char *tls_cert, *tls_key;   /* their PEM text, read at start (http_tls_load) */
-	char agent_path[512];       /* the space-agent binary mounted into sandboxes */
-	char shim_path[512];        /* libspace-shim.so beside it, "" if missing */
-	char build_path[512];       /* space-build beside the agent: the template builder (builder/) */
+	struct settings cfg;        /* read once at start (config.h), then only read */
+	char *tls_cert, *tls_key;   /* the PEM text of --tls-cert and --tls-key (http_tls_load) */
 	int builds;                 /* [L] template builds in flight (core/build.c) */
 	struct build *build_list;   /* [L] those builds */
-	char recipes_dir[512];      /* --recipes: templates built on first use (core/recipe.h) */
-	char ui_dir[512];           /* --ui: the web console's files (api/ui.h) */
 	struct recipe *recipe_list; /* [L] the builds from recipes under way */
-	const char *vm_accel;       /* --accel: auto, kvm or tcg (the microvm driver's) */
-	bool auto_resume;           /* exec and file requests resume a paused or suspended sandbox */
-	int max_snapshots;          /* per tenant (TENANT_MAX_SNAPSHOTS unless configured) */
-	uint64_t max_snapshot_bytes;/* per tenant (TENANT_MAX_SNAPSHOT_BYTES unless configured) */
-	uint64_t reserve_bytes;     /* free space a snapshot or fork must leave on the state dir */
-	int default_egress;         /* --default-egress: enum net_egress of creates that name none */
-	char net_permits[64][20];   /* --egress-permit CIDRs sandboxes may reach despite NET_BLOCKED */
-	int net_npermits;
-	char net_transit[20];       /* --net-transit: the range of the sandboxes' slots (net/net.h) */
 	char net_tag[8];            /* this spaced's mark on its interfaces and table (net_init) */
 
 	struct store *store;
@@ -265,27 +247,17 @@ struct daemon {
 	uint64_t admin_captured;    /* [L] bytes the administrator's captures hold */
 	struct stats *stats;        /* spaced's own counters (core/stats.h: atomics, no lock) */
 	struct starts starts;       /* the turns to boot (core/starts.h: its own lock) */
-	int max_starting;           /* --max-starting, 0: the default (core/starts.h) */
 	bool stopping;
 
 	void *mhd_unix, *mhd_tcp;   /* struct MHD_Daemon * */
-	char proxy_listen[128];     /* --proxy-listen HOST:PORT, "" for no port proxy */
-	char e2b_listen[128];       /* --e2b-listen HOST:PORT, "" for no E2B front */
-	char e2b_path[512];         /* space-e2b beside the agent: the E2B front (e2b/) */
 	int e2b_fd;                 /* its listening socket, kept to start it again; -1: none */
 	int e2b_pidfd;              /* the running front's pidfd; -1: none */
 	int64_t e2b_started_ms;     /* when it was last started (mono ms) */
-	char proxy_domain[128];     /* --proxy-domain (default "localhost") */
-	int proxy_idle_s;           /* --proxy-idle-timeout (default PROXY_IDLE_TIMEOUT_S) */
-	long long cache_max_bytes;  /* --cache-max-mb in bytes, 0: no bound (core/system.h) */
 	bool cache_trimming;        /* [L] a trim job runs */
 	struct proxy *proxy;        /* the port proxy, when it runs (net/proxy.h) */
-	char dns_upstream[64];      /* --dns-upstream ADDR[:PORT], "" for /etc/resolv.conf's */
 	struct pool *pools;         /* --pool (core/pool.h) */
 	bool serving;               /* [L] the start is over: the API is up */
 	int npools;
-	int ready_timeout_s;        /* --ready-timeout: a template's ready command's (core/ready.h) */
-	int dns_port;               /* --dns-port: the sandboxes' resolver's, in spaced's namespace */
 	struct dns *dns;            /* that resolver (net/dns.h) */
 	struct net_watch *net_watch; /* the thread that puts the sandboxes' rules back (net/net.h) */
 	bool metrics_busy;          /* [L] the sampling job runs (core/metrics.h) */

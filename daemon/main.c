@@ -236,15 +236,146 @@ static void raise_nofile(void)
 			 strerror(errno));
 }
 
+/* 2. state: what spaced writes is its own (the socket and what sandboxes see are made open on
+ * purpose). Returns the exit status, or -1 to go on. */
+static int open_state(struct daemon *d)
+{
+	char dbpath[600];
+	int rc;
+	umask(077);
+	if ((rc = make_state_dir(d->cfg.state_dir)) < 0) {
+		fprintf(stderr, "spaced: cannot create %s: %s\n", d->cfg.state_dir, strerror(-rc));
+		return 1;
+	}
+	snprintf(dbpath, sizeof(dbpath), "%s/state.db", d->cfg.state_dir);
+	if ((rc = store_open(dbpath, &d->store)) < 0) {
+		fprintf(stderr, "spaced: cannot open %s: %s\n", dbpath,
+			rc == -EPROTO ? "it was written by a newer spaced (its schema is past this one's)" : strerror(-rc));
+		return 1;
+	}
+	return -1;
+}
+
+/* A subcommand instead of the daemon (`spaced token create ...`): its exit status. */
+static int subcommand(struct daemon *d, int argc, char **argv)
+{
+	struct err e = { 0 };
+	if (strcmp(argv[0], "token") == 0 && argc > 1 && strcmp(argv[1], "create") == 0) {
+		int rc = token_create(d, argc - 2, argv + 2, &e);
+		if (rc < 0)
+			fprintf(stderr, "spaced: cannot create a token: %s\n", e.msg);
+		return rc == -EINVAL ? 2 : rc < 0;
+	}
+	config_usage(stderr);
+	return 2;
+}
+
+/* 3 and 4. the host: every isolation kind it can run (the default one at least), its side of
+ * the sandboxes' networks (table inet space made afresh: adoption puts each sandbox's rules
+ * back), and the templates: the default one and those --template names (each built once per
+ * machine and package list, then cached). Returns the exit status, or -1 to go on. */
+static int prepare_host(struct daemon *d, const struct config *cfg)
+{
+	static const struct template_spec deflt = { .name = TEMPLATE_DEFAULT };
+	struct err e = { 0 };
+	int rc;
+	if (config_programs(&d->cfg) < 0)
+		return 1;
+	if ((rc = isolation_init(d, cfg->isolation, driver_find, &e)) < 0) {
+		fprintf(stderr, "spaced: %s\n", e.msg);
+		return rc == -EINVAL ? 2 : 1;
+	}
+	if (net_init(d, &e) < 0) {
+		fprintf(stderr, "spaced: %s\n", e.msg);
+		return 1;
+	}
+	notify_status("preparing the templates (the first start on a machine builds the default one, about a minute)");
+	for (int i = -1; i < cfg->ntemplates; i++) {
+		const struct template_spec *t = i < 0 ? &deflt : &cfg->templates[i];
+		if (template_ensure(d, t, &e) < 0) {
+			log_error("template %s: %s", t->name, e.msg);
+			return 1;
+		}
+	}
+	return -1;
+}
+
+/* 5 and 6. threads (signals stay blocked in all of them; main waits for them), then the
+ * sandboxes a previous spaced left running adopted, and what no record owns released:
+ * unfinished destroys, containers, mounts, loops, folders, interfaces. Returns the exit
+ * status, or -1 to go on. */
+static int adopt(struct daemon *d, sigset_t *sigs)
+{
+	struct err e = { 0 };
+	int rc;
+	block_signals(sigs);
+	d->reaperfd = reaper_init();
+	if (d->reaperfd < 0)
+		log_warn("cannot become a subreaper: %s; deletes and suspends wait for PID 1 to reap",
+			 strerror(-d->reaperfd));
+	d->peer_events = &lifecycle_peer_events;
+	if ((rc = loop_start(&d->loop, &io_hooks, d, d->reaperfd)) < 0) {
+		log_error("cannot start the I/O thread: %s", strerror(-rc));
+		return 1;
+	}
+	notify_status("adopting the sandboxes a previous spaced left running");
+	if ((rc = sandbox_adopt_all(d)) < 0) {
+		log_error("cannot load sandboxes: %s", strerror(-rc));
+		return 1;
+	}
+	daemon_lock(d);
+	rc = net_transit_check(d, &e);
+	daemon_unlock(d);
+	if (rc < 0) {
+		log_error("%s", e.msg);
+		return 2;
+	}
+	snapshot_cleanup(d);
+	sweep_run(d);
+	daemon_lock(d);
+	net_sweep(d);
+	daemon_unlock(d);
+	build_sweep(d);
+	pool_sweep(d); /* the pools fill afresh once the API is up (pool_tick) */
+	pool_templates(d);
+	return -1;
+}
+
+/* 7. the API, the port proxy, the resolver and the watch of the sandboxes' rules; then the
+ * service manager is told spaced is ready. Returns the exit status, or -1 to go on. */
+static int serve(struct daemon *d)
+{
+	char rundir[512];
+	int rc;
+	snprintf(rundir, sizeof(rundir), "%s", d->cfg.socket_path);
+	mkdir_p(dirname(rundir), 0755); /* the group space reaches the socket through it */
+	if (http_start(d) < 0 || proxy_start(d) < 0)
+		return 1;
+	if (dns_start(d) < 0)
+		log_warn("sandboxes have no resolver of spaced's: their DNS questions go unanswered");
+	if ((rc = net_watch_start(d)) < 0)
+		log_warn("cannot watch the sandboxes' rules: %s; rules taken away stay away (sandboxes then reach "
+			 "nothing beyond this host)", strerror(-rc));
+	log_info("spaced %s listening on %s%s%s%s (isolation %s by default, %s)", SPACE_VERSION, d->cfg.socket_path,
+		 d->cfg.listen_addr[0] ? " and " : "", d->cfg.listen_addr, d->tls_cert ? " (TLS)" : "", d->isolation->kind,
+		 d->isolation->ops->runtime(d->isolation->drv));
+	/* the socket answers from here on: a service manager may start what needs spaced. Told
+	 * under the lock, so no status of the I/O thread's (io_status) goes before it. */
+	daemon_lock(d);
+	d->serving = true; /* the warm pools fill from here on: the start's sweeps are done */
+	status_line(d, d->status, sizeof(d->status));
+	notify_ready(d->status);
+	daemon_unlock(d);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	static struct daemon dd;
 	static struct config cfg;
 	struct daemon *d = &dd;
-	const char *isolation;
 	struct err e = { 0 };
 	sigset_t sigs;
-	char dbpath[600], rundir[512];
 	int rc;
 
 	/* Descriptors inherited from whoever started us must not reach runsc and sandboxes. */
@@ -267,161 +398,18 @@ int main(int argc, char **argv)
 	rc = config_load(d, &cfg, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
-	isolation = cfg.isolation;
-	starts_init(&d->starts, d->max_starting);
+	starts_init(&d->starts, d->cfg.max_starting);
 	raise_nofile();
 	if (optind == argc && http_tls_load(d, &e) < 0) {
 		fprintf(stderr, "spaced: %s\n", e.msg);
 		return 2;
 	}
-
-	/* 2. state: what spaced writes is its own (the socket and what sandboxes see are made
-	 * open on purpose) */
-	umask(077);
-	if ((rc = make_state_dir(d->state_dir)) < 0) {
-		fprintf(stderr, "spaced: cannot create %s: %s\n", d->state_dir, strerror(-rc));
-		return 1;
-	}
-	snprintf(dbpath, sizeof(dbpath), "%s/state.db", d->state_dir);
-	if ((rc = store_open(dbpath, &d->store)) < 0) {
-		fprintf(stderr, "spaced: cannot open %s: %s\n", dbpath,
-			rc == -EPROTO ? "it was written by a newer spaced (its schema is past this one's)" : strerror(-rc));
-		return 1;
-	}
-	if (optind < argc) {
-		if (strcmp(argv[optind], "token") == 0 && optind + 1 < argc && strcmp(argv[optind + 1], "create") == 0) {
-			rc = token_create(d, argc - optind - 2, argv + optind + 2, &e);
-			if (rc < 0)
-				fprintf(stderr, "spaced: cannot create a token: %s\n", e.msg);
-			return rc == -EINVAL ? 2 : rc < 0;
-		}
-		config_usage(stderr);
-		return 2;
-	}
-
-	/* 3. the drivers: every isolation kind this host can run, the default one at least */
-	/* runsc resolves relative bind sources against the bundle: make the path absolute. */
-	char *abs = realpath(d->agent_path, NULL);
-	if (abs) {
-		snprintf(d->agent_path, sizeof(d->agent_path), "%s", abs);
-		free(abs);
-	}
-	/* the shim lives beside the agent (build/ or <prefix>/lib/space/) */
-	snprintf(d->shim_path, sizeof(d->shim_path), "%s", d->agent_path);
-	char *slash = strrchr(d->shim_path, '/');
-	if (slash)
-		snprintf(slash + 1, sizeof(d->shim_path) - (size_t)(slash + 1 - d->shim_path), "libspace-shim.so");
-	/* ... and so does the template builder */
-	snprintf(d->build_path, sizeof(d->build_path), "%.*s/space-build",
-		 slash ? (int)(slash - d->shim_path) : 1, slash ? d->shim_path : ".");
-	if (access(d->shim_path, R_OK) != 0) {
-		log_warn("%s is missing: `ls -l` and `stat` will fail inside sandboxes", d->shim_path);
-		d->shim_path[0] = '\0';
-	}
-	if (access(d->build_path, X_OK) != 0)
-		log_warn("%s is missing: templates cannot be built (POST /v1/templates)", d->build_path);
-	if (!d->recipes_dir[0]) /* ... and the recipes of the templates built on first use */
-		snprintf(d->recipes_dir, sizeof(d->recipes_dir), "%.*s/recipes", slash ? (int)(slash - d->shim_path) : 1,
-			 slash ? d->shim_path : ".");
-	if (!d->ui_dir[0]) /* ... and the web console's files */
-		snprintf(d->ui_dir, sizeof(d->ui_dir), "%.*s/ui", slash ? (int)(slash - d->shim_path) : 1,
-			 slash ? d->shim_path : ".");
-	if (access(d->ui_dir, R_OK | X_OK) != 0)
-		log_warn("%s is missing: the web console (/ui) cannot be served", d->ui_dir);
-	snprintf(d->e2b_path, sizeof(d->e2b_path), "%.*s/space-e2b", slash ? (int)(slash - d->shim_path) : 1,
-		 slash ? d->shim_path : ".");
-	if (d->e2b_listen[0] && access(d->e2b_path, X_OK) != 0) {
-		fprintf(stderr, "spaced: --e2b-listen needs %s, which is missing (build it with make)\n", d->e2b_path);
-		return 1;
-	}
-	if (access(d->agent_path, X_OK) != 0) {
-		fprintf(stderr, "spaced: the agent binary %s is missing (build it with make, or pass --agent)\n",
-			d->agent_path);
-		return 1;
-	}
-	if ((rc = isolation_init(d, isolation, driver_find, &e)) < 0) {
-		fprintf(stderr, "spaced: %s\n", e.msg);
-		return rc == -EINVAL ? 2 : 1;
-	}
-
-	/* 3b. the host's side of sandboxes' networks (table inet space made afresh: adoption
-	 * puts each sandbox's rules back) */
-	if (net_init(d, &e) < 0) {
-		fprintf(stderr, "spaced: %s\n", e.msg);
-		return 1;
-	}
-
-	/* 4. the templates: the default one and those --template names (each built once per
-	 * machine and package list, then cached) */
-	static const struct template_spec deflt = { .name = TEMPLATE_DEFAULT };
-	notify_status("preparing the templates (the first start on a machine builds the default one, about a minute)");
-	for (int i = -1; i < cfg.ntemplates; i++) {
-		const struct template_spec *t = i < 0 ? &deflt : &cfg.templates[i];
-		if (template_ensure(d, t, &e) < 0) {
-			log_error("template %s: %s", t->name, e.msg);
-			return 1;
-		}
-	}
-
-	/* 5. threads: signals stay blocked in all of them; main waits for them below */
-	block_signals(&sigs);
-	d->reaperfd = reaper_init();
-	if (d->reaperfd < 0)
-		log_warn("cannot become a subreaper: %s; deletes and suspends wait for PID 1 to reap",
-			 strerror(-d->reaperfd));
-	d->peer_events = &lifecycle_peer_events;
-	if ((rc = loop_start(&d->loop, &io_hooks, d, d->reaperfd)) < 0) {
-		log_error("cannot start the I/O thread: %s", strerror(-rc));
-		return 1;
-	}
-
-	/* 6. re-adopt the sandboxes a previous spaced left running */
-	notify_status("adopting the sandboxes a previous spaced left running");
-	if ((rc = sandbox_adopt_all(d)) < 0) {
-		log_error("cannot load sandboxes: %s", strerror(-rc));
-		return 1;
-	}
-
-	daemon_lock(d);
-	rc = net_transit_check(d, &e);
-	daemon_unlock(d);
-	if (rc < 0) {
-		log_error("%s", e.msg);
-		return 2;
-	}
-
-	snapshot_cleanup(d);
-
-	/* 6b. release what no record owns: unfinished destroys, containers, mounts, loops, folders,
-	 * interfaces */
-	sweep_run(d);
-	daemon_lock(d);
-	net_sweep(d);
-	daemon_unlock(d);
-	build_sweep(d);
-	pool_sweep(d); /* the pools fill afresh once the API is up (pool_tick) */
-	pool_templates(d);
-
-	/* 7. the API */
-	snprintf(rundir, sizeof(rundir), "%s", d->socket_path);
-	mkdir_p(dirname(rundir), 0755); /* the group space reaches the socket through it */
-	if (http_start(d) < 0 || proxy_start(d) < 0)
-		return 1;
-	if (dns_start(d) < 0)
-		log_warn("sandboxes have no resolver of spaced's: their DNS questions go unanswered");
-	if ((rc = net_watch_start(d)) < 0)
-		log_warn("cannot watch the sandboxes' rules: %s; rules taken away stay away (sandboxes then reach "
-			 "nothing beyond this host)", strerror(-rc));
-	log_info("spaced %s listening on %s%s%s%s (isolation %s by default, %s)", SPACE_VERSION, d->socket_path,
-		 d->listen_addr[0] ? " and " : "", d->listen_addr, d->tls_cert ? " (TLS)" : "", d->isolation->kind,
-		 d->isolation->ops->runtime(d->isolation->drv));
-	/* the socket answers from here on: a service manager may start what needs spaced. Told
-	 * under the lock, so no status of the I/O thread's (io_status) goes before it. */
-	daemon_lock(d);
-	d->serving = true; /* the warm pools fill from here on: the start's sweeps are done */
-	status_line(d, d->status, sizeof(d->status));
-	notify_ready(d->status);
-	daemon_unlock(d);
+	if ((rc = open_state(d)) >= 0)
+		return rc;
+	if (optind < argc)
+		return subcommand(d, argc - optind, argv + optind);
+	if ((rc = prepare_host(d, &cfg)) >= 0 || (rc = adopt(d, &sigs)) >= 0 || (rc = serve(d)) >= 0)
+		return rc;
 
 	/* 8. run until told to stop; sandboxes keep running after */
 	int sig;

@@ -114,7 +114,7 @@ static int write_node(struct daemon *d, struct buf *b)
 	}
 	text[n > 0 ? n : 0] = '\0';
 	struct statvfs fs;
-	bool disk = statvfs(d->state_dir, &fs) == 0;
+	bool disk = statvfs(d->cfg.state_dir, &fs) == 0;
 	int rc = write_gauge(b, "space_node_cpus", "CPUs online on this host.", (double)sysconf(_SC_NPROCESSORS_ONLN));
 	double total = meminfo_bytes(text, "MemTotal:"), avail = meminfo_bytes(text, "MemAvailable:");
 	if (rc == 0 && total >= 0)

@@ -148,7 +148,7 @@ int api_sandbox_create(struct op *op)
 	cfg.keepalive = json_is_true(json_object_get(b, "keepalive_processes"));
 	cfg.public_ports = json_is_true(json_object_get(b, "public_ports"));
 	cfg.auto_resume = json_object_get(b, "auto_resume") ? json_is_true(json_object_get(b, "auto_resume"))
-						  : op->d->auto_resume;
+						  : op->d->cfg.auto_resume;
 	const char *action = json_string_value(json_object_get(b, "timeout_action"));
 	cfg.timeout_kill = action && strcmp(action, "kill") == 0;
 	json_t *empty = json_object();
@@ -212,7 +212,7 @@ int api_sandbox_create(struct op *op)
 	if (rc == 0 && json_is_false(json_object_get(b, "network"))) {
 		cfg.no_network = true;
 	} else if (rc == 0 && json_object_get(b, "network")) {
-		network = net_policy_parse(json_object_get(b, "network"), NULL, op->d->default_egress, &op->err);
+		network = net_policy_parse(json_object_get(b, "network"), NULL, op->d->cfg.default_egress, &op->err);
 		rc = network ? 0 : -EINVAL;
 	} else if (rc == 0 && snap && json_is_object(json_object_get(snap, "network"))) {
 		network = json_incref(json_object_get(snap, "network")); /* its source's policy */
@@ -397,7 +397,7 @@ int api_sandbox_network(struct op *op)
 	if (sb && !sb->network)
 		err_set(&op->err, ERR_CONFLICT, EINVAL, "sandbox %s was made without a network", sb->id);
 	else if (sb)
-		policy = net_policy_parse(b, sb->network, op->d->default_egress, &op->err);
+		policy = net_policy_parse(b, sb->network, op->d->cfg.default_egress, &op->err);
 	json_decref(b);
 	if (!policy)
 		return API_DONE;

@@ -215,7 +215,7 @@ static enum MHD_Result respond_ui(struct daemon *d, struct MHD_Connection *conn,
 	struct MHD_Response *r = NULL;
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		err_set(&e, ERR_METHOD, EINVAL, "%s is not allowed on %s", method, url);
-	else if (ui_open(d->ui_dir, url, &f, &e) == 0 && !(r = MHD_create_response_from_fd64(f.size, f.fd)))
+	else if (ui_open(d->cfg.ui_dir, url, &f, &e) == 0 && !(r = MHD_create_response_from_fd64(f.size, f.fd)))
 		close(f.fd); /* a response takes the descriptor, and closes it, once it is made */
 	if (!r && !e.kind)
 		err_set(&e, ERR_INTERNAL, ENOMEM, "out of memory");
@@ -570,29 +570,29 @@ out:
 
 int http_tls_load(struct daemon *d, struct err *e)
 {
-	bool cert = d->tls_cert_path[0], key = d->tls_key_path[0];
+	bool cert = d->cfg.tls_cert_path[0], key = d->cfg.tls_key_path[0];
 	if (!cert && !key)
 		return 0;
 	if (cert != key)
 		return err_set(e, ERR_INVALID, EINVAL, "%s is given without %s: TLS needs both",
 			       cert ? "--tls-cert" : "--tls-key", cert ? "--tls-key" : "--tls-cert");
-	if (!d->listen_addr[0])
+	if (!d->cfg.listen_addr[0])
 		return err_set(e, ERR_INVALID, EINVAL,
 			       "--tls-cert and --tls-key are for the TCP listener: give --listen HOST:PORT too");
 	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 		return err_set(e, ERR_INTERNAL, ENOTSUP, "this libmicrohttpd was built without TLS");
-	int rc = read_pem(d->tls_cert_path, "--tls-cert", false, &d->tls_cert, e);
+	int rc = read_pem(d->cfg.tls_cert_path, "--tls-cert", false, &d->tls_cert, e);
 	if (rc == 0)
-		rc = read_pem(d->tls_key_path, "--tls-key", true, &d->tls_key, e);
+		rc = read_pem(d->cfg.tls_key_path, "--tls-key", true, &d->tls_key, e);
 	if (rc == 0 && !strstr(d->tls_cert, "-----BEGIN CERTIFICATE-----"))
 		rc = err_set(e, ERR_INVALID, EINVAL, "--tls-cert %s holds no PEM certificate",
-			     d->tls_cert_path);
+			     d->cfg.tls_cert_path);
 	else if (rc == 0 && strstr(d->tls_key, "ENCRYPTED PRIVATE KEY-----"))
 		rc = err_set(e, ERR_INVALID, EINVAL, "--tls-key %s is encrypted: give it unencrypted",
-			     d->tls_key_path);
+			     d->cfg.tls_key_path);
 	else if (rc == 0 && !strstr(d->tls_key, "PRIVATE KEY-----"))
 		rc = err_set(e, ERR_INVALID, EINVAL, "--tls-key %s holds no PEM private key",
-			     d->tls_key_path);
+			     d->cfg.tls_key_path);
 	return rc;
 }
 
@@ -623,31 +623,31 @@ static struct MHD_Daemon *start_mhd(struct listener *l, int fd)
 int http_start(struct daemon *d)
 {
 	unix_listener = (struct listener){ .d = d, .tcp = false };
-	int fd = unix_socket(d->socket_path);
+	int fd = unix_socket(d->cfg.socket_path);
 	if (fd < 0) {
-		log_error("cannot listen on %s: %s", d->socket_path, strerror(-fd));
+		log_error("cannot listen on %s: %s", d->cfg.socket_path, strerror(-fd));
 		return fd;
 	}
 	d->mhd_unix = start_mhd(&unix_listener, fd);
 	if (!d->mhd_unix)
 		return -EIO;
-	if (d->listen_addr[0]) {
+	if (d->cfg.listen_addr[0]) {
 		tcp_listener = (struct listener){ .d = d, .tcp = true };
-		int tfd = tcp_socket(d->listen_addr);
+		int tfd = tcp_socket(d->cfg.listen_addr);
 		if (tfd < 0) {
-			log_error("cannot listen on %s: %s", d->listen_addr, strerror(-tfd));
+			log_error("cannot listen on %s: %s", d->cfg.listen_addr, strerror(-tfd));
 			return tfd;
 		}
 		d->mhd_tcp = start_mhd(&tcp_listener, tfd);
 		if (!d->mhd_tcp && d->tls_cert) {
 			log_error("cannot start TLS on %s: is %s a certificate and %s its key? (see above)",
-				  d->listen_addr, d->tls_cert_path, d->tls_key_path);
+				  d->cfg.listen_addr, d->cfg.tls_cert_path, d->cfg.tls_key_path);
 			return -EINVAL;
 		}
 		if (!d->mhd_tcp)
 			return -EIO;
 	}
-	return d->e2b_listen[0] ? e2b_start(d) : 0;
+	return d->cfg.e2b_listen[0] ? e2b_start(d) : 0;
 }
 
 /* Starts space-e2b on d->e2b_fd; 0 or -errno. */
@@ -656,30 +656,30 @@ static int e2b_spawn(struct daemon *d)
 	/* the E2B SDKs' getHost(port) is "<port>-<id>.<sandboxDomain>": with the port proxy,
 	 * "<its domain>:<its port>" makes that the proxy's address of the port (net/proxy.h) */
 	char domain[200] = "";
-	const char *proxy_port = strrchr(d->proxy_listen, ':');
+	const char *proxy_port = strrchr(d->cfg.proxy_listen, ':');
 	if (proxy_port)
-		snprintf(domain, sizeof(domain), "%s%s", d->proxy_domain, proxy_port);
+		snprintf(domain, sizeof(domain), "%s%s", d->cfg.proxy_domain, proxy_port);
 	/* and the proxy's address, where the front carries the sandbox plane's requests for a port
 	 * other than envd's (e2b/ports.h); without a proxy, the NULL ends the list before either */
-	char *argv[] = { d->e2b_path, "--listen-fd", "3", "--name", d->e2b_listen, "--socket", d->socket_path,
-			 domain[0] ? "--sandbox-domain" : NULL, domain, "--proxy-address", d->proxy_listen, NULL };
+	char *argv[] = { d->cfg.e2b_path, "--listen-fd", "3", "--name", d->cfg.e2b_listen, "--socket", d->cfg.socket_path,
+			 domain[0] ? "--sandbox-domain" : NULL, domain, "--proxy-address", d->cfg.proxy_listen, NULL };
 	pid_t pid = spawn_start_keep(argv, &d->e2b_fd, 1, STDERR_FILENO, STDERR_FILENO);
 	if (pid < 0) {
-		log_error("cannot start %s: %s", d->e2b_path, strerror((int)-pid));
+		log_error("cannot start %s: %s", d->cfg.e2b_path, strerror((int)-pid));
 		return (int)pid;
 	}
 	d->e2b_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	d->e2b_started_ms = mono_ms();
-	log_info("the E2B front (pid %d) serves on %s", (int)pid, d->e2b_listen);
+	log_info("the E2B front (pid %d) serves on %s", (int)pid, d->cfg.e2b_listen);
 	return 0;
 }
 
 int e2b_start(struct daemon *d)
 {
 	d->e2b_pidfd = -1;
-	d->e2b_fd = tcp_socket(d->e2b_listen);
+	d->e2b_fd = tcp_socket(d->cfg.e2b_listen);
 	if (d->e2b_fd < 0) {
-		log_error("cannot listen on %s: %s", d->e2b_listen, strerror(-d->e2b_fd));
+		log_error("cannot listen on %s: %s", d->cfg.e2b_listen, strerror(-d->e2b_fd));
 		return d->e2b_fd;
 	}
 	return e2b_spawn(d);
@@ -687,7 +687,7 @@ int e2b_start(struct daemon *d)
 
 void e2b_tick(struct daemon *d)
 {
-	if (d->e2b_pidfd < 0 || !d->e2b_listen[0])
+	if (d->e2b_pidfd < 0 || !d->cfg.e2b_listen[0])
 		return;
 	struct pollfd p = { .fd = d->e2b_pidfd, .events = POLLIN };
 	if (poll(&p, 1, 0) != 1)
@@ -709,5 +709,5 @@ void http_stop(struct daemon *d)
 		MHD_quiesce_daemon(d->mhd_unix);
 	if (d->mhd_tcp)
 		MHD_quiesce_daemon(d->mhd_tcp);
-	unlink(d->socket_path);
+	unlink(d->cfg.socket_path);
 }

@@ -155,7 +155,7 @@ int build_import(struct daemon *d, struct op *op, const char *name, const char *
 void build_sweep(struct daemon *d)
 {
 	char builds[600];
-	snprintf(builds, sizeof(builds), "%s/builds", d->state_dir);
+	snprintf(builds, sizeof(builds), "%s/builds", d->cfg.state_dir);
 	if (access(builds, F_OK) == 0) /* contexts, logs and locks of builds that ended with the spaced before */
 		remove_dir(builds);
 	sandbox_delete_marked(d, BUILD_SANDBOX_KEY, "of a build that ended with the spaced before");
@@ -210,7 +210,7 @@ int build_begin(struct daemon *d, struct op *op, const char *name, const char *f
 	snprintf(b->file, sizeof(b->file), "%s", file);
 	b->args = json_incref(args);
 	char parent[600], tar[700];
-	snprintf(parent, sizeof(parent), "%s/builds", d->state_dir);
+	snprintf(parent, sizeof(parent), "%s/builds", d->cfg.state_dir);
 	snprintf(b->dir, sizeof(b->dir), "%s/%02x%02x%02x%02x%02x%02x%02x%02x", parent, r[0], r[1], r[2], r[3], r[4],
 		 r[5], r[6], r[7]);
 	snprintf(tar, sizeof(tar), "%s/context.tar", b->dir);
@@ -292,7 +292,7 @@ static void build_job(struct job *j)
 	snprintf(context, sizeof(context), "%s/context", b->dir);
 	snprintf(log, sizeof(log), "%s/build.log", b->dir);
 	char *argv[20 + DOCKERFILE_BUILD_ARGS_MAX * 2] = {
-		d->build_path, "--socket", d->socket_path, "--cache-dir", d->cache_dir, "--state-dir", d->state_dir,
+		d->cfg.build_path, "--socket", d->cfg.socket_path, "--cache-dir", d->cfg.cache_dir, "--state-dir", d->cfg.state_dir,
 		"--context", context, "--archive", tar, "--name", b->name, "--file", b->file,
 	};
 	int argc = 15;
@@ -414,7 +414,7 @@ static void record_job(struct job *j)
 	const char *name = j->text, *key = j->text2;
 	const char *source = json_string_value(json_object_get(j->json, "source"));
 	char rootfs[1200], *cfg = json_dumps(json_object_get(j->json, "config"), JSON_COMPACT | JSON_SORT_KEYS);
-	snprintf(rootfs, sizeof(rootfs), "%s/templates/%s/rootfs", d->cache_dir, key);
+	snprintf(rootfs, sizeof(rootfs), "%s/templates/%s/rootfs", d->cfg.cache_dir, key);
 	struct err e = { 0 };
 	/* marked before it is looked for: a release sees it (template.h) */
 	int rc = template_use(d, key);

@@ -28,13 +28,13 @@ int quota_snapshot(struct daemon *d, const struct sandbox *sb, struct err *e)
 	int rc = store_tenant_snapshots(d->store, sb->tenant, &count, &bytes);
 	if (rc < 0)
 		return err_set(e, ERR_INTERNAL, -rc, "cannot count the tenant's snapshots");
-	if (count >= d->max_snapshots)
+	if (count >= d->cfg.max_snapshots)
 		return err_set(e, ERR_TOO_MANY, EDQUOT, "a tenant may keep at most %d snapshots; delete one first",
-			       d->max_snapshots);
-	if (bytes >= d->max_snapshot_bytes)
+			       d->cfg.max_snapshots);
+	if (bytes >= d->cfg.max_snapshot_bytes)
 		return err_set(e, ERR_TOO_MANY, EDQUOT,
 			       "the tenant's snapshots take %.1f MiB, at or over its quota of %.1f MiB; delete one first",
-			       (double)bytes / MIB, (double)d->max_snapshot_bytes / MIB);
+			       (double)bytes / MIB, (double)d->cfg.max_snapshot_bytes / MIB);
 	return 0;
 }
 
@@ -86,18 +86,18 @@ uint64_t quota_layer_bytes(struct daemon *d, struct sandbox *sb)
 	char upper[700];
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	dv->ops->layer(dv->drv, sb, upper, sizeof(upper));
-	return layer_used(upper, d->state_dir);
+	return layer_used(upper, d->cfg.state_dir);
 }
 
 int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 {
 	uint64_t avail = 0;
-	int rc = quota_free(d->state_dir, &avail, e);
+	int rc = quota_free(d->cfg.state_dir, &avail, e);
 	if (rc < 0)
 		return rc;
 	uint64_t image = quota_image_bytes(d, sb);
 	uint64_t used = quota_layer_bytes(d, sb);
-	uint64_t need = image + used * (uint64_t)(1 + copies) + d->reserve_bytes;
+	uint64_t need = image + used * (uint64_t)(1 + copies) + d->cfg.reserve_bytes;
 	if (avail < need)
 		return err_set(e, ERR_NO_SPACE, ENOSPC,
 			       "the host has %.1f MiB free for sandbox %s's state; this needs about %.1f MiB", avail / MIB,
@@ -108,7 +108,7 @@ int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e)
 int quota_create(struct daemon *d, uint64_t layer, struct err *e)
 {
 	uint64_t avail = 0;
-	int rc = quota_free(d->state_dir, &avail, e);
+	int rc = quota_free(d->cfg.state_dir, &avail, e);
 	if (rc < 0)
 		return rc;
 	uint64_t need = QUOTA_CREATE_BYTES + layer;

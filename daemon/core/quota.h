@@ -17,7 +17,7 @@
 #include "daemon/base/err.h"
 
 /* 0 if sb's tenant may keep another snapshot; else -EDQUOT with *e 429 too_many (it has
- * d->max_snapshots, or its snapshots take d->max_snapshot_bytes or more). The
+ * d->cfg.max_snapshots, or its snapshots take d->cfg.max_snapshot_bytes or more). The
  * administrator's own sandboxes (tenant "") have no quota. [L] */
 int quota_snapshot(struct daemon *d, const struct sandbox *sb, struct err *e);
 
@@ -35,7 +35,7 @@ uint64_t quota_layer_bytes(struct daemon *d, struct sandbox *sb);
 int quota_free(const char *dir, uint64_t *avail, struct err *e);
 
 /* 0 if the state dir's filesystem can hold a snapshot of sb and `copies` copies of its
- * writable layer (a fork's), with d->reserve_bytes to spare; else -ENOSPC with *e 507
+ * writable layer (a fork's), with d->cfg.reserve_bytes to spare; else -ENOSPC with *e 507
  * no_space. The estimate: the memory sb uses (its limit if unknown) for the image, and its
  * disk's used bytes per copy of the layer. [L] (statvfs and one cgroup file: quick) */
 int quota_space(struct daemon *d, struct sandbox *sb, int copies, struct err *e);

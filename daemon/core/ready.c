@@ -126,7 +126,7 @@ int ready_run(struct daemon *d, struct sandbox *sb, const char *start, const cha
 	if (asprintf(&script, "while ! { %s\n} >/dev/null 2>&1 </dev/null; do\n%ssleep %d.%03d\ndone", ready, alive,
 		     READY_POLL_MS / 1000, READY_POLL_MS % 1000) < 0)
 		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
-	int64_t timeout_ms = (int64_t)d->ready_timeout_s * 1000;
+	int64_t timeout_ms = (int64_t)d->cfg.ready_timeout_s * 1000;
 	struct op *op = run(d, sb, ready, script, false, (uint32_t)timeout_ms, e);
 	free(script);
 	if (!op)
@@ -142,7 +142,7 @@ int ready_run(struct daemon *d, struct sandbox *sb, const char *start, const cha
 	if (late)
 		return err_set(e, ERR_NOT_READY, ETIMEDOUT,
 			       "the template's ready command did not succeed within %d s; the start command's output ends: %s",
-			       d->ready_timeout_s, tail);
+			       d->cfg.ready_timeout_s, tail);
 	if (code == 97 && pid)
 		return err_set(e, ERR_NOT_READY, ECHILD,
 			       "the template's start command ended before its ready command succeeded; its output ends: %s",

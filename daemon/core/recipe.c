@@ -101,10 +101,10 @@ static bool ended(int pidfd, int64_t ms)
 static int run_build(struct daemon *d, struct recipe *r, struct err *e)
 {
 	char builds[600], log[800];
-	snprintf(builds, sizeof(builds), "%s/builds", d->state_dir);
+	snprintf(builds, sizeof(builds), "%s/builds", d->cfg.state_dir);
 	snprintf(log, sizeof(log), "%s/recipe-%s.log", builds, r->name);
-	char *argv[16] = { d->build_path, "--socket", d->socket_path, "--cache-dir", d->cache_dir, "--state-dir",
-			   d->state_dir, "--context", r->dir, "--name", r->name };
+	char *argv[16] = { d->cfg.build_path, "--socket", d->cfg.socket_path, "--cache-dir", d->cfg.cache_dir, "--state-dir",
+			   d->cfg.state_dir, "--context", r->dir, "--name", r->name };
 	int argc = 11;
 	if (r->packages[0]) {
 		argv[argc++] = "--packages";
@@ -120,7 +120,7 @@ static int run_build(struct daemon *d, struct recipe *r, struct err *e)
 	pid_t pid = spawn_start_keep(argv, NULL, 0, out, out);
 	close(out);
 	if (pid < 0)
-		return err_set(e, ERR_INTERNAL, (int)-pid, "cannot start %s: %s", d->build_path, strerror((int)-pid));
+		return err_set(e, ERR_INTERNAL, (int)-pid, "cannot start %s: %s", d->cfg.build_path, strerror((int)-pid));
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0) /* the builder runs on: without a handle, it is given its whole time */
 		return err_set(e, ERR_INTERNAL, errno, "cannot watch the builder: %s", strerror(errno));
@@ -180,13 +180,13 @@ int recipe_wait(struct daemon *d, struct op *op, const char *name, struct err *e
 	while (r && strcmp(r->name, name) != 0)
 		r = r->next;
 	if (!r) {
-		snprintf(dockerfile, sizeof(dockerfile), "%s/%s/Dockerfile", d->recipes_dir, name);
+		snprintf(dockerfile, sizeof(dockerfile), "%s/%s/Dockerfile", d->cfg.recipes_dir, name);
 		if (access(dockerfile, R_OK) != 0)
 			return 0;
 		if (!(r = calloc(1, sizeof(*r))))
 			return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 		snprintf(r->name, sizeof(r->name), "%s", name);
-		snprintf(r->dir, sizeof(r->dir), "%s/%s", d->recipes_dir, name);
+		snprintf(r->dir, sizeof(r->dir), "%s/%s", d->cfg.recipes_dir, name);
 		struct job j = { .fn = recipe_job, .arg = r };
 		int rc = read_packages(r->dir, r->packages, sizeof(r->packages), e);
 		if (rc == 0)

@@ -76,7 +76,7 @@ void sandbox_registry_remove(struct daemon *d, struct sandbox *sb)
 
 bool sandbox_auto_resume(const struct daemon *d, const struct sandbox *sb)
 {
-	return sb->auto_resume < 0 ? d && d->auto_resume : sb->auto_resume != 0;
+	return sb->auto_resume < 0 ? d && d->cfg.auto_resume : sb->auto_resume != 0;
 }
 
 void sandbox_touch(struct sandbox *sb)

@@ -189,7 +189,7 @@ int sandbox_adopt_all(struct daemon *d)
 		sb->next = NULL;
 		sb->d = d;
 		peer_init(sb);
-		snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
+		snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->id);
 		adopt(d, sb);
 	}
 	daemon_unlock(d);

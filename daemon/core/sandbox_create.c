@@ -337,9 +337,9 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sb->net_slot = -1;
 	if (!cfg->no_network)
 		sb->network = cfg->network ? json_deep_copy(cfg->network)
-					   : json_pack("{s:s, s:[], s:[]}", "egress", net_egress_name(d->default_egress),
+					   : json_pack("{s:s, s:[], s:[]}", "egress", net_egress_name(d->cfg.default_egress),
 						       "allow", "deny");
-	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->net_transit);
+	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->cfg.net_transit);
 	sb->public_ports = cfg->public_ports;
 	sb->auto_resume = cfg->auto_resume;
 	if (sandbox_random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0 || sandbox_random_hex(sb->traffic_token, SANDBOX_TOKEN_LEN) < 0) {
@@ -354,7 +354,7 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	}
 	sb->created_ms = now_ms();
 	sb->state = SB_CREATING;
-	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
+	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->id);
 	sandbox_registry_add(d, sb); /* recorded by sandbox_build */
 	return sb;
 }

@@ -44,7 +44,7 @@ static int run(char *const argv[])
 
 static void snap_dir(struct daemon *d, const char *id, char *out, size_t n)
 {
-	snprintf(out, n, "%s/snapshots/%s", d->state_dir, id);
+	snprintf(out, n, "%s/snapshots/%s", d->cfg.state_dir, id);
 }
 
 static int new_snapshot_id(char out[SNAPSHOT_ID_LEN + 1])
@@ -62,7 +62,7 @@ static int new_snapshot_id(char out[SNAPSHOT_ID_LEN + 1])
 static int copy_out(struct daemon *d, struct sandbox *sb, const char *dir, struct err *e)
 {
 	char tmp[720], image[700], upper[700], dst_image[760], parent[600];
-	snprintf(parent, sizeof(parent), "%s/snapshots", d->state_dir);
+	snprintf(parent, sizeof(parent), "%s/snapshots", d->cfg.state_dir);
 	mkdir(parent, 0700);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", dir);
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
@@ -310,7 +310,7 @@ int snapshot_remove(struct daemon *d, const char *id, struct op *op, struct err 
 void snapshot_cleanup(struct daemon *d)
 {
 	char parent[600];
-	snprintf(parent, sizeof(parent), "%s/snapshots", d->state_dir);
+	snprintf(parent, sizeof(parent), "%s/snapshots", d->cfg.state_dir);
 	DIR *dp = opendir(parent);
 	if (!dp)
 		return;

@@ -121,7 +121,7 @@ static void release_leftovers(const struct driver_slot *dv, const struct ids *ow
 static void remove_folders(struct daemon *d, const struct ids *owners)
 {
 	char parent[600];
-	snprintf(parent, sizeof(parent), "%s/sandboxes", d->state_dir);
+	snprintf(parent, sizeof(parent), "%s/sandboxes", d->cfg.state_dir);
 	DIR *dp = opendir(parent);
 	if (!dp)
 		return;

@@ -121,7 +121,7 @@ static int gv_init(struct daemon *d, struct driver **out, struct err *e)
 	if (!drv)
 		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	drv->d = d;
-	snprintf(drv->root, sizeof(drv->root), "%s/runsc", d->state_dir);
+	snprintf(drv->root, sizeof(drv->root), "%s/runsc", d->cfg.state_dir);
 	mkdir(drv->root, 0700);
 	char ver[256] = "";
 	char *argv[] = { "runsc", "--version", NULL };
@@ -337,9 +337,9 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	path(bundle, sizeof(bundle), sb, "bundle");
 	path(sock, sizeof(sock), sb, "sock");
 	char parent[600];
-	snprintf(parent, sizeof(parent), "%s/sandboxes", drv->d->state_dir);
+	snprintf(parent, sizeof(parent), "%s/sandboxes", drv->d->cfg.state_dir);
 	mkdir(parent, 0700);
-	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->state_dir);
+	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->cfg.state_dir);
 	/* The sandbox dir keeps the host out (0700). */
 	const char *dirs[] = { sb->dir, layer, rootfs, bundle };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
@@ -378,8 +378,8 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 		return rc;
 
 	struct oci_params p = {
-		.id = sb->id, .rootfs = rootfs, .agent = drv->d->agent_path, .sock_dir = sock, .env = sb->env,
-		.shim = drv->d->shim_path[0] ? drv->d->shim_path : NULL,
+		.id = sb->id, .rootfs = rootfs, .agent = drv->d->cfg.agent_path, .sock_dir = sock, .env = sb->env,
+		.shim = drv->d->cfg.shim_path[0] ? drv->d->cfg.shim_path : NULL,
 		.cpus = sb->cpus, .memory_mb = sb->memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
 		.cpu_shares = sb->cpu_shares,
 	};

@@ -67,7 +67,7 @@ int gv_leftovers(struct driver *drv, struct driver_leftover **out, size_t *n)
 {
 	struct found f = { 0 };
 	char dir[600];
-	snprintf(dir, sizeof(dir), "%s/sandboxes", drv->d->state_dir);
+	snprintf(dir, sizeof(dir), "%s/sandboxes", drv->d->cfg.state_dir);
 	char *canon = realpath(dir, NULL);
 	if (canon)
 		snprintf(f.sandboxes, sizeof(f.sandboxes), "%s", canon);
@@ -85,7 +85,7 @@ int gv_leftovers(struct driver *drv, struct driver_leftover **out, size_t *n)
 	if (rc == 0 && f.sandboxes[0])
 		rc = host_mounts_below(f.sandboxes, found_mount, &f);
 	if (rc == 0)
-		rc = host_loops_below(drv->d->state_dir, found_loop, &f);
+		rc = host_loops_below(drv->d->cfg.state_dir, found_loop, &f);
 	if (rc < 0) {
 		free(f.v);
 		return rc;

@@ -84,11 +84,11 @@ static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 	drv->d = d;
 	pthread_mutex_init(&drv->lock, NULL);
 	vm_find_in_path(QEMU, drv->qemu, sizeof(drv->qemu));
-	int rc = vm_pick_accel(d->vm_accel, drv->accel);
+	int rc = vm_pick_accel(d->cfg.vm_accel, drv->accel);
 	if (rc < 0) {
 		free(drv);
 		return err_set(e, ERR_INVALID, -rc, rc == -EINVAL ? "--accel takes auto, kvm or tcg, not %s"
-			       : "--accel %s: /dev/kvm does not open here", d->vm_accel);
+			       : "--accel %s: /dev/kvm does not open here", d->cfg.vm_accel);
 	}
 	/* "QEMU emulator version 7.2.19 (Debian 1:7.2+dfsg-7+deb12u18)" -> "QEMU 7.2.19" */
 	char *v = strstr(version, "version ");
@@ -97,12 +97,12 @@ static int vm_init(struct daemon *d, struct driver **out, struct err *e)
 	/* the guest's kernel and initramfs now, once, so the first create does not wait for them */
 	struct vm_kernel k;
 	struct vm_initramfs ird;
-	if ((rc = vm_guest_kernel(d->cache_dir, true, &k, e)) < 0 ||
-	    (rc = vm_guest_initramfs(d->cache_dir, &k, d->agent_path, &ird, e)) < 0) {
+	if ((rc = vm_guest_kernel(d->cfg.cache_dir, true, &k, e)) < 0 ||
+	    (rc = vm_guest_initramfs(d->cfg.cache_dir, &k, d->cfg.agent_path, &ird, e)) < 0) {
 		free(drv);
 		return rc;
 	}
-	if (vm_guest_cmdline(d->cache_dir, strcmp(drv->accel, "tcg") == 0, drv->cmdline, sizeof(drv->cmdline)) < 0) {
+	if (vm_guest_cmdline(d->cfg.cache_dir, strcmp(drv->accel, "tcg") == 0, drv->cmdline, sizeof(drv->cmdline)) < 0) {
 		free(drv);
 		return err_set(e, ERR_INTERNAL, ENOSPC, "the kernel command line is too long");
 	}
@@ -141,9 +141,9 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 		     struct err *e)
 {
 	char upper[700], img[720], parent[600], blanks[600];
-	snprintf(parent, sizeof(parent), "%s/sandboxes", drv->d->state_dir);
+	snprintf(parent, sizeof(parent), "%s/sandboxes", drv->d->cfg.state_dir);
 	mkdir(parent, 0700);
-	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->state_dir);
+	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->cfg.state_dir);
 	vm_path(upper, sizeof(upper), sb, "upper");
 	snprintf(img, sizeof(img), "%s/disk.img", upper);
 	const char *dirs[] = { sb->dir, upper };
@@ -153,7 +153,7 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	struct boot b;
 	bool built = false;
 	uint64_t build_ms = 0;
-	int rc = vm_guest_template_image(drv->d->cache_dir, template_rootfs, b.image, sizeof(b.image), &built,
+	int rc = vm_guest_template_image(drv->d->cfg.cache_dir, template_rootfs, b.image, sizeof(b.image), &built,
 					 &build_ms, e);
 	if (rc < 0)
 		return rc;
@@ -439,7 +439,7 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
 	vm_path(upper, sizeof(upper), w, "upper");
 	snprintf(disk, sizeof(disk), "%s/disk.img", upper);
 	vm_path(kept, sizeof(kept), w, "disk.img");
-	snprintf(blanks, sizeof(blanks), "%s/disks", bb->drv->d->state_dir);
+	snprintf(blanks, sizeof(blanks), "%s/disks", bb->drv->d->cfg.state_dir);
 	vm_path(agent, sizeof(agent), w, "vm/agent.sock");
 	/* a build cut short leaves its namespace mounted, which the cache's removal of the folder
 	 * stops at */
@@ -494,7 +494,7 @@ static int booted_image(struct driver *drv, const struct sandbox *sb, struct boo
 	if (rc < 0)
 		return err_set(e, ERR_INTERNAL, -rc, "cannot compute the booted image's key");
 	key[VM_BOOTED_KEY] = '\0';
-	snprintf(parent, sizeof(parent), "%s/booted", drv->d->cache_dir);
+	snprintf(parent, sizeof(parent), "%s/booted", drv->d->cfg.cache_dir);
 	struct booted_build bb = { .drv = drv, .like = sb, .boot = &wait };
 	snprintf(bb.id, sizeof(bb.id), "boot%.*s", SANDBOX_ID_LEN - 4, key);
 	int64_t t0 = mono_ms();
@@ -645,7 +645,7 @@ static int vm_leftovers(struct driver *drv, struct driver_leftover **out, size_t
 	*out = NULL;
 	*n = 0;
 	char dir[600];
-	snprintf(dir, sizeof(dir), "%s/sandboxes", drv->d->state_dir);
+	snprintf(dir, sizeof(dir), "%s/sandboxes", drv->d->cfg.state_dir);
 	DIR *dp = opendir(dir);
 	if (!dp)
 		return errno == ENOENT ? 0 : -errno;

@@ -256,7 +256,7 @@ static int start_open(struct driver *drv, struct sandbox *sb, struct boot *b, bo
 	 * and -initrd files in its memory for as long as it runs, gets the kernel's stub and no
 	 * initrd (vm_guest.h) */
 	char stub[sizeof(b->kernel)];
-	if (restore && (rc = vm_guest_kernel_stub(drv->d->cache_dir, b->kernel, stub, sizeof(stub), e)) < 0)
+	if (restore && (rc = vm_guest_kernel_stub(drv->d->cfg.cache_dir, b->kernel, stub, sizeof(stub), e)) < 0)
 		return rc;
 	if (restore)
 		memcpy(b->kernel, stub, sizeof(stub));

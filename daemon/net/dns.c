@@ -84,8 +84,8 @@ static int upstream(struct daemon *d, struct sockaddr_in *out)
 {
 	char addr[64] = "";
 	int port = 53;
-	if (d->dns_upstream[0]) {
-		snprintf(addr, sizeof(addr), "%s", d->dns_upstream);
+	if (d->cfg.dns_upstream[0]) {
+		snprintf(addr, sizeof(addr), "%s", d->cfg.dns_upstream);
 		char *colon = strchr(addr, ':');
 		if (colon) {
 			*colon = '\0';
@@ -469,7 +469,7 @@ static void *dns_main(void *arg)
 
 int dns_start(struct daemon *d)
 {
-	struct sockaddr_in up, at = { .sin_family = AF_INET, .sin_port = htons((uint16_t)d->dns_port),
+	struct sockaddr_in up, at = { .sin_family = AF_INET, .sin_port = htons((uint16_t)d->cfg.dns_port),
 				      .sin_addr.s_addr = htonl(INADDR_ANY) };
 	if (upstream(d, &up) < 0) {
 		log_warn("no upstream resolver (--dns-upstream, or a nameserver in /etc/resolv.conf): sandboxes' "
@@ -504,7 +504,7 @@ int dns_start(struct daemon *d)
 	if (rc == 0)
 		rc = -pthread_create(&r->thread, NULL, dns_main, r);
 	if (rc < 0) {
-		log_error("cannot start the sandboxes' resolver on port %d: %s", d->dns_port, strerror(-rc));
+		log_error("cannot start the sandboxes' resolver on port %d: %s", d->cfg.dns_port, strerror(-rc));
 		for (int i = 0; i < 3; i++)
 			if (*fds[i] >= 0)
 				close(*fds[i]);
@@ -517,7 +517,7 @@ int dns_start(struct daemon *d)
 	char ups[32] = "none";
 	if (up.sin_port)
 		snprintf(ups, sizeof(ups), "%s:%d", inet_ntoa(up.sin_addr), ntohs(up.sin_port));
-	log_info("sandboxes' resolver on port %d, asking %s", d->dns_port, ups);
+	log_info("sandboxes' resolver on port %d, asking %s", d->cfg.dns_port, ups);
 	return 0;
 }
 

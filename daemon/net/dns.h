@@ -34,7 +34,7 @@
                                        resolver waits for it (then the connection is closed) */
 #define NET_DNS_TCP_MSG_MAX 65535   /* a message over TCP (its length is two bytes) */
 
-/* Starts the resolver (its upstream: d->dns_upstream, else the first nameserver of
+/* Starts the resolver (its upstream: d->cfg.dns_upstream, else the first nameserver of
  * /etc/resolv.conf). 0 or -errno (logged). */
 int dns_start(struct daemon *d);
 void dns_stop(struct daemon *d);

@@ -46,7 +46,7 @@ static uint32_t range_of(const char *cidr, int *prefix)
 static int slots_of(const struct daemon *d)
 {
 	int prefix;
-	range_of(d->net_transit, &prefix);
+	range_of(d->cfg.net_transit, &prefix);
 	int n = 1 << (32 - prefix - 2);
 	return n < NET_SLOTS ? n : NET_SLOTS;
 }
@@ -92,7 +92,7 @@ static int rules_steps(struct link_nl *nl, const void *arg)
 {
 	const struct daemon *d = arg;
 	int prefix;
-	uint32_t base = range_of(d->net_transit, &prefix);
+	uint32_t base = range_of(d->cfg.net_transit, &prefix);
 	char from[16];
 	struct in_addr a = { .s_addr = htonl(base) };
 	inet_ntop(AF_INET, &a, from, sizeof(from));
@@ -114,11 +114,11 @@ static int host_rules(struct daemon *d, struct err *e)
 int net_init(struct daemon *d, struct err *e)
 {
 	uint32_t h = 2166136261u; /* FNV-1a of the state dir: the tag */
-	for (const unsigned char *p = (const unsigned char *)d->state_dir; *p; p++)
+	for (const unsigned char *p = (const unsigned char *)d->cfg.state_dir; *p; p++)
 		h = (h ^ *p) * 16777619u;
 	snprintf(d->net_tag, sizeof(d->net_tag), "%04x", (unsigned)(h & 0xffff));
-	if (!d->net_transit[0])
-		snprintf(d->net_transit, sizeof(d->net_transit), "%s", NET_TRANSIT_DEFAULT);
+	if (!d->cfg.net_transit[0])
+		snprintf(d->cfg.net_transit, sizeof(d->cfg.net_transit), "%s", NET_TRANSIT_DEFAULT);
 	int fd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, "1", 1) != 1) {
 		int rc = errno;
@@ -136,10 +136,10 @@ static int host_table(struct daemon *d, struct err *e)
 {
 	char permits[NET_PERMITS_MAX * 20 + 64] = "";
 	size_t used = 0;
-	for (int i = 0; i < d->net_npermits; i++)
+	for (int i = 0; i < d->cfg.net_npermits; i++)
 		used += (size_t)snprintf(permits + used, sizeof(permits) - used, "%s%s", i ? ", " : "elements = { ",
-					 d->net_permits[i]);
-	if (d->net_npermits)
+					 d->cfg.net_permits[i]);
+	if (d->cfg.net_npermits)
 		snprintf(permits + used, sizeof(permits) - used, " };");
 	char script[4096];
 	/* sandboxes are told apart by the interface their traffic comes in on: sp<tag><slot> maps
@@ -170,18 +170,18 @@ static int host_table(struct daemon *d, struct err *e)
 		 "  chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
 		 "    iifname \"sp%s*\" oifname != \"sp%s*\" masquerade; }\n"
 		 "}\n",
-		 t, t, t, permits, t, NET_MARK, t, t, d->dns_port, t, t, t, t, t, t, t, t);
+		 t, t, t, permits, t, NET_MARK, t, t, d->cfg.dns_port, t, t, t, t, t, t, t, t);
 	return net_nft(NULL, script, false, e);
 }
 
 int net_transit_check(struct daemon *d, struct err *e)
 {
 	for (struct sandbox *s = d->sandboxes; s; s = s->next)
-		if (s->network && s->net_transit[0] && strcmp(s->net_transit, d->net_transit) != 0)
+		if (s->network && s->net_transit[0] && strcmp(s->net_transit, d->cfg.net_transit) != 0)
 			return err_set(e, ERR_INVALID, EINVAL,
 				       "sandbox %s has its network in %s, not in --net-transit %s: start spaced with "
 				       "--net-transit %s (and delete the sandboxes there before changing it)",
-				       s->id, s->net_transit, d->net_transit, s->net_transit);
+				       s->id, s->net_transit, d->cfg.net_transit, s->net_transit);
 	return 0;
 }
 
@@ -262,7 +262,7 @@ static int build_edge(const struct sandbox *sb, const char *edge, bool inner, st
 		 "    meta l4proto tcp reject with tcp reset\n"
 		 "    reject with icmp type admin-prohibited; }\n"
 		 "}\n",
-		 host, sb->d->dns_port, reach, reach, NET_FLOWS_MAX);
+		 host, sb->d->cfg.dns_port, reach, reach, NET_FLOWS_MAX);
 	int rc2 = net_nft(edge, script, false, e);
 	/* gVisor's time-wait lasts 60 s; the tracking's, 120 s by default, is brought just past it */
 	if (rc2 == 0 && (rc2 = net_sysctls(edge, TIME_WAIT, "61")) < 0)

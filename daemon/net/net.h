@@ -40,20 +40,19 @@
 #define NET_GATEWAY_ADDR SP_NET_GATEWAY /* its gateway, the edge's end */
 #define NET_PREFIX 30
 #define NET_GUEST_MAC "02:00:a9:fe:00:15" /* a microVM's interface (the same in every one) */
-#define NET_PERMITS_MAX 64              /* spaced --egress-permit ranges */
 #define NET_FLOWS_MAX 4096              /* connections a sandbox may hold open at once (tracked at
                                            its edge: the host's tracking table is shared by all) */
 
 /* The host side, once at start (before any sandbox is adopted): turns forwarding on in
  * spaced's namespace and makes table `inet space_<tag>` afresh, with the ranges
- * d->net_permits lets sandboxes reach. */
+ * d->cfg.net_permits lets sandboxes reach. */
 int net_init(struct daemon *d, struct err *e);
 
 /* Checks a --net-transit range (an IPv4 CIDR, NET_TRANSIT_MIN_PREFIX..MAX_PREFIX) into out in
  * normal form: 0, or -EINVAL. */
 int net_transit_parse(const char *in, char *out, size_t n);
 
-/* Whether every sandbox of d with a network has it in d->net_transit: 0, or -EINVAL with e
+/* Whether every sandbox of d with a network has it in d->cfg.net_transit: 0, or -EINVAL with e
  * naming one that does not (a spaced restarted with another --net-transit would give out
  * addresses of that sandbox's range again: it refuses to start instead). [L] */
 int net_transit_check(struct daemon *d, struct err *e);

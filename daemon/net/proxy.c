@@ -62,7 +62,7 @@ static bool same_token(const char *a, const char *b)
 
 static int64_t idle_ms(struct proxy *px)
 {
-	return (int64_t)px->d->proxy_idle_s * 1000;
+	return (int64_t)px->d->cfg.proxy_idle_s * 1000;
 }
 
 /* ---- connections ---- */
@@ -220,7 +220,7 @@ static void refuse_head(struct proxy *px, struct pconn *c, int rc)
  */
 static int admit(struct proxy *px, struct pconn *c, const struct proxy_head *h, struct target *t)
 {
-	if (!h->host || proxy_parse_host(h->host, h->host_len, px->d->proxy_domain, t->id, &t->port) < 0) {
+	if (!h->host || proxy_parse_host(h->host, h->host_len, px->d->cfg.proxy_domain, t->id, &t->port) < 0) {
 		refuse(px, c, 404, "Not Found", NULL,
 		       "this is space's port proxy: open http://<port>-<sandbox id>.<domain>/ to reach a port\n");
 		return -1;
@@ -629,13 +629,13 @@ static void *proxy_main(void *arg)
 
 int proxy_start(struct daemon *d)
 {
-	if (!d->proxy_listen[0])
+	if (!d->cfg.proxy_listen[0])
 		return 0;
 	char host[128];
-	snprintf(host, sizeof(host), "%s", d->proxy_listen);
+	snprintf(host, sizeof(host), "%s", d->cfg.proxy_listen);
 	char *colon = strrchr(host, ':');
 	if (!colon) {
-		log_error("--proxy-listen wants HOST:PORT, not %s", d->proxy_listen);
+		log_error("--proxy-listen wants HOST:PORT, not %s", d->cfg.proxy_listen);
 		return -EINVAL;
 	}
 	*colon = '\0';
@@ -665,7 +665,7 @@ int proxy_start(struct daemon *d)
 		rc = -pthread_create(&px->thread, NULL, proxy_main, px);
 	}
 	if (rc < 0) {
-		log_error("cannot start the port proxy on %s: %s", d->proxy_listen, strerror(-rc));
+		log_error("cannot start the port proxy on %s: %s", d->cfg.proxy_listen, strerror(-rc));
 		if (px->lfd >= 0)
 			close(px->lfd);
 		if (px->epfd >= 0)
@@ -676,7 +676,7 @@ int proxy_start(struct daemon *d)
 		return rc;
 	}
 	d->proxy = px;
-	log_info("port proxy on %s: http://<port>-<sandbox id>.%s:%s/", d->proxy_listen, d->proxy_domain, colon + 1);
+	log_info("port proxy on %s: http://<port>-<sandbox id>.%s:%s/", d->cfg.proxy_listen, d->cfg.proxy_domain, colon + 1);
 	return 0;
 }
 

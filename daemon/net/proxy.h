@@ -36,7 +36,7 @@
 #define PROXY_WAKE_MS 120000
 #define PROXY_WAKE_POLL_MS 50
 
-/* Starts the proxy on d->proxy_listen (nothing when it is ""). 0 or -errno (logged). */
+/* Starts the proxy on d->cfg.proxy_listen (nothing when it is ""). 0 or -errno (logged). */
 int proxy_start(struct daemon *d);
 
 /* Stops it: closes the listener and every connection, joins the thread. */

@@ -255,12 +255,12 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
 	if (rc < 0)
 		return err_set(e, ERR_INTERNAL, -rc, "cannot compute the template key");
 	package_list(t->extra, packages, sizeof(packages));
-	snprintf(dir, sizeof(dir), "%s/templates/%s", d->cache_dir, key);
+	snprintf(dir, sizeof(dir), "%s/templates/%s", d->cfg.cache_dir, key);
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
 	snprintf(lockpath, sizeof(lockpath), "%s.lock", dir);
 	snprintf(logpath, sizeof(logpath), "%s.log", dir);
 	char parent[600];
-	snprintf(parent, sizeof(parent), "%s/templates", d->cache_dir);
+	snprintf(parent, sizeof(parent), "%s/templates", d->cfg.cache_dir);
 	if ((rc = mkdir_p(parent, 0755)) < 0)
 		return err_set(e, ERR_INTERNAL, -rc, "cannot create %s: %s", parent, strerror(-rc));
 
@@ -313,7 +313,7 @@ bool template_is_build_step(const char *name)
 int template_rootfs(struct daemon *d, const char *name, char *out, size_t n)
 {
 	if (template_is_build_step(name)) {
-		snprintf(out, n, "%s/build/%s/rootfs", d->cache_dir, name + strlen(TEMPLATE_BUILD_PREFIX));
+		snprintf(out, n, "%s/build/%s/rootfs", d->cfg.cache_dir, name + strlen(TEMPLATE_BUILD_PREFIX));
 		return access(out, F_OK) == 0 ? 0 : -ENOENT;
 	}
 	return store_template_path(d->store, name, out, n);

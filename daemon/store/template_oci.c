@@ -119,7 +119,7 @@ static int manifest_digest(const char *dir, char out[65], struct err *e)
 static int unpack_archive(struct daemon *d, const char *archive, const char *layout, const char *logpath,
 			  struct err *e)
 {
-	char *argv[] = { d->build_path, "--unpack-image", (char *)archive, (char *)layout, NULL };
+	char *argv[] = { d->cfg.build_path, "--unpack-image", (char *)archive, (char *)layout, NULL };
 	int rc = run_logged(argv, logpath, e);
 	if (rc < 0)
 		return rc;
@@ -203,7 +203,7 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 	unsigned char r[8];
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		return err_set(e, ERR_INTERNAL, EIO, "no randomness for a folder name");
-	snprintf(parent, sizeof(parent), "%s/templates", d->cache_dir);
+	snprintf(parent, sizeof(parent), "%s/templates", d->cfg.cache_dir);
 	snprintf(layout, sizeof(layout), "%s/pull-%02x%02x%02x%02x%02x%02x%02x%02x", parent, r[0], r[1], r[2], r[3],
 		 r[4], r[5], r[6], r[7]);
 	snprintf(dest, sizeof(dest), "oci:%s:img", layout);
@@ -223,7 +223,7 @@ int template_import(struct daemon *d, const struct template_spec *t, struct err 
 			 : 0;
 	json_t *layers = NULL;
 	/* an archive here is unpacked, not copied: skopeo would untar it and copy its blobs too */
-	bool archive = strncmp(t->source, "oci-archive:", 12) == 0 && access(d->build_path, X_OK) == 0;
+	bool archive = strncmp(t->source, "oci-archive:", 12) == 0 && access(d->cfg.build_path, X_OK) == 0;
 	if (rc == 0)
 		rc = archive ? unpack_archive(d, t->source + 12, layout, logpath, e) : run_logged(copy, logpath, e);
 	if (archive && t->consume) /* an upload of spaced's own: read, and not to be made durable */

@@ -26,10 +26,10 @@
 static int mark_paths(struct daemon *d, const char *key, char *users, size_t nu, char *mark, size_t nm)
 {
 	char who[65];
-	int rc = hash_sha256_hex(d->state_dir, strlen(d->state_dir), who);
+	int rc = hash_sha256_hex(d->cfg.state_dir, strlen(d->cfg.state_dir), who);
 	if (rc < 0)
 		return rc;
-	snprintf(users, nu, "%s/templates/%s.users", d->cache_dir, key);
+	snprintf(users, nu, "%s/templates/%s.users", d->cfg.cache_dir, key);
 	snprintf(mark, nm, "%s/%.16s", users, who);
 	return 0;
 }
@@ -45,8 +45,8 @@ int template_use(struct daemon *d, const char *key)
 	int fd = open(mark, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	size_t n = strlen(d->state_dir);
-	rc = write(fd, d->state_dir, n) == (ssize_t)n ? 0 : -EIO; /* whose it is: see gone_marks */
+	size_t n = strlen(d->cfg.state_dir);
+	rc = write(fd, d->cfg.state_dir, n) == (ssize_t)n ? 0 : -EIO; /* whose it is: see gone_marks */
 	close(fd);
 	return rc;
 }
@@ -85,7 +85,7 @@ int template_release(struct daemon *d, const char *key)
 	int rc = mark_paths(d, key, users, sizeof(users), mark, sizeof(mark));
 	if (rc < 0 || store_template_key_names(d->store, key) > 0) /* another name here has it */
 		return rc;
-	snprintf(dir, sizeof(dir), "%s/templates/%s", d->cache_dir, key);
+	snprintf(dir, sizeof(dir), "%s/templates/%s", d->cfg.cache_dir, key);
 	snprintf(lockpath, sizeof(lockpath), "%s.lock", dir);
 	/* under the entry's lock: a builder (cache.h) marks before it looks for the entry */
 	int lock = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);

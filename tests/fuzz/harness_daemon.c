@@ -39,14 +39,14 @@ void fz_daemon_init(struct fz *z)
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	d->loop.epfd = d->loop.wakefd = -1;
-	d->auto_resume = true;
-	snprintf(d->state_dir, sizeof(d->state_dir), "/nonexistent/space-fuzz");
+	d->cfg.auto_resume = true;
+	snprintf(d->cfg.state_dir, sizeof(d->cfg.state_dir), "/nonexistent/space-fuzz");
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		abort();
 	snprintf(sb->id, sizeof(sb->id), "%s", FZ_SANDBOX_ID);
 	snprintf(sb->template, sizeof(sb->template), "default");
-	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->state_dir, sb->id);
+	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->id);
 	sb->state = SB_RUNNING;
 	sb->cpus = 1;
 	sb->memory_mb = 512;
