@@ -136,6 +136,13 @@ struct peer {
 	bool probing;               /* a job is looking at it now */
 };
 
+/* Whether a sandbox belongs to a warm pool (core/pool.h). */
+enum sb_pool {
+	SB_POOL_NONE,    /* its creator's: listed, reachable */
+	SB_POOL_WARM,    /* waits in pool pool_index for a create to claim it */
+	SB_POOL_CLAIMED, /* a create claims it: hidden until the claim is recorded */
+};
+
 struct sandbox {
 	struct sandbox *next;
 	char id[SANDBOX_ID_LEN + 1];
@@ -148,8 +155,8 @@ struct sandbox {
 	bool has_user;
 	uint32_t uid, gid;
 	char *start_cmd, *ready_cmd; /* its template's (core/ready.h), while it is being made; else NULL */
-	int pool;                   /* [L] core/pool.h: 1 + its pool's index while in the warm pool, -1
-	                               while a create claims it (hidden from all as both), 0 after */
+	enum sb_pool pooled;        /* [L] core/pool.h: whether it is a warm pool's, hidden from all */
+	int pool_index;             /* [L] with SB_POOL_WARM: its pool's index in d->pools */
 	int cpu_shares;             /* cgroup cpu.shares its runtime gets (0: the default, 1024) */
 	char isolation[ISOLATION_NAME_MAX + 1]; /* its kind ("gvisor", "microvm"): which driver runs it */
 	char tenant[TENANT_NAME_MAX + 1]; /* who owns it: "" for the Unix socket's administrator */
@@ -176,9 +183,8 @@ struct sandbox {
 	char access_token[SANDBOX_TOKEN_LEN + 1];
 	char traffic_token[SANDBOX_TOKEN_LEN + 1];
 	bool public_ports;          /* its ports open to anyone who reaches the proxy */
-	int auto_resume;            /* 1: a request for its agent resumes it when paused or suspended;
-	                               0: it is refused (409); -1: the daemon's setting (a record from
-	                               before sandboxes had their own, sandbox_auto_resume) */
+	bool auto_resume;           /* a request for its agent resumes it when paused or suspended;
+	                               else the request is refused (409) */
 	int64_t created_ms;
 	char dir[512];              /* <state>/sandboxes/<id> */
 

@@ -69,7 +69,7 @@ static void status_line(const struct daemon *d, char *out, size_t n)
 {
 	int shown = 0, running = 0, paused = 0, suspended = 0, warm = 0;
 	for (const struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
-		if (sb->pool) {
+		if (sb->pooled != SB_POOL_NONE) {
 			warm++;
 			continue;
 		}

@@ -127,7 +127,7 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 	/* another tenant's sandbox does not exist, as far as this request can tell */
 	if (sb && op->tcp && strcmp(sb->tenant, op->tenant) != 0)
 		sb = NULL;
-	if (sb && sb->pool) /* the warm pool's: no one's yet (core/pool.h) */
+	if (sb && sb->pooled != SB_POOL_NONE) /* the warm pool's: no one's yet (core/pool.h) */
 		sb = NULL;
 	if (!sb) {
 		err_set(&op->err, ERR_NOT_FOUND, ENOENT, "no sandbox %s", op->sbid);
@@ -137,7 +137,7 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 		return sb;
 	sandbox_touch(sb);
 	/* suspending: a suspend or a snapshot under way; the request waits for the sandbox to run */
-	bool resumes = sandbox_auto_resume(op->d, sb);
+	bool resumes = sb->auto_resume;
 	bool waking = (sb->state == SB_RESUMING || sb->state == SB_SUSPENDING) && resumes;
 	if (resumes && (sb->state == SB_PAUSED || sb->state == SB_SUSPENDED)) {
 		struct err e = { 0 };

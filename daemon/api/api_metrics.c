@@ -138,7 +138,7 @@ static int write_sandboxes(struct daemon *d, struct buf *b)
 	int count[SB_NSTATES][ISOLATION_KINDS] = { { 0 } };
 	int pooled = 0, target = 0;
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
-		if (sb->pool) {
+		if (sb->pooled != SB_POOL_NONE) {
 			pooled++;
 			continue;
 		}

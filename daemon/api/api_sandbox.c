@@ -290,7 +290,7 @@ int api_sandbox_list(struct op *op)
 	}
 	json_t *arr = json_array();
 	for (struct sandbox *sb = op->d->sandboxes; sb; sb = sb->next)
-		if (!sb->pool && (!op->tcp || strcmp(sb->tenant, op->tenant) == 0) && (!filters || labels_match(sb, filters)))
+		if (sb->pooled == SB_POOL_NONE && (!op->tcp || strcmp(sb->tenant, op->tenant) == 0) && (!filters || labels_match(sb, filters)))
 			json_array_append_new(arr, sandbox_json(sb));
 	json_decref(filters);
 	op->json = json_pack("{s:o}", "sandboxes", arr);

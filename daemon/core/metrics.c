@@ -80,7 +80,7 @@ static void sample_all(struct job *j)
 	size_t n = 0;
 	daemon_lock(d);
 	for (struct sandbox *sb = d->sandboxes; sb && n < SPACE_MAX_SANDBOXES; sb = sb->next)
-		if (sb->state == SB_RUNNING && sb->pool <= 0) {
+		if (sb->state == SB_RUNNING && sb->pooled != SB_POOL_WARM) {
 			sb->refs++; /* not freed while this job reads it */
 			todo[n++] = sb;
 		}

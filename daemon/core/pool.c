@@ -139,6 +139,12 @@ static void fill_job(struct job *j)
 }
 
 /* Starts making one sandbox for pool i. [L] */
+/* Whether sb waits in pool i. */
+static bool in_pool(const struct sandbox *sb, int i)
+{
+	return sb->pooled == SB_POOL_WARM && sb->pool_index == i;
+}
+
 static void fill(struct daemon *d, int i)
 {
 	struct pool *p = &d->pools[i];
@@ -156,7 +162,8 @@ static void fill(struct daemon *d, int i)
 	if (rc == 0 && !(j.sb = sandbox_new(d, &cfg, j.text, sizeof(j.text), &e)))
 		rc = -EINVAL;
 	if (rc == 0) {
-		j.sb->pool = i + 1;
+		j.sb->pooled = SB_POOL_WARM;
+		j.sb->pool_index = i;
 		j.sb->cpu_shares = POOL_CPU_SHARES;
 		p->filling++;
 		if ((rc = job_start(d, &j, &e)) < 0) {
@@ -176,7 +183,7 @@ static int count(struct daemon *d, int i, int *ready)
 	int n = 0;
 	*ready = 0;
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
-		if (sb->pool != i + 1 || sb->state == SB_DELETING)
+		if (!in_pool(sb, i) || sb->state == SB_DELETING)
 			continue;
 		n++;
 		*ready += sb->state == SB_RUNNING && peer_ready(sb);
@@ -191,7 +198,7 @@ void pool_tick(struct daemon *d)
 	int64_t now = mono_ms();
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
 		/* one that failed, or stopped, while it waited is replaced */
-		if (sb->pool > 0 && sb->state != SB_RUNNING && sb->state != SB_CREATING && sb->state != SB_DELETING) {
+		if (sb->pooled == SB_POOL_WARM && sb->state != SB_RUNNING && sb->state != SB_CREATING && sb->state != SB_DELETING) {
 			struct err e = { 0 };
 			log_warn("sandbox %s of the warm pool is %s (%s): removed", sb->id, sb_state_name(sb->state), sb->reason);
 			if (sandbox_delete(d, sb, NULL, &e) < 0)
@@ -205,7 +212,7 @@ void pool_tick(struct daemon *d)
 			fill(d, i);
 		for (struct sandbox *sb = d->sandboxes; sb && n > p->size; sb = sb->next) {
 			struct err e = { 0 }; /* the pool shrank: what it holds beyond its size goes */
-			if (sb->pool == i + 1 && sb->state == SB_RUNNING && sandbox_delete(d, sb, NULL, &e) == 0)
+			if (in_pool(sb, i) && sb->state == SB_RUNNING && sandbox_delete(d, sb, NULL, &e) == 0)
 				n--;
 		}
 	}
@@ -252,7 +259,7 @@ int pool_members(struct daemon *d, const char *name)
 {
 	int n = 0;
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
-		n += sb->pool != 0 && strcmp(sb->template, name) == 0;
+		n += sb->pooled != SB_POOL_NONE && strcmp(sb->template, name) == 0;
 	return n;
 }
 
@@ -324,7 +331,7 @@ static void claim_job(struct job *j)
 	}
 	daemon_lock(d);
 	if (rc == 0) {
-		sb->pool = 0;
+		sb->pooled = SB_POOL_NONE;
 		sandbox_touch(sb);
 		j->op->status = 201;
 		j->op->json = sandbox_json(sb);
@@ -347,9 +354,9 @@ int pool_claim(struct daemon *d, const struct sb_config *cfg, struct op *op, str
 	const char *kind = cfg->isolation ? cfg->isolation : d->isolation->kind;
 	struct sandbox *sb = NULL;
 	for (struct sandbox *s = d->sandboxes; s && !sb; s = s->next) {
-		if (s->pool <= 0 || s->state != SB_RUNNING || !peer_ready(s))
+		if (s->pooled != SB_POOL_WARM || s->state != SB_RUNNING || !peer_ready(s))
 			continue;
-		const struct pool *p = &d->pools[s->pool - 1];
+		const struct pool *p = &d->pools[s->pool_index];
 		if (!strcmp(p->template, cfg->template) && !strcmp(kind_of(d, p), kind) && p->cpus == cfg->cpus &&
 		    p->memory_mb == cfg->memory_mb && p->disk_mb == cfg->disk_mb)
 			sb = s;
@@ -371,8 +378,8 @@ int pool_claim(struct daemon *d, const struct sb_config *cfg, struct op *op, str
 		json_decref(j.json);
 		return rc;
 	}
-	d->pools[sb->pool - 1].claims++;
+	d->pools[sb->pool_index].claims++;
 	stats_add(d->stats, STATS_POOL_HITS, 1);
-	sb->pool = -1; /* hidden until the claim is recorded */
+	sb->pooled = SB_POOL_CLAIMED; /* hidden until the claim is recorded */
 	return 1;
 }

@@ -74,11 +74,6 @@ void sandbox_registry_remove(struct daemon *d, struct sandbox *sb)
 		}
 }
 
-bool sandbox_auto_resume(const struct daemon *d, const struct sandbox *sb)
-{
-	return sb->auto_resume < 0 ? d && d->cfg.auto_resume : sb->auto_resume != 0;
-}
-
 void sandbox_touch(struct sandbox *sb)
 {
 	sb->deadline_ms = sb->timeout_s > 0 ? now_ms() + (int64_t)(sb->timeout_s * 1000) : 0;

@@ -149,9 +149,6 @@ void sandbox_free(struct sandbox *sb);
  * with the sandbox. A sandbox being made, deleted or failed is refused (409). [L] */
 int sandbox_set_network(struct daemon *d, struct sandbox *sb, const json_t *policy, struct op *op, struct err *e);
 
-/* Whether a request for sb's agent resumes sb when it is paused or suspended: its own choice
- * at create, or the daemon's (--no-auto-resume) for a sandbox recorded before it had one. */
-bool sandbox_auto_resume(const struct daemon *d, const struct sandbox *sb);
 
 /* Whether sb may take requests for its agent; fills *e (409/503) if not. [L] */
 bool sandbox_usable(const struct sandbox *sb, struct err *e);

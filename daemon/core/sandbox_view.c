@@ -58,7 +58,7 @@ json_t *sandbox_json(const struct sandbox *sb)
 		json_object_set_new(o, "reason", json_string(sb->reason));
 	json_object_set_new(o, "network", network_json(sb));
 	json_object_set_new(o, "public_ports", json_boolean(sb->public_ports));
-	json_object_set_new(o, "auto_resume", json_boolean(sandbox_auto_resume(sb->d, sb)));
+	json_object_set_new(o, "auto_resume", json_boolean(sb->auto_resume));
 	json_object_set_new(o, "access_token", json_string(sb->access_token));
 	json_object_set_new(o, "traffic_token", json_string(sb->traffic_token));
 	return o;

@@ -192,7 +192,7 @@ static void fork_job(struct job *j)
 					 .tenant = src->tenant, .isolation = src->isolation, /* its image is of that kind */
 					 .network = src->network, .no_network = !src->network, /* and its policy */
 					 .public_ports = src->public_ports,
-					 .auto_resume = sandbox_auto_resume(d, src) };
+					 .auto_resume = src->auto_resume };
 		snprintf(cfg.template, sizeof(cfg.template), "%s", src->template);
 		struct sandbox *sb = sandbox_new(d, &cfg, rootfs, sizeof(rootfs), &e);
 		daemon_unlock(d);

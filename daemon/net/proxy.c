@@ -185,7 +185,7 @@ static void look_up(struct daemon *d, struct target *t, const char *token)
 {
 	daemon_lock(d);
 	struct sandbox *sb = sandbox_find(d, t->id);
-	t->found = sb != NULL && !sb->pool;
+	t->found = sb != NULL && sb->pooled == SB_POOL_NONE;
 	if (t->found) {
 		t->allowed = !token || sb->public_ports || same_token(token, sb->traffic_token);
 		t->has_network = sb->network != NULL;
@@ -193,7 +193,7 @@ static void look_up(struct daemon *d, struct target *t, const char *token)
 		if (sb->network)
 			net_host_reach(sb, t->reach, sizeof(t->reach));
 		bool stopped = sb->state == SB_PAUSED || sb->state == SB_SUSPENDED;
-		t->wakes = t->allowed && t->has_network && sandbox_auto_resume(d, sb) &&
+		t->wakes = t->allowed && t->has_network && sb->auto_resume &&
 			   (stopped || sb->state == SB_PAUSING || sb->state == SB_SUSPENDING || sb->state == SB_RESUMING);
 		struct err e = { 0 };
 		if (t->wakes && stopped && lifecycle_start(d, sb, ACT_RESUME, NULL, &e) < 0)

@@ -46,7 +46,7 @@ static const char *const steps[SCHEMA_VERSION] = {
 	"ALTER TABLE snapshots ADD COLUMN network TEXT",
 	"ALTER TABLE sandboxes ADD COLUMN access_token TEXT NOT NULL DEFAULT ''",
 	"ALTER TABLE sandboxes ADD COLUMN public_ports INTEGER NOT NULL DEFAULT 0",
-	/* -1: made before sandboxes had their own choice; the daemon's applies */
+	/* -1: made before sandboxes had their own choice; read as on, a create's default */
 	"ALTER TABLE sandboxes ADD COLUMN auto_resume INTEGER NOT NULL DEFAULT -1",
 	/* 25: the last step a database from before numbering may hold */
 	/* A token from before tenants has the tenant its creation would give it today (its name,

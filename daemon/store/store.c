@@ -145,7 +145,7 @@ int store_put_sandbox(struct store *st, const struct sandbox *sb)
 			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
 			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq, sb->isolation, net,
 			       sb->access_token, (int64_t)sb->public_ports, sb->expires_ms,
-			       (int64_t)sb->auto_resume, sb->traffic_token);
+			       (int64_t)(sb->auto_resume ? 1 : 0), sb->traffic_token);
 	free(env);
 	free(meta);
 	free(net);
@@ -265,7 +265,8 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		snprintf(sb->access_token, sizeof(sb->access_token), "%s", tok ? (const char *)tok : "");
 		sb->public_ports = sqlite3_column_int(stmt, 20) != 0;
 		sb->expires_ms = sqlite3_column_int64(stmt, 21);
-		sb->auto_resume = sqlite3_column_int(stmt, 22);
+		/* -1 in a record from before sandboxes had their own: as a create's default */
+		sb->auto_resume = sqlite3_column_int(stmt, 22) != 0;
 		const unsigned char *traffic = sqlite3_column_text(stmt, 23);
 		snprintf(sb->traffic_token, sizeof(sb->traffic_token), "%s", traffic ? (const char *)traffic : "");
 		if (sb->expires_ms == 0 && sb->lifetime_s > 0) /* recorded before lifetimes could move */

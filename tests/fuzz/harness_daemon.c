@@ -50,7 +50,7 @@ void fz_daemon_init(struct fz *z)
 	sb->state = SB_RUNNING;
 	sb->cpus = 1;
 	sb->memory_mb = 512;
-	sb->auto_resume = -1; /* the daemon's */
+	sb->auto_resume = true;
 	sb->env = json_object();
 	sb->metadata = json_object();
 	sb->d = d;
