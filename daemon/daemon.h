@@ -203,12 +203,16 @@ struct sandbox {
 	struct sandbox *grave;      /* [L] next in the I/O thread's list of sandboxes to free */
 };
 
+#define DRIVER_CALLS_MAX 16 /* the calls of a driver counted (driver/call.c) */
+
 /* One isolation kind and the driver that runs it on this host (core/isolation.h). */
 struct driver_slot {
 	const char *kind;               /* "gvisor", "microvm": the driver's name too */
 	const struct driver_ops *ops;   /* NULL: the kind is unavailable here */
 	struct driver *drv;             /* its instance, once initialised */
 	char why[256];                  /* unavailable: why (the driver's own words) */
+	/* driver/call.c's counts of each call of it: calls, failures, nanoseconds (atomics) */
+	uint64_t counts[DRIVER_CALLS_MAX][3];
 };
 
 /* Requests in flight for one tenant (TCP only), while it has any. */

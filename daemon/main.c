@@ -358,7 +358,7 @@ static int serve(struct daemon *d)
 			 "nothing beyond this host)", strerror(-rc));
 	log_info("spaced %s listening on %s%s%s%s (isolation %s by default, %s)", SPACE_VERSION, d->cfg.socket_path,
 		 d->cfg.listen_addr[0] ? " and " : "", d->cfg.listen_addr, d->tls_cert ? " (TLS)" : "", d->isolation->kind,
-		 d->isolation->ops->runtime(d->isolation->drv));
+		 driver_runtime(d->isolation));
 	/* the socket answers from here on: a service manager may start what needs spaced. Told
 	 * under the lock, so no status of the I/O thread's (io_status) goes before it. */
 	daemon_lock(d);

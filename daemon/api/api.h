@@ -2,7 +2,7 @@
  * daemon/api/api.h - the HTTP API's routes and the request validation they share.
  *
  * A route's handler runs on the HTTP thread with d->lock held once the
- * request body is complete. It either answers at once (fills op->status and
+ * request body is complete. It either answers at once (fills op->answer and
  * op->json, or op->err) and returns API_DONE, or links op to a sandbox or
  * process, and returns API_PENDING; the op is answered when op_finish runs.
  * Upload routes also get each chunk of the body as it arrives.

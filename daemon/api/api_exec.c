@@ -367,7 +367,7 @@ int api_proc_stdin_upload(struct op *op, const char *data, size_t *size)
 	struct proc *p = op->proc;
 	if ((!p || !op->sb) && data == NULL && *size == 0) {
 		/* it exited after taking every byte the body held: the write happened */
-		op->status = 204;
+		op->answer = ANSWER_EMPTY;
 		op->done = true;
 		return API_DONE;
 	}
@@ -394,7 +394,7 @@ int api_proc_stdin_upload(struct op *op, const char *data, size_t *size)
 	if (*size > 0)
 		return API_PENDING;
 	if (data == NULL) { /* end of the body */
-		op->status = 204;
+		op->answer = ANSWER_EMPTY;
 		op_unlink(op);
 		op->done = true;
 	}
@@ -409,7 +409,7 @@ int api_proc_stdin_close(struct op *op)
 		return API_DONE;
 	if (!p->exited)
 		chan_send(&sb->chan, SP_H_STDIN, p->pid, NULL, 0, NULL, 0);
-	op->status = 204;
+	op->answer = ANSWER_EMPTY;
 	return API_DONE;
 }
 
@@ -454,7 +454,7 @@ int api_proc_signal(struct op *op)
 	uint8_t payload[4];
 	frame_put_u32(payload, (uint32_t)signo);
 	chan_send(&sb->chan, SP_H_SIGNAL, p->pid, payload, sizeof(payload), NULL, 0);
-	op->status = 204;
+	op->answer = ANSWER_EMPTY;
 	return API_DONE;
 }
 
@@ -474,7 +474,7 @@ int api_proc_resize(struct op *op)
 	if (pty) {
 		json_object_update(pty, body); /* the listing shows the size it has now */
 		chan_send(&sb->chan, SP_H_RESIZE, p->pid, ws, sizeof(ws), NULL, 0);
-		op->status = 204;
+		op->answer = ANSWER_EMPTY;
 	}
 	json_decref(body);
 	return API_DONE;

@@ -185,7 +185,7 @@ int api_file_remove(struct op *op)
 	struct file_req r;
 	if (file_req(op, op->query, path_arg, 1, &r) < 0)
 		return API_DONE;
-	op->status = 204;
+	op->answer = ANSWER_EMPTY;
 	return file_send(op, &r, OP_CALL, SP_H_REMOVE, NULL, 0, 1);
 }
 
@@ -199,7 +199,7 @@ int api_file_mkdir(struct op *op)
 	struct file_req r;
 	if (file_req(op, body, path_arg, 1, &r) == 0) {
 		struct sp_mode m = { .mode = 0755 };
-		op->status = 201;
+		op->answer = ANSWER_CREATED;
 		rc = file_send(op, &r, OP_CALL, SP_H_MKDIR, &m, sizeof(m), 1);
 		if (rc == API_PENDING) /* the path as given until the agent's A_OK names it absolute */
 			op->json = json_pack("{s:s}", "path", r.path[0]);
@@ -219,7 +219,7 @@ int api_file_rename(struct op *op)
 	int rc = API_DONE;
 	struct file_req r;
 	if (file_req(op, body, names, 2, &r) == 0) {
-		op->status = 204;
+		op->answer = ANSWER_EMPTY;
 		rc = file_send(op, &r, OP_CALL, SP_H_RENAME, NULL, 0, 2);
 	}
 	json_decref(body);

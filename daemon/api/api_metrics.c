@@ -26,6 +26,7 @@
 #include "daemon/base/hash.h"
 #include "daemon/core/pool.h"
 #include "daemon/core/stats.h"
+#include "daemon/driver/driver.h"
 #include "daemon/store/store.h"
 
 /* Bytes of /proc/meminfo read: its MemTotal and MemAvailable lines come first. */
@@ -181,6 +182,8 @@ int api_metrics(struct op *op)
 		rc = stats_write(d->stats, &op->out);
 	if (rc == 0)
 		rc = starts_write(&d->starts, &op->out);
+	if (rc == 0)
+		rc = driver_write_metrics(d, &op->out);
 	if (rc < 0) {
 		err_set(&op->err, ERR_INTERNAL, -rc, "cannot write the metrics: %s", strerror(-rc));
 		return API_DONE;

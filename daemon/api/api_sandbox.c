@@ -38,7 +38,7 @@ int api_version(struct op *op)
 	struct daemon *d = op->d;
 	/* driver and runtime: the default kind's, as before there were kinds to choose from */
 	op->json = json_pack("{s:s, s:i, s:s, s:s, s:o, s:o}", "version", SPACE_VERSION, "api", 1, "driver",
-			     d->isolation->kind, "runtime", d->isolation->ops->runtime(d->isolation->drv), "isolation",
+			     d->isolation->kind, "runtime", driver_runtime(d->isolation), "isolation",
 			     isolation_json(d), "pools", pool_json(d));
 	return API_DONE;
 }

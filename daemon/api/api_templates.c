@@ -52,7 +52,7 @@ int api_template_build_cancel(struct op *op)
 		return API_DONE;
 	}
 	if (build_cancel(op->d, op->tpl, &op->err) == 0)
-		op->status = 204;
+		op->answer = ANSWER_EMPTY;
 	return API_DONE;
 }
 

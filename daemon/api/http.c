@@ -271,7 +271,7 @@ static enum MHD_Result respond(struct op *op)
 	}
 	if (op->resumed)
 		MHD_add_response_header(r, "Space-Resumed", "true");
-	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)(op->status ? op->status : 200), r);
+	enum MHD_Result rc = MHD_queue_response(conn, op->answer == ANSWER_CREATED ? 201 : op->answer == ANSWER_EMPTY ? 204 : 200, r);
 	MHD_destroy_response(r);
 	return rc;
 }

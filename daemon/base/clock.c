@@ -22,6 +22,13 @@ int64_t mono_ms(void)
 	return read_ms(CLOCK_MONOTONIC);
 }
 
+int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void clock_format(char *out, size_t n, int64_t ms)
 {
 	time_t t = (time_t)(ms / 1000);

@@ -13,6 +13,8 @@
 int64_t now_ms(void);
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t mono_ms(void);
+/* Nanoseconds of CLOCK_MONOTONIC. */
+int64_t mono_ns(void);
 /* Wall-clock ms as RFC 3339 UTC to the second ("2026-12-02T10:00:00Z") into out. */
 void clock_format(char *out, size_t n, int64_t ms);
 

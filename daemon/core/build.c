@@ -285,7 +285,7 @@ static void relay(struct build *b, int fd)
 
 static void build_job(struct job *j)
 {
-	struct build *b = j->arg;
+	struct build *b = j->build;
 	struct daemon *d = j->d;
 	char tar[700], context[700], log[700];
 	snprintf(tar, sizeof(tar), "%s/context.tar", b->dir);
@@ -322,7 +322,7 @@ static void build_job(struct job *j)
 		err_set(&e, ERR_INTERNAL, -pid, "cannot start the builder: %s", strerror(-pid));
 		op_fail(b->op, &e);
 	} else if (b->op) {
-		b->op->status = 200;
+		b->op->answer = ANSWER_OK;
 		b->op->responding = true; /* the builder's events, as they come */
 		op_wake(b->op);
 	}
@@ -349,7 +349,7 @@ static void build_job(struct job *j)
 /* An import: the image (the body's archive, or source) becomes template b->name. */
 static void import_job(struct job *j)
 {
-	struct build *b = j->arg;
+	struct build *b = j->build;
 	struct daemon *d = j->d;
 	struct template_spec t = { 0 };
 	snprintf(t.name, sizeof(t.name), "%s", b->name);
@@ -377,7 +377,7 @@ static void import_job(struct job *j)
 	if (b->op && rc < 0) {
 		op_fail(b->op, &e);
 	} else if (b->op) {
-		b->op->status = 201;
+		b->op->answer = ANSWER_CREATED;
 		b->op->json = tpl;
 		tpl = NULL;
 		op_finish(b->op);
@@ -401,7 +401,7 @@ int build_start(struct op *op)
 		return err_set(&op->err, ERR_INTERNAL, errno, "cannot keep the build context: %s", strerror(errno));
 	}
 	b->tar_fd = -1;
-	struct job j = { .fn = b->transport[0] || b->source[0] ? import_job : build_job, .arg = b };
+	struct job j = { .fn = b->transport[0] || b->source[0] ? import_job : build_job, .build = b };
 	int rc = job_start(op->d, &j, &op->err);
 	if (rc == 0)
 		b->started = true;
@@ -411,9 +411,9 @@ int build_start(struct op *op)
 static void record_job(struct job *j)
 {
 	struct daemon *d = j->d;
-	const char *name = j->text, *key = j->text2;
-	const char *source = json_string_value(json_object_get(j->json, "source"));
-	char rootfs[1200], *cfg = json_dumps(json_object_get(j->json, "config"), JSON_COMPACT | JSON_SORT_KEYS);
+	const char *name = j->record.name, *key = j->record.key;
+	const char *source = json_string_value(json_object_get(j->record.body, "source"));
+	char rootfs[1200], *cfg = json_dumps(json_object_get(j->record.body, "config"), JSON_COMPACT | JSON_SORT_KEYS);
 	snprintf(rootfs, sizeof(rootfs), "%s/templates/%s/rootfs", d->cfg.cache_dir, key);
 	struct err e = { 0 };
 	/* marked before it is looked for: a release sees it (template.h) */
@@ -433,8 +433,8 @@ static void record_job(struct job *j)
 	if (rc == 0 && old_key && strcmp(old_key, key) != 0 && users == 0 && store_template_snapshots(d->store, name) == 0)
 		template_release(d, old_key);
 	if (rc == 0) {
-		template_put_info(d, name, rootfs, json_incref(json_object_get(j->json, "layers")));
-		json_int_t pool = json_integer_value(json_object_get(json_object_get(j->json, "config"), "pool"));
+		template_put_info(d, name, rootfs, json_incref(json_object_get(j->record.body, "layers")));
+		json_int_t pool = json_integer_value(json_object_get(json_object_get(j->record.body, "config"), "pool"));
 		daemon_lock(d);
 		pool_template(d, name, pool > 0 && pool <= POOL_MAX_SIZE ? (int)pool : 0); /* LABEL space.pool */
 		daemon_unlock(d);
@@ -448,12 +448,12 @@ static void record_job(struct job *j)
 	if (rc < 0) {
 		op_fail(j->op, &e);
 	} else {
-		j->op->status = 200;
+		j->op->answer = ANSWER_OK;
 		j->op->json = t;
 		op_finish(j->op);
 	}
 	daemon_unlock(d);
-	json_decref(j->json);
+	json_decref(j->record.body);
 }
 
 int build_record(struct daemon *d, struct op *op, const char *name, json_t *body, struct err *e)
@@ -467,9 +467,9 @@ int build_record(struct daemon *d, struct op *op, const char *name, json_t *body
 		return err_set(e, ERR_INVALID, EINVAL, "key must name an entry of the cache's templates");
 	if (!source || strlen(source) > TEMPLATE_SOURCE_MAX || !json_is_object(json_object_get(body, "config")))
 		return err_set(e, ERR_INVALID, EINVAL, "source (a string) and config (an object) are required");
-	struct job j = { .fn = record_job, .op = op, .json = json_incref(body) };
-	snprintf(j.text, sizeof(j.text), "%s", name);
-	snprintf(j.text2, sizeof(j.text2), "%s", key);
+	struct job j = { .fn = record_job, .op = op, .record.body = json_incref(body) };
+	snprintf(j.record.name, sizeof(j.record.name), "%s", name);
+	snprintf(j.record.key, sizeof(j.record.key), "%s", key);
 	int rc = job_start(d, &j, e);
 	if (rc < 0)
 		json_decref(body);

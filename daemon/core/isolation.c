@@ -82,7 +82,7 @@ json_t *isolation_json(struct daemon *d)
 	json_t *available = json_object(), *unavailable = json_object();
 	for (int i = 0; i < ISOLATION_KINDS; i++) {
 		const struct driver_slot *k = &d->drivers[i];
-		json_object_set_new(available, k->kind, k->ops ? json_string(k->ops->runtime(k->drv)) : json_null());
+		json_object_set_new(available, k->kind, k->ops ? json_string(driver_runtime(k)) : json_null());
 		if (!k->ops)
 			json_object_set_new(unavailable, k->kind, json_string(k->why));
 	}

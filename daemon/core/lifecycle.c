@@ -82,7 +82,7 @@ static void settle(struct job *j, enum sb_state st, const struct err *e)
 {
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
-	enum sb_state from = (enum sb_state)j->count;
+	enum sb_state from = j->from;
 	struct sb_record rec;
 	daemon_lock(d);
 	if (st == SB_FAILED && e)
@@ -121,7 +121,7 @@ static void settle(struct job *j, enum sb_state st, const struct err *e)
 	if (e && e->kind) {
 		op_fail(j->op, e);
 	} else {
-		j->op->status = 200;
+		j->op->answer = ANSWER_OK;
 		j->op->json = sandbox_json(sb);
 		op_finish(j->op);
 	}
@@ -211,7 +211,7 @@ static int write_image(struct daemon *d, struct sandbox *sb, const char *final, 
 	if (mkdir(tmp, 0700) < 0)
 		return err_from_errno(e, errno, "cannot make the image folder %s: %s", tmp, strerror(errno));
 	const struct driver_slot *dv = sandbox_driver(d, sb);
-	int rc = dv->ops->checkpoint(dv->drv, sb, tmp, 0, e);
+	int rc = driver_checkpoint(dv, sb, tmp, 0, e);
 	if (rc == 0) {
 		crash_point("suspend:checkpointed");
 		if ((rc = sandbox_sync_layer(d, sb)) < 0)
@@ -333,7 +333,7 @@ static void pause_job(struct job *j)
 	const struct driver_slot *dv = sandbox_driver(d, j->sb);
 	int rc = job_record(j, &e);
 	if (rc == 0)
-		rc = dv->ops->pause(dv->drv, j->sb, &e);
+		rc = driver_pause(dv, j->sb, &e);
 	settle(j, rc == 0 ? SB_PAUSED : SB_RUNNING, rc == 0 ? NULL : &e);
 	daemon_unlock(d);
 }
@@ -348,7 +348,7 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 	char image[700];
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
 	const struct driver_slot *dv = sandbox_driver(d, sb);
-	int rc = dv->ops->prepare(dv->drv, sb, e);
+	int rc = driver_prepare(dv, sb, e);
 	daemon_lock(d);
 	if (rc == 0)
 		rc = lifecycle_reattach(d, sb, e);
@@ -356,7 +356,7 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 	bool booting = rc == 0;
 	if (booting) /* its turn to boot: the hello deadline counts from here (core/starts.h) */
 		starts_enter(&d->starts);
-	if (rc == 0 && (rc = dv->ops->restore(dv->drv, sb, image, e)) == 0)
+	if (rc == 0 && (rc = driver_restore(dv, sb, image, e)) == 0)
 		crash_point("resume:restored");
 	daemon_lock(d);
 	if (rc == 0)
@@ -368,7 +368,7 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 	daemon_unlock(d);
 	if (rc < 0) {
 		struct err ignored = { 0 };
-		dv->ops->stop(dv->drv, sb, &ignored);
+		driver_stop(dv, sb, &ignored);
 		return SB_SUSPENDED;
 	}
 	crash_point("resume:connected");
@@ -404,11 +404,11 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 	 * that is how a restarted spaced tells a finished suspend from an interrupted one. */
 	remove_tree(image);
 	/* A paused sandbox cannot detach its agent: let it run for the moment that takes. */
-	if (from == SB_PAUSED && dv->ops->resume(dv->drv, sb, e) < 0)
+	if (from == SB_PAUSED && driver_resume(dv, sb, e) < 0)
 		return SB_PAUSED;
 	if ((rc = drain_network(d, sb, e)) < 0) {
 		struct err ignored = { 0 };
-		if (from == SB_PAUSED && dv->ops->pause(dv->drv, sb, &ignored) == 0)
+		if (from == SB_PAUSED && driver_pause(dv, sb, &ignored) == 0)
 			return SB_PAUSED;
 		return SB_RUNNING;
 	}
@@ -421,7 +421,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 		return SB_RUNNING;
 	crash_point("suspend:detached");
 	rc = write_image(d, sb, image, e);
-	if (rc < 0 && dv->ops->state(dv->drv, sb) == DRV_RUNNING) {
+	if (rc < 0 && driver_state(dv, sb) == DRV_RUNNING) {
 		/* the checkpoint did not stop it (it failed before, or could not even start):
 		 * nothing is lost, the agent comes back */
 		struct err unheld = { 0 };
@@ -437,7 +437,7 @@ enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb
 		crash_point("suspend:published");
 	struct err stop_err = { 0 };
 	/* After a checkpoint (or a failed one) the container no longer runs: release it. */
-	if (dv->ops->stop(dv->drv, sb, &stop_err) < 0 && rc == 0)
+	if (driver_stop(dv, sb, &stop_err) < 0 && rc == 0)
 		log_warn("sandbox %s: suspended, but releasing the runtime failed: %s", sb->id, stop_err.msg);
 	if (rc == 0)
 		crash_point("suspend:released");
@@ -451,9 +451,9 @@ static void resume_job(struct job *j)
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	struct err e = { 0 };
 	int rc = job_record(j, &e);
-	if ((enum sb_state)j->count == SB_PAUSED) {
+	if (j->from == SB_PAUSED) {
 		if (rc == 0)
-			rc = dv->ops->resume(dv->drv, sb, &e);
+			rc = driver_resume(dv, sb, &e);
 		if (rc == 0) /* a VM's clock stood still while it was paused */
 			peer_send_clock(sb);
 		settle(j, rc == 0 ? SB_RUNNING : SB_PAUSED, rc == 0 ? NULL : &e);
@@ -471,8 +471,8 @@ static void suspend_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct err e = { 0 };
-	enum sb_state st = job_record(j, &e) == 0 ? lifecycle_do_suspend(d, j->sb, (enum sb_state)j->count, &e)
-						  : (enum sb_state)j->count;
+	enum sb_state st = job_record(j, &e) == 0 ? lifecycle_do_suspend(d, j->sb, j->from, &e)
+						  : j->from;
 	settle(j, st, e.kind ? &e : NULL);
 	if (j->sb->deferred) {
 		/* requests arrived while it was being suspended: they want it running */
@@ -501,7 +501,7 @@ static void sync_job(struct job *j)
 	if (rc < 0) {
 		op_fail(j->op, &e);
 	} else {
-		j->op->status = 200;
+		j->op->answer = ANSWER_OK;
 		j->op->json = sandbox_json(sb);
 		op_finish(j->op);
 	}
@@ -513,7 +513,7 @@ int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, stru
 	enum sb_state via;
 	enum state_verdict v = state_begin(sb->state, a, &via);
 	if (v == STATE_ALREADY) {
-		op->status = 200;
+		op->answer = ANSWER_OK;
 		op->json = sandbox_json(sb);
 		return LIFECYCLE_ANSWERED;
 	}
@@ -524,7 +524,7 @@ int lifecycle_start(struct daemon *d, struct sandbox *sb, enum sb_action a, stru
 		snprintf(e->state, sizeof(e->state), "%s", sb_state_name(sb->state));
 		return -EBUSY;
 	}
-	struct job j = { .sb = sb, .op = op, .via = via, .count = (int)sb->state };
+	struct job j = { .sb = sb, .op = op, .via = via, .from = sb->state };
 	j.fn = a == ACT_PAUSE ? pause_job : a == ACT_RESUME ? resume_job : suspend_job;
 	enum sb_state old = sb->state;
 	sb->state = via;
@@ -570,7 +570,7 @@ static void timeouts_job(struct job *j)
 			"(a restart of spaced would bring back the old ones)", j->sb->id);
 		op_fail(j->op, &e);
 	} else {
-		j->op->status = 200;
+		j->op->answer = ANSWER_OK;
 		j->op->json = sandbox_json(j->sb);
 		op_finish(j->op);
 	}

@@ -46,7 +46,7 @@ json_t *metrics_json(const struct sandbox *sb, int64_t from_ms, int64_t to_ms)
 static int measure(struct daemon *d, struct sandbox *sb, struct driver_stats *st, uint64_t *disk)
 {
 	const struct driver_slot *dv = sandbox_driver(d, sb);
-	if (!dv || !dv->ops->stats || dv->ops->stats(dv->drv, sb, st) < 0)
+	if (!dv || driver_stats(dv, sb, st) < 0)
 		return -1;
 	*disk = quota_layer_bytes(d, sb);
 	return 0;

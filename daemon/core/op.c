@@ -37,13 +37,6 @@ static struct {
 } lock_stats;
 static __thread int64_t held_since_ns;
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void daemon_lock(struct daemon *d)
 {
 	pthread_mutex_lock(&d->lock);

@@ -34,6 +34,13 @@
 #define LIST_MAX_BYTES (1024 * 1024)          /* names and paths in one listing answer */
 #define TENANT_MAX_CAPTURE (64ull * 1024 * 1024) /* captured output held for one tenant at once */
 
+/* How a request that succeeded is answered (the HTTP layer's 200, 201 and 204). */
+enum op_answer {
+	ANSWER_OK,      /* with op->json, or a stream */
+	ANSWER_CREATED, /* something was made: with op->json */
+	ANSWER_EMPTY,   /* nothing to say */
+};
+
 enum op_kind {
 	OP_NONE,
 	OP_CALL,      /* one request, one reply: ping, stat, mkdir, remove, rename, sync, ps, list */
@@ -98,7 +105,7 @@ struct op {
 
 	/* answer */
 	struct err err;
-	int status;
+	enum op_answer answer;
 	json_t *json;
 	const char *content_type;   /* not NULL: the answer is out's bytes, of this type (not JSON) */
 	int64_t arrived_ns;         /* when the request came (api_metrics_now_ns) */

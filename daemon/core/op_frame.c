@@ -99,7 +99,7 @@ static int on_started(struct op *op, const struct frame *f, char *why)
 	}
 	if (op->background) {
 		op->json = json_pack("{s:i}", "pid", st.pid);
-		op->status = 201;
+		op->answer = ANSWER_CREATED;
 		op_finish(op);
 		return 0;
 	}
@@ -131,7 +131,7 @@ static void list_done(struct op *op)
 	op->json = json_pack("{s:o, s:b}", "entries", entries, "truncated", op->truncated);
 	if (op->truncated && op->last_name)
 		json_object_set_new(op->json, "next", json_string(op->last_name));
-	op->status = 200;
+	op->answer = ANSWER_OK;
 	op_unlink(op);
 	op_finish(op);
 }
@@ -218,7 +218,7 @@ static int on_call(struct op *op, const struct frame *f, char *why)
 		}
 		json_decref(op->json);
 		op->json = e;
-		op->status = 200;
+		op->answer = ANSWER_OK;
 		op_unlink(op);
 		op_finish(op);
 	} else if (f->type == SP_A_END && listing) {
@@ -249,7 +249,7 @@ static int on_write(struct op *op, const struct frame *f, char *why)
 		op->credit += more;
 		op_wake(op);
 	} else if (f->type == SP_A_END) {
-		op->status = 201;
+		op->answer = ANSWER_CREATED;
 		op_unlink(op);
 		op_finish(op);
 	}

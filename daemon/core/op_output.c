@@ -191,7 +191,7 @@ void op_on_exit(struct op *op, const struct proc *p)
 		json_object_set_new(r, "stdout_truncated", json_true());
 	if (op->trunc[1])
 		json_object_set_new(r, "stderr_truncated", json_true());
-	op->status = 200;
+	op->answer = ANSWER_OK;
 	op->json = r;
 	op_unlink(op);
 	op_finish(op);

@@ -125,9 +125,9 @@ static void fill_job(struct job *j)
 {
 	struct daemon *d = j->d;
 	struct err e = { 0 };
-	int rc = sandbox_build(d, j->sb, j->text, NULL, &e);
+	int rc = sandbox_build(d, j->sb, j->create.rootfs, NULL, &e);
 	daemon_lock(d);
-	struct pool *p = &d->pools[j->count];
+	struct pool *p = &d->pools[j->create.pool];
 	p->filling--;
 	if (rc == 0) {
 		p->fills++;
@@ -152,14 +152,14 @@ static void fill(struct daemon *d, int i)
 	struct sb_config cfg = { .cpus = p->cpus, .memory_mb = p->memory_mb, .disk_mb = p->disk_mb,
 				 .env = env, .metadata = meta };
 	snprintf(cfg.template, sizeof(cfg.template), "%s", p->template);
-	struct job j = { .fn = fill_job, .count = i };
+	struct job j = { .fn = fill_job, .create.pool = i };
 	struct err e = { 0 };
 	const struct driver_slot *k = isolation_pick(d, p->isolation[0] ? p->isolation : NULL, &e);
 	int rc = k ? 0 : -EINVAL;
 	cfg.isolation = k ? k->kind : NULL;
 	if (rc == 0)
 		rc = quota_create(d, 0, &e);
-	if (rc == 0 && !(j.sb = sandbox_new(d, &cfg, j.text, sizeof(j.text), &e)))
+	if (rc == 0 && !(j.sb = sandbox_new(d, &cfg, j.create.rootfs, sizeof(j.create.rootfs), &e)))
 		rc = -EINVAL;
 	if (rc == 0) {
 		j.sb->pooled = SB_POOL_WARM;
@@ -298,7 +298,7 @@ static void claim_job(struct job *j)
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
 	struct err e = { 0 };
-	const json_t *env = json_object_get(j->json, "env"), *net = json_object_get(j->json, "network");
+	const json_t *env = json_object_get(j->claim.settings, "env"), *net = json_object_get(j->claim.settings, "network");
 	int rc = 0;
 	daemon_lock(d);
 	if (json_object_size(env)) {
@@ -326,14 +326,14 @@ static void claim_job(struct job *j)
 		const struct driver_slot *dv = sandbox_driver(d, sb);
 		struct err we = { 0 };
 		sb->cpu_shares = 0;
-		if (dv && dv->ops->weigh && dv->ops->weigh(dv->drv, sb, &we) < 0)
+		if (dv && driver_weigh(dv, sb, &we) < 0)
 			log_warn("sandbox %s: its CPU share stays the pool's: %s", sb->id, we.msg);
 	}
 	daemon_lock(d);
 	if (rc == 0) {
 		sb->pooled = SB_POOL_NONE;
 		sandbox_touch(sb);
-		j->op->status = 201;
+		j->op->answer = ANSWER_CREATED;
 		j->op->json = sandbox_json(sb);
 		op_finish(j->op);
 	} else {
@@ -344,7 +344,7 @@ static void claim_job(struct job *j)
 			log_warn("sandbox %s: %s", sb->id, de.msg);
 	}
 	daemon_unlock(d);
-	json_decref(j->json);
+	json_decref(j->claim.settings);
 }
 
 int pool_claim(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e)
@@ -368,14 +368,14 @@ int pool_claim(struct daemon *d, const struct sb_config *cfg, struct op *op, str
 	if (sandbox_room(d, cfg->tenant, e) < 0)
 		return -EAGAIN;
 	struct job j = { .fn = claim_job, .op = op, .sb = sb };
-	j.json = json_pack("{s:O, s:O?}", "env", cfg->env, "network", (json_t *)cfg->network);
-	if (!j.json)
+	j.claim.settings = json_pack("{s:O, s:O?}", "env", cfg->env, "network", (json_t *)cfg->network);
+	if (!j.claim.settings)
 		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	int rc = sandbox_claim(d, sb, cfg, e);
 	if (rc == 0 && (rc = job_start(d, &j, e)) < 0)
 		sandbox_delete(d, sb, NULL, &(struct err){ 0 });
 	if (rc < 0) {
-		json_decref(j.json);
+		json_decref(j.claim.settings);
 		return rc;
 	}
 	d->pools[sb->pool_index].claims++;

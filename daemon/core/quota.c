@@ -43,7 +43,7 @@ uint64_t quota_image_bytes(struct daemon *d, struct sandbox *sb)
 	uint64_t image = (uint64_t)sb->memory_mb << 20;
 	struct driver_stats st;
 	const struct driver_slot *dv = sandbox_driver(d, sb);
-	if (dv->ops->stats && dv->ops->stats(dv->drv, sb, &st) == 0 && st.memory_bytes && st.memory_bytes < image)
+	if (driver_stats(dv, sb, &st) == 0 && st.memory_bytes && st.memory_bytes < image)
 		image = st.memory_bytes;
 	return image;
 }
@@ -85,7 +85,7 @@ uint64_t quota_layer_bytes(struct daemon *d, struct sandbox *sb)
 {
 	char upper[700];
 	const struct driver_slot *dv = sandbox_driver(d, sb);
-	dv->ops->layer(dv->drv, sb, upper, sizeof(upper));
+	driver_layer(dv, sb, upper, sizeof(upper));
 	return layer_used(upper, d->cfg.state_dir);
 }
 

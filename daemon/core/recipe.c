@@ -147,7 +147,7 @@ static int run_build(struct daemon *d, struct recipe *r, struct err *e)
 static void recipe_job(struct job *j)
 {
 	struct daemon *d = j->d;
-	struct recipe *r = j->arg;
+	struct recipe *r = j->recipe;
 	struct err e = { 0 };
 	int rc = run_build(d, r, &e);
 	if (rc == 0)
@@ -187,7 +187,7 @@ int recipe_wait(struct daemon *d, struct op *op, const char *name, struct err *e
 			return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 		snprintf(r->name, sizeof(r->name), "%s", name);
 		snprintf(r->dir, sizeof(r->dir), "%s/%s", d->cfg.recipes_dir, name);
-		struct job j = { .fn = recipe_job, .arg = r };
+		struct job j = { .fn = recipe_job, .recipe = r };
 		int rc = read_packages(r->dir, r->packages, sizeof(r->packages), e);
 		if (rc == 0)
 			rc = job_start(d, &j, e);

@@ -168,7 +168,7 @@ int sandbox_sync_layer(struct daemon *d, struct sandbox *sb)
 {
 	char upper[700];
 	const struct driver_slot *dv = sandbox_driver(d, sb);
-	dv->ops->layer(dv->drv, sb, upper, sizeof(upper));
+	driver_layer(dv, sb, upper, sizeof(upper));
 	int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

@@ -59,9 +59,9 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 		if (ds == DRV_RUNNING)
 			return SB_RUNNING;
 		if (ds == DRV_PAUSED) /* restored but not yet continued (a microVM's -S): finish it */
-			return dv->ops->resume(dv->drv, sb, &e) == 0 ? SB_RUNNING : SB_PAUSED;
+			return driver_resume(dv, sb, &e) == 0 ? SB_RUNNING : SB_PAUSED;
 		if (have_image) {
-			dv->ops->stop(dv->drv, sb, &e);
+			driver_stop(dv, sb, &e);
 			return SB_SUSPENDED;
 		}
 		return SB_FAILED;
@@ -72,15 +72,15 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 			return SB_RUNNING; /* the checkpoint had not happened: the agent reconnects */
 		if (!have_image && is_file_in(tmp, LIFECYCLE_IMAGE_MARK) && rename(tmp, image) == 0)
 			have_image = true; /* whole and synced; only its publishing was cut short */
-		if (!have_image && ds == DRV_PAUSED && dv->ops->resume(dv->drv, sb, &e) == 0) {
+		if (!have_image && ds == DRV_PAUSED && driver_resume(dv, sb, &e) == 0) {
 			/* stopped for a checkpoint that was never published, its memory still held (a
 			 * microVM after its migration): it goes on from where it stopped */
 			log_info("sandbox %s: its interrupted suspend was undone; it runs on from memory", sb->id);
 			return SB_RUNNING;
 		}
 		if (!have_image && is_dir(tmp) && (ds == DRV_STOPPED || ds == DRV_ABSENT) &&
-		    dv->ops->stop(dv->drv, sb, &e) == 0 && sandbox_sync_layer(d, sb) == 0 &&
-		    dv->ops->prepare(dv->drv, sb, &e) == 0 && dv->ops->restore(dv->drv, sb, tmp, &e) == 0) {
+		    driver_stop(dv, sb, &e) == 0 && sandbox_sync_layer(d, sb) == 0 &&
+		    driver_prepare(dv, sb, &e) == 0 && driver_restore(dv, sb, tmp, &e) == 0) {
 			/* runsc stopped it (a microVM's QEMU ended) for a checkpoint that may or may
 			 * not have finished: the image is never trusted as a suspend, but a restore
 			 * that takes proves it whole, and the sandbox runs on from where it stopped,
@@ -90,11 +90,11 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 		}
 		if (!have_image)
 			return SB_FAILED;
-		dv->ops->stop(dv->drv, sb, &e);
+		driver_stop(dv, sb, &e);
 		return SB_SUSPENDED;
 	case SB_SUSPENDED:
 		if (ds != DRV_ABSENT)
-			dv->ops->stop(dv->drv, sb, &e);
+			driver_stop(dv, sb, &e);
 		return have_image ? SB_SUSPENDED : SB_FAILED;
 	default:
 		return sb->state;
@@ -125,7 +125,7 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 		sandbox_registry_add(d, sb);
 		return;
 	}
-	enum driver_state ds = dv->ops->state(dv->drv, sb);
+	enum driver_state ds = driver_state(dv, sb);
 	enum sb_state was = sb->state;
 	enum sb_state now = reconcile(d, sb, ds);
 	if (now != was || was != SB_FAILED) {

@@ -81,7 +81,7 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 		snprintf(seed, sizeof(seed), "%s/upper", snapshot);
 	const struct driver_slot *dv = sandbox_driver(d, sb); /* picked at create: it runs here */
 	bool restored = false; /* from an image that waits for its identity */
-	rc = dv->ops->create(dv->drv, sb, rootfs, snapshot ? seed : NULL, e);
+	rc = driver_create(dv, sb, rootfs, snapshot ? seed : NULL, e);
 	if (rc == 0) {
 		daemon_lock(d);
 		rc = peer_listen(d, sb);
@@ -95,11 +95,11 @@ int sandbox_build(struct daemon *d, struct sandbox *sb, const char *rootfs, cons
 	if (rc == 0 && snapshot) {
 		char image[700];
 		snprintf(image, sizeof(image), "%s/image", snapshot);
-		rc = dv->ops->restore(dv->drv, sb, image, e);
-		if (rc == 0 && dv->ops->rename) /* it wakes up as the sandbox it was copied from */
-			rc = dv->ops->rename(dv->drv, sb, e);
+		rc = driver_restore(dv, sb, image, e);
+		if (rc == 0) /* it wakes up as the sandbox it was copied from */
+			rc = driver_rename(dv, sb, e);
 	} else if (rc == 0) {
-		rc = dv->ops->start(dv->drv, sb, e);
+		rc = driver_start(dv, sb, e);
 		restored = rc == DRIVER_RESTORED;
 		if (restored)
 			rc = 0;
@@ -148,12 +148,12 @@ static void create_job(struct job *j)
 	struct daemon *d = j->d;
 	struct err e = { 0 };
 	json_t *answer = NULL;
-	int rc = sandbox_build(d, j->sb, j->text, j->text2[0] ? j->text2 : NULL, &e);
+	int rc = sandbox_build(d, j->sb, j->create.rootfs, j->create.snapshot[0] ? j->create.snapshot : NULL, &e);
 	daemon_lock(d);
 	if (rc == 0)
 		answer = sandbox_json(j->sb); /* j->sb is gone after a failure */
 	if (rc == 0) {
-		j->op->status = 201;
+		j->op->answer = ANSWER_CREATED;
 		j->op->json = answer;
 		op_finish(j->op);
 	} else {
@@ -165,7 +165,7 @@ static void create_job(struct job *j)
 int sandbox_destroy(struct daemon *d, struct sandbox *sb, struct err *e)
 {
 	const struct driver_slot *dv = sandbox_driver(d, sb);
-	int rc = dv ? dv->ops->destroy(dv->drv, sb, e) : sandbox_unrunnable(d, sb, e);
+	int rc = dv ? driver_destroy(dv, sb, e) : sandbox_unrunnable(d, sb, e);
 	if (rc == 0 && (rc = store_delete_sandbox(d->store, sb->id)) < 0) /* outside the lock */
 		err_set(e, ERR_INTERNAL, -rc, "its files are gone, but its record could not be removed: %s", strerror(-rc));
 	daemon_lock(d);
@@ -196,7 +196,7 @@ static void delete_job(struct job *j)
 	if (rc < 0) {
 		/* nothing was done: it is as it was (the store still says so) */
 		daemon_lock(d);
-		j->sb->state = (enum sb_state)j->count;
+		j->sb->state = j->from;
 		daemon_unlock(d);
 	} else {
 		rc = sandbox_destroy(d, j->sb, &e); /* the job's reference keeps j->sb */
@@ -205,7 +205,7 @@ static void delete_job(struct job *j)
 	if (j->op && rc < 0) {
 		op_fail(j->op, &e);
 	} else if (j->op) {
-		j->op->status = 204;
+		j->op->answer = ANSWER_EMPTY;
 		op_finish(j->op);
 	}
 	daemon_unlock(d);
@@ -362,11 +362,11 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 int sandbox_create(struct daemon *d, const struct sb_config *cfg, struct op *op, struct err *e)
 {
 	struct job j = { .fn = create_job, .op = op };
-	j.sb = sandbox_new(d, cfg, j.text, sizeof(j.text), e);
+	j.sb = sandbox_new(d, cfg, j.create.rootfs, sizeof(j.create.rootfs), e);
 	if (!j.sb)
 		return -EINVAL;
 	if (cfg->snapshot)
-		snprintf(j.text2, sizeof(j.text2), "%s", cfg->snapshot);
+		snprintf(j.create.snapshot, sizeof(j.create.snapshot), "%s", cfg->snapshot);
 	int rc = job_start(d, &j, e);
 	if (rc < 0)
 		sandbox_forget(d, j.sb);
@@ -390,7 +390,7 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct op *op, struct e
 	err_set(&gone, ERR_NOT_FOUND, ENOENT, "sandbox %s was deleted", sb->id);
 	snprintf(gone.state, sizeof(gone.state), "%s", sb_state_name(sb->state));
 	sandbox_fail_all(sb, &gone);
-	struct job j = { .fn = delete_job, .sb = sb, .op = op, .count = (int)old };
+	struct job j = { .fn = delete_job, .sb = sb, .op = op, .from = old };
 	store_record(sb, &j.first); /* written by the job, with the lock released */
 	int rc = job_start(d, &j, e);
 	if (rc < 0)

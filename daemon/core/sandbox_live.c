@@ -46,12 +46,12 @@ static void watch_job(struct job *j)
 		daemon_unlock(d);
 		if (back)
 			return;
-		if (dv->ops->state(dv->drv, sb) == DRV_RUNNING)
+		if (driver_state(dv, sb) == DRV_RUNNING)
 			continue; /* the sandbox runs; its agent may yet reconnect */
 		char why[sizeof(sb->reason)], reason[sizeof(sb->reason)];
-		dv->ops->exit_reason(dv->drv, sb, why, sizeof(why));
+		driver_exit_reason(dv, sb, why, sizeof(why));
 		struct err ignored = { 0 };
-		dv->ops->stop(dv->drv, sb, &ignored);
+		driver_stop(dv, sb, &ignored);
 		if (strncmp(why, "panic: ", 7) == 0) /* a microVM's kernel, in its own words */
 			snprintf(reason, sizeof(reason), "panic: the guest kernel panicked (%.*s); files kept",
 				 (int)sizeof(reason) - 56, why + 7);
@@ -109,7 +109,7 @@ static void nudge_job(struct job *j)
 	struct sandbox *sb = j->sb;
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	struct err e = { 0 };
-	int rc = dv->ops->wake(dv->drv, sb, &e);
+	int rc = driver_wake(dv, sb, &e);
 	if (rc == -ENOSPC) {
 		/* whole, and waiting for room on the host's disk: not hung. Asked again after a
 		 * fresh ping's deadline (or sooner, by the probe), and continued once there is room */
@@ -136,7 +136,7 @@ static void nudge_job(struct job *j)
 	sandbox_fail(d, sb, "unresponsive: its agent stopped answering (stopped or starved from inside); files kept");
 	daemon_unlock(d);
 	struct err ignored = { 0 };
-	dv->ops->stop(dv->drv, sb, &ignored);
+	driver_stop(dv, sb, &ignored);
 	daemon_lock(d);
 	sb->peer.nudging = false;
 	daemon_unlock(d);
@@ -159,13 +159,13 @@ static void probe_job(struct job *j)
 	struct sandbox *sb = j->sb;
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	char st = '?';
-	int rc = dv->ops->pid1_state ? dv->ops->pid1_state(dv->drv, sb, &st) : -ENOTSUP;
+	int rc = driver_pid1_state(dv, sb, &st);
 	if (rc == 0 && (st == 'T' || st == 't')) {
 		/* stopped from inside, perhaps by whatever now answers on its socket: continue it; it
 		 * finds its connection gone and takes the channel back. A VM that a write of its
 		 * disk stopped is continued once the host has room (until then the nudge says so). */
 		struct err e = { 0 };
-		int w = dv->ops->wake(dv->drv, sb, &e);
+		int w = driver_wake(dv, sb, &e);
 		if (w == 0)
 			log_warn("sandbox %s: its PID 1 (a VM: the guest) was stopped; continued it", sb->id);
 		else if (w != -ENOSPC)

@@ -17,22 +17,22 @@ static void network_job(struct job *j)
 	struct daemon *d = j->d;
 	struct sandbox *sb = j->sb;
 	struct err e = { 0 };
-	int rc = net_apply_policy(d, sb, j->json, &e); /* sb->network is read under the lock only */
+	int rc = net_apply_policy(d, sb, j->network.policy, &e); /* sb->network is read under the lock only */
 	daemon_lock(d);
 	sb->net_changing = false;
 	if (rc < 0) {
 		op_fail(j->op, &e);
 	} else {
 		json_decref(sb->network);
-		sb->network = json_incref(j->json);
+		sb->network = json_incref(j->network.policy);
 		if (store_put_network(d->store, sb) < 0)
 			log_warn("sandbox %s: its new network policy applies but could not be recorded", sb->id);
-		j->op->status = 200;
+		j->op->answer = ANSWER_OK;
 		j->op->json = sandbox_json(sb);
 		op_finish(j->op);
 	}
 	daemon_unlock(d);
-	json_decref(j->json);
+	json_decref(j->network.policy);
 }
 
 int sandbox_set_network(struct daemon *d, struct sandbox *sb, const json_t *policy, struct op *op, struct err *e)
@@ -44,10 +44,10 @@ int sandbox_set_network(struct daemon *d, struct sandbox *sb, const json_t *poli
 	}
 	if (sb->net_changing)
 		return err_set(e, ERR_CONFLICT, EBUSY, "sandbox %s: a change of its network is under way", sb->id);
-	struct job j = { .fn = network_job, .sb = sb, .op = op, .json = json_deep_copy(policy) };
-	int rc = j.json ? job_start(d, &j, e) : err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
+	struct job j = { .fn = network_job, .sb = sb, .op = op, .network.policy = json_deep_copy(policy) };
+	int rc = j.network.policy ? job_start(d, &j, e) : err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	if (rc < 0)
-		json_decref(j.json);
+		json_decref(j.network.policy);
 	else
 		sb->net_changing = true;
 	return rc;

@@ -67,7 +67,7 @@ static int copy_out(struct daemon *d, struct sandbox *sb, const char *dir, struc
 	snprintf(tmp, sizeof(tmp), "%s.tmp", dir);
 	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
 	const struct driver_slot *dv = sandbox_driver(d, sb);
-	dv->ops->layer(dv->drv, sb, upper, sizeof(upper)); /* copied as <tmp>/upper */
+	driver_layer(dv, sb, upper, sizeof(upper)); /* copied as <tmp>/upper */
 	snprintf(dst_image, sizeof(dst_image), "%s/image", tmp);
 	char *rm[] = { "rm", "-rf", "--one-file-system", tmp, NULL };
 	char *link[] = { "cp", "-al", image, dst_image, NULL };
@@ -150,7 +150,7 @@ static void snapshot_job(struct job *j)
 	struct daemon *d = j->d;
 	struct err e = { 0 };
 	char id[SNAPSHOT_ID_LEN + 1], dir[700];
-	snprintf(id, sizeof(id), "%s", j->text2);
+	snprintf(id, sizeof(id), "%s", j->snapshot.id);
 	snap_dir(d, id, dir, sizeof(dir));
 	int rc = take(j, j->sb, dir, &e);
 	if (rc == 0)
@@ -158,13 +158,13 @@ static void snapshot_job(struct job *j)
 	uint64_t bytes = 0; /* what it takes on disk, counted in its tenant's quota */
 	if (rc == 0)
 		quota_dir_bytes(dir, &bytes);
-	if (rc == 0 && (rc = store_put_snapshot(d->store, id, j->sb, j->text[0] ? j->text : NULL, bytes)) < 0)
+	if (rc == 0 && (rc = store_put_snapshot(d->store, id, j->sb, j->snapshot.name[0] ? j->snapshot.name : NULL, bytes)) < 0)
 		err_set(&e, ERR_INTERNAL, -rc, "cannot record the snapshot");
 	if (rc == 0)
 		crash_point("snapshot:recorded");
 	daemon_lock(d);
 	if (rc == 0) {
-		j->op->status = 201;
+		j->op->answer = ANSWER_CREATED;
 		j->op->json = store_get_snapshot(d->store, id);
 		op_finish(j->op);
 	} else {
@@ -183,7 +183,7 @@ static void fork_job(struct job *j)
 	new_snapshot_id(id);
 	snap_dir(d, id, dir, sizeof(dir));
 	int rc = take(j, src, dir, &e);
-	for (int i = 0; rc == 0 && i < j->count; i++) {
+	for (int i = 0; rc == 0 && i < j->fork.count; i++) {
 		char rootfs[600];
 		daemon_lock(d);
 		struct sb_config cfg = { .cpus = src->cpus, .memory_mb = src->memory_mb, .disk_mb = src->disk_mb, .timeout_s = src->timeout_s,
@@ -213,14 +213,14 @@ static void fork_job(struct job *j)
 	run(rm);
 	daemon_lock(d);
 	if (rc == 0) {
-		j->op->status = 201;
+		j->op->answer = ANSWER_CREATED;
 		j->op->json = json_pack("{s:o}", "sandboxes", made);
 		op_finish(j->op);
 	} else {
 		/* Forks made before the failure stay: they are listed, and say how far it got. */
 		if (json_array_size(made))
 			snprintf(e.msg + strlen(e.msg), sizeof(e.msg) - strlen(e.msg), " (%zu of %d forks were made)",
-				 json_array_size(made), j->count);
+				 json_array_size(made), j->fork.count);
 		json_decref(made);
 		op_fail(j->op, &e);
 	}
@@ -248,8 +248,8 @@ static int start(struct daemon *d, struct sandbox *sb, struct job *j, struct err
 int snapshot_take(struct daemon *d, struct sandbox *sb, const char *name, struct op *op, struct err *e)
 {
 	struct job j = { .fn = snapshot_job, .sb = sb, .op = op };
-	snprintf(j.text, sizeof(j.text), "%s", name ? name : "");
-	if (new_snapshot_id(j.text2) < 0)
+	snprintf(j.snapshot.name, sizeof(j.snapshot.name), "%s", name ? name : "");
+	if (new_snapshot_id(j.snapshot.id) < 0)
 		return err_set(e, ERR_INTERNAL, EIO, "no randomness for an id");
 	int rc = sb->state == SB_RUNNING ? quota_snapshot(d, sb, e) : 0;
 	if (rc == 0 && sb->state == SB_RUNNING)
@@ -261,7 +261,7 @@ int snapshot_fork(struct daemon *d, struct sandbox *sb, int count, struct op *op
 {
 	if (d->nsandboxes + count > SPACE_MAX_SANDBOXES)
 		return err_set(e, ERR_TOO_MANY, EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
-	struct job j = { .fn = fork_job, .sb = sb, .op = op, .count = count };
+	struct job j = { .fn = fork_job, .sb = sb, .op = op, .fork.count = count };
 	int rc = sb->state == SB_RUNNING ? quota_space(d, sb, count, e) : 0;
 	return rc < 0 ? rc : start(d, sb, &j, e);
 }
@@ -281,18 +281,18 @@ static void remove_job(struct job *j)
 	/* The record goes first, with the lock released: a crash before the files are gone
 	 * leaves an unrecorded directory, which the next start removes. */
 	struct err e = { 0 };
-	int rc = store_delete_snapshot(j->d->store, j->text2);
+	int rc = store_delete_snapshot(j->d->store, j->snapshot.id);
 	if (rc < 0) {
-		err_set(&e, ERR_INTERNAL, -rc, "cannot remove snapshot %s: %s", j->text2, strerror(-rc));
+		err_set(&e, ERR_INTERNAL, -rc, "cannot remove snapshot %s: %s", j->snapshot.id, strerror(-rc));
 	} else {
-		char *rm[] = { "rm", "-rf", "--one-file-system", j->text, NULL };
+		char *rm[] = { "rm", "-rf", "--one-file-system", j->snapshot.dir, NULL };
 		run(rm);
 	}
 	daemon_lock(j->d);
 	if (rc < 0) {
 		op_fail(j->op, &e);
 	} else {
-		j->op->status = 204;
+		j->op->answer = ANSWER_EMPTY;
 		op_finish(j->op);
 	}
 	daemon_unlock(j->d);
@@ -301,9 +301,9 @@ static void remove_job(struct job *j)
 int snapshot_remove(struct daemon *d, const char *id, struct op *op, struct err *e)
 {
 	struct job j = { .fn = remove_job, .op = op };
-	if (snapshot_path(d, id, j.text, sizeof(j.text)) < 0)
+	if (snapshot_path(d, id, j.snapshot.dir, sizeof(j.snapshot.dir)) < 0)
 		return err_set(e, ERR_NOT_FOUND, ENOENT, "no snapshot %s", id);
-	snprintf(j.text2, sizeof(j.text2), "%s", id);
+	snprintf(j.snapshot.id, sizeof(j.snapshot.id), "%s", id);
 	return job_start(d, &j, e);
 }
 

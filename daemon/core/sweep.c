@@ -96,7 +96,7 @@ static void release_leftovers(const struct driver_slot *dv, const struct ids *ow
 	size_t n = 0;
 	if (!dv->ops->leftovers)
 		return;
-	int rc = dv->ops->leftovers(dv->drv, &left, &n);
+	int rc = driver_leftovers(dv, &left, &n);
 	if (rc < 0) {
 		log_warn("sweep: cannot list what the %s driver left behind: %s", dv->kind, strerror(-rc));
 		return;
@@ -107,7 +107,7 @@ static void release_leftovers(const struct driver_slot *dv, const struct ids *ow
 			continue;
 		struct err e = { 0 };
 		const char *of = l->kind == DRV_LEFT_LOOP ? l->file : "";
-		if (dv->ops->release(dv->drv, l, &e) == 0)
+		if (driver_release(dv, l, &e) == 0)
 			log_info("sweep: %s %s%s%s released: no sandbox record owns it", left_kind(l->kind), l->name,
 				 *of ? " on " : "", of);
 		else

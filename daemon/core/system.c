@@ -41,8 +41,7 @@ static json_t *pruned_json(const struct cache_pruned *p)
 static void prune_job(struct job *j)
 {
 	struct cache_pruned p;
-	long long keep = json_integer_value(j->json);
-	json_decref(j->json);
+	long long keep = j->prune.keep;
 	int rc = cache_prune(j->d->cfg.cache_dir, keep, true, &p);
 	if (rc == 0 && p.removed)
 		log_info("cache %s pruned to %lld bytes: %d entries, %lld bytes removed", j->d->cfg.cache_dir, keep,
@@ -59,11 +58,8 @@ static void prune_job(struct job *j)
 
 int system_prune(struct daemon *d, long long keep, struct op *op, struct err *e)
 {
-	struct job j = { .fn = prune_job, .op = op, .json = json_integer(keep) };
-	int rc = job_start(d, &j, e);
-	if (rc < 0)
-		json_decref(j.json);
-	return rc;
+	struct job j = { .fn = prune_job, .op = op, .prune.keep = keep };
+	return job_start(d, &j, e);
 }
 
 static void trim_job(struct job *j)

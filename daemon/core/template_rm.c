@@ -26,11 +26,11 @@ int template_sandboxes(struct daemon *d, const char *name)
 
 static void release_job(struct job *j)
 {
-	int rc = template_release(j->d, j->text);
+	int rc = template_release(j->d, j->record.key);
 	if (rc < 0)
-		log_warn("template %s: its files (%s) stay: %s", j->text2, j->text, strerror(-rc));
+		log_warn("template %s: its files (%s) stay: %s", j->record.name, j->record.key, strerror(-rc));
 	daemon_lock(j->d);
-	j->op->status = 204;
+	j->op->answer = ANSWER_EMPTY;
 	op_finish(j->op);
 	daemon_unlock(j->d);
 }
@@ -43,8 +43,8 @@ int template_remove(struct daemon *d, const char *name, struct op *op, struct er
 	if (!t)
 		return err_set(e, ERR_NOT_FOUND, ENOENT, "no template %s", name);
 	struct job j = { .fn = release_job, .op = op };
-	snprintf(j.text, sizeof(j.text), "%s", json_string_value(json_object_get(t, "key")));
-	snprintf(j.text2, sizeof(j.text2), "%s", name);
+	snprintf(j.record.key, sizeof(j.record.key), "%s", json_string_value(json_object_get(t, "key")));
+	snprintf(j.record.name, sizeof(j.record.name), "%s", name);
 	json_decref(t);
 	int sandboxes = template_sandboxes(d, name), snapshots = store_template_snapshots(d->store, name);
 	if (snapshots < 0)

@@ -138,6 +138,41 @@ static inline int driver_hello_ms(const struct driver_ops *ops)
 /* The driver called name (an isolation kind: "gvisor", "microvm"), or NULL. */
 const struct driver_ops *driver_find(const char *name);
 
+/*
+ * The door to a driver: each call of struct driver_ops's, on the kind dv (an entry of
+ * d->drivers, core/isolation.h), made through driver_<call>(dv, ...) and never directly, so
+ * that it is counted (space_driver_calls_total, _call_failures_total and _call_seconds_total on
+ * GET /metrics, by isolation and call) and, when it takes DRIVER_SLOW_MS or more, logged. The
+ * arguments and results are the calls' own (above). An optional call a driver lacks: rename
+ * and weigh do nothing and return 0, stats and pid1_state return -ENOTSUP.
+ */
+#define DRIVER_SLOW_MS 10000 /* a driver call this long is logged */
+struct buf;
+int driver_create(const struct driver_slot *dv, struct sandbox *sb, const char *rootfs, const char *seed,
+		  struct err *e);
+int driver_prepare(const struct driver_slot *dv, struct sandbox *sb, struct err *e);
+int driver_start(const struct driver_slot *dv, struct sandbox *sb, struct err *e);
+int driver_pause(const struct driver_slot *dv, struct sandbox *sb, struct err *e);
+int driver_resume(const struct driver_slot *dv, struct sandbox *sb, struct err *e);
+int driver_checkpoint(const struct driver_slot *dv, struct sandbox *sb, const char *dir, bool leave_running,
+		      struct err *e);
+int driver_restore(const struct driver_slot *dv, struct sandbox *sb, const char *dir, struct err *e);
+int driver_rename(const struct driver_slot *dv, struct sandbox *sb, struct err *e);
+int driver_wake(const struct driver_slot *dv, struct sandbox *sb, struct err *e);
+int driver_pid1_state(const struct driver_slot *dv, struct sandbox *sb, char *state);
+int driver_stop(const struct driver_slot *dv, struct sandbox *sb, struct err *e);
+int driver_destroy(const struct driver_slot *dv, struct sandbox *sb, struct err *e);
+enum driver_state driver_state(const struct driver_slot *dv, struct sandbox *sb);
+int driver_stats(const struct driver_slot *dv, struct sandbox *sb, struct driver_stats *out);
+int driver_weigh(const struct driver_slot *dv, struct sandbox *sb, struct err *e);
+void driver_layer(const struct driver_slot *dv, struct sandbox *sb, char *out, size_t n);
+void driver_exit_reason(const struct driver_slot *dv, struct sandbox *sb, char *buf, size_t n);
+int driver_leftovers(const struct driver_slot *dv, struct driver_leftover **out, size_t *n);
+int driver_release(const struct driver_slot *dv, const struct driver_leftover *l, struct err *e);
+const char *driver_runtime(const struct driver_slot *dv);
+/* The counts above, for GET /metrics. Returns 0 or -ENOMEM. */
+int driver_write_metrics(const struct daemon *d, struct buf *b);
+
 extern const struct driver_ops driver_gvisor;
 extern const struct driver_ops driver_vm;
 

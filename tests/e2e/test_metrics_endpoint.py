@@ -380,3 +380,29 @@ def test_a_build_that_makes_its_template_is_no_failure(daemon):
     assert value(after, "space_template_build_failures_total") == \
         value(before, "space_template_build_failures_total")
     daemon.api.ok("DELETE", "/v1/templates/metrics-good", expect=(200, 204))
+
+
+def test_driver_calls_are_counted_by_kind_and_call(daemon):
+    """Every call spaced makes to an isolation driver passes one door that counts it: a
+    sandbox's life shows up as its driver's create, start, pause, resume, checkpoint and
+    destroy, with time spent, and a call that failed is counted as failed."""
+    api = daemon.api
+    kind = api.ok("GET", "/v1/version")["driver"]
+    def calls(s, call, name="space_driver_calls_total"):
+        return value(s, name, isolation=kind, call=call)
+    before = scrape(api)
+    sbid = api.create()
+    try:
+        for action in ("pause", "resume", "suspend", "resume"):
+            api.ok("POST", f"/v1/sandboxes/{sbid}/{action}")
+        mid = scrape(api)
+        for call, n in (("create", 1), ("start", 1), ("pause", 1), ("checkpoint", 1), ("restore", 1)):
+            assert calls(mid, call) >= calls(before, call) + n, call
+        assert calls(mid, "create", "space_driver_call_seconds_total") > \
+            calls(before, "create", "space_driver_call_seconds_total")
+    finally:
+        api.delete(sbid)
+    after = scrape(api)
+    assert calls(after, "destroy") == calls(mid, "destroy") + 1
+    assert calls(after, "destroy", "space_driver_call_failures_total") == \
+        calls(mid, "destroy", "space_driver_call_failures_total")

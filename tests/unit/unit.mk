@@ -62,7 +62,7 @@ UNIT_LIBS_test_state :=
 UNIT_test_proc      := daemon/core/proc.c daemon/base/clock.c lib/buf.c lib/frame.c
 UNIT_LIBS_test_proc := -ljansson
 
-UNIT_test_isolation      := daemon/core/isolation.c daemon/base/err.c daemon/base/log.c
+UNIT_test_isolation      := daemon/core/isolation.c daemon/driver/call.c daemon/base/clock.c daemon/base/expo.c lib/buf.c daemon/base/err.c daemon/base/log.c
 UNIT_LIBS_test_isolation := -ljansson -lpthread
 
 UNIT_test_oci        := daemon/driver/oci.c
@@ -123,7 +123,7 @@ UNIT_LIBS_test_identity :=
 # api_exec.c, api_files.c, api_metrics.c); the handlers reach into the lifecycle, the snapshots, the agent
 # channel, the store and the template cache, which bring most of the daemon. Only the HTTP
 # front end (http.c), the drivers and main.c stay out.
-UNIT_test_api := daemon/api/api.c daemon/api/http_status.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
+UNIT_test_api := daemon/api/api.c daemon/api/http_status.c daemon/driver/call.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
                  daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/api/api_system.c daemon/api/api_metrics.c daemon/core/build.c daemon/core/recipe.c daemon/core/system.c \
                  daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/entry.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/sandbox_view.c daemon/core/sandbox_live.c daemon/core/sandbox_create.c \
                  daemon/core/sandbox_net.c daemon/core/sandbox_adopt.c daemon/core/ready.c daemon/core/pool.c \
