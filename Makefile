@@ -65,7 +65,7 @@ include tests/unit/unit.mk
 # Every suite names its ten slowest tests at its end: where a suite's time goes, in every run.
 PYTEST := /usr/bin/python3 -m pytest -q --durations=10
 
-DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lsystemd -lpthread
+DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -larchive -lnftables -lmnl -lsystemd -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 BUILDER_LIBS := -lcurl -ljansson -lcrypto -larchive -lpthread
 E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -larchive -lz -lpthread
@@ -321,7 +321,7 @@ VM_GUEST_SRC := tests/vm/guest.c daemon/driver/vm_guest.c daemon/driver/kmod.c d
                 daemon/base/clock.c daemon/base/err.c lib/buf.c
 $(BUILD)/space-vm-guest: $(VM_GUEST_SRC:%.c=$(BUILD)/%.o)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ -ljansson -lsqlite3 -lcrypto -lpthread
+	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ -ljansson -lsqlite3 -lcrypto -larchive -lpthread
 
 .PHONY: vm-deps vm-guest vm-test
 vm-deps:
