@@ -65,7 +65,7 @@ include tests/unit/unit.mk
 # Every suite names its ten slowest tests at its end: where a suite's time goes, in every run.
 PYTEST := /usr/bin/python3 -m pytest -q --durations=10
 
-DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lsystemd -lpthread
+DAEMON_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -larchive -lnftables -lmnl -lsystemd -lpthread
 CLI_LIBS    := -lcurl -ljansson -lpthread
 BUILDER_LIBS := -lcurl -ljansson -lcrypto -larchive -lpthread
 E2B_LIBS    := -lmicrohttpd -lcurl -ljansson -lcrypto -larchive -lz -lpthread
@@ -253,12 +253,15 @@ LAYERS_PROGRAMS := spaced: $(DAEMON_OBJ) $(LIB_OBJ) \
 layers: all
 	/usr/bin/python3 scripts/layers.py --check --warn space-e2b $(LAYERS_PROGRAMS)
 
-# The documents against the code: every limit a document names has the code's number; every
-# route is in openapi.yaml and api.md and they name no other; the tests and files the
-# documents cite exist; the README's tour names every top folder.
+# The documents against the code: every limit a document names has the code's number
+# (docs_limits.py); every route of the table is in openapi.yaml and api.md and they name no
+# other (docs_routes.py); the files, links and tests the documents cite exist, each test a
+# test function of its file (docs_refs.py); the README's tour names every top folder and
+# nothing that is not there (docs_tree.py). Every script runs, each naming every difference it
+# finds; the check fails if any found one.
+DOCS_CHECKS := docs_limits docs_routes docs_refs docs_tree
 docs-check:
-	/usr/bin/python3 scripts/docs_limits.py
-	/usr/bin/python3 scripts/docs_routes.py
+	@rc=0; for c in $(DOCS_CHECKS); do /usr/bin/python3 scripts/$$c.py || rc=1; done; exit $$rc
 
 quick: deps all
 	$(MAKE) unit
@@ -321,7 +324,7 @@ VM_GUEST_SRC := tests/vm/guest.c daemon/driver/vm_guest.c daemon/driver/kmod.c d
                 daemon/base/clock.c daemon/base/err.c lib/buf.c
 $(BUILD)/space-vm-guest: $(VM_GUEST_SRC:%.c=$(BUILD)/%.o)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ -ljansson -lsqlite3 -lcrypto -lpthread
+	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ -ljansson -lsqlite3 -lcrypto -larchive -lpthread
 
 .PHONY: vm-deps vm-guest vm-test
 vm-deps:

@@ -410,6 +410,72 @@ static char **keeper_argv(const struct spawn_req *r, int ctl, int report, char n
 	return argv;
 }
 
+/*
+ * The child's stdin, stdout and stderr: a new terminal, whose master the parent holds twice (in[1]
+ * and out[0]) so that its input closes apart from its output, as a pipe's; or pipes (stdin's only
+ * if the child wants one).
+ */
+static int open_stdio(const struct spawn_req *r, int in[2], int out[2], int err[2], char *msg,
+		      size_t msglen)
+{
+	int ret;
+	if (r->pty) {
+		if ((ret = open_pty(r, out, msg, msglen)) < 0)
+			return ret;
+		if ((in[1] = fcntl(out[0], F_DUPFD_CLOEXEC, 0)) < 0) {
+			ret = -errno;
+			snprintf(msg, msglen, "terminal: %s", strerror(-ret));
+			return ret;
+		}
+		return 0;
+	}
+	if ((r->want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
+	    pipe2(err, O_CLOEXEC) < 0) {
+		ret = -errno;
+		snprintf(msg, msglen, "pipe: %s", strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+/*
+ * Waits for the child started as pid to exec: 0 once it did (the report pipe closed without a
+ * report), or the failure it reported as -errno with its message in msg, the child reaped.
+ */
+static int wait_exec(pid_t pid, int report_fd, const struct spawn_req *r, char *msg, size_t msglen)
+{
+	struct child_report report;
+	ssize_t n;
+	do
+		n = read(report_fd, &report, sizeof(report));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(report))
+		return 0;
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	describe(r, &report, msg, msglen);
+	return report.err > 0 ? -report.err : -EIO;
+}
+
+/* Hands the parent's ends of a started child's pipes to *o, non-blocking; -1 takes their place. */
+static void take_ends(struct spawn_out *o, pid_t pid, int in[2], int out[2], int err[2], int ctl[2])
+{
+	o->pid = pid;
+	o->keeper = ctl[1];
+	o->in = in[1];
+	o->out = out[0];
+	o->err = err[0];
+	ctl[1] = in[1] = out[0] = err[0] = -1;
+	if (o->keeper >= 0)
+		set_nonblock(o->keeper);
+	if (o->in >= 0)
+		set_nonblock(o->in);
+	set_nonblock(o->out);
+	if (o->err >= 0)
+		set_nonblock(o->err);
+}
+
 int spawn_start(const struct spawn_req *req, struct spawn_out *o, char *msg, size_t msglen)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, rep[2] = { -1, -1 }, ctl[2] = { -1, -1 };
@@ -423,20 +489,8 @@ int spawn_start(const struct spawn_req *req, struct spawn_out *o, char *msg, siz
 		snprintf(msg, msglen, "out of memory");
 		goto out;
 	}
-	if (r->pty) { /* the master twice: its input closes apart from its output, as a pipe's */
-		if ((ret = open_pty(r, out, msg, msglen)) < 0)
-			goto out;
-		if ((in[1] = fcntl(out[0], F_DUPFD_CLOEXEC, 0)) < 0) {
-			ret = -errno;
-			snprintf(msg, msglen, "terminal: %s", strerror(errno));
-			goto out;
-		}
-	} else if ((r->want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
-		   pipe2(err, O_CLOEXEC) < 0) {
-		ret = -errno;
-		snprintf(msg, msglen, "pipe: %s", strerror(errno));
+	if ((ret = open_stdio(r, in, out, err, msg, msglen)) < 0)
 		goto out;
-	}
 	if (pipe2(rep, O_CLOEXEC) < 0 || (req->pty && req->keeper && pipe2(ctl, O_CLOEXEC) < 0)) {
 		ret = -errno;
 		snprintf(msg, msglen, "pipe: %s", strerror(errno));
@@ -462,37 +516,10 @@ int spawn_start(const struct spawn_req *req, struct spawn_out *o, char *msg, siz
 		snprintf(msg, msglen, "fork: %s", strerror(errno));
 		goto out;
 	}
-
 	close(rep[1]);
 	rep[1] = -1;
-	struct child_report report;
-	ssize_t n;
-	do
-		n = read(rep[0], &report, sizeof(report));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(report)) {
-		int st;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		ret = report.err > 0 ? -report.err : -EIO;
-		describe(r, &report, msg, msglen);
-		goto out;
-	}
-	/* exec happened (n == 0). Keep the parent's ends. */
-	o->pid = pid;
-	o->keeper = ctl[1];
-	ctl[1] = -1;
-	if (o->keeper >= 0)
-		set_nonblock(o->keeper);
-	o->in = in[1];
-	o->out = out[0];
-	o->err = err[0];
-	in[1] = out[0] = err[0] = -1;
-	if (o->in >= 0)
-		set_nonblock(o->in);
-	set_nonblock(o->out);
-	if (o->err >= 0)
-		set_nonblock(o->err);
+	if ((ret = wait_exec(pid, rep[0], r, msg, msglen)) == 0)
+		take_ends(o, pid, in, out, err, ctl); /* exec happened: keep the parent's ends */
 out:
 	close_pair(in);
 	close_pair(out);

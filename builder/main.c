@@ -346,18 +346,27 @@ static int usage(void)
 	return 2;
 }
 
-int main(int argc, char **argv)
+/* spaced's import of an OCI archive: its files into dir, unpacked as a build context is. Returns
+ * the exit status. */
+static int unpack_image(const char *archive, const char *dir)
 {
-	if (argc == 2 && strcmp(argv[1], "--version") == 0)
-		return printf("space-build %s\n", SPACE_VERSION) < 0;
-	/* spaced's import of an OCI archive: its files, unpacked as a build context is */
-	if (argc == 4 && strcmp(argv[1], "--unpack-image") == 0) {
-		char msg[BUILD_MSG_MAX];
-		if (context_unpack(argv[2], argv[3], "the image archive", msg, sizeof(msg)) == 0)
-			return 0;
-		fprintf(stderr, "%s\n", msg);
-		return 1;
-	}
+	char msg[BUILD_MSG_MAX];
+	if (context_unpack(archive, dir, "the image archive", msg, sizeof(msg)) == 0)
+		return 0;
+	fprintf(stderr, "%s\n", msg);
+	return 1;
+}
+
+/* What the command line names beside the build's own fields. */
+struct options {
+	const char *socket, *context, *file, *archive;
+	char *args[DOCKERFILE_BUILD_ARGS_MAX + 1]; /* one more than allowed: prepare() says so */
+	size_t nargs;
+};
+
+/* Parses the command line into *o and *b. Returns 0, or -EINVAL when it is not space-build's. */
+static int parse_options(int argc, char **argv, struct options *o, struct build *b)
+{
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },    { "cache-dir", required_argument, NULL, 'c' },
 		{ "state-dir", required_argument, NULL, 'S' }, { "context", required_argument, NULL, 'x' },
@@ -365,34 +374,34 @@ int main(int argc, char **argv)
 		{ "build-arg", required_argument, NULL, 'a' }, { "archive", required_argument, NULL, 'A' },
 		{ "packages", required_argument, NULL, 'p' },  { NULL, 0, NULL, 0 },
 	};
-	const char *socket = NULL, *context = NULL, *file = "Dockerfile", *archive = NULL;
-	char *args[DOCKERFILE_BUILD_ARGS_MAX + 1];
-	size_t nargs = 0;
-	struct build b = { .context = -1, .exit_code = -1, .cancelled = &cancelled, .layers = json_array() };
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': socket = optarg; break;
-		case 'c': b.cache_dir = optarg; break;
-		case 'S': b.state_dir = optarg; break;
-		case 'x': context = optarg; break;
-		case 'n': b.name = optarg; break;
-		case 'f': file = optarg; break;
-		case 'A': archive = optarg; break;
-		case 'p': b.packages = optarg; break;
+		case 's': o->socket = optarg; break;
+		case 'c': b->cache_dir = optarg; break;
+		case 'S': b->state_dir = optarg; break;
+		case 'x': o->context = optarg; break;
+		case 'n': b->name = optarg; break;
+		case 'f': o->file = optarg; break;
+		case 'A': o->archive = optarg; break;
+		case 'p': b->packages = optarg; break;
 		case 'a':
-			if (nargs <= DOCKERFILE_BUILD_ARGS_MAX)
-				args[nargs++] = optarg;
+			if (o->nargs <= DOCKERFILE_BUILD_ARGS_MAX)
+				o->args[o->nargs++] = optarg;
 			break;
-		default: return usage();
+		default: return -EINVAL;
 		}
 	}
-	if (!socket || !b.cache_dir || !b.state_dir || !context || !b.name || optind != argc)
-		return usage();
+	if (!o->socket || !b->cache_dir || !b->state_dir || !o->context || !b->name || optind != argc)
+		return -EINVAL;
+	return 0;
+}
 
-	/* what is copied keeps its modes exactly; a closed reader is a write error, not a signal;
-	 * the signals that cancel are taken even when whoever started us had them blocked (spaced
-	 * blocks them in every thread, and a blocked mask survives exec) */
+/* What is copied keeps its modes exactly; a closed reader is a write error, not a signal; the
+ * signals that cancel are taken even when whoever started us had them blocked (spaced blocks
+ * them in every thread, and a blocked mask survives exec). */
+static void take_signals(void)
+{
 	umask(0);
 	signal(SIGPIPE, SIG_IGN);
 	sigset_t none;
@@ -401,29 +410,55 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
 
+/* Connects to spaced and opens the build context (unpacked from --archive first): b->client and
+ * b->context. Returns 0 or -errno with b->msg saying why. */
+static int prepare(struct build *b, const struct options *o)
+{
 	char host[PATH_MAX + 16];
 	struct client_err err = { 0 };
-	snprintf(host, sizeof(host), "unix://%s", socket);
-	int rc = client_init(&b.client, host, NULL, NULL, &err) < 0 ? build_fail(&b, EINVAL, "%s", err.message) : 0;
-	if (rc == 0 && nargs > DOCKERFILE_BUILD_ARGS_MAX)
-		rc = build_fail(&b, E2BIG, "more than %d build arguments", DOCKERFILE_BUILD_ARGS_MAX);
-	if (rc == 0 && archive && context_unpack(archive, context, "the build context", b.msg, sizeof(b.msg)) < 0)
-		rc = -EINVAL;
-	if (rc == 0 && (b.context = open(context, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		rc = build_fail(&b, errno, "cannot open the build context: %s", strerror(errno));
+	snprintf(host, sizeof(host), "unix://%s", o->socket);
+	if (client_init(&b->client, host, NULL, NULL, &err) < 0)
+		return build_fail(b, EINVAL, "%s", err.message);
+	if (o->nargs > DOCKERFILE_BUILD_ARGS_MAX)
+		return build_fail(b, E2BIG, "more than %d build arguments", DOCKERFILE_BUILD_ARGS_MAX);
+	if (o->archive && context_unpack(o->archive, o->context, "the build context", b->msg, sizeof(b->msg)) < 0)
+		return -EINVAL;
+	if ((b->context = open(o->context, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return build_fail(b, errno, "cannot open the build context: %s", strerror(errno));
+	return 0;
+}
+
+/* The last line of a build that failed with rc: the error event. */
+static void emit_error(struct build *b, int rc)
+{
+	json_t *ev = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
+			       rc == -ECANCELED ? "cancelled" : "build_failed", "message", b->msg);
+	if (b->step >= 1 && b->df && b->step <= b->df->n_steps)
+		json_object_set_new(ev, "step", json_integer((json_int_t)b->step));
+	if (b->exit_code >= 0)
+		json_object_set_new(ev, "exit_code", json_integer(b->exit_code));
+	build_emit(b, ev);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "--version") == 0)
+		return printf("space-build %s\n", SPACE_VERSION) < 0;
+	if (argc == 4 && strcmp(argv[1], "--unpack-image") == 0)
+		return unpack_image(argv[2], argv[3]);
+	struct options o = { .file = "Dockerfile" };
+	struct build b = { .context = -1, .exit_code = -1, .cancelled = &cancelled, .layers = json_array() };
+	if (parse_options(argc, argv, &o, &b) < 0)
+		return usage();
+	take_signals();
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	int rc = prepare(&b, &o);
 	if (rc == 0)
-		rc = run(&b, file, args, nargs);
-	if (rc < 0) {
-		json_t *ev = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
-				       rc == -ECANCELED ? "cancelled" : "build_failed", "message", b.msg);
-		if (b.step >= 1 && b.df && b.step <= b.df->n_steps)
-			json_object_set_new(ev, "step", json_integer((json_int_t)b.step));
-		if (b.exit_code >= 0)
-			json_object_set_new(ev, "exit_code", json_integer(b.exit_code));
-		build_emit(&b, ev);
-	}
+		rc = run(&b, o.file, o.args, o.nargs);
+	if (rc < 0)
+		emit_error(&b, rc);
 	dockerfile_free(b.df);
 	json_decref(b.base_config);
 	if (b.context >= 0)

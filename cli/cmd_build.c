@@ -103,7 +103,18 @@ static int dockerfile_in(const char *dir, const char *file, char *out, size_t n)
 	return 0;
 }
 
-int cmd_template_build(struct cli *cli, int argc, char **argv)
+/* What `space template build`'s command line asks for. */
+struct build_args {
+	const char *name, *file, *dir;
+	char *query; /* "&build_arg=...&packages=..." for the request (malloc'd), or NULL */
+	bool quiet;
+};
+
+/*
+ * Parses the command line into *a; a->query is then the caller's to free. Returns 0, -1 after
+ * --help (nothing to free), or the exit status of a usage error it reported.
+ */
+static int parse_build(struct cli *cli, int argc, char **argv, struct build_args *a)
 {
 	static const struct option opts[] = {
 		{ "tag", required_argument, NULL, 't' }, { "file", required_argument, NULL, 'f' },
@@ -111,24 +122,20 @@ int cmd_template_build(struct cli *cli, int argc, char **argv)
 		{ "packages", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *name = NULL, *file = NULL;
-	char *query = NULL;
 	size_t qlen = 0;
-	FILE *q = open_memstream(&query, &qlen);
-	struct shown s = { 0 };
-	int c;
+	FILE *q = open_memstream(&a->query, &qlen);
+	int c, rc = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:f:q", opts, NULL)) != -1) {
+	while (!rc && (c = getopt_long(argc, argv, "t:f:q", opts, NULL)) != -1) {
 		char *e;
 		switch (c) {
-		case 't': name = optarg; break;
-		case 'f': file = optarg; break;
-		case 'q': s.quiet = true; break;
+		case 't': a->name = optarg; break;
+		case 'f': a->file = optarg; break;
+		case 'q': a->quiet = true; break;
 		case 'a':
 			if (!strchr(optarg, '=') || optarg[0] == '=') {
-				fclose(q);
-				free(query);
-				return cli_usage_error(cli, "--build-arg wants NAME=VALUE, not '%s'", optarg);
+				rc = cli_usage_error(cli, "--build-arg wants NAME=VALUE, not '%s'", optarg);
+				break;
 			}
 			e = client_escape(optarg);
 			fprintf(q, "&build_arg=%s", e ? e : "");
@@ -139,55 +146,86 @@ int cmd_template_build(struct cli *cli, int argc, char **argv)
 			fprintf(q, "&packages=%s", e ? e : "");
 			free(e);
 			break;
-		case 'h': fclose(q); free(query); return cli_help(cli);
-		default: fclose(q); free(query); return cli_bad_option(cli);
+		case 'h': rc = -1; break;
+		default: rc = cli_bad_option(cli); break;
 		}
 	}
 	fclose(q);
-	const char *dir = optind < argc ? argv[optind] : ".";
-	if (!name || optind + 1 < argc) {
-		free(query);
-		return cli_usage_error(cli, !name ? "wants -t NAME" : "takes one CONTEXT folder");
+	a->dir = optind < argc ? argv[optind] : ".";
+	if (!rc && (!a->name || optind + 1 < argc))
+		rc = cli_usage_error(cli, !a->name ? "wants -t NAME" : "takes one CONTEXT folder");
+	if (rc) {
+		free(a->query);
+		a->query = NULL;
 	}
+	return rc;
+}
+
+/* The request's path for a, into path (n bytes). Returns 0 or the exit status of a failure it reported. */
+static int build_path(const struct build_args *a, char *path, size_t n)
+{
 	struct stat st;
-	char df[PATH_MAX], path[PATH_MAX * 2];
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		free(query);
-		return cli_error("%s: not a folder", dir);
-	}
-	if (dockerfile_in(dir, file, df, sizeof(df))) {
-		free(query);
+	char df[PATH_MAX];
+	if (stat(a->dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return cli_error("%s: not a folder", a->dir);
+	if (dockerfile_in(a->dir, a->file, df, sizeof(df)))
 		return CLI_EXIT_FAIL;
-	}
-	char *en = client_escape(name), *ef = client_escape(df);
-	snprintf(path, sizeof(path), "/v1/templates?name=%s&dockerfile=%s%s", en ? en : "", ef ? ef : "",
-		 query ? query : "");
+	char *en = client_escape(a->name), *ef = client_escape(df);
+	snprintf(path, n, "/v1/templates?name=%s&dockerfile=%s%s", en ? en : "", ef ? ef : "",
+		 a->query ? a->query : "");
 	free(en);
 	free(ef);
-	free(query);
+	return 0;
+}
 
+/*
+ * Sends dir, as tar(1) makes it, to POST path and shows the build's events as they come (*s).
+ * Returns 0 once the request ended, or the exit status of a failure it reported.
+ */
+static int upload_context(struct cli *cli, const char *dir, const char *path, struct shown *s)
+{
 	int fd = -1;
 	pid_t tar = start_tar(dir, &fd);
 	if (tar < 0)
 		return cli_error("cannot run tar: %s", strerror((int)-tar));
 	struct client_err err = { 0 };
-	struct client_stream_ops ops = { .event = on_event, .wake_fd = -1, .arg = &s };
+	struct client_stream_ops ops = { .event = on_event, .wake_fd = -1, .arg = s };
 	int r = client_stream_upload(&cli->client, "POST", path, "application/x-tar", fd, &ops, &err);
 	close(fd);
 	int status;
 	kill(tar, SIGTERM); /* done with it, whether it finished or not */
 	while (waitpid(tar, &status, 0) < 0 && errno == EINTR)
 		;
-	int rc = 0;
-	if (r < 0)
-		rc = cli_report(cli, &err);
-	else if (s.failure[0] || !s.done)
-		rc = cli_error("%s", s.failure[0] ? s.failure : "the build ended without a template");
-	else if (s.quiet)
-		printf("%s\n", json_string_value(json_object_get(s.template, "name")));
+	return r < 0 ? cli_report(cli, &err) : 0;
+}
+
+/* The build's end as the events told it: the template built, or why not. Returns the exit status. */
+static int show_result(const struct shown *s)
+{
+	if (s->failure[0] || !s->done)
+		return cli_error("%s", s->failure[0] ? s->failure : "the build ended without a template");
+	if (s->quiet)
+		printf("%s\n", json_string_value(json_object_get(s->template, "name")));
 	else
-		printf("template %s built (%s)\n", json_string_value(json_object_get(s.template, "name")),
-		       json_string_value(json_object_get(s.template, "key")));
+		printf("template %s built (%s)\n", json_string_value(json_object_get(s->template, "name")),
+		       json_string_value(json_object_get(s->template, "key")));
+	return 0;
+}
+
+int cmd_template_build(struct cli *cli, int argc, char **argv)
+{
+	struct build_args a = { 0 };
+	char path[PATH_MAX * 2];
+	int rc = parse_build(cli, argc, argv, &a);
+	if (rc)
+		return rc < 0 ? cli_help(cli) : rc;
+	rc = build_path(&a, path, sizeof(path));
+	free(a.query);
+	if (rc)
+		return rc;
+	struct shown s = { .quiet = a.quiet };
+	if (!(rc = upload_context(cli, a.dir, path, &s)))
+		rc = show_result(&s);
 	json_decref(s.template);
 	return rc;
 }

@@ -1,29 +1,30 @@
 /*
- * daemon/driver/cpio.c - the newc cpio writer (see cpio.h).
+ * daemon/driver/cpio.c - the initramfs's archive (see cpio.h), written by libarchive's newc
+ * writer.
  *
- * An entry is a 110-byte ASCII header ("070701" and thirteen 8-digit hex
- * fields), the name and its NUL padded to a multiple of 4 bytes counting from
- * the header's start, then the data padded to a multiple of 4. The archive
- * ends with an entry named "TRAILER!!!".
+ * libarchive lays out the format (each entry's 110-byte header, the name and the data each
+ * padded to 4 bytes, the "TRAILER!!!" entry); this file decides what it does not: which names
+ * the kernel may be given, the entries' owners, times and inode numbers (so the same entries
+ * make the same bytes), sizes the format's 8 hex digits can hold, and errors that stick. The
+ * archive's blocks are CPIO_BLOCK bytes, its last one padded to a multiple of CPIO_PAD.
  */
 #include "daemon/driver/cpio.h"
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CPIO_HDR_SIZE 110u
 #define CPIO_TRAILER "TRAILER!!!"
 #define CPIO_COPY_CHUNK (64u * 1024u)
+#define CPIO_BLOCK (64u * 1024u) /* bytes libarchive gathers before each write */
+#define CPIO_PAD 512u            /* the archive's length is a multiple of this */
 
-void cpio_init(struct cpio *w, int fd)
-{
-	*w = (struct cpio){ .fd = fd };
-}
+static const unsigned NO_DEV[2] = { 0, 0 }; /* what is not a device node has */
 
 static int fail(struct cpio *w, int err)
 {
@@ -32,28 +33,42 @@ static int fail(struct cpio *w, int err)
 	return w->err;
 }
 
-static int put(struct cpio *w, const void *p, size_t n)
+/* The error of libarchive's last failed call, kept in w. */
+static int lib_fail(struct cpio *w)
 {
-	const char *c = p;
-	while (n) {
-		ssize_t r = write(w->fd, c, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return fail(w, r < 0 ? -errno : -EIO);
-		c += r;
-		n -= (size_t)r;
-		w->off += (uint64_t)r;
-	}
-	return 0;
+	int e = archive_errno(w->a);
+	return fail(w, e > 0 ? -e : -EIO);
 }
 
-/* Zero bytes up to the next multiple of 4 of the archive offset. */
-static int pad4(struct cpio *w)
+/*
+ * libarchive's writer: each block to the caller's fd; once the archive has failed, what
+ * libarchive still holds (a block, the trailer it writes as it closes) goes nowhere.
+ */
+static la_ssize_t out_write(struct archive *a, void *arg, const void *buf, size_t n)
 {
-	static const char zero[4];
-	size_t n = (4 - (w->off & 3)) & 3;
-	return n ? put(w, zero, n) : 0;
+	struct cpio *w = arg;
+	if (w->err)
+		return (la_ssize_t)n;
+	ssize_t r;
+	do
+		r = write(w->fd, buf, n);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		archive_set_error(a, errno, "cannot write the archive");
+	return r < 0 ? -1 : r;
+}
+
+int cpio_init(struct cpio *w, int fd)
+{
+	*w = (struct cpio){ .fd = fd, .a = archive_write_new() };
+	if (!w->a)
+		return fail(w, -ENOMEM);
+	if (archive_write_set_format_cpio_newc(w->a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(w->a, CPIO_BLOCK) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(w->a, CPIO_PAD) != ARCHIVE_OK ||
+	    archive_write_open2(w->a, w, NULL, out_write, NULL, NULL) != ARCHIVE_OK)
+		return lib_fail(w);
+	return 0;
 }
 
 static bool name_ok(const char *name)
@@ -72,26 +87,6 @@ static bool name_ok(const char *name)
 	return true;
 }
 
-/* The header and name of an entry with `size` bytes of data to follow. */
-struct node {
-	mode_t mode;
-	uint64_t size;
-	uint32_t ino, nlink;
-	unsigned rdev_major, rdev_minor;
-};
-
-static int header(struct cpio *w, const char *name, const struct node *n)
-{
-	char hdr[CPIO_HDR_SIZE + 1];
-	size_t namesize = strlen(name) + 1;
-	snprintf(hdr, sizeof(hdr), "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", n->ino,
-		 (unsigned)n->mode, 0u, 0u, n->nlink, 0u, (unsigned)n->size, 0u, 0u, n->rdev_major, n->rdev_minor,
-		 (unsigned)namesize, 0u);
-	if (put(w, hdr, CPIO_HDR_SIZE) < 0 || put(w, name, namesize) < 0)
-		return w->err;
-	return pad4(w);
-}
-
 /* Checks shared by every entry; returns 0 or the error to give. */
 static int entry_check(struct cpio *w, const char *name, uint64_t size)
 {
@@ -104,39 +99,74 @@ static int entry_check(struct cpio *w, const char *name, uint64_t size)
 	return 0;
 }
 
+/* The header of the next entry: owner root, time 0, the next inode number; nlink links, size
+ * bytes of data to follow, and for a device node its numbers (dev[0] major, dev[1] minor). */
+static int header(struct cpio *w, const char *name, mode_t mode, unsigned nlink, uint64_t size,
+		  const unsigned dev[2])
+{
+	struct archive_entry *e = archive_entry_new();
+	if (!e)
+		return fail(w, -ENOMEM);
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_mode(e, mode);
+	archive_entry_set_ino(e, ++w->ino);
+	archive_entry_set_nlink(e, nlink);
+	archive_entry_set_size(e, (la_int64_t)size);
+	archive_entry_set_rdevmajor(e, dev[0]);
+	archive_entry_set_rdevminor(e, dev[1]);
+	int rc = archive_write_header(w->a, e) == ARCHIVE_OK ? 0 : lib_fail(w);
+	archive_entry_free(e);
+	return rc;
+}
+
+/* Data of the entry whose header was written last. */
+static int put(struct cpio *w, const void *p, size_t n)
+{
+	la_ssize_t r = n ? archive_write_data(w->a, p, n) : 0;
+	if (r < 0)
+		return lib_fail(w);
+	return (size_t)r == n ? 0 : fail(w, -EIO);
+}
+
 int cpio_dir(struct cpio *w, const char *name, mode_t perm)
 {
 	int rc = entry_check(w, name, 0);
-	if (rc < 0)
-		return rc;
-	struct node n = { .mode = S_IFDIR | (perm & 07777), .ino = ++w->ino, .nlink = 2 };
-	return header(w, name, &n);
+	return rc < 0 ? rc : header(w, name, S_IFDIR | (perm & 07777), 2, 0, NO_DEV);
 }
 
 int cpio_chardev(struct cpio *w, const char *name, mode_t perm, unsigned major, unsigned minor)
 {
 	int rc = entry_check(w, name, 0);
-	if (rc < 0)
-		return rc;
-	struct node n = { .mode = S_IFCHR | (perm & 07777), .ino = ++w->ino, .nlink = 1,
-			  .rdev_major = major, .rdev_minor = minor };
-	return header(w, name, &n);
-}
-
-static struct node regular(struct cpio *w, mode_t perm, uint64_t size)
-{
-	return (struct node){ .mode = S_IFREG | (perm & 07777), .size = size, .ino = ++w->ino, .nlink = 1 };
+	const unsigned dev[2] = { major, minor };
+	return rc < 0 ? rc : header(w, name, S_IFCHR | (perm & 07777), 1, 0, dev);
 }
 
 int cpio_file(struct cpio *w, const char *name, mode_t perm, const void *data, size_t len)
 {
 	int rc = entry_check(w, name, len);
-	if (rc < 0)
+	if (rc < 0 || (rc = header(w, name, S_IFREG | (perm & 07777), 1, len, NO_DEV)) < 0)
 		return rc;
-	struct node n = regular(w, perm, len);
-	if (header(w, name, &n) < 0 || put(w, data, len) < 0)
-		return w->err;
-	return pad4(w);
+	return put(w, data, len);
+}
+
+/* Copies size bytes of fd into the entry begun; -EIO if fd holds fewer or more. */
+static int copy_file(struct cpio *w, int fd, uint64_t size)
+{
+	char chunk[CPIO_COPY_CHUNK];
+	for (uint64_t copied = 0; copied < size;) {
+		size_t want = size - copied < sizeof(chunk) ? (size_t)(size - copied) : sizeof(chunk);
+		ssize_t r = read(fd, chunk, want);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return fail(w, r < 0 ? -errno : -EIO); /* shrank under us */
+		int rc = put(w, chunk, (size_t)r);
+		if (rc < 0)
+			return rc;
+		copied += (uint64_t)r;
+	}
+	char extra;
+	return read(fd, &extra, 1) > 0 ? fail(w, -EIO) : 0; /* grew under us */
 }
 
 int cpio_file_from(struct cpio *w, const char *name, mode_t perm, const char *path)
@@ -147,54 +177,27 @@ int cpio_file_from(struct cpio *w, const char *name, mode_t perm, const char *pa
 	if (fd < 0)
 		return fail(w, -errno);
 	struct stat st;
-	int rc = 0;
-	if (fstat(fd, &st) < 0) {
+	int rc;
+	if (fstat(fd, &st) < 0)
 		rc = fail(w, -errno);
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
+	else if (!S_ISREG(st.st_mode))
 		rc = fail(w, -EINVAL);
-		goto out;
-	}
-	uint64_t size = (uint64_t)st.st_size, copied = 0;
-	if ((rc = entry_check(w, name, size)) < 0)
-		goto out;
-	struct node n = regular(w, perm, size);
-	if ((rc = header(w, name, &n)) < 0)
-		goto out;
-	char chunk[CPIO_COPY_CHUNK];
-	while (copied < size) {
-		size_t want = size - copied < sizeof(chunk) ? (size_t)(size - copied) : sizeof(chunk);
-		ssize_t r = read(fd, chunk, want);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			rc = fail(w, r < 0 ? -errno : -EIO); /* shrank under us */
-			goto out;
-		}
-		if ((rc = put(w, chunk, (size_t)r)) < 0)
-			goto out;
-		copied += (uint64_t)r;
-	}
-	char extra;
-	if (read(fd, &extra, 1) > 0) {
-		rc = fail(w, -EIO); /* grew under us */
-		goto out;
-	}
-	rc = pad4(w);
-out:
+	else if ((rc = entry_check(w, name, (uint64_t)st.st_size)) == 0 &&
+		 (rc = header(w, name, S_IFREG | (perm & 07777), 1, (uint64_t)st.st_size, NO_DEV)) == 0)
+		rc = copy_file(w, fd, (uint64_t)st.st_size);
 	close(fd);
 	return rc;
 }
 
 int cpio_finish(struct cpio *w)
 {
-	static const char zero[512];
-	if (w->err)
+	if (!w->a)
 		return w->err;
-	struct node trailer = { .nlink = 1 };
-	if (header(w, CPIO_TRAILER, &trailer) < 0)
-		return w->err;
-	size_t n = (512 - (w->off & 511)) & 511;
-	return n ? put(w, zero, n) : 0;
+	/* closed even after an error (out_write then writes nothing): libarchive frees the block it
+	 * gathers only as it closes */
+	if (archive_write_close(w->a) != ARCHIVE_OK)
+		lib_fail(w);
+	archive_write_free(w->a);
+	w->a = NULL;
+	return w->err;
 }

@@ -11,8 +11,9 @@
  *
  * The initramfs: the module tree is indexed by module name, each wanted
  * module's .modinfo gives what it depends on (kmod_order), and the archive is
- * written with daemon/driver/cpio.c, uncompressed: under TCG the kernel would
- * spend longer decompressing it than it saves reading it.
+ * written with daemon/driver/cpio.c (libarchive's newc writer), uncompressed:
+ * under TCG the kernel would spend longer decompressing it than it saves
+ * reading it.
  */
 #include "daemon/driver/vm_guest.h"
 
@@ -36,7 +37,7 @@
 #include "daemon/driver/cpio.h"
 #include "daemon/store/cache.h"
 
-#define VM_GUEST_RECIPE 1                  /* bump when the initramfs is made differently */
+#define VM_GUEST_RECIPE 2                  /* bump when the initramfs is made differently */
 #define VM_APT_SHOW_MAX (64u * 1024u)      /* bytes of apt-cache show read */
 #define VM_AGENT_MAX (64u * 1024u * 1024u) /* a larger agent binary is refused */
 #define VM_MODULE_MAX (64u * 1024u * 1024u)

@@ -90,7 +90,7 @@ UNIT_test_chan       := daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c daem
 UNIT_LIBS_test_chan  := -lpthread
 
 UNIT_test_cpio       := daemon/driver/cpio.c
-UNIT_LIBS_test_cpio  :=
+UNIT_LIBS_test_cpio  := -larchive
 
 UNIT_test_kmod       := daemon/driver/kmod.c
 UNIT_LIBS_test_kmod  :=
