@@ -77,18 +77,16 @@ static char *join_cmd(json_t *cmd)
 }
 
 /* Builds and sends H_EXEC for op from its validated body, with flags (SP_EXEC_*) added. */
-static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t flags)
+/* Checks an exec's fields that need no encoding: cmd, tag, output, cwd, timeout and pty (whose
+ * size goes to ws). Returns 0 or -errno with op->err set. */
+static int exec_check(struct op *op, struct sandbox *sb, json_t *body, uint8_t *ws)
 {
-	json_t *cmd = json_object_get(body, "cmd");
-	json_t *env = json_object_get(body, "env");
 	const char *cwd = json_string_value(json_object_get(body, "cwd"));
-	const char *user = json_string_value(json_object_get(body, "user"));
 	const char *tag = json_string_value(json_object_get(body, "tag"));
 	const char *output = json_string_value(json_object_get(body, "output"));
-	json_t *tmo = json_object_get(body, "timeout");
+	json_t *tmo = json_object_get(body, "timeout"), *pty = json_object_get(body, "pty");
 	double timeout = tmo ? json_number_value(tmo) : 0;
-
-	if (!cmd)
+	if (!json_object_get(body, "cmd"))
 		return err_set(&op->err, ERR_INVALID, EINVAL, "field \"cmd\" is required");
 	if (tag && strlen(tag) > PROC_TAG_MAX)
 		return err_set(&op->err, ERR_INVALID, EINVAL, "a tag is at most %d bytes", PROC_TAG_MAX);
@@ -103,62 +101,91 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	if (relative_ok && strlen(cwd) > API_MAX_PATH)
 		return err_set(&op->err, ERR_INVALID, EINVAL, "cwd is longer than %d bytes", API_MAX_PATH);
 	if (!(timeout >= 0 && timeout <= EXEC_MAX_TIMEOUT_S))
-		return err_set(&op->err, ERR_INVALID, EINVAL, "timeout must be 0..%d seconds",
-			       EXEC_MAX_TIMEOUT_S);
-	json_t *pty = json_object_get(body, "pty");
-	uint8_t ws[sizeof(struct sp_winsize)] = { 0 };
+		return err_set(&op->err, ERR_INVALID, EINVAL, "timeout must be 0..%d seconds", EXEC_MAX_TIMEOUT_S);
 	if (json_is_object(pty) && (parse_winsize(op, pty, ws) < 0 || !agent_has_pty(op, sb)))
 		return -EINVAL;
+	return 0;
+}
 
-	struct sp_exec x = { .flags = flags | (json_is_object(pty) ? SP_EXEC_PTY | SP_EXEC_STDIN : 0) };
-	struct buf strs = { 0 };
+/* Who an exec runs as, into x's ids and the first string of strs: "UID:GID", a name the agent
+ * looks up, or root; none named: its template's user. Returns 0 or -EINVAL with op->err set. */
+static int exec_user(struct op *op, const struct sandbox *sb, const char *user, struct sp_exec *x, struct buf *strs)
+{
 	unsigned long long uid, gid;
 	int used = 0;
 	if (user && sscanf(user, "%llu:%llu%n", &uid, &gid, &used) == 2 && (size_t)used == strlen(user) &&
 	    isdigit((unsigned char)user[0]) && isdigit((unsigned char)user[strcspn(user, ":") + 1])) {
 		if (uid >= 0xffffffffull || gid >= 0xffffffffull)
 			return err_set(&op->err, ERR_INVALID, EINVAL, "user %s: ids are 0..4294967294", user);
-		x.uid = (uint32_t)uid; /* "UID:GID", as docker exec -u takes it */
-		x.gid = (uint32_t)gid;
-		put_str(&strs, "");
+		x->uid = (uint32_t)uid; /* "UID:GID", as docker exec -u takes it */
+		x->gid = (uint32_t)gid;
+		put_str(strs, "");
 	} else if (user && *user && strcmp(user, "root") != 0) {
-		x.uid = x.gid = 0xffffffffu;
-		put_str(&strs, user);
+		x->uid = x->gid = 0xffffffffu;
+		put_str(strs, user);
 	} else {
 		if (!user && sb->has_user) { /* its template's (an image's USER) */
-			x.uid = sb->uid;
-			x.gid = sb->gid;
+			x->uid = sb->uid;
+			x->gid = sb->gid;
 		}
-		put_str(&strs, "");
+		put_str(strs, "");
 	}
-	char joined[API_MAX_PATH + 300];
-	if (relative_ok && sb->workdir[0]) { /* a template's own working folder is where it starts */
-		snprintf(joined, sizeof(joined), "%s/%s", sb->workdir, cwd);
-		cwd = joined;
-	}
-	put_str(&strs, cwd ? cwd : sb->workdir);
+	return 0;
+}
+
+/* An exec's argv (a string runs under /bin/sh -c) and environment after the user and folder in
+ * strs, counted in x. Returns 0 or -EINVAL with op->err set. */
+static int exec_args(struct op *op, json_t *cmd, json_t *env, struct sp_exec *x, struct buf *strs)
+{
 	if (json_is_string(cmd)) {
-		x.argc = 3;
-		put_str(&strs, "/bin/sh");
-		put_str(&strs, "-c");
-		put_str(&strs, json_string_value(cmd));
+		x->argc = 3;
+		put_str(strs, "/bin/sh");
+		put_str(strs, "-c");
+		put_str(strs, json_string_value(cmd));
 	} else {
 		size_t i;
 		json_t *a;
-		x.argc = (uint32_t)json_array_size(cmd);
-		json_array_foreach(cmd, i, a) put_str(&strs, json_string_value(a));
+		x->argc = (uint32_t)json_array_size(cmd);
+		json_array_foreach(cmd, i, a) put_str(strs, json_string_value(a));
 	}
 	const char *k;
 	json_t *v;
 	json_object_foreach(env, k, v) {
-		if (!*k || strchr(k, '=')) {
-			buf_free(&strs);
+		if (!*k || strchr(k, '='))
 			return err_set(&op->err, ERR_INVALID, EINVAL, "bad environment variable name \"%s\"", k);
-		}
-		buf_put(&strs, k, strlen(k));
-		buf_put(&strs, "=", 1);
-		put_str(&strs, json_string_value(v));
-		x.envc++;
+		buf_put(strs, k, strlen(k));
+		buf_put(strs, "=", 1);
+		put_str(strs, json_string_value(v));
+		x->envc++;
+	}
+	return 0;
+}
+
+static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t flags)
+{
+	json_t *cmd = json_object_get(body, "cmd"), *env = json_object_get(body, "env");
+	json_t *pty = json_object_get(body, "pty"), *tmo = json_object_get(body, "timeout");
+	const char *cwd = json_string_value(json_object_get(body, "cwd"));
+	const char *tag = json_string_value(json_object_get(body, "tag"));
+	double timeout = tmo ? json_number_value(tmo) : 0;
+	uint8_t ws[sizeof(struct sp_winsize)] = { 0 };
+	if (exec_check(op, sb, body, ws) < 0)
+		return -EINVAL;
+
+	struct sp_exec x = { .flags = flags | (json_is_object(pty) ? SP_EXEC_PTY | SP_EXEC_STDIN : 0) };
+	struct buf strs = { 0 };
+	if (exec_user(op, sb, json_string_value(json_object_get(body, "user")), &x, &strs) < 0)
+		return -EINVAL;
+	char joined[API_MAX_PATH + 300];
+	bool relative = cwd && cwd[0] && cwd[0] != '/' && (sb->peer.features & SP_FEATURE_FILE_USER);
+	if (relative && sb->workdir[0]) { /* a template's own working folder is where it starts */
+		snprintf(joined, sizeof(joined), "%s/%s", sb->workdir, cwd);
+		cwd = joined;
+	}
+	put_str(&strs, cwd ? cwd : sb->workdir);
+	if (exec_args(op, cmd, env, &x, &strs) < 0) {
+		buf_free(&strs);
+		return -EINVAL;
 	}
 	x.timeout_ms = (uint32_t)(timeout * 1000);
 	if (timeout > 0 && x.timeout_ms == 0)

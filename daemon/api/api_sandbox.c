@@ -109,6 +109,109 @@ static int check_timeouts(struct op *op, const json_t *timeout, const json_t *li
 	return 0;
 }
 
+/* What a create's body b asks for, into cfg (env and metadata default to empty). */
+static void create_read(struct op *op, json_t *b, struct sb_config *cfg, json_t *empty)
+{
+	const char *tpl = json_string_value(json_object_get(b, "template"));
+	json_t *v;
+	snprintf(cfg->template, sizeof(cfg->template), "%s", tpl ? tpl : "default");
+	template_name_canon(cfg->template); /* NAME:latest is NAME */
+	if ((v = json_object_get(b, "cpus")))
+		cfg->cpus = (int)(json_integer_value(v) > MAX_CPUS + 1 ? MAX_CPUS + 1 : json_integer_value(v));
+	if ((v = json_object_get(b, "memory_mb")))
+		cfg->memory_mb = (int)(json_integer_value(v) > MAX_MEMORY_MB + 1 ? MAX_MEMORY_MB + 1 : json_integer_value(v));
+	if ((v = json_object_get(b, "disk_mb")))
+		cfg->disk_mb = (int)(json_integer_value(v) > DISK_MAX_MB + 1 ? DISK_MAX_MB + 1 : json_integer_value(v));
+	if ((v = json_object_get(b, "timeout")))
+		cfg->timeout_s = json_number_value(v);
+	if ((v = json_object_get(b, "lifetime")))
+		cfg->lifetime_s = json_number_value(v);
+	cfg->keepalive = json_is_true(json_object_get(b, "keepalive_processes"));
+	cfg->public_ports = json_is_true(json_object_get(b, "public_ports"));
+	cfg->auto_resume = json_object_get(b, "auto_resume") ? json_is_true(json_object_get(b, "auto_resume"))
+							    : op->d->cfg.auto_resume;
+	const char *action = json_string_value(json_object_get(b, "timeout_action"));
+	cfg->timeout_kill = action && strcmp(action, "kill") == 0;
+	cfg->env = json_object_get(b, "env") ? json_object_get(b, "env") : empty;
+	cfg->metadata = json_object_get(b, "metadata") ? json_object_get(b, "metadata")
+			: json_object_get(b, "labels") ? json_object_get(b, "labels") : empty;
+	if (op->tcp)
+		cfg->tenant = op->tenant;
+}
+
+/* Checks what create_read read. Returns 0 or -errno with op->err set. */
+static int create_check(struct op *op, json_t *b, const struct sb_config *cfg)
+{
+	const char *tpl = json_string_value(json_object_get(b, "template"));
+	if (cfg->cpus < 1 || cfg->cpus > MAX_CPUS)
+		return err_set(&op->err, ERR_INVALID, EINVAL, "cpus must be 1..%d", MAX_CPUS);
+	if (cfg->memory_mb < MIN_MEMORY_MB || cfg->memory_mb > MAX_MEMORY_MB)
+		return err_set(&op->err, ERR_INVALID, EINVAL, "memory_mb must be %d..%d", MIN_MEMORY_MB, MAX_MEMORY_MB);
+	if (cfg->disk_mb < DISK_MIN_MB || cfg->disk_mb > DISK_MAX_MB)
+		return err_set(&op->err, ERR_INVALID, EINVAL, "disk_mb must be %d..%d", DISK_MIN_MB, DISK_MAX_MB);
+	int rc = check_timeouts(op, json_object_get(b, "timeout"), json_object_get(b, "lifetime"),
+				json_string_value(json_object_get(b, "timeout_action")));
+	if (rc < 0)
+		return rc;
+	if (strlen(tpl ? tpl : "") >= sizeof(cfg->template))
+		return err_set(&op->err, ERR_INVALID, EINVAL, "template name too long");
+	if (map_bytes(cfg->env) > MAX_ENV_BYTES || map_bytes(cfg->metadata) > MAX_ENV_BYTES)
+		return err_set(&op->err, ERR_TOO_LARGE, E2BIG, "env and metadata are limited to %d bytes each",
+			       MAX_ENV_BYTES);
+	if (op->tcp && reserved_key(cfg->metadata))
+		return err_set(&op->err, ERR_INVALID, EINVAL, "metadata keys starting with \"space.\" are spaced's own");
+	const char *k;
+	json_t *x;
+	json_object_foreach(cfg->env, k, x) {
+		if (!*k || strchr(k, '=') || strlen(k) != strcspn(k, "\n"))
+			return err_set(&op->err, ERR_INVALID, EINVAL, "bad environment variable name \"%s\"", k);
+	}
+	return 0;
+}
+
+/* A create from snapshot snapid: its size, template and (unless b names them) env and metadata
+ * come from the snapshot, whose record goes to *snap and folder to snapdir. Returns 0 or
+ * -errno with op->err set. */
+static int create_from(struct op *op, json_t *b, const char *snapid, struct sb_config *cfg, json_t **snap,
+		       char *snapdir, size_t n)
+{
+	*snap = visible_snapshot(op, snapid);
+	if (!*snap || snapshot_path(op->d, snapid, snapdir, n) < 0)
+		return err_set(&op->err, ERR_NOT_FOUND, ENOENT, "no snapshot %s", snapid);
+	if (json_object_get(b, "cpus") || json_object_get(b, "memory_mb") || json_object_get(b, "disk_mb") ||
+	    json_object_get(b, "template"))
+		return err_set(&op->err, ERR_INVALID, EINVAL, "cpus, memory_mb, disk_mb and template come from the snapshot");
+	cfg->cpus = (int)json_integer_value(json_object_get(*snap, "cpus"));
+	cfg->memory_mb = (int)json_integer_value(json_object_get(*snap, "memory_mb"));
+	cfg->disk_mb = (int)json_integer_value(json_object_get(*snap, "disk_mb"));
+	snprintf(cfg->template, sizeof(cfg->template), "%s", json_string_value(json_object_get(*snap, "template")));
+	if (!json_object_get(b, "env"))
+		cfg->env = json_object_get(*snap, "env");
+	if (!json_object_get(b, "metadata") && !json_object_get(b, "labels"))
+		cfg->metadata = json_object_get(*snap, "metadata");
+	cfg->snapshot = snapdir;
+	return 0;
+}
+
+/* The network a create gets: none (false), the policy b names, its snapshot's, or (from a
+ * snapshot without one) none, into cfg; cfg->network is the caller's to release. Returns 0 or
+ * -EINVAL with op->err set. */
+static int create_network(struct op *op, json_t *b, const json_t *snap, struct sb_config *cfg)
+{
+	json_t *asked = json_object_get(b, "network");
+	if (json_is_false(asked)) {
+		cfg->no_network = true;
+	} else if (asked) {
+		cfg->network = net_policy_parse(asked, NULL, op->d->cfg.default_egress, &op->err);
+		return cfg->network ? 0 : -EINVAL;
+	} else if (snap && json_is_object(json_object_get(snap, "network"))) {
+		cfg->network = json_incref(json_object_get(snap, "network")); /* its source's policy */
+	} else if (snap) {
+		cfg->no_network = true; /* its source had none: the image has no interface to use */
+	}
+	return 0;
+}
+
 int api_sandbox_create(struct op *op)
 {
 	static const struct field fields[] = {
@@ -123,129 +226,44 @@ int api_sandbox_create(struct op *op)
 	json_t *b;
 	if (api_body(op, fields, &b) < 0)
 		return API_DONE;
-	json_t *network = NULL;
 	struct sb_config cfg = { .cpus = DEFAULT_CPUS, .memory_mb = DEFAULT_MEMORY_MB, .disk_mb = DISK_DEFAULT_MB,
 				 .timeout_s = DEFAULT_TIMEOUT_S };
-	const char *tpl = json_string_value(json_object_get(b, "template"));
-	json_t *v;
-	snprintf(cfg.template, sizeof(cfg.template), "%s", tpl ? tpl : "default");
-	template_name_canon(cfg.template); /* NAME:latest is NAME */
-	if (op->tcp && template_is_build_step(cfg.template)) { /* the builder's, on the Unix socket */
-		err_set(&op->err, ERR_NOT_FOUND, ENOENT, "template %s does not exist", cfg.template);
-		json_decref(b);
-		return API_DONE;
-	}
-	if ((v = json_object_get(b, "cpus")))
-		cfg.cpus = (int)(json_integer_value(v) > MAX_CPUS + 1 ? MAX_CPUS + 1 : json_integer_value(v));
-	if ((v = json_object_get(b, "memory_mb")))
-		cfg.memory_mb = (int)(json_integer_value(v) > MAX_MEMORY_MB + 1 ? MAX_MEMORY_MB + 1 : json_integer_value(v));
-	if ((v = json_object_get(b, "disk_mb")))
-		cfg.disk_mb = (int)(json_integer_value(v) > DISK_MAX_MB + 1 ? DISK_MAX_MB + 1 : json_integer_value(v));
-	if ((v = json_object_get(b, "timeout")))
-		cfg.timeout_s = json_number_value(v);
-	if ((v = json_object_get(b, "lifetime")))
-		cfg.lifetime_s = json_number_value(v);
-	cfg.keepalive = json_is_true(json_object_get(b, "keepalive_processes"));
-	cfg.public_ports = json_is_true(json_object_get(b, "public_ports"));
-	cfg.auto_resume = json_object_get(b, "auto_resume") ? json_is_true(json_object_get(b, "auto_resume"))
-						  : op->d->cfg.auto_resume;
-	const char *action = json_string_value(json_object_get(b, "timeout_action"));
-	cfg.timeout_kill = action && strcmp(action, "kill") == 0;
-	json_t *empty = json_object();
-	cfg.env = json_object_get(b, "env") ? json_object_get(b, "env") : empty;
-	cfg.metadata = json_object_get(b, "metadata") ? json_object_get(b, "metadata")
-			: json_object_get(b, "labels") ? json_object_get(b, "labels") : empty;
-
+	json_t *empty = json_object(), *snap = NULL;
+	create_read(op, b, &cfg, empty);
 	int rc = 0;
-	if (cfg.cpus < 1 || cfg.cpus > MAX_CPUS)
-		rc = err_set(&op->err, ERR_INVALID, EINVAL, "cpus must be 1..%d", MAX_CPUS);
-	else if (cfg.memory_mb < MIN_MEMORY_MB || cfg.memory_mb > MAX_MEMORY_MB)
-		rc = err_set(&op->err, ERR_INVALID, EINVAL, "memory_mb must be %d..%d", MIN_MEMORY_MB,
-			     MAX_MEMORY_MB);
-	else if (cfg.disk_mb < DISK_MIN_MB || cfg.disk_mb > DISK_MAX_MB)
-		rc = err_set(&op->err, ERR_INVALID, EINVAL, "disk_mb must be %d..%d", DISK_MIN_MB, DISK_MAX_MB);
-	else if ((rc = check_timeouts(op, json_object_get(b, "timeout"), json_object_get(b, "lifetime"), action)) < 0)
-		;
-	else if (strlen(tpl ? tpl : "") >= sizeof(cfg.template))
-		rc = err_set(&op->err, ERR_INVALID, EINVAL, "template name too long");
-	else if (map_bytes(cfg.env) > MAX_ENV_BYTES || map_bytes(cfg.metadata) > MAX_ENV_BYTES)
-		rc = err_set(&op->err, ERR_TOO_LARGE, E2BIG, "env and metadata are limited to %d bytes each",
-			     MAX_ENV_BYTES);
-	else if (op->tcp && reserved_key(cfg.metadata))
-		rc = err_set(&op->err, ERR_INVALID, EINVAL, "metadata keys starting with \"space.\" are spaced's own");
-	else {
-		const char *k;
-		json_t *x;
-		json_object_foreach(cfg.env, k, x) {
-			if (!*k || strchr(k, '=') || strlen(k) != strcspn(k, "\n")) {
-				rc = err_set(&op->err, ERR_INVALID, EINVAL, "bad environment variable name \"%s\"", k);
-				break;
-			}
-		}
-	}
+	if (op->tcp && template_is_build_step(cfg.template)) /* the builder's, on the Unix socket */
+		rc = err_set(&op->err, ERR_NOT_FOUND, ENOENT, "template %s does not exist", cfg.template);
+	else
+		rc = create_check(op, b, &cfg);
 	char snapdir[700];
-	json_t *snap = NULL;
 	const char *snapid = json_string_value(json_object_get(b, "snapshot"));
-	if (op->tcp)
-		cfg.tenant = op->tenant;
-	if (rc == 0 && snapid) {
-		/* a sandbox from a snapshot takes its size and template from it */
-		snap = visible_snapshot(op, snapid);
-		if (!snap || snapshot_path(op->d, snapid, snapdir, sizeof(snapdir)) < 0)
-			rc = err_set(&op->err, ERR_NOT_FOUND, ENOENT, "no snapshot %s", snapid);
-		else if (json_object_get(b, "cpus") || json_object_get(b, "memory_mb") || json_object_get(b, "disk_mb") ||
-			 json_object_get(b, "template"))
-			rc = err_set(&op->err, ERR_INVALID, EINVAL,
-				     "cpus, memory_mb, disk_mb and template come from the snapshot");
-		else {
-			cfg.cpus = (int)json_integer_value(json_object_get(snap, "cpus"));
-			cfg.memory_mb = (int)json_integer_value(json_object_get(snap, "memory_mb"));
-			cfg.disk_mb = (int)json_integer_value(json_object_get(snap, "disk_mb"));
-			snprintf(cfg.template, sizeof(cfg.template), "%s", json_string_value(json_object_get(snap, "template")));
-			if (!json_object_get(b, "env"))
-				cfg.env = json_object_get(snap, "env");
-			if (!json_object_get(b, "metadata") && !json_object_get(b, "labels"))
-				cfg.metadata = json_object_get(snap, "metadata");
-			cfg.snapshot = snapdir;
-		}
-	}
-	if (rc == 0 && json_is_false(json_object_get(b, "network"))) {
-		cfg.no_network = true;
-	} else if (rc == 0 && json_object_get(b, "network")) {
-		network = net_policy_parse(json_object_get(b, "network"), NULL, op->d->cfg.default_egress, &op->err);
-		rc = network ? 0 : -EINVAL;
-	} else if (rc == 0 && snap && json_is_object(json_object_get(snap, "network"))) {
-		network = json_incref(json_object_get(snap, "network")); /* its source's policy */
-	} else if (rc == 0 && snap) {
-		cfg.no_network = true; /* its source had none: the image has no interface to use */
-	}
-	cfg.network = network;
+	if (rc == 0 && snapid)
+		rc = create_from(op, b, snapid, &cfg, &snap, snapdir, sizeof(snapdir));
+	if (rc == 0)
+		rc = create_network(op, b, snap, &cfg);
 	if (rc == 0) {
 		const struct driver_slot *k =
 			create_isolation(op, json_string_value(json_object_get(b, "isolation")), snap, snapid);
-		if (k)
-			cfg.isolation = k->kind;
-		else
-			rc = -EINVAL;
+		cfg.isolation = k ? k->kind : NULL;
+		rc = k ? 0 : -EINVAL;
 	}
-	if (rc == 0 && !snap && (rc = recipe_wait(op->d, op, cfg.template, &op->err)) > 0) {
-		/* its template is being built from its recipe: this runs again once it is there */
-		json_decref(empty);
-		json_decref(network);
-		json_decref(b);
-		return API_PENDING;
-	}
-	if (rc == 0)
+	int pending = rc == 0 && !snap ? recipe_wait(op->d, op, cfg.template, &op->err) : 0;
+	if (pending < 0)
+		rc = pending;
+	/* pending: its template is being built from its recipe, and this runs again once it is there */
+	if (rc == 0 && !pending)
 		rc = quota_create(op->d, snap ? (uint64_t)json_integer_value(json_object_get(snap, "bytes")) : 0, &op->err);
 	int claimed = 0;
-	if (rc == 0 && (claimed = pool_claim(op->d, &cfg, op, &op->err)) < 0)
+	if (rc == 0 && !pending && (claimed = pool_claim(op->d, &cfg, op, &op->err)) < 0)
 		rc = claimed;
-	if (rc == 0 && !claimed)
+	if (rc == 0 && !pending && !claimed)
 		rc = sandbox_create(op->d, &cfg, op, &op->err);
 	json_decref(snap);
 	json_decref(empty);
-	json_decref(network);
+	json_decref((json_t *)cfg.network);
 	json_decref(b);
+	if (pending)
+		return API_PENDING;
 	op->kind = OP_JOB;
 	return rc == 0 ? API_PENDING : API_DONE;
 }

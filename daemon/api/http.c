@@ -357,6 +357,40 @@ static struct op *new_op(struct listener *l, struct MHD_Connection *conn, const 
 	return op;
 }
 
+/* Bytes of op's request body: streamed to its route's upload (started by its handler), or kept
+ * (at most API_MAX_BODY) for the handler, which runs once the body is whole. */
+static enum MHD_Result take_body(struct op *op, const char *upload, size_t *upload_size)
+{
+	if (op->err.kind || op->done) {
+		*upload_size = 0; /* the answer is known: the rest of the body is discarded */
+		return MHD_YES;
+	}
+	if (op->route->upload) {
+		daemon_lock(op->d);
+		int rc = API_DONE;
+		if (!op->started) {
+			op->started = true;
+			rc = op->route->handler(op);
+			if (op->deferred)
+				rc = API_PENDING;
+		}
+		if (rc == API_DONE && !op->err.kind && !op->done)
+			rc = op->route->upload(op, upload, upload_size);
+		if (op->err.kind || op->done)
+			*upload_size = 0;
+		else if (rc == API_PENDING || op->deferred)
+			op_suspend(op);
+		daemon_unlock(op->d);
+		return MHD_YES;
+	}
+	if (buf_avail(&op->body) + *upload_size > API_MAX_BODY)
+		err_set(&op->err, ERR_TOO_LARGE, E2BIG, "the request body is over %d bytes", API_MAX_BODY);
+	else
+		buf_put(&op->body, upload, *upload_size);
+	*upload_size = 0;
+	return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -387,36 +421,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (gone)
 		return MHD_NO; /* its client left while it waited: end it, freeing what it held */
 
-	if (*upload_size) {
-		if (op->err.kind || op->done) {
-			*upload_size = 0; /* the answer is known: the rest of the body is discarded */
-			return MHD_YES;
-		}
-		if (op->route->upload) {
-			daemon_lock(d);
-			int rc = API_DONE;
-			if (!op->started) {
-				op->started = true;
-				rc = op->route->handler(op);
-				if (op->deferred)
-					rc = API_PENDING;
-			}
-			if (rc == API_DONE && !op->err.kind && !op->done)
-				rc = op->route->upload(op, upload, upload_size);
-			if (op->err.kind || op->done)
-				*upload_size = 0;
-			else if (rc == API_PENDING || op->deferred)
-				op_suspend(op);
-			daemon_unlock(d);
-			return MHD_YES;
-		}
-		if (buf_avail(&op->body) + *upload_size > API_MAX_BODY)
-			err_set(&op->err, ERR_TOO_LARGE, E2BIG, "the request body is over %d bytes", API_MAX_BODY);
-		else
-			buf_put(&op->body, upload, *upload_size);
-		*upload_size = 0;
-		return MHD_YES;
-	}
+	if (*upload_size)
+		return take_body(op, upload, upload_size);
 
 	daemon_lock(d);
 	int rc = API_DONE;
