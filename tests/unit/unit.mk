@@ -18,7 +18,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
               daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo daemon/base/test_log \
               e2b/test_connect e2b/test_multipart daemon/core/test_entry daemon/core/test_starts \
-              daemon/api/test_ui
+              daemon/api/test_ui daemon/core/test_op
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -43,6 +43,15 @@ UNIT_LIBS_test_log   :=
 # the exposition format, and the counters written in it
 UNIT_test_expo        := daemon/base/expo.c daemon/core/stats.c lib/buf.c
 UNIT_LIBS_test_expo   :=
+
+# a process's output on its way to its readers, and the credit it gives back: the agent's
+# channel and libmicrohttpd's resume of a connection are the test's fakes (op.c still names
+# libmicrohttpd's other calls, which the test never reaches)
+UNIT_test_op      := daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/proc.c \
+                     daemon/core/entry.c daemon/core/stats.c daemon/base/expo.c daemon/base/err.c \
+                     daemon/base/log.c daemon/base/clock.c daemon/io/loop.c daemon/io/timer.c \
+                     lib/buf.c lib/codec.c lib/frame.c
+UNIT_LIBS_test_op := -lmicrohttpd -ljansson -lpthread
 
 UNIT_test_starts     := daemon/core/starts.c daemon/base/expo.c lib/buf.c
 UNIT_LIBS_test_starts := -lpthread
