@@ -18,7 +18,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
               daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo daemon/base/test_log \
               e2b/test_connect e2b/test_multipart daemon/core/test_entry daemon/core/test_starts \
-              daemon/api/test_ui daemon/core/test_op
+              daemon/api/test_ui daemon/core/test_op daemon/core/test_sandbox
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -52,6 +52,12 @@ UNIT_test_op      := daemon/core/op.c daemon/core/op_output.c daemon/core/op_fra
                      daemon/base/log.c daemon/base/clock.c daemon/io/loop.c daemon/io/timer.c \
                      lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_op := -lmicrohttpd -ljansson -lpthread
+
+# the registry of sandboxes; the store, the agent's channel, the requests, d->lock and the
+# kernel's randomness are the test's fakes
+UNIT_test_sandbox      := daemon/core/sandbox.c daemon/core/isolation.c daemon/core/proc.c daemon/core/state.c \
+                          daemon/base/err.c daemon/base/log.c daemon/base/clock.c lib/buf.c lib/frame.c
+UNIT_LIBS_test_sandbox := -ljansson -lpthread
 
 UNIT_test_starts     := daemon/core/starts.c daemon/base/expo.c lib/buf.c
 UNIT_LIBS_test_starts := -lpthread
