@@ -18,7 +18,8 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
               daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo daemon/base/test_log \
               e2b/test_connect e2b/test_multipart daemon/core/test_entry daemon/core/test_starts \
-              daemon/api/test_ui daemon/core/test_op daemon/core/test_sandbox
+              daemon/api/test_ui daemon/core/test_op daemon/core/test_sandbox \
+              daemon/core/test_lifecycle
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -155,6 +156,11 @@ UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl
 # drivers' stats through the sandbox layer: it links what test_api links.
 UNIT_test_metrics := $(UNIT_test_api)
 UNIT_LIBS_test_metrics := $(UNIT_LIBS_test_api)
+
+# test_lifecycle runs pause and resume jobs against a stand-in driver and a store of its own;
+# the lifecycle reaches the agent's channel, the store and the sandbox layer: what test_api links.
+UNIT_test_lifecycle := $(UNIT_test_api)
+UNIT_LIBS_test_lifecycle := $(UNIT_LIBS_test_api)
 
 UNIT_SRC := $(UNIT_TESTS:%=tests/unit/%.c)
 UNIT_BIN := $(UNIT_TESTS:%=$(BUILD)/tests/%)
