@@ -4,7 +4,8 @@
  * and the agent gets its credit back only as the slowest reader's client takes the bytes;
  * with nobody reading, "block" holds the output for the next reader and "drop" keeps only its
  * tail and counts the rest; credit given back never exceeds what was taken; a UTF-8 sequence
- * cut between two chunks arrives whole.
+ * cut between two chunks arrives whole; a capture keeps EXEC_MAX_CAPTURE bytes, within its
+ * tenant's TENANT_MAX_CAPTURE, and never holds the process back.
  *
  * The test plays the agent, which sends output only within the credit it holds and whose
  * frames reach the readers as peer.c's on_output and deliver hand them over, and the HTTP
@@ -30,7 +31,7 @@
 
 #define PID 42
 #define TAG (SP_CHAN_REQ | 7u)
-#define STREAM_MAX (8u * 1024u * 1024u) /* bytes of output one test sends, at most */
+#define STREAM_MAX (EXEC_MAX_CAPTURE + 2 * SP_MAX_PAYLOAD) /* bytes of output one test sends, at most */
 
 /* The agent's side: its credit per process (and per download tag), what it sent. */
 static struct {
@@ -395,6 +396,62 @@ static void test_a_capture_gives_credit_back_at_once(void **state)
 	client_leaves(&c);
 }
 
+/* What the capture's answer holds: its stdout, and whether it was cut. */
+static size_t captured(struct client *cap, bool *truncated)
+{
+	w.p->exited = true;
+	op_on_exit(cap->op, w.p);
+	assert_true(cap->op->done);
+	json_t *out = json_object_get(cap->op->json, "stdout");
+	*truncated = json_is_true(json_object_get(cap->op->json, "stdout_truncated"));
+	assert_memory_equal(json_string_value(out), w.stream, json_string_length(out));
+	return json_string_length(out);
+}
+
+static void test_a_capture_keeps_all_at_its_limit(void **state)
+{
+	struct client cap;
+	client_joins(&cap, false);
+	while (w.sent < EXEC_MAX_CAPTURE)
+		assert_true(agent_sends_next(SP_MAX_PAYLOAD));
+	assert_int_equal(w.sent, EXEC_MAX_CAPTURE);
+	bool cut;
+	assert_int_equal(captured(&cap, &cut), EXEC_MAX_CAPTURE); /* at the edge: all of it */
+	assert_false(cut);
+	assert_int_equal(w.d.admin_captured, 0); /* given back with the answer */
+	client_leaves(&cap);
+}
+
+static void test_a_capture_past_its_limit_is_cut(void **state)
+{
+	struct client cap;
+	client_joins(&cap, false);
+	while (w.sent <= EXEC_MAX_CAPTURE)
+		assert_true(agent_sends_next(SP_MAX_PAYLOAD)); /* never held back */
+	assert_int_equal(w.credited, w.sent);
+	bool cut;
+	assert_int_equal(captured(&cap, &cut), EXEC_MAX_CAPTURE);
+	assert_true(cut);
+	assert_int_equal(w.d.admin_captured, 0);
+	client_leaves(&cap);
+}
+
+static void test_captures_share_their_tenants_budget(void **state)
+{
+	/* the administrator's other captures hold all but 100 bytes of the budget */
+	w.d.admin_captured = TENANT_MAX_CAPTURE - 100;
+	struct client cap;
+	client_joins(&cap, false);
+	assert_true(agent_sends_next(1000));
+	assert_int_equal(w.d.admin_captured, TENANT_MAX_CAPTURE);
+	assert_int_equal(w.credited, 1000);
+	bool cut;
+	assert_int_equal(captured(&cap, &cut), 100);
+	assert_true(cut);
+	assert_int_equal(w.d.admin_captured, TENANT_MAX_CAPTURE - 100);
+	client_leaves(&cap);
+}
+
 static void test_many_lines_before_the_client_reads(void **state)
 {
 	/* more chunks than the credit ring has entries: the last entry gathers the rest */
@@ -469,7 +526,7 @@ static void test_readers_at_their_own_pace(void **state)
 	for (int i = 0; i < READERS; i++)
 		client_joins(&c[i], true);
 	uint32_t seed = 12345;
-	while (w.sent < STREAM_MAX - SP_MAX_PAYLOAD) {
+	while (w.sent < 8 * 1024 * 1024) {
 		seed = seed * 1103515245u + 12345u;
 		uint32_t r = seed >> 8;
 		if (r % 3 == 0) {
@@ -567,6 +624,9 @@ int main(void)
 		T(test_drop_keeps_the_tail_and_counts_the_rest),
 		T(test_a_reader_that_leaves_stops_holding_back),
 		T(test_a_capture_gives_credit_back_at_once),
+		T(test_a_capture_keeps_all_at_its_limit),
+		T(test_a_capture_past_its_limit_is_cut),
+		T(test_captures_share_their_tenants_budget),
 		T(test_many_lines_before_the_client_reads),
 		T(test_utf8_cut_between_chunks_arrives_whole),
 		T(test_a_cut_sequence_left_at_exit_is_not_lost),
