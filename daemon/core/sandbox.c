@@ -1,7 +1,7 @@
 /*
- * daemon/core/sandbox.c - the registry of sandboxes: finding one, adding and removing one,
- * the driver that runs it, its idle and lifetime clocks, failing it, and retiring and
- * freeing it once no job holds it.
+ * daemon/core/sandbox.c - the registry of sandboxes: finding one, picking a new one's id,
+ * counting a tenant's against its limit, adding and removing one, the driver that runs it,
+ * its idle and lifetime clocks, failing it, and retiring and freeing it once no job holds it.
  *
  * The rest of a sandbox's life has a file each: its JSON view (sandbox_view.c), the jobs that
  * watch its agent (sandbox_live.c), create and delete (sandbox_create.c), a change of its
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "daemon/driver/driver.h"
@@ -53,6 +54,38 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id)
 		if (strcmp(sb->id, id) == 0)
 			return sb;
 	return NULL;
+}
+
+int sandbox_random_hex(char *out, size_t n)
+{
+	uint8_t r[SANDBOX_TOKEN_LEN / 2];
+	if (n / 2 > sizeof(r) || getrandom(r, n / 2, 0) != (ssize_t)(n / 2))
+		return -EIO;
+	for (size_t i = 0; i < n / 2; i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
+int sandbox_registry_pick_id(struct daemon *d, char out[SANDBOX_ID_LEN + 1])
+{
+	do {
+		if (sandbox_random_hex(out, SANDBOX_ID_LEN) < 0)
+			return -EIO;
+	} while (sandbox_find(d, out));
+	return 0;
+}
+
+int sandbox_room(struct daemon *d, const char *tenant, struct err *e)
+{
+	if (tenant && *tenant) {
+		int owned = 0;
+		for (struct sandbox *o = d->sandboxes; o; o = o->next)
+			owned += strcmp(o->tenant, tenant) == 0;
+		if (owned >= TENANT_MAX_SANDBOXES)
+			return err_set(e, ERR_TOO_MANY, EAGAIN, "a tenant may have at most %d sandboxes",
+				       TENANT_MAX_SANDBOXES);
+	}
+	return 0;
 }
 
 void sandbox_registry_add(struct daemon *d, struct sandbox *sb)

@@ -28,22 +28,6 @@
 #include "daemon/core/ready.h"
 #include "daemon/store/template.h"
 
-/* n/2 random bytes as n hex characters and a NUL. */
-int sandbox_random_hex(char *out, size_t n)
-{
-	uint8_t r[SANDBOX_TOKEN_LEN / 2];
-	if (n / 2 > sizeof(r) || getrandom(r, n / 2, 0) != (ssize_t)(n / 2))
-		return -EIO;
-	for (size_t i = 0; i < n / 2; i++)
-		snprintf(out + 2 * i, 3, "%02x", r[i]);
-	return 0;
-}
-
-static int new_id(char out[SANDBOX_ID_LEN + 1])
-{
-	return sandbox_random_hex(out, SANDBOX_ID_LEN);
-}
-
 /* Ready: connected and its process list applied, so a listing right after is complete. */
 static bool agent_ready(struct sandbox *sb)
 {
@@ -228,19 +212,6 @@ void sandbox_take_defaults(struct sandbox *sb, const json_t *tpl)
 	}
 }
 
-int sandbox_room(struct daemon *d, const char *tenant, struct err *e)
-{
-	if (tenant && *tenant) {
-		int owned = 0;
-		for (struct sandbox *o = d->sandboxes; o; o = o->next)
-			owned += strcmp(o->tenant, tenant) == 0;
-		if (owned >= TENANT_MAX_SANDBOXES)
-			return err_set(e, ERR_TOO_MANY, EAGAIN, "a tenant may have at most %d sandboxes",
-				       TENANT_MAX_SANDBOXES);
-	}
-	return 0;
-}
-
 /* A copy of base with over's entries put in, name by name. */
 static json_t *merged_env(const json_t *base, const json_t *over)
 {
@@ -304,13 +275,11 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	}
 	sb->d = d;
 	peer_init(sb);
-	do {
-		if (new_id(sb->id) < 0) {
-			free(sb);
-			err_set(e, ERR_INTERNAL, EIO, "no randomness for an id");
-			return NULL;
-		}
-	} while (sandbox_find(d, sb->id));
+	if (sandbox_registry_pick_id(d, sb->id) < 0) {
+		free(sb);
+		err_set(e, ERR_INTERNAL, EIO, "no randomness for an id");
+		return NULL;
+	}
 	snprintf(sb->template, sizeof(sb->template), "%s", cfg->template);
 	snprintf(sb->isolation, sizeof(sb->isolation), "%s", cfg->isolation ? cfg->isolation : d->isolation->kind);
 	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");

@@ -1,7 +1,7 @@
 /*
- * daemon/core/state.c - the sandbox state machine (see state.h), as two tables:
- * what each action does from each stable state, and where each transitional
- * state ends. The lifecycle page (docs/lifecycle.md) draws the same graph.
+ * daemon/core/state.c - the sandbox state machine (see state.h), as a table of
+ * what each action does from each state. The lifecycle page (docs/lifecycle.md)
+ * draws the same graph.
  */
 #include "daemon/core/state.h"
 
@@ -40,26 +40,6 @@ enum state_verdict state_begin(enum sb_state s, enum sb_action a, enum sb_state 
 	if (table[s][a].verdict == STATE_BEGIN)
 		*via = table[s][a].via;
 	return table[s][a].verdict;
-}
-
-enum sb_state state_done(enum sb_state via, int ok)
-{
-	switch (via) {
-	case SB_CREATING:
-		return ok ? SB_RUNNING : SB_DELETING;
-	case SB_PAUSING:
-		return ok ? SB_PAUSED : SB_RUNNING;
-	case SB_RESUMING:
-		/* A failed resume from disk leaves the image where it was. */
-		return ok ? SB_RUNNING : SB_FAILED;
-	case SB_SUSPENDING:
-		/* A failed suspend: the sandbox is no longer trusted to run. */
-		return ok ? SB_SUSPENDED : SB_FAILED;
-	case SB_DELETING:
-		return ok ? SB_DELETING : SB_FAILED;
-	default:
-		return via;
-	}
 }
 
 const char *sb_state_name(enum sb_state s)

@@ -1,9 +1,12 @@
 /*
  * daemon/core/state.h - the sandbox state machine: which operation may start in
- * which state, through which transitional state, and where it ends.
+ * which state, and through which transitional state.
  *
  * Pure functions over the table in state.c; the callers hold d->lock and
- * record each state in the store before acting on it.
+ * record each state in the store before acting on it. Where a transition ends is
+ * the job's to say, from what its steps did (core/lifecycle.c, core/sandbox_create.c):
+ * a failed resume leaves the image, and the sandbox suspended; a failed suspend ends
+ * running, paused or failed depending on the step that failed.
  */
 #ifndef SPACE_DAEMON_STATE_H
 #define SPACE_DAEMON_STATE_H
@@ -30,16 +33,13 @@ enum sb_action {
 };
 
 enum state_verdict {
-	STATE_BEGIN = 0,    /* move to *via, do the work, then state_done() */
+	STATE_BEGIN = 0,    /* move to *via, do the work; the job says where it ends */
 	STATE_ALREADY = 1,  /* the target state already holds: succeed without work */
 	STATE_ILLEGAL = -1, /* not allowed now: answer 409 with the current state */
 };
 
 /* Whether action a may start in state s; on STATE_BEGIN, *via is the transitional state. */
 enum state_verdict state_begin(enum sb_state s, enum sb_action a, enum sb_state *via);
-
-/* Where a transitional state ends: on success its target, on failure where it came back to. */
-enum sb_state state_done(enum sb_state via, int ok);
 
 const char *sb_state_name(enum sb_state s);
 /* The state called name, or -1. */

@@ -18,7 +18,8 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
               daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo daemon/base/test_log \
               e2b/test_connect e2b/test_multipart daemon/core/test_entry daemon/core/test_starts \
-              daemon/api/test_ui
+              daemon/api/test_ui daemon/core/test_op daemon/core/test_sandbox \
+              daemon/core/test_lifecycle
 
 UNIT_test_buf        := lib/buf.c
 UNIT_LIBS_test_buf   :=
@@ -43,6 +44,21 @@ UNIT_LIBS_test_log   :=
 # the exposition format, and the counters written in it
 UNIT_test_expo        := daemon/base/expo.c daemon/core/stats.c lib/buf.c
 UNIT_LIBS_test_expo   :=
+
+# a process's output on its way to its readers, and the credit it gives back: the agent's
+# channel and libmicrohttpd's resume of a connection are the test's fakes (op.c still names
+# libmicrohttpd's other calls, which the test never reaches)
+UNIT_test_op      := daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/proc.c \
+                     daemon/core/entry.c daemon/core/stats.c daemon/base/expo.c daemon/base/err.c \
+                     daemon/base/log.c daemon/base/clock.c daemon/io/loop.c daemon/io/timer.c \
+                     lib/buf.c lib/codec.c lib/frame.c
+UNIT_LIBS_test_op := -lmicrohttpd -ljansson -lpthread
+
+# the registry of sandboxes; the store, the agent's channel, the requests, d->lock and the
+# kernel's randomness are the test's fakes
+UNIT_test_sandbox      := daemon/core/sandbox.c daemon/core/isolation.c daemon/core/proc.c daemon/core/state.c \
+                          daemon/base/err.c daemon/base/log.c daemon/base/clock.c lib/buf.c lib/frame.c
+UNIT_LIBS_test_sandbox := -ljansson -lpthread
 
 UNIT_test_starts     := daemon/core/starts.c daemon/base/expo.c lib/buf.c
 UNIT_LIBS_test_starts := -lpthread
@@ -140,6 +156,11 @@ UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl
 # drivers' stats through the sandbox layer: it links what test_api links.
 UNIT_test_metrics := $(UNIT_test_api)
 UNIT_LIBS_test_metrics := $(UNIT_LIBS_test_api)
+
+# test_lifecycle runs pause and resume jobs against a stand-in driver and a store of its own;
+# the lifecycle reaches the agent's channel, the store and the sandbox layer: what test_api links.
+UNIT_test_lifecycle := $(UNIT_test_api)
+UNIT_LIBS_test_lifecycle := $(UNIT_LIBS_test_api)
 
 UNIT_SRC := $(UNIT_TESTS:%=tests/unit/%.c)
 UNIT_BIN := $(UNIT_TESTS:%=$(BUILD)/tests/%)
