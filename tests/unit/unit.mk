@@ -52,12 +52,12 @@ UNIT_test_op      := daemon/core/op.c daemon/core/op_output.c daemon/core/op_fra
                      daemon/core/entry.c daemon/core/stats.c daemon/base/expo.c daemon/base/err.c \
                      daemon/base/log.c daemon/base/clock.c daemon/io/loop.c daemon/io/timer.c \
                      lib/buf.c lib/codec.c lib/frame.c
-UNIT_LIBS_test_op := -lmicrohttpd -ljansson -lpthread
+UNIT_LIBS_test_op := -ljansson -lpthread
 
 # the registry of sandboxes; the store, the agent's channel, the requests, d->lock and the
 # kernel's randomness are the test's fakes
 UNIT_test_sandbox      := daemon/core/sandbox.c daemon/core/isolation.c daemon/core/proc.c daemon/core/state.c \
-                          daemon/base/err.c daemon/base/log.c daemon/base/clock.c lib/buf.c lib/frame.c
+                          daemon/driver/call.c daemon/base/expo.c daemon/base/err.c daemon/base/log.c daemon/base/clock.c lib/buf.c lib/frame.c
 UNIT_LIBS_test_sandbox := -ljansson -lpthread
 
 UNIT_test_starts     := daemon/core/starts.c daemon/base/expo.c lib/buf.c

@@ -186,7 +186,7 @@ static void test_refused_transitions_name_the_state_and_change_nothing(void **st
 			assert_int_equal(t.sb->state, s);
 			assert_int_equal(t.d.jobs, 0);
 			assert_false(op->done);
-			assert_int_equal(op->status, 0);
+			assert_int_equal(op->answer, ANSWER_OK);
 			op_free(op);
 			refused++;
 		}
@@ -210,10 +210,10 @@ static void test_asking_for_the_state_that_holds_answers_at_once(void **state)
 		struct op *op = request();
 		struct err e = { 0 };
 		daemon_lock(&t.d);
-		assert_int_equal(lifecycle_start(&t.d, t.sb, already[i].a, op, &e), API_ANSWERED);
+		assert_int_equal(lifecycle_start(&t.d, t.sb, already[i].a, op, &e), LIFECYCLE_ANSWERED);
 		daemon_unlock(&t.d);
 		assert_int_equal(e.kind, ERR_NONE);
-		assert_int_equal(op->status, 200);
+		assert_int_equal(op->answer, ANSWER_OK);
 		assert_string_equal(json_string_value(json_object_get(op->json, "state")), sb_state_name(already[i].s));
 		assert_int_equal(t.sb->state, already[i].s);
 		assert_int_equal(t.d.jobs, 0);
@@ -235,7 +235,7 @@ static void test_pause_then_resume(void **state)
 	assert_string_equal(busy.state, "pausing");
 	jobs_end();
 	assert_true(op->done);
-	assert_int_equal(op->status, 200);
+	assert_int_equal(op->answer, ANSWER_OK);
 	assert_int_equal(t.sb->state, SB_PAUSED);
 	assert_string_equal(json_string_value(json_object_get(op->json, "state")), "paused");
 	daemon_unlock(&t.d);
@@ -250,7 +250,7 @@ static void test_pause_then_resume(void **state)
 	assert_int_equal(lifecycle_start(&t.d, t.sb, ACT_RESUME, op, &e), 0);
 	assert_int_equal(t.sb->state, SB_RESUMING);
 	jobs_end();
-	assert_int_equal(op->status, 200);
+	assert_int_equal(op->answer, ANSWER_OK);
 	assert_int_equal(t.sb->state, SB_RUNNING);
 	daemon_unlock(&t.d);
 	assert_int_equal(t.resumes, 1);

@@ -11,7 +11,7 @@
  * frames reach the readers as peer.c's on_output and deliver hand them over, and the HTTP
  * layer, whose client takes bytes with op_take and gives their credit back with
  * op_return_credit as api/http.c's stream_reader does. The agent's channel (chan_credit,
- * chan_send) and libmicrohttpd's resume of a suspended connection are fakes below that
+ * chan_send) and the front's resume of a suspended connection are fakes below that
  * record what the module gave them.
  */
 #include <errno.h>
@@ -22,7 +22,6 @@
 #include <string.h>
 #include <cmocka.h>
 #include <jansson.h>
-#include <microhttpd.h>
 
 #include "daemon/core/op.h"
 #include "daemon/core/proc.h"
@@ -43,7 +42,7 @@ static struct {
 	uint64_t credited;     /* credit spaced gave back for PID */
 	uint64_t tag_credited; /* credit spaced gave back on TAG */
 	uint8_t stream[STREAM_MAX]; /* what it sent, in order */
-	struct MHD_Connection *woken[8];
+	void *woken[8];
 	unsigned nwoken;
 } w;
 
@@ -69,11 +68,14 @@ int chan_send(struct chan *c, uint8_t type, uint32_t chan, const void *a, size_t
 	return 0;
 }
 
-void MHD_resume_connection(struct MHD_Connection *conn)
+/* The front of the test's requests: it records the connections the core resumes. */
+static void front_resume(void *conn)
 {
 	assert_true(w.nwoken < sizeof(w.woken) / sizeof(w.woken[0]));
 	w.woken[w.nwoken++] = conn;
 }
+
+static const struct op_front front = { .resume = front_resume };
 
 static int setup(void **state)
 {
@@ -554,7 +556,8 @@ static void test_output_wakes_a_waiting_client(void **state)
 {
 	struct client c;
 	client_joins(&c, true);
-	struct MHD_Connection *conn = (struct MHD_Connection *)&c; /* never dereferenced by the fake */
+	void *conn = &c; /* never dereferenced by the front */
+	c.op->front = &front;
 	c.op->conn = conn;
 	c.op->suspended = true; /* its stream was empty: the HTTP layer suspended it */
 	daemon_lock(&w.d);

@@ -361,17 +361,6 @@ static void test_idle_clock_and_lifetime(void **state)
 	sandbox_set_lifetime(sb, 0);
 	assert_int_equal(sb->expires_ms, 0);
 
-	/* a sandbox recorded before it had its own auto-resume follows the daemon's */
-	sb->auto_resume = -1;
-	f.d.auto_resume = true;
-	assert_true(sandbox_auto_resume(&f.d, sb));
-	f.d.auto_resume = false;
-	assert_false(sandbox_auto_resume(&f.d, sb));
-	sb->auto_resume = 1;
-	assert_true(sandbox_auto_resume(&f.d, sb));
-	sb->auto_resume = 0;
-	f.d.auto_resume = true;
-	assert_false(sandbox_auto_resume(&f.d, sb));
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
