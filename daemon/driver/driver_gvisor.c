@@ -16,6 +16,13 @@
  * stack on the interface of the sandbox's inner namespace (--network=sandbox, net/net.h),
  * or none for a sandbox made before sandboxes had one.
  *
+ * The agent and the shim a sandbox mounts are its own hard links, agent and shim.so in its dir,
+ * to the files kept by content in <state>/agents (agent_file.h): a checkpoint links them beside
+ * its image, and a restore from an image links the image's in their place, so a sandbox
+ * restored from a snapshot or a fork runs on the agent the image was made with, whatever
+ * spaced's agent is now. A sandbox or an image from before these links has none, and mounts
+ * the file its config names (a new one: this spaced's agent).
+ *
  * The sandbox's host cgroups are driver_gvisor_cg.c's; what sandboxes leave behind, found
  * and released, driver_gvisor_left.c's.
  */
@@ -36,6 +43,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "daemon/driver/agent_file.h"
 #include "daemon/driver/disk.h"
 #include "daemon/net/net.h"
 #include "daemon/driver/host.h"
@@ -46,6 +54,10 @@
 
 /* The socket folder needs one inode and no blocks; the rest is all a sandbox can put there. */
 #define SOCK_TMPFS_OPTS "size=64k,nr_inodes=16,mode=0700"
+
+/* A sandbox dir's links to its agent and shim (agent_file.h), and their names beside an image */
+#define AGENT_LINK "agent"
+#define SHIM_LINK "shim.so"
 
 #define RUNSC_ARGS(drv) "runsc", "--root", (drv)->root, "--platform=ptrace", "--network=none", "--host-uds=open"
 
@@ -115,6 +127,27 @@ static int runsc(struct driver *drv, struct sandbox *sb, char *const args[], str
 
 static void settle_orphans(struct driver *drv);
 
+/* The files every sandbox links to (agent_file.h): this spaced's agent and shim kept in
+ * <state>/agents, and what no sandbox or image links to any more removed from there. */
+static int keep_agent(struct driver *drv, struct err *e)
+{
+	struct daemon *d = drv->d;
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s/agents", d->cfg.state_dir);
+	int rc = agent_file_keep(dir, d->cfg.agent_path, drv->agent, sizeof(drv->agent), e);
+	if (rc == 0 && d->cfg.shim_path[0])
+		rc = agent_file_keep(dir, d->cfg.shim_path, drv->shim, sizeof(drv->shim), e);
+	if (rc < 0)
+		return rc;
+	const char *keep[] = { drv->agent, drv->shim };
+	int gone = agent_file_sweep(dir, keep, 2);
+	if (gone > 0)
+		log_info("removed %d agent file(s) of %s no sandbox or snapshot uses any more", gone, dir);
+	else if (gone < 0)
+		log_warn("cannot sweep %s: %s", dir, strerror(-gone));
+	return 0;
+}
+
 static int gv_init(struct daemon *d, struct driver **out, struct err *e)
 {
 	struct driver *drv = calloc(1, sizeof(*drv));
@@ -136,6 +169,10 @@ static int gv_init(struct daemon *d, struct driver **out, struct err *e)
 		*nl = '\0';
 	snprintf(drv->runtime, sizeof(drv->runtime), "runsc %s", v ? v + 8 : "unknown");
 	settle_orphans(drv);
+	if (keep_agent(drv, e) < 0) {
+		free(drv);
+		return -EIO;
+	}
 	*out = drv;
 	return 0;
 }
@@ -376,10 +413,16 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 		return err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", optpath, strerror(-rc));
 	if ((rc = mount_rootfs(sb, e)) < 0)
 		return rc;
+	char agent[700], shim[700];
+	path(agent, sizeof(agent), sb, AGENT_LINK);
+	path(shim, sizeof(shim), sb, SHIM_LINK);
+	if ((rc = agent_file_link(drv->agent, agent, e)) < 0 ||
+	    (drv->shim[0] && (rc = agent_file_link(drv->shim, shim, e)) < 0))
+		return rc;
 
 	struct oci_params p = {
-		.id = sb->id, .rootfs = rootfs, .agent = drv->d->cfg.agent_path, .sock_dir = sock, .env = sb->env,
-		.shim = drv->d->cfg.shim_path[0] ? drv->d->cfg.shim_path : NULL,
+		.id = sb->id, .rootfs = rootfs, .agent = agent, .sock_dir = sock, .env = sb->env,
+		.shim = drv->shim[0] ? shim : NULL,
 		.cpus = sb->cpus, .memory_mb = sb->memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
 		.cpu_shares = sb->cpu_shares,
 	};
@@ -450,10 +493,30 @@ static int gv_pid1_state(struct driver *drv, struct sandbox *sb, char *state)
 	return 0;
 }
 
+/* Links the agent and the shim that the folder `from` holds into the folder `to`: beside an
+ * image (at a checkpoint, from the sandbox's dir), or back into a sandbox's dir (at a restore,
+ * from its image). Those `from` does not have (made before the links) are left as they are. */
+static int link_agent(const char *from, const char *to, struct err *e)
+{
+	static const char *const leaves[] = { AGENT_LINK, SHIM_LINK };
+	for (size_t i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++) {
+		char src[760], dst[760];
+		snprintf(src, sizeof(src), "%s/%s", from, leaves[i]);
+		snprintf(dst, sizeof(dst), "%s/%s", to, leaves[i]);
+		int rc = access(src, F_OK) == 0 ? agent_file_link(src, dst, e) : 0;
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir, int leave_running,
 			 struct err *e)
 {
 	char opt[700];
+	int rc = link_agent(sb->dir, dir, e);
+	if (rc < 0)
+		return rc;
 	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
 	char *args[] = { "checkpoint", opt, leave_running ? "--leave-running" : sb->id, leave_running ? sb->id : NULL,
 			 NULL };
@@ -464,6 +527,8 @@ static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 {
 	char opt[700], bundle[700];
 	int rc = mount_rootfs(sb, e);
+	if (rc == 0)
+		rc = link_agent(dir, sb->dir, e);
 	if (rc < 0)
 		return rc;
 	gv_backstop_ahead(sb);

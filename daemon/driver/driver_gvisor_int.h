@@ -14,6 +14,8 @@ struct driver {
 	struct daemon *d;
 	char root[600];      /* runsc --root */
 	char runtime[128];   /* "runsc <version>" */
+	char agent[700];     /* this spaced's agent, kept in <state>/agents (agent_file.h) */
+	char shim[700];      /* and its shim, "" when it has none */
 };
 
 /* driver_gvisor_cg.c: the sandbox's host cgroups */

@@ -13,7 +13,7 @@
 UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/api/test_api daemon/core/test_metrics daemon/core/test_state daemon/core/test_proc daemon/core/test_isolation daemon/driver/test_oci \
               daemon/store/test_store daemon/store/test_schema daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
-              lib/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail agent/test_vport \
+              lib/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail daemon/driver/test_agent_file agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
               daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo daemon/base/test_log \
@@ -116,6 +116,9 @@ UNIT_LIBS_test_vm_log :=
 
 UNIT_test_jail       := daemon/driver/jail.c
 UNIT_LIBS_test_jail  :=
+
+UNIT_test_agent_file      := daemon/driver/agent_file.c daemon/base/err.c
+UNIT_LIBS_test_agent_file := -lcrypto
 
 UNIT_test_vport      := agent/vport.c
 UNIT_LIBS_test_vport :=
