@@ -107,19 +107,26 @@ static int apply(sqlite3 *db, int n, bool forgive_present)
 
 int schema_migrate(sqlite3 *db, int *found)
 {
+	return schema_migrate_to(db, SCHEMA_VERSION, found);
+}
+
+int schema_migrate_to(sqlite3 *db, int target, int *found)
+{
 	int v = version(db);
 	*found = v;
 	if (v < 0)
 		return -EIO;
 	if (v > SCHEMA_VERSION)
 		return -EPROTO;
+	if (target < 0 || target > SCHEMA_VERSION)
+		return -EINVAL;
 	int rc = 0;
 	if (v == 0 && has_tables(db)) /* from before numbering: some of step 1 is there */
-		for (v = 1; rc == 0 && v <= SCHEMA_UNNUMBERED; v++)
+		for (v = 1; rc == 0 && v <= SCHEMA_UNNUMBERED && v <= target; v++)
 			rc = apply(db, v, true);
 	else
 		v++;
-	for (; rc == 0 && v <= SCHEMA_VERSION; v++)
+	for (; rc == 0 && v <= target; v++)
 		rc = apply(db, v, false);
 	return rc;
 }

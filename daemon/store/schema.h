@@ -20,5 +20,8 @@
 /* Brings db to SCHEMA_VERSION. Returns 0, -EPROTO for a database of a newer spaced (*found:
  * its number), or -EIO (a step failed; the database is left at the step before it). */
 int schema_migrate(sqlite3 *db, int *found);
+/* The same, up to step target (0..SCHEMA_VERSION) only: a database as the spaced of that step
+ * left it (a database already past target is left as it is). -EINVAL for a target out of range. */
+int schema_migrate_to(sqlite3 *db, int target, int *found);
 
 #endif

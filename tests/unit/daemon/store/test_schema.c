@@ -1,7 +1,8 @@
 /*
  * tests/unit/daemon/store/test_schema.c - the database's schema (daemon/store/schema.c): a new
  * database has every step; one an older spaced left, even from before the steps were
- * numbered, gets the steps it lacks and keeps its rows; one a newer spaced wrote is refused
+ * numbered, and one of each earlier version, gets the steps it lacks and keeps its rows; one a
+ * newer spaced wrote is refused
  * and left as it was. Each test runs in its own temporary directory under /tmp.
  */
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <jansson.h>
@@ -113,6 +115,66 @@ static void test_a_database_from_before_numbering_gets_the_steps_it_lacks(void *
 	assert_string_equal(tenant, "default");
 }
 
+/* The schema as sqlite keeps it: every table's and index's statement, in name order. */
+static char *schema_text(sqlite3 *db)
+{
+	sqlite3_stmt *s;
+	size_t n = 0;
+	char *out = NULL;
+	FILE *f = open_memstream(&out, &n);
+	assert_non_null(f);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name", -1,
+					    &s, NULL), SQLITE_OK);
+	while (sqlite3_step(s) == SQLITE_ROW)
+		fprintf(f, "%s;\n", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	fclose(f);
+	return out;
+}
+
+/* A database of every earlier version, with a token and a sandbox in it as that version wrote
+ * them, gets the steps it lacks: it ends at SCHEMA_VERSION with the schema of a new database and
+ * its rows kept. */
+static void test_a_database_of_each_earlier_version_gets_the_steps_it_lacks(void **state)
+{
+	struct fixture *fx = *state;
+	sqlite3 *fresh;
+	int found;
+	assert_int_equal(sqlite3_open(":memory:", &fresh), SQLITE_OK);
+	assert_int_equal(schema_migrate(fresh, &found), 0);
+	char *want = schema_text(fresh);
+	sqlite3_close(fresh);
+	for (int v = 1; v < SCHEMA_VERSION; v++) {
+		sqlite3 *db;
+		assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+		assert_int_equal(schema_migrate_to(db, v, &found), 0);
+		assert_int_equal(found, 0);
+		assert_int_equal(sqlite3_exec(db,
+					      "INSERT INTO tokens(hash, name, created_ms) VALUES('cc', 'carol', 5);"
+					      "INSERT INTO sandboxes(id, state, template, cpus, memory_mb, timeout, env,"
+					      " metadata, created_ms) VALUES('0123456789ab', 'running', 'default', 3, 640,"
+					      " 30, '{}', '{}', 7)",
+					      NULL, NULL, NULL),
+				 SQLITE_OK);
+		assert_int_equal(schema_migrate(db, &found), 0);
+		assert_int_equal(found, v);
+		char *got = schema_text(db);
+		assert_string_equal(got, want);
+		free(got);
+		sqlite3_stmt *s;
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT cpus, memory_mb, (SELECT name FROM tokens) FROM sandboxes",
+						    -1, &s, NULL), SQLITE_OK);
+		assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+		assert_int_equal(sqlite3_column_int(s, 0), 3);
+		assert_int_equal(sqlite3_column_int(s, 1), 640);
+		assert_string_equal((const char *)sqlite3_column_text(s, 2), "carol");
+		sqlite3_finalize(s);
+		sqlite3_close(db);
+	}
+	free(want);
+	(void)fx;
+}
+
 static void test_a_database_of_a_newer_spaced_is_refused(void **state)
 {
 	struct fixture *fx = *state;
@@ -133,6 +195,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_a_new_database_has_every_step),
 		T(test_a_database_from_before_numbering_gets_the_steps_it_lacks),
+		T(test_a_database_of_each_earlier_version_gets_the_steps_it_lacks),
 		T(test_a_database_of_a_newer_spaced_is_refused),
 		T(test_old_database_is_gvisor),
 	};
