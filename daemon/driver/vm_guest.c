@@ -16,6 +16,7 @@
  * reading it.
  */
 #include "daemon/driver/vm_guest.h"
+#include "daemon/driver/vm_image.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -524,8 +525,6 @@ out:
 	return rc;
 }
 
-#define VM_IMAGE_RECIPE 1 /* bump when template images are made differently */
-
 static int image_build(const char *tmp, void *ctx, struct err *e)
 {
 	const char *rootfs = ctx;
@@ -540,15 +539,13 @@ static int image_build(const char *tmp, void *ctx, struct err *e)
 int vm_guest_template_image(const char *cache_dir, const char *rootfs, char *out, size_t n, bool *built,
 			    uint64_t *build_ms, struct err *e)
 {
-	char real[PATH_MAX], recipe[PATH_MAX + 64], key[65], parent[PATH_MAX], name[80];
+	char real[PATH_MAX], parent[PATH_MAX], name[80];
 	if (!realpath(rootfs, real))
 		return err_set(e, ERR_INTERNAL, errno, "template %s: %s", rootfs, strerror(errno));
-	int len = snprintf(recipe, sizeof(recipe), "recipe=%d erofs %s", VM_IMAGE_RECIPE, real);
-	int rc = hash_sha256_hex(recipe, (size_t)len, key);
+	int rc = vm_image_name(real, name, sizeof(name));
 	if (rc < 0)
 		return err_set(e, ERR_INTERNAL, -rc, "cannot compute the image key");
-	snprintf(parent, sizeof(parent), "%s/images", cache_dir);
-	snprintf(name, sizeof(name), "%s.erofs", key);
+	snprintf(parent, sizeof(parent), "%s/%s", cache_dir, VM_IMAGE_DIR);
 	int64_t t0 = mono_ms();
 	if ((rc = cache_get(parent, name, image_build, real, e)) < 0)
 		return rc;

@@ -8,7 +8,7 @@
  * held (cache_hold) or being built. The other kinds are not: a template's files live as
  * long as a state dir uses the template (template.h), and kernels, initramfs and template
  * disk images are what running and suspended microVMs of every state dir were started
- * with, small beside the rest.
+ * with, small beside the rest (a template's image leaves with its files: template_release).
  *
  * An entry's size is what it added (cache_bytes): a step root's files that its step wrote,
  * not its hard links to the step before. The sizes add up to about what the kinds hold; an

@@ -20,6 +20,7 @@
 #include "daemon/base/hash.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
+#include "daemon/driver/vm_image.h"
 #include "daemon/store/store.h"
 
 /* <cache>/templates/<key>.users and this state dir's mark in it. */
@@ -97,7 +98,11 @@ int template_release(struct daemon *d, const char *key)
 	}
 	unlink(mark);
 	gone_marks(users);
-	if (rmdir(users) == 0) { /* no state dir marks it: its files go */
+	if (rmdir(users) == 0) { /* no state dir marks it: its files go, and their microVM image */
+		char rootfs[800], real[PATH_MAX];
+		snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
+		if (realpath(rootfs, real) && vm_image_remove(d->cfg.cache_dir, real) < 0)
+			log_warn("template files %s: their microVM image stays in the cache", dir);
 		char *rm[] = { "rm", "-rf", "--one-file-system", dir, NULL };
 		rc = spawn_run(rm, -1, -1) == 0 ? 0 : -EIO;
 		if (rc == 0)

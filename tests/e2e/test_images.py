@@ -7,6 +7,7 @@ of the first: a whiteout), with umoci; the only registry is Debian's docker-regi
 by the test on a loopback port.
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -15,7 +16,7 @@ import subprocess
 
 import pytest
 
-from conftest import Cli
+from conftest import MICROVM, Cli
 from images import busybox_image, run
 from spacetest import wait_until
 
@@ -96,8 +97,14 @@ def test_a_template_is_removed_only_while_nothing_starts_from_it(make_daemon, im
     bb = json.loads(cli("template", "inspect", "bb").stdout)
     files = os.path.join("/var/cache/space", "templates", bb["key"])  # the machine's cache, spaced's default
     assert bb["sandboxes"] == 0 and os.path.isdir(files), bb
+    # a microVM starts from the template's disk image, made once in the cache (its name: the
+    # recipe of daemon/driver/vm_image.c over where the template's files are)
+    real = os.path.realpath(os.path.join(files, "rootfs"))
+    image = os.path.join("/var/cache/space", "images",
+                         hashlib.sha256(f"recipe=1 erofs {real}".encode()).hexdigest() + ".erofs")
 
     sbid = d.api.create(template="bb")
+    assert os.path.exists(image) == MICROVM, image
     assert json.loads(cli("template", "inspect", "bb").stdout)["sandboxes"] == 1
     r = cli("template", "rm", "bb")
     assert r.returncode != 0 and "in use: 1 sandboxes and 0 snapshots" in r.stderr, r
@@ -122,6 +129,7 @@ def test_a_template_is_removed_only_while_nothing_starts_from_it(make_daemon, im
     # the last name of those files: they leave the cache (no other state dir uses this image)
     assert cli("template", "rm", "same").returncode == 0
     assert not os.path.exists(files)
+    assert not os.path.exists(image)  # ... and so does their microVM image
     assert d.api.exec(d.api.create(), ["true"])["exit_code"] == 0  # the default one is untouched
 
 
