@@ -10,6 +10,7 @@
  */
 #include "e2b/gateway.h"
 #include "e2b/builds.h"
+#include "e2b/query.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -446,45 +447,6 @@ static enum MHD_Result pause_sandbox(struct req *r, struct client *c, const char
 	return gw_json(r, 204, NULL);
 }
 
-/* Percent-decodes s in place (form decoding: '+' is a space when plus). */
-static void unescape(char *s, bool plus)
-{
-	char *w = s;
-	for (char *p = s; *p; p++) {
-		unsigned v;
-		if (*p == '%' && p[1] && p[2] && sscanf(p + 1, "%2x", &v) == 1 && strspn(p + 1, "0123456789abcdefABCDEF") >= 2) {
-			*w++ = (char)v;
-			p += 2;
-		} else {
-			*w++ = plus && *p == '+' ? ' ' : *p;
-		}
-	}
-	*w = '\0';
-}
-
-/* The metadata filter of a list: "k=v&k2=v2" with each key and value percent-encoded once
- * more, as the SDK sends it; NULL (with *bad) when it is malformed. */
-static json_t *metadata_filter(const char *q, bool *bad)
-{
-	json_t *f = json_object();
-	char *copy = strdup(q ? q : ""), *save = NULL;
-	for (char *pair = strtok_r(copy, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(pair, '=');
-		if (!eq) {
-			*bad = true;
-			break;
-		}
-		*eq = '\0';
-		unescape(pair, true);
-		unescape(eq + 1, true);
-		unescape(pair, false);
-		unescape(eq + 1, false);
-		json_object_set_new(f, pair, json_string(eq + 1));
-	}
-	free(copy);
-	return f;
-}
-
 static bool matches(const json_t *sb, const json_t *filter, const char *states, const char *tpl,
 		    const char *after, const char *e2b_st)
 {
@@ -532,8 +494,8 @@ static int newest_first(const void *a, const void *b)
 
 static enum MHD_Result list(struct req *r, struct client *c, bool v2)
 {
-	bool bad = false;
-	json_t *filter = metadata_filter(gw_arg(r, "metadata"), &bad);
+	json_t *filter = query_metadata(gw_arg(r, "metadata"));
+	bool bad = !filter;
 	const char *states = v2 ? gw_arg(r, "state") : "running", *limit_s = gw_arg(r, "limit");
 	const char *next = gw_arg(r, "nextToken"), *order = gw_arg(r, "order");
 	long limit = limit_s ? strtol(limit_s, NULL, 10) : LIST_MAX;
