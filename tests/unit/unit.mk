@@ -17,7 +17,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
               daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo daemon/base/test_log \
-              e2b/test_connect e2b/test_multipart e2b/test_query daemon/core/test_entry daemon/core/test_starts \
+              e2b/test_connect e2b/test_multipart e2b/test_route e2b/test_query daemon/core/test_entry daemon/core/test_starts \
               daemon/api/test_ui
 
 UNIT_test_buf        := lib/buf.c
@@ -31,6 +31,10 @@ UNIT_LIBS_test_frame :=
 
 UNIT_test_connect      := e2b/connect.c lib/codec.c lib/buf.c
 UNIT_LIBS_test_connect := -ljansson
+
+# the front's route tables, matched
+UNIT_test_route      := e2b/route.c
+UNIT_LIBS_test_route :=
 
 # the list's metadata filter, decoded by libmicrohttpd
 UNIT_test_query      := e2b/query.c
