@@ -3,10 +3,10 @@
  *
  * An E2B sandbox's timeout is a deadline that activity does not move: spaced's lifetime,
  * with no idle timeout. Its action is kill, or suspend when the create asked autoPause; E2B's
- * pause is spaced's suspend (it keeps memory and files on disk, and does not expire). State:
- * running and resuming read "running"; pausing, paused, suspending and suspended read
- * "paused"; a sandbox being made, failed or being deleted is not shown. E2B's template "base"
- * is spaced's "default".
+ * pause is spaced's suspend (it keeps memory and files on disk, and does not expire). How
+ * states and templates are named to E2B is shape.c's. Requests are routed by the table at
+ * the end of this file (route.h), which names the handlers of builds.c, snapshots.c,
+ * templates.c and metrics.c beside this file's.
  */
 #include "e2b/gateway.h"
 #include "e2b/builds.h"
