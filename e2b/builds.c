@@ -19,6 +19,7 @@
 
 #include "e2b/buildrun.h"
 #include "e2b/recipe.h"
+#include "e2b/shape.h"
 
 static const char *const state_names[] = { "building", "building", "waiting", "ready", "error" };
 
@@ -67,6 +68,22 @@ bool builds_visible(const json_t *t, const char *owner)
 static void owner_of(struct req *r, char out[GW_BUILD_OWNER_LEN + 1])
 {
 	builds_owner(gw_header(r, "X-API-KEY"), out);
+}
+
+bool builds_may_use(struct req *r, struct client *c, const char *name)
+{
+	char path[GW_TEMPLATE_ID_MAX + 32], owner[GW_BUILD_OWNER_LEN + 1];
+	char *q = client_escape(name);
+	snprintf(path, sizeof(path), "/v1/templates/%s", q ? q : "");
+	free(q);
+	json_t *t = NULL;
+	struct client_err e = { 0 };
+	if (client_request(c, "GET", path, NULL, &t, &e) < 0)
+		return true;
+	owner_of(r, owner);
+	bool ok = builds_visible(t, owner);
+	json_decref(t);
+	return ok;
 }
 
 /* ---- the table ---- */
@@ -205,9 +222,9 @@ static enum MHD_Result check_name(struct req *r, const char *name, const char *o
 	return *ok = true, MHD_YES;
 }
 
-static enum MHD_Result request_build(struct req *r)
+enum MHD_Result builds_request(struct req *r, const struct route_args *a)
 {
-	json_t *body = control_body(r);
+	json_t *body = shape_body(r);
 	if (!body)
 		return gw_error(r, 400, "the body is not a JSON object");
 	struct gw_build *b = calloc(1, sizeof(*b));
@@ -294,31 +311,13 @@ static enum MHD_Result file_link(struct req *r, const char *tpl, const char *has
 	return gw_json(r, 200, json_pack("{s:b, s:s, s:{s:s}}", "present", false, "url", url, "headers", "X-API-KEY", key));
 }
 
-/* The segments of url ("/a/b/c": "a", "b", "c") into seg (at most max, in buf of n bytes): how
- * many, or -1 when there are more, an empty one, or it does not fit. */
-static int segments(const char *url, char *buf, size_t n, char **seg, int max)
-{
-	if (url[0] != '/' || (size_t)snprintf(buf, n, "%s", url + 1) >= n)
-		return -1;
-	int k = 0;
-	for (char *save = NULL, *p = strtok_r(buf, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
-		if (k == max)
-			return -1;
-		seg[k++] = p;
-	}
-	return strstr(url, "//") || url[strlen(url) - 1] == '/' ? -1 : k;
-}
+#define FILES_PATH "/templates/{tpl}/files/{hash}"
 
-/* Whether url is /templates/{id}/files/{hash}, with those into tpl (n bytes) and *hash. */
-static bool files_path(const char *url, char *buf, size_t n, char **tpl, char **hash)
+/* Whether url is /templates/{tpl}/files/{hash} with a template name of at most
+ * GW_BUILD_NAME_MAX bytes, with those into a. */
+static bool files_path(const char *url, struct route_args *a)
 {
-	char *seg[4];
-	if (segments(url, buf, n, seg, 4) != 4 || strcmp(seg[0], "templates") || strcmp(seg[2], "files") ||
-	    strlen(seg[1]) > GW_BUILD_NAME_MAX)
-		return false;
-	*tpl = seg[1];
-	*hash = seg[3];
-	return true;
+	return route_match(FILES_PATH, 0, url, a) && strlen(a->param[0]) <= GW_BUILD_NAME_MAX;
 }
 
 static void upload_free(void *p)
@@ -334,9 +333,9 @@ static void upload_free(void *p)
 bool builds_upload(struct req *r, const char *data, size_t n)
 {
 	struct upload *u = r->upload;
-	char buf[sizeof(r->url)], *tpl, *hash;
+	struct route_args a;
 	if (!u) {
-		if (strcmp(r->method, "PUT") != 0 || !files_path(r->url, buf, sizeof(buf), &tpl, &hash) || !hash_ok(hash) ||
+		if (strcmp(r->method, "PUT") != 0 || !files_path(r->url, &a) || !hash_ok(a.param[1]) ||
 		    !(u = calloc(1, sizeof(*u))))
 			return false;
 		char owner[GW_BUILD_OWNER_LEN + 1];
@@ -351,7 +350,7 @@ bool builds_upload(struct req *r, const char *data, size_t n)
 		}
 		snprintf(u->part, sizeof(u->part), "%s/.part-%02x%02x%02x%02x%02x%02x%02x%02x", r->gw->builds->dir, rnd[0],
 			 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-		snprintf(u->final, sizeof(u->final), "%s/%s-%s", r->gw->builds->dir, owner, hash);
+		snprintf(u->final, sizeof(u->final), "%s/%s-%s", r->gw->builds->dir, owner, a.param[1]);
 		if ((u->fd = open(u->part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
 			u->part[0] = '\0';
 			u->failed = true;
@@ -414,13 +413,13 @@ static enum MHD_Result trigger(struct req *r, const char *tpl, const char *id)
 		return gw_error(r, 404, "build %s of template %s not found", id, tpl);
 	if (!asked)
 		return gw_error(r, 409, "build %s was started already", id);
-	json_t *body = control_body(r);
+	json_t *body = shape_body(r);
 	const char *from = json_string_value(json_object_get(body, "fromTemplate"));
-	int rc = body ? recipe_dockerfile(body, owner, control_template, &b->recipe, msg, sizeof(msg)) : -EINVAL;
+	int rc = body ? recipe_dockerfile(body, owner, shape_template, &b->recipe, msg, sizeof(msg)) : -EINVAL;
 	if (!body)
 		snprintf(msg, sizeof(msg), "the body is not a JSON object");
 	/* another key's template is not there for this one, as a base either */
-	if (rc == 0 && from && !templates_visible(r, &r->gw->up, control_template(from)))
+	if (rc == 0 && from && !builds_may_use(r, &r->gw->up, shape_template(from)))
 		rc = -EINVAL, snprintf(msg, sizeof(msg), "fromTemplate: template %s not found", from);
 	json_decref(body);
 	int fd = rc < 0 ? -1 : open(t->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -473,21 +472,23 @@ static enum MHD_Result status(struct req *r, const char *tpl, const char *id)
 	return out ? gw_json(r, 200, out) : gw_error(r, 404, "build %s of template %s not found", id, tpl);
 }
 
-bool builds_route(struct req *r, enum MHD_Result *rc)
+enum MHD_Result builds_file_link(struct req *r, const struct route_args *a)
 {
-	const char *m = r->method;
-	char buf[sizeof(r->url)], *seg[5], *tpl, *hash;
-	bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
-	if (post && strcmp(r->url, "/v3/templates") == 0)
-		return *rc = request_build(r), true;
-	if (files_path(r->url, buf, sizeof(buf), &tpl, &hash) && (get || strcmp(m, "PUT") == 0))
-		return *rc = get ? file_link(r, tpl, hash) : upload_end(r, tpl, hash), true;
-	int k = segments(r->url, buf, sizeof(buf), seg, 5);
-	/* /v2/templates/{id}/builds/{build} */
-	if (post && k == 5 && !strcmp(seg[0], "v2") && !strcmp(seg[1], "templates") && !strcmp(seg[3], "builds"))
-		return *rc = trigger(r, seg[2], seg[4]), true;
-	/* /templates/{id}/builds/{build}/status */
-	if (get && k == 5 && !strcmp(seg[0], "templates") && !strcmp(seg[2], "builds") && !strcmp(seg[4], "status"))
-		return *rc = status(r, seg[1], seg[3]), true;
-	return false;
+	/* a longer template name is not a template's files */
+	return strlen(a->param[0]) <= GW_BUILD_NAME_MAX ? file_link(r, a->param[0], a->param[1]) : gw_no_route(r);
+}
+
+enum MHD_Result builds_upload_end(struct req *r, const struct route_args *a)
+{
+	return strlen(a->param[0]) <= GW_BUILD_NAME_MAX ? upload_end(r, a->param[0], a->param[1]) : gw_no_route(r);
+}
+
+enum MHD_Result builds_trigger(struct req *r, const struct route_args *a)
+{
+	return trigger(r, a->param[0], a->param[1]);
+}
+
+enum MHD_Result builds_status(struct req *r, const struct route_args *a)
+{
+	return status(r, a->param[0], a->param[1]);
 }

@@ -58,8 +58,19 @@ void builds_owner(const char *key, char out[GW_BUILD_OWNER_LEN + 1]);
  * built by that owner. */
 bool builds_visible(const json_t *t, const char *owner);
 
-/* The routes above for r: true when r is one of them (its answer queued in *rc). */
-bool builds_route(struct req *r, enum MHD_Result *rc);
+/* Whether template name may be used by r's key (asked as c): true unless it is a template
+ * another key built through E2B; one spaced does not have is left to spaced. */
+bool builds_may_use(struct req *r, struct client *c, const char *name);
+
+/* The routes above, the control plane's (control.c): POST /v3/templates (builds_request),
+ * GET and PUT /templates/{tpl}/files/{hash} (a template name of more than GW_BUILD_NAME_MAX
+ * bytes is no route), POST /v2/templates/{tpl}/builds/{build} (builds_trigger) and
+ * GET /templates/{tpl}/builds/{build}/status. */
+enum MHD_Result builds_request(struct req *r, const struct route_args *a);
+enum MHD_Result builds_file_link(struct req *r, const struct route_args *a);
+enum MHD_Result builds_upload_end(struct req *r, const struct route_args *a);
+enum MHD_Result builds_trigger(struct req *r, const struct route_args *a);
+enum MHD_Result builds_status(struct req *r, const struct route_args *a);
 /* A chunk of a control-plane request's body before it is whole: true when it was taken (an
  * upload's, written to its file), false when it is to be kept in r->body. */
 bool builds_upload(struct req *r, const char *data, size_t n);

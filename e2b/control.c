@@ -3,13 +3,15 @@
  *
  * An E2B sandbox's timeout is a deadline that activity does not move: spaced's lifetime,
  * with no idle timeout. Its action is kill, or suspend when the create asked autoPause; E2B's
- * pause is spaced's suspend (it keeps memory and files on disk, and does not expire). State:
- * running and resuming read "running"; pausing, paused, suspending and suspended read
- * "paused"; a sandbox being made, failed or being deleted is not shown. E2B's template "base"
- * is spaced's "default".
+ * pause is spaced's suspend (it keeps memory and files on disk, and does not expire). How
+ * states and templates are named to E2B is shape.c's. Requests are routed by the table at
+ * the end of this file (route.h), which names the handlers of builds.c, snapshots.c,
+ * templates.c and metrics.c beside this file's.
  */
 #include "e2b/gateway.h"
 #include "e2b/builds.h"
+#include "e2b/query.h"
+#include "e2b/shape.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,61 +24,13 @@
 #define E2B_ALL_TRAFFIC "0.0.0.0/0"         /* the SDKs' ALL_TRAFFIC: every address */
 #define REFRESH_MAX_S 3600                /* a refresh's duration, at most (E2B's API's bound) */
 
-/* E2B's name for spaced's template, and back. */
-static const char *e2b_template(const char *space)
-{
-	return space && strcmp(space, "default") == 0 ? "base" : space ? space : "";
-}
-
-const char *control_template(const char *e2b)
-{
-	return !e2b || strcmp(e2b, "base") == 0 ? "default" : e2b;
-}
-
-const char *control_state(const char *st)
-{
-	if (!st)
-		return NULL;
-	if (strcmp(st, "running") == 0 || strcmp(st, "resuming") == 0)
-		return "running";
-	if (strcmp(st, "pausing") == 0 || strcmp(st, "paused") == 0 || strcmp(st, "suspending") == 0 ||
-	    strcmp(st, "suspended") == 0)
-		return "paused";
-	return NULL;
-}
-
-/* The sandboxes' domain: spaced's port proxy's, or null without one (gateway.h). */
-static json_t *domain_of(const struct req *r)
-{
-	return r->gw->domain[0] ? json_string(r->gw->domain) : json_null();
-}
-
-/* The token its ports need through the proxy (its traffic token, which opens nothing else):
- * none (null) when they are public. */
-static json_t *traffic_token(const json_t *sb)
-{
-	return json_is_true(json_object_get(sb, "public_ports")) ? json_null()
-								 : json_incref(json_object_get(sb, "traffic_token"));
-}
-
-/* The Sandbox object of a create or connect. */
-json_t *control_sandbox(const struct req *r, const json_t *sb)
-{
-	const char *tpl = e2b_template(json_string_value(json_object_get(sb, "template")));
-	return json_pack("{s:s?, s:s, s:s, s:s, s:s, s:s?, s:o, s:o}", "sandboxID",
-			 json_string_value(json_object_get(sb, "id")), "templateID", tpl, "alias", tpl, "clientID", "space",
-			 "envdVersion", GW_ENVD_VERSION, "envdAccessToken",
-			 json_string_value(json_object_get(sb, "access_token")), "trafficAccessToken", traffic_token(sb),
-			 "domain", domain_of(r));
-}
-
 /* A ListedSandbox (detail adds what GET of one gives), or NULL for a sandbox E2B does not see. */
 static json_t *listed_obj(const struct req *r, const json_t *sb, bool detail)
 {
-	const char *state = control_state(json_string_value(json_object_get(sb, "state")));
+	const char *state = shape_state(json_string_value(json_object_get(sb, "state")));
 	if (!state)
 		return NULL;
-	const char *tpl = e2b_template(json_string_value(json_object_get(sb, "template")));
+	const char *tpl = shape_e2b_template(json_string_value(json_object_get(sb, "template")));
 	const char *end = json_string_value(json_object_get(sb, "expires_at"));
 	json_t *o = json_pack("{s:s?, s:s, s:s, s:s, s:s?, s:s, s:s, s:O, s:O, s:O, s:s, s:O?, s:[]}", "sandboxID",
 			      json_string_value(json_object_get(sb, "id")), "templateID", tpl, "alias", tpl, "clientID",
@@ -89,7 +43,7 @@ static json_t *listed_obj(const struct req *r, const json_t *sb, bool detail)
 		const json_t *net = json_object_get(sb, "network");
 		const char *egress = json_string_value(json_object_get(net, "egress"));
 		json_object_set_new(o, "envdAccessToken", json_incref(json_object_get(sb, "access_token")));
-		json_object_set_new(o, "domain", domain_of(r));
+		json_object_set_new(o, "domain", shape_domain(r));
 		json_object_set_new(o, "allowInternetAccess", json_boolean(egress && strcmp(egress, "none") != 0));
 		json_t *n = json_pack("{s:b}", "allowPublicTraffic", json_is_true(json_object_get(sb, "public_ports")));
 		if (egress && strcmp(egress, "allow") == 0) { /* as E2B says it: all denied, but these */
@@ -103,31 +57,6 @@ static json_t *listed_obj(const struct req *r, const json_t *sb, bool detail)
 							       "autoResume", json_is_true(json_object_get(sb, "auto_resume"))));
 	}
 	return o;
-}
-
-/* The request's JSON body: an object (an empty body is {}), or NULL when it is not one. */
-json_t *control_body(struct req *r)
-{
-	if (buf_avail(&r->body) == 0)
-		return json_object();
-	json_t *b = json_loadb((const char *)buf_head(&r->body), buf_avail(&r->body), 0, NULL);
-	if (!json_is_object(b)) {
-		json_decref(b);
-		return NULL;
-	}
-	return b;
-}
-
-/* The seconds of a "timeout" field: def when absent; -1 when it is not a whole number of
- * seconds spaced takes (0 < S <= 86400). */
-long control_timeout(const json_t *b, long def)
-{
-	const json_t *t = json_object_get(b, "timeout");
-	if (!t || json_is_null(t))
-		return def;
-	if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400)
-		return -1;
-	return (long)json_integer_value(t);
 }
 
 /* A list of E2B's egress rules (allowOut, denyOut): absent (NULL) or an array of strings;
@@ -226,9 +155,10 @@ static const char *not_offered(const json_t *b)
 	return NULL;
 }
 
-static enum MHD_Result create(struct req *r, struct client *c)
+static enum MHD_Result create(struct req *r, const struct route_args *a)
 {
-	json_t *b = control_body(r);
+	struct client *c = a->c;
+	json_t *b = shape_body(r);
 	if (!b)
 		return gw_error(r, 400, "the body is not a JSON object");
 	const char *why_not = not_offered(b);
@@ -236,7 +166,7 @@ static enum MHD_Result create(struct req *r, struct client *c)
 		json_decref(b);
 		return gw_error(r, 400, "%s", why_not);
 	}
-	long timeout = control_timeout(b, GW_DEFAULT_TIMEOUT_S);
+	long timeout = shape_timeout(b, GW_DEFAULT_TIMEOUT_S);
 	const json_t *meta = json_object_get(b, "metadata"), *env = json_object_get(b, "envVars");
 	const char *given = json_string_value(json_object_get(b, "templateID"));
 	char name[256] = "";
@@ -256,7 +186,7 @@ static enum MHD_Result create(struct req *r, struct client *c)
 		json_decref(b);
 		return gw_error(r, 400, "%s", why);
 	}
-	if (tpl && !snapshots_is_id(tpl) && !templates_visible(r, c, control_template(tpl))) {
+	if (tpl && !snapshots_is_id(tpl) && !builds_may_use(r, c, shape_template(tpl))) {
 		json_decref(b);
 		json_decref(egress);
 		return gw_error(r, 404, "template %s not found", tpl);
@@ -265,7 +195,7 @@ static enum MHD_Result create(struct req *r, struct client *c)
 				pause ? "suspend" : "kill", "auto_resume", resume, "public_ports", public);
 	/* a snapshot's id stands for it, as in E2B, where a snapshot is a template */
 	json_object_set_new(ask, snapshots_is_id(tpl) ? "snapshot" : "template", json_string(snapshots_is_id(tpl) ? tpl
-										 : control_template(tpl)));
+										 : shape_template(tpl)));
 	if (json_is_object(meta))
 		json_object_set(ask, "metadata", (json_t *)meta);
 	if (json_is_object(env))
@@ -279,7 +209,7 @@ static enum MHD_Result create(struct req *r, struct client *c)
 	json_decref(ask);
 	if (rc < 0)
 		return gw_error_from(r, &e);
-	json_t *out = control_sandbox(r, sb);
+	json_t *out = shape_sandbox(r, sb);
 	if (tpl) /* the name the client used: its alias */
 		json_object_set_new(out, "templateID", json_string(tpl)), json_object_set_new(out, "alias", json_string(tpl));
 	json_decref(sb);
@@ -300,7 +230,7 @@ static json_t *get_sandbox(struct req *r, struct client *c, const char *id, enum
 		*rc = e.status == 404 ? gw_error(r, 404, "sandbox %s not found", id) : gw_error_from(r, &e);
 		return NULL;
 	}
-	if (!control_state(json_string_value(json_object_get(sb, "state")))) {
+	if (!shape_state(json_string_value(json_object_get(sb, "state")))) {
 		json_decref(sb);
 		*rc = gw_error(r, 404, "sandbox %s not found", id);
 		return NULL;
@@ -337,7 +267,7 @@ static int standing(struct req *r, struct client *c, const char *id, enum MHD_Re
 	json_t *sb = get_sandbox(r, c, id, rc);
 	if (!sb)
 		return -1;
-	*paused = strcmp(control_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
+	*paused = strcmp(shape_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
 	*left = seconds_until(json_string_value(json_object_get(sb, "expires_at")));
 	json_decref(sb);
 	return 0;
@@ -347,8 +277,8 @@ static int standing(struct req *r, struct client *c, const char *id, enum MHD_Re
  * one is resumed with the deadline from now. */
 static enum MHD_Result connect_to(struct req *r, struct client *c, const char *id, bool resume_only)
 {
-	json_t *b = control_body(r);
-	long timeout = b ? control_timeout(b, GW_DEFAULT_TIMEOUT_S) : -1;
+	json_t *b = shape_body(r);
+	long timeout = b ? shape_timeout(b, GW_DEFAULT_TIMEOUT_S) : -1;
 	json_decref(b);
 	if (timeout < 0)
 		return gw_error(r, 400, "timeout must be whole seconds, 1..86400");
@@ -369,7 +299,7 @@ static enum MHD_Result connect_to(struct req *r, struct client *c, const char *i
 	json_t *sb = get_sandbox(r, c, id, &rc);
 	if (!sb)
 		return rc;
-	json_t *out = control_sandbox(r, sb);
+	json_t *out = shape_sandbox(r, sb);
 	json_decref(sb);
 	return gw_json(r, paused ? 201 : 200, out);
 }
@@ -377,9 +307,11 @@ static enum MHD_Result connect_to(struct req *r, struct client *c, const char *i
 /* E2B's refresh (POST /sandboxes/{id}/refreshes {"duration": S}): a running sandbox lives at
  * least S more seconds (0..REFRESH_MAX_S; GW_DEFAULT_TIMEOUT_S when absent); its deadline
  * never moves earlier. A paused one is not running: 404, as in E2B. */
-static enum MHD_Result refresh(struct req *r, struct client *c, const char *id)
+static enum MHD_Result refresh(struct req *r, const struct route_args *a)
 {
-	json_t *b = control_body(r);
+	struct client *c = a->c;
+	const char *id = a->param[0];
+	json_t *b = shape_body(r);
 	const json_t *d = json_object_get(b, "duration");
 	long duration = d ? (json_is_integer(d) ? (long)json_integer_value(d) : -1) : GW_DEFAULT_TIMEOUT_S;
 	json_decref(b);
@@ -395,15 +327,17 @@ static enum MHD_Result refresh(struct req *r, struct client *c, const char *id)
 	if (duration <= left)
 		return gw_json(r, 204, NULL);
 	json_t *t = json_pack("{s:i}", "lifetime", (int)duration);
-	int a = act(r, c, id, "/timeout", t, &rc);
+	int done = act(r, c, id, "/timeout", t, &rc);
 	json_decref(t);
-	return a < 0 ? rc : gw_json(r, 204, NULL);
+	return done < 0 ? rc : gw_json(r, 204, NULL);
 }
 
 /* updateNetwork: the sandbox's egress policy replaced by what the body maps to. */
-static enum MHD_Result update_network(struct req *r, struct client *c, const char *id)
+static enum MHD_Result update_network(struct req *r, const struct route_args *a)
 {
-	json_t *b = control_body(r), *policy = NULL;
+	struct client *c = a->c;
+	const char *id = a->param[0];
+	json_t *b = shape_body(r), *policy = NULL;
 	char why[300], path[96];
 	int rc = b ? egress_policy(json_object_get(b, "allow_internet_access"), b, true, &policy, why, sizeof(why)) : -1;
 	json_decref(b);
@@ -425,9 +359,11 @@ static enum MHD_Result update_network(struct req *r, struct client *c, const cha
 	return gw_json(r, 204, NULL);
 }
 
-static enum MHD_Result pause_sandbox(struct req *r, struct client *c, const char *id)
+static enum MHD_Result pause_sandbox(struct req *r, const struct route_args *a)
 {
-	json_t *b = control_body(r);
+	struct client *c = a->c;
+	const char *id = a->param[0];
+	json_t *b = shape_body(r);
 	bool no_memory = json_is_false(json_object_get(b, "memory"));
 	json_decref(b);
 	if (no_memory)
@@ -437,52 +373,13 @@ static enum MHD_Result pause_sandbox(struct req *r, struct client *c, const char
 	json_t *sb = get_sandbox(r, c, id, &rc);
 	if (!sb)
 		return rc;
-	bool paused = strcmp(control_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
+	bool paused = strcmp(shape_state(json_string_value(json_object_get(sb, "state"))), "paused") == 0;
 	json_decref(sb);
 	if (paused)
 		return gw_error(r, 409, "sandbox %s is already paused", id);
 	if (act(r, c, id, "/suspend", NULL, &rc) < 0)
 		return rc;
 	return gw_json(r, 204, NULL);
-}
-
-/* Percent-decodes s in place (form decoding: '+' is a space when plus). */
-static void unescape(char *s, bool plus)
-{
-	char *w = s;
-	for (char *p = s; *p; p++) {
-		unsigned v;
-		if (*p == '%' && p[1] && p[2] && sscanf(p + 1, "%2x", &v) == 1 && strspn(p + 1, "0123456789abcdefABCDEF") >= 2) {
-			*w++ = (char)v;
-			p += 2;
-		} else {
-			*w++ = plus && *p == '+' ? ' ' : *p;
-		}
-	}
-	*w = '\0';
-}
-
-/* The metadata filter of a list: "k=v&k2=v2" with each key and value percent-encoded once
- * more, as the SDK sends it; NULL (with *bad) when it is malformed. */
-static json_t *metadata_filter(const char *q, bool *bad)
-{
-	json_t *f = json_object();
-	char *copy = strdup(q ? q : ""), *save = NULL;
-	for (char *pair = strtok_r(copy, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(pair, '=');
-		if (!eq) {
-			*bad = true;
-			break;
-		}
-		*eq = '\0';
-		unescape(pair, true);
-		unescape(eq + 1, true);
-		unescape(pair, false);
-		unescape(eq + 1, false);
-		json_object_set_new(f, pair, json_string(eq + 1));
-	}
-	free(copy);
-	return f;
 }
 
 static bool matches(const json_t *sb, const json_t *filter, const char *states, const char *tpl,
@@ -504,7 +401,7 @@ static bool matches(const json_t *sb, const json_t *filter, const char *states, 
 		if (!in)
 			return false;
 	}
-	if (tpl && strcmp(tpl, e2b_template(json_string_value(json_object_get(sb, "template")))) != 0)
+	if (tpl && strcmp(tpl, shape_e2b_template(json_string_value(json_object_get(sb, "template")))) != 0)
 		return false;
 	const char *started = json_string_value(json_object_get(sb, "created_at"));
 	return !after || (started && strcmp(started, after) > 0);
@@ -530,24 +427,12 @@ static int newest_first(const void *a, const void *b)
 	return oldest_first(b, a);
 }
 
-static enum MHD_Result list(struct req *r, struct client *c, bool v2)
+/* The sandboxes of all (spaced's list) E2B's list shows under the query of r (v2: its states,
+ * else the running ones), into an array. */
+static json_t *listed(struct req *r, const json_t *all, const json_t *filter, bool v2)
 {
-	bool bad = false;
-	json_t *filter = metadata_filter(gw_arg(r, "metadata"), &bad);
-	const char *states = v2 ? gw_arg(r, "state") : "running", *limit_s = gw_arg(r, "limit");
-	const char *next = gw_arg(r, "nextToken"), *order = gw_arg(r, "order");
-	long limit = limit_s ? strtol(limit_s, NULL, 10) : LIST_MAX;
-	if (bad || limit < 1 || limit > LIST_MAX) {
-		json_decref(filter);
-		return gw_error(r, 400, bad ? "metadata must be key=value pairs joined by &" : "limit must be 1..%d", LIST_MAX);
-	}
-	json_t *all = NULL;
-	struct client_err e = { 0 };
-	if (client_request(c, "GET", "/v1/sandboxes", NULL, &all, &e) < 0) {
-		json_decref(filter);
-		return gw_error_from(r, &e);
-	}
-	size_t i, n = 0;
+	const char *states = v2 ? gw_arg(r, "state") : "running";
+	size_t i;
 	json_t *sb, *items = json_array();
 	json_array_foreach(json_object_get(all, "sandboxes"), i, sb) {
 		json_t *o = listed_obj(r, sb, false);
@@ -556,9 +441,30 @@ static enum MHD_Result list(struct req *r, struct client *c, bool v2)
 			json_array_append(items, o);
 		json_decref(o);
 	}
+	return items;
+}
+
+/* GET /sandboxes (the running ones) and /v2/sandboxes (?state=), a page at a time. */
+static enum MHD_Result list(struct req *r, const struct route_args *a)
+{
+	json_t *filter = query_metadata(gw_arg(r, "metadata"));
+	const char *limit_s = gw_arg(r, "limit");
+	const char *next = gw_arg(r, "nextToken"), *order = gw_arg(r, "order");
+	long limit = limit_s ? strtol(limit_s, NULL, 10) : LIST_MAX;
+	if (!filter || limit < 1 || limit > LIST_MAX) {
+		json_decref(filter);
+		return gw_error(r, 400, !filter ? "metadata must be key=value pairs joined by &" : "limit must be 1..%d", LIST_MAX);
+	}
+	json_t *all = NULL;
+	struct client_err e = { 0 };
+	if (client_request(a->c, "GET", "/v1/sandboxes", NULL, &all, &e) < 0) {
+		json_decref(filter);
+		return gw_error_from(r, &e);
+	}
+	json_t *items = listed(r, all, filter, r->url[1] == 'v');
 	json_decref(all);
 	json_decref(filter);
-	n = json_array_size(items);
+	size_t i, n = json_array_size(items);
 	json_t **v = calloc(n ? n : 1, sizeof(*v));
 	for (i = 0; i < n; i++)
 		v[i] = json_array_get(items, i);
@@ -585,19 +491,71 @@ static enum MHD_Result list(struct req *r, struct client *c, bool v2)
 	return gw_json_paged(r, page, more ? cur : NULL);
 }
 
-/* The id in url after prefix ("/sandboxes/"), up to the next '/', into id; the rest in *rest. */
-static bool split_id(const char *url, const char *prefix, char *id, size_t n, const char **rest)
+static enum MHD_Result reconnect(struct req *r, const struct route_args *a)
 {
-	size_t p = strlen(prefix);
-	if (strncmp(url, prefix, p) != 0)
-		return false;
-	size_t len = strcspn(url + p, "/");
-	if (len == 0 || len >= n)
-		return false;
-	memcpy(id, url + p, len);
-	id[len] = '\0';
-	*rest = url + p + len;
-	return true;
+	return connect_to(r, a->c, a->param[0], false);
+}
+
+static enum MHD_Result resume(struct req *r, const struct route_args *a)
+{
+	return connect_to(r, a->c, a->param[0], true);
+}
+
+static enum MHD_Result get_one(struct req *r, const struct route_args *a)
+{
+	enum MHD_Result rc = MHD_NO;
+	json_t *sb = get_sandbox(r, a->c, a->param[0], &rc);
+	if (!sb)
+		return rc;
+	rc = gw_json(r, 200, listed_obj(r, sb, true));
+	json_decref(sb);
+	return rc;
+}
+
+static enum MHD_Result kill(struct req *r, const struct route_args *a)
+{
+	const char *id = a->param[0];
+	char path[64];
+	struct client_err e = { 0 };
+	if (!gw_sandbox_path(path, sizeof(path), id, "") || client_request(a->c, "DELETE", path, NULL, NULL, &e) < 0)
+		return e.status == 404 || !e.kind ? gw_error(r, 404, "sandbox %s not found", id) : gw_error_from(r, &e);
+	return gw_json(r, 204, NULL);
+}
+
+static enum MHD_Result set_timeout(struct req *r, const struct route_args *a)
+{
+	enum MHD_Result rc = MHD_NO;
+	json_t *b = shape_body(r);
+	long t = b ? shape_timeout(b, -1) : -1;
+	json_decref(b);
+	if (t < 0)
+		return gw_error(r, 400, "timeout must be whole seconds, 1..86400");
+	if (!(b = get_sandbox(r, a->c, a->param[0], &rc)))
+		return rc;
+	json_decref(b);
+	json_t *body = json_pack("{s:i}", "lifetime", (int)t);
+	int done = act(r, a->c, a->param[0], "/timeout", body, &rc);
+	json_decref(body);
+	return done < 0 ? rc : gw_json(r, 204, NULL);
+}
+
+static enum MHD_Result no_logs(struct req *r, const struct route_args *a)
+{
+	return gw_error(r, 501, "sandbox logs are not offered: space keeps no log of a sandbox's own (its "
+			"commands' output comes with each command; docs/e2b.md)");
+}
+
+static enum MHD_Result no_tags(struct req *r, const struct route_args *a)
+{
+	return gw_error(r, 403, "template tags are not assigned or removed through E2B's API on space: a tag is a "
+			"template of its own (NAME:TAG), and spaced gives a template no second name; build with the "
+			"tag instead (Template.build(t, 'NAME:TAG') or {tags}; docs/e2b.md)");
+}
+
+/* Any other call on a sandbox. */
+static enum MHD_Result not_offered_here(struct req *r, const struct route_args *a)
+{
+	return gw_error(r, 501, "%s %s is not offered by space's E2B front (docs/e2b.md)", r->method, r->url);
 }
 
 bool control_admit(struct req *r, enum MHD_Result *rc)
@@ -621,88 +579,53 @@ bool control_admit(struct req *r, enum MHD_Result *rc)
 	return true;
 }
 
+#define ID_MAX (GW_TEMPLATE_ID_MAX - 1) /* bytes of an id in a path, at most: a longer one is no route */
+
+/* The control plane's routes, first match wins (route.h); the template builds' take their
+ * template and build ids at any length (builds.c checks them). */
+static const struct route routes[] = {
+	{ "POST", "/v2/sandboxes", create, ID_MAX },
+	{ "POST", "/sandboxes", create, ID_MAX },
+	{ "GET", "/v2/sandboxes", list, ID_MAX },
+	{ "GET", "/sandboxes", list, ID_MAX },
+	{ "GET", "/sandboxes/metrics", metrics_many, ID_MAX },
+	{ "GET", "/snapshots", snapshots_list, ID_MAX },
+	{ "POST", "/v3/templates", builds_request, 0 },
+	{ "GET", "/templates/{tpl}/files/{hash}", builds_file_link, 0 },
+	{ "PUT", "/templates/{tpl}/files/{hash}", builds_upload_end, 0 },
+	{ "POST", "/v2/templates/{tpl}/builds/{build}", builds_trigger, 0 },
+	{ "GET", "/templates/{tpl}/builds/{build}/status", builds_status, 0 },
+	{ "POST", "/templates/tags", no_tags, ID_MAX },
+	{ "DELETE", "/templates/tags", no_tags, ID_MAX },
+	{ "GET", "/templates/aliases/{alias}", templates_alias, ID_MAX },
+	{ "GET", "/templates/{id}/tags", templates_tags, ID_MAX },
+	{ "DELETE", "/templates/{id}", snapshots_delete, ID_MAX },
+	{ "POST", "/v2/sandboxes/{id}/connect", reconnect, ID_MAX },
+	{ "GET", "/v2/sandboxes/{id}/logs", no_logs, ID_MAX },
+	{ "GET", "/sandboxes/{id}/logs", no_logs, ID_MAX },
+	{ "GET", "/sandboxes/{id}", get_one, ID_MAX },
+	{ "DELETE", "/sandboxes/{id}", kill, ID_MAX },
+	{ "POST", "/sandboxes/{id}/timeout", set_timeout, ID_MAX },
+	{ "POST", "/sandboxes/{id}/pause", pause_sandbox, ID_MAX },
+	{ "POST", "/sandboxes/{id}/refreshes", refresh, ID_MAX },
+	{ "POST", "/sandboxes/{id}/connect", reconnect, ID_MAX },
+	{ "POST", "/sandboxes/{id}/resume", resume, ID_MAX },
+	{ "GET", "/sandboxes/{id}/metrics", metrics_one, ID_MAX },
+	{ "PUT", "/sandboxes/{id}/network", update_network, ID_MAX },
+	{ "POST", "/sandboxes/{id}/fork", snapshots_fork, ID_MAX },
+	{ "POST", "/sandboxes/{id}/snapshots", snapshots_take, ID_MAX },
+	{ NULL, "/sandboxes/{id}", not_offered_here, ID_MAX },
+	{ NULL, "/sandboxes/{id}/{rest*}", not_offered_here, ID_MAX },
+};
+
 enum MHD_Result control_handle(struct req *r)
 {
-	const char *m = r->method, *u = r->url, *rest;
-	if (strcmp(u, "/health") == 0)
+	if (strcmp(r->url, "/health") == 0)
 		return gw_json(r, 200, json_pack("{s:s}", "message", "Health check successful"));
 	struct client tenant;
 	char hdr[300];
-	struct client *c = gw_as_tenant(r->gw, gw_header(r, "X-API-KEY"), &tenant, hdr, sizeof(hdr));
-	if (!c)
+	struct route_args a = { .c = gw_as_tenant(r->gw, gw_header(r, "X-API-KEY"), &tenant, hdr, sizeof(hdr)) };
+	if (!a.c)
 		return gw_error(r, 401, "an API key is required (X-API-KEY: a space token)");
-	bool post = strcmp(m, "POST") == 0, get = strcmp(m, "GET") == 0;
-	if (post && (strcmp(u, "/v2/sandboxes") == 0 || strcmp(u, "/sandboxes") == 0))
-		return create(r, c);
-	if (get && (strcmp(u, "/v2/sandboxes") == 0 || strcmp(u, "/sandboxes") == 0))
-		return list(r, c, u[1] == 'v');
-	if (get && strcmp(u, "/sandboxes/metrics") == 0)
-		return metrics_many(r, c);
-	if (get && strcmp(u, "/snapshots") == 0)
-		return snapshots_list(r, c);
-	char id[GW_TEMPLATE_ID_MAX];
-	enum MHD_Result built;
-	if (builds_route(r, &built))
-		return built;
-	if (strcmp(u, "/templates/tags") == 0 && (post || strcmp(m, "DELETE") == 0))
-		return gw_error(r, 403, "template tags are not assigned or removed through E2B's API on space: a tag is a "
-				"template of its own (NAME:TAG), and spaced gives a template no second name; build with the "
-				"tag instead (Template.build(t, 'NAME:TAG') or {tags}; docs/e2b.md)");
-	if (get && split_id(u, "/templates/aliases/", id, sizeof(id), &rest) && !*rest)
-		return templates_alias(r, c, id);
-	if (split_id(u, "/templates/", id, sizeof(id), &rest)) {
-		if (get && strcmp(rest, "/tags") == 0)
-			return templates_tags(r, c, id);
-		if (strcmp(m, "DELETE") == 0 && !*rest)
-			return snapshots_delete(r, c, id);
-	}
-	if (split_id(u, "/v2/sandboxes/", id, sizeof(id), &rest) && post && strcmp(rest, "/connect") == 0)
-		return connect_to(r, c, id, false);
-	if ((split_id(u, "/v2/sandboxes/", id, sizeof(id), &rest) || split_id(u, "/sandboxes/", id, sizeof(id), &rest)) &&
-	    get && strcmp(rest, "/logs") == 0)
-		return gw_error(r, 501, "sandbox logs are not offered: space keeps no log of a sandbox's own (its "
-				"commands' output comes with each command; docs/e2b.md)");
-	if (!split_id(u, "/sandboxes/", id, sizeof(id), &rest))
-		return gw_error(r, 404, "no route %s %s", m, u);
-	enum MHD_Result rc = MHD_NO;
-	if (get && !*rest) {
-		json_t *sb = get_sandbox(r, c, id, &rc);
-		return sb ? (rc = gw_json(r, 200, listed_obj(r, sb, true)), json_decref(sb), rc) : rc;
-	}
-	if (strcmp(m, "DELETE") == 0 && !*rest) {
-		char path[64];
-		struct client_err e = { 0 };
-		if (!gw_sandbox_path(path, sizeof(path), id, "") || client_request(c, "DELETE", path, NULL, NULL, &e) < 0)
-			return e.status == 404 || !e.kind ? gw_error(r, 404, "sandbox %s not found", id) : gw_error_from(r, &e);
-		return gw_json(r, 204, NULL);
-	}
-	if (post && strcmp(rest, "/timeout") == 0) {
-		json_t *b = control_body(r);
-		long t = b ? control_timeout(b, -1) : -1;
-		json_decref(b);
-		if (t < 0)
-			return gw_error(r, 400, "timeout must be whole seconds, 1..86400");
-		if (!(b = get_sandbox(r, c, id, &rc)))
-			return rc;
-		json_decref(b);
-		json_t *body = json_pack("{s:i}", "lifetime", (int)t);
-		int a = act(r, c, id, "/timeout", body, &rc);
-		json_decref(body);
-		return a < 0 ? rc : gw_json(r, 204, NULL);
-	}
-	if (post && strcmp(rest, "/pause") == 0)
-		return pause_sandbox(r, c, id);
-	if (post && strcmp(rest, "/refreshes") == 0)
-		return refresh(r, c, id);
-	if (post && (strcmp(rest, "/connect") == 0 || strcmp(rest, "/resume") == 0))
-		return connect_to(r, c, id, strcmp(rest, "/resume") == 0);
-	if (get && strcmp(rest, "/metrics") == 0)
-		return metrics_one(r, c, id);
-	if (strcmp(m, "PUT") == 0 && strcmp(rest, "/network") == 0)
-		return update_network(r, c, id);
-	if (post && strcmp(rest, "/fork") == 0)
-		return snapshots_fork(r, c, id);
-	if (post && strcmp(rest, "/snapshots") == 0)
-		return snapshots_take(r, c, id);
-	return gw_error(r, 501, "%s %s is not offered by space's E2B front (docs/e2b.md)", m, u);
+	return gw_route(r, routes, sizeof(routes) / sizeof(routes[0]), &a);
 }

@@ -21,6 +21,8 @@
 #include "e2b/files.h"
 #include "e2b/ports.h"
 #include "e2b/process.h"
+#include "e2b/shape.h"
+#include "e2b/watch.h"
 
 bool envd_same_secret(const char *a, const char *b)
 {
@@ -59,7 +61,7 @@ static unsigned check(struct req *r, const char *sbid, bool *running, char *msg,
 		snprintf(msg, n, REFUSED);
 		status = 502;
 	} else if (strcmp(st, "running") != 0 && strcmp(st, "resuming") != 0 &&
-		   !(json_is_true(json_object_get(sb, "auto_resume")) && control_state(st))) {
+		   !(json_is_true(json_object_get(sb, "auto_resume")) && shape_state(st))) {
 		/* paused: a request resumes it only when it was created with autoResume */
 		snprintf(msg, n, "sandbox is not running");
 		status = 502;
@@ -95,20 +97,43 @@ bool envd_upload(struct req *r, const char *sbid, const char *data, size_t n)
 	return files_upload(r, sbid, data, n); /* its sandbox was checked on the head (envd_admit) */
 }
 
+static enum MHD_Result health(struct req *r, const struct route_args *a)
+{
+	return r->running ? gw_json(r, 204, NULL) : refuse(r, a->sbid, 502, "sandbox is paused");
+}
+
+#define PROC "/process.Process/"
+#define FS "/filesystem.Filesystem/"
+
+/* The sandbox plane's routes, first match wins (route.h). */
+static const struct route routes[] = {
+	{ NULL, "/health", health, 0 },
+	{ "GET", "/files", files_download, 0 },
+	{ "POST", "/files", files_upload_end, 0 },
+	{ "POST", PROC "Start", process_start, 0 },
+	{ "POST", PROC "Connect", process_connect, 0 },
+	{ "POST", PROC "List", process_list, 0 },
+	{ "POST", PROC "SendInput", process_send_input, 0 },
+	{ "POST", PROC "CloseStdin", process_close_stdin, 0 },
+	{ "POST", PROC "SendSignal", process_send_signal, 0 },
+	{ "POST", PROC "Update", process_update, 0 },
+	{ "POST", PROC "{method*}", process_unknown, 0 },
+	{ "POST", FS "WatchDir", watch_dir, 0 },
+	{ "POST", FS "CreateWatcher", watchers_create, 0 },
+	{ "POST", FS "GetWatcherEvents", watchers_events, 0 },
+	{ "POST", FS "RemoveWatcher", watchers_remove, 0 },
+	{ "POST", FS "Stat", files_stat, 0 },
+	{ "POST", FS "ListDir", files_list_dir, 0 },
+	{ "POST", FS "MakeDir", files_make_dir, 0 },
+	{ "POST", FS "Move", files_move, 0 },
+	{ "POST", FS "Remove", files_remove, 0 },
+	{ "POST", FS "{method*}", files_unknown, 0 },
+};
+
 enum MHD_Result envd_handle(struct req *r, const char *sbid)
 {
 	if (ports_other(r))
 		return ports_handle(r, sbid);
-	bool get = strcmp(r->method, "GET") == 0, post = strcmp(r->method, "POST") == 0;
-	if (strcmp(r->url, "/health") == 0)
-		return r->running ? gw_json(r, 204, NULL) : refuse(r, sbid, 502, "sandbox is paused");
-	if (get && strcmp(r->url, "/files") == 0)
-		return files_download(r, sbid);
-	if (post && strcmp(r->url, "/files") == 0)
-		return files_upload_end(r, sbid);
-	if (post && strncmp(r->url, "/process.Process/", 17) == 0)
-		return process_handle(r, sbid, r->url + 17);
-	if (post && strncmp(r->url, "/filesystem.Filesystem/", 23) == 0)
-		return filesystem_handle(r, sbid, r->url + 23);
-	return gw_error(r, 404, "no route %s %s", r->method, r->url);
+	struct route_args a = { .sbid = sbid };
+	return gw_route(r, routes, sizeof(routes) / sizeof(routes[0]), &a);
 }

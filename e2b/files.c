@@ -26,10 +26,11 @@
 #include "e2b/multipart.h"
 #include "e2b/stream.h"
 #include "e2b/users.h"
-#include "e2b/watch.h"
 
 #define WORKDIR "/work"
 #define LIST_MAX_DEPTH 32 /* ListDir's depth, at most */
+#define ABS_MAX 4200 /* bytes of a path made absolute, with its NUL */
+#define URL_MAX 9000 /* bytes of a URL of spaced's that holds such a path */
 #define INFLATE_CHUNK 65536 /* bytes of a gzip upload inflated at a time, on the connection's stack */
 
 /* Whom a call acts as: the sandbox and the E2B user ("" for none). */
@@ -147,8 +148,6 @@ static enum MHD_Result fs_error(struct req *r, const struct client_err *e, const
 	return gw_connect_error(r, connect_code_of(e->code, e->status), "%s", e->message);
 }
 
-#define URL_MAX 9000
-
 /* Appends the entries of dir (and below, depth levels in all) to out. 0, or -1 with e. */
 static int list_into(struct gw *gw, const struct who *w, const char *dir, int depth, json_t *out,
 		     struct client_err *e)
@@ -207,104 +206,168 @@ static bool dir_of(const char *path, char *dst, size_t n)
 	return slash != NULL;
 }
 
-enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *method)
+/* A filesystem.Filesystem unary call: its message, whom it acts as, the path it names made
+ * absolute, and spaced's error. */
+struct fs_call {
+	json_t *msg;
+	struct who w;
+	char abs[ABS_MAX];
+	struct client_err e;
+};
+
+/* A call's start (c zeroed), its path in its message's field: true, or false with the answer
+ * queued in *rc. c->msg is the caller's to release (fs_end). */
+static bool fs_begin(struct req *r, const struct route_args *a, const char *field, struct fs_call *c,
+		     enum MHD_Result *rc)
 {
-	char why[200], abs[4200], abs2[4200], url[9000];
-	if (strcmp(method, "WatchDir") == 0) /* a stream: its one envelope is read there */
-		return watch_dir(r, sbid);
-	json_t *msg = connect_unary_request(buf_head(&r->body), buf_avail(&r->body), why, sizeof(why));
-	if (!msg)
-		return gw_connect_error(r, "invalid_argument", "%s", why);
-	struct gw *gw = r->gw;
+	if (!(c->msg = gw_unary(r, rc)))
+		return false;
+	who_of(r, a->sbid, &c->w);
+	if (abs_path(&c->w, json_string_value(json_object_get(c->msg, field)), c->abs, sizeof(c->abs)))
+		return true;
+	*rc = gw_connect_error(r, "invalid_argument", "a path is required (at most 4096 bytes)");
+	json_decref(c->msg);
+	return false;
+}
+
+/* Releases what fs_begin took, and passes rc on. */
+static enum MHD_Result fs_end(struct fs_call *c, enum MHD_Result rc)
+{
+	json_decref(c->msg);
+	return rc;
+}
+
+enum MHD_Result files_stat(struct req *r, const struct route_args *a)
+{
+	struct fs_call c = { 0 };
+	enum MHD_Result rc;
+	if (!fs_begin(r, a, "path", &c, &rc))
+		return rc;
+	json_t *en = stat_of(r->gw, &c.w, c.abs, &c.e);
+	rc = en ? gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en))) : fs_error(r, &c.e, c.abs);
+	json_decref(en);
+	return fs_end(&c, rc);
+}
+
+/* ListDir's entries of folder en (stat_of's), depth levels down. */
+static enum MHD_Result list_dir(struct req *r, struct fs_call *c, const json_t *en, int64_t depth)
+{
+	json_t *out = json_array();
+	enum MHD_Result rc;
+	if (strcmp(json_string_value(json_object_get(en, "type")) ?: "", "dir") != 0)
+		rc = gw_connect_error(r, "invalid_argument", "%s is not a folder", c->abs);
+	else if (list_into(r->gw, &c->w, json_string_value(json_object_get(en, "path")), depth ? (int)depth : 1, out,
+			   &c->e) < 0)
+		rc = fs_error(r, &c->e, c->abs);
+	else
+		rc = gw_json(r, 200, json_pack("{s:O}", "entries", out));
+	json_decref(out);
+	return rc;
+}
+
+enum MHD_Result files_list_dir(struct req *r, const struct route_args *a)
+{
+	struct fs_call c = { 0 };
+	enum MHD_Result rc;
+	if (!fs_begin(r, a, "path", &c, &rc))
+		return rc;
+	int64_t depth = 1;
+	const json_t *d = json_object_get(c.msg, "depth");
+	if (d && connect_int(d, &depth) < 0)
+		depth = -1;
+	if (depth < 0 || depth > LIST_MAX_DEPTH)
+		return fs_end(&c, gw_connect_error(r, "invalid_argument", "depth must be 0..%d", LIST_MAX_DEPTH));
+	json_t *en = stat_of(r->gw, &c.w, c.abs, &c.e);
+	rc = en ? list_dir(r, &c, en, depth) : fs_error(r, &c.e, c.abs);
+	json_decref(en);
+	return fs_end(&c, rc);
+}
+
+enum MHD_Result files_make_dir(struct req *r, const struct route_args *a)
+{
+	struct fs_call c = { 0 };
+	char url[URL_MAX];
+	enum MHD_Result rc;
+	if (!fs_begin(r, a, "path", &c, &rc))
+		return rc;
+	json_t *en = stat_of(r->gw, &c.w, c.abs, &c.e);
+	const char *type = json_string_value(json_object_get(en, "type"));
+	json_t *body = body_of(&c.w, json_pack("{s:s}", "path", c.abs));
+	if (en)
+		rc = strcmp(type ?: "", "dir") == 0 ? gw_connect_error(r, "already_exists", "%s exists", c.abs)
+						    : gw_connect_error(r, "invalid_argument", "%s exists and is not a folder", c.abs);
+	else if (c.e.status != 404)
+		rc = fs_error(r, &c.e, c.abs);
+	else if (!gw_sandbox_path(url, sizeof(url), a->sbid, "/files/mkdir") ||
+		 client_request(&r->gw->up, "POST", url, body, NULL, &c.e) < 0 || !(en = stat_of(r->gw, &c.w, c.abs, &c.e)))
+		rc = fs_error(r, &c.e, c.abs);
+	else
+		rc = gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en)));
+	json_decref(body);
+	json_decref(en);
+	return fs_end(&c, rc);
+}
+
+/* Move's work, its source (abs) there: the destination's folder made, the rename, the entry. */
+static enum MHD_Result move_to(struct req *r, const char *sbid, const struct who *w, const char *abs, const char *abs2)
+{
+	char parent[ABS_MAX], url[URL_MAX];
 	struct client_err e = { 0 };
 	enum MHD_Result rc;
-	struct who w;
-	who_of(r, sbid, &w);
-	const char *path = json_string_value(json_object_get(msg, "path"));
-	bool move = strcmp(method, "Move") == 0;
-	if (move)
-		path = json_string_value(json_object_get(msg, "source"));
-	if (strcmp(method, "CreateWatcher") == 0 || strcmp(method, "GetWatcherEvents") == 0 ||
-	    strcmp(method, "RemoveWatcher") == 0) {
-		rc = watchers_handle(r, sbid, method, msg);
-	} else if (!abs_path(&w, path, abs, sizeof(abs))) {
-		rc = gw_connect_error(r, "invalid_argument", "a path is required (at most 4096 bytes)");
-	} else if (strcmp(method, "Stat") == 0) {
-		json_t *en = stat_of(gw, &w, abs, &e);
-		rc = en ? gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en))) : fs_error(r, &e, abs);
-		json_decref(en);
-	} else if (strcmp(method, "ListDir") == 0) {
-		int64_t depth = 1;
-		const json_t *d = json_object_get(msg, "depth");
-		if (d && connect_int(d, &depth) < 0)
-			depth = -1;
-		json_t *out = json_array();
-		json_t *en = depth >= 0 && depth <= LIST_MAX_DEPTH ? stat_of(gw, &w, abs, &e) : NULL;
-		if (depth < 0 || depth > LIST_MAX_DEPTH)
-			rc = gw_connect_error(r, "invalid_argument", "depth must be 0..%d", LIST_MAX_DEPTH);
-		else if (!en)
-			rc = fs_error(r, &e, abs);
-		else if (strcmp(json_string_value(json_object_get(en, "type")) ?: "", "dir") != 0)
-			rc = gw_connect_error(r, "invalid_argument", "%s is not a folder", abs);
-		else if (list_into(gw, &w, json_string_value(json_object_get(en, "path")), depth ? (int)depth : 1, out, &e) < 0)
-			rc = fs_error(r, &e, abs);
-		else
-			rc = gw_json(r, 200, json_pack("{s:O}", "entries", out));
-		json_decref(en);
-		json_decref(out);
-	} else if (strcmp(method, "MakeDir") == 0) {
-		json_t *en = stat_of(gw, &w, abs, &e);
-		const char *type = json_string_value(json_object_get(en, "type"));
-		json_t *body = body_of(&w, json_pack("{s:s}", "path", abs));
-		if (en)
-			rc = strcmp(type ?: "", "dir") == 0 ? gw_connect_error(r, "already_exists", "%s exists", abs)
-							    : gw_connect_error(r, "invalid_argument", "%s exists and is not a folder", abs);
-		else if (e.status != 404)
-			rc = fs_error(r, &e, abs);
-		else if (!gw_sandbox_path(url, sizeof(url), sbid, "/files/mkdir") ||
-			 client_request(&gw->up, "POST", url, body, NULL, &e) < 0 || !(en = stat_of(gw, &w, abs, &e)))
-			rc = fs_error(r, &e, abs);
-		else
-			rc = gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en)));
-		json_decref(body);
-		json_decref(en);
-	} else if (move) {
-		const char *to = json_string_value(json_object_get(msg, "destination"));
-		char parent[4200];
-		json_t *mk = NULL, *mv = NULL, *en = NULL;
-		if (!abs_path(&w, to, abs2, sizeof(abs2))) {
-			rc = gw_connect_error(r, "invalid_argument", "a destination is required (at most 4096 bytes)");
-		} else if (!(en = stat_of(gw, &w, abs, &e))) {
-			rc = fs_error(r, &e, abs);
-		} else {
-			json_decref(en);
-			en = NULL;
-			bool made = !dir_of(abs2, parent, sizeof(parent));
-			mk = body_of(&w, json_pack("{s:s}", "path", parent));
-			mv = body_of(&w, json_pack("{s:s, s:s}", "from", abs, "to", abs2));
-			if (!made && (!gw_sandbox_path(url, sizeof(url), sbid, "/files/mkdir") ||
-				      client_request(&gw->up, "POST", url, mk, NULL, &e) < 0))
-				rc = fs_error(r, &e, abs);
-			else if (!gw_sandbox_path(url, sizeof(url), sbid, "/files/rename") ||
-				 client_request(&gw->up, "POST", url, mv, NULL, &e) < 0 || !(en = stat_of(gw, &w, abs2, &e)))
-				rc = fs_error(r, &e, abs);
-			else
-				rc = gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en)));
-		}
-		json_decref(mk);
-		json_decref(mv);
-		json_decref(en);
-	} else if (strcmp(method, "Remove") == 0) {
-		if (!path_url(url, sizeof(url), &w, "/files", abs) ||
-		    (client_request(&gw->up, "DELETE", url, NULL, NULL, &e) < 0 && e.status != 404))
-			rc = fs_error(r, &e, abs);
-		else
-			rc = gw_json(r, 200, json_object());
-	} else {
-		rc = gw_connect_error(r, "unimplemented", "filesystem.Filesystem/%s does not exist", method);
-	}
-	json_decref(msg);
+	json_t *en = stat_of(r->gw, w, abs, &e);
+	if (!en)
+		return fs_error(r, &e, abs);
+	json_decref(en);
+	en = NULL;
+	bool made = !dir_of(abs2, parent, sizeof(parent));
+	json_t *mk = body_of(w, json_pack("{s:s}", "path", parent));
+	json_t *mv = body_of(w, json_pack("{s:s, s:s}", "from", abs, "to", abs2));
+	if (!made && (!gw_sandbox_path(url, sizeof(url), sbid, "/files/mkdir") ||
+		      client_request(&r->gw->up, "POST", url, mk, NULL, &e) < 0))
+		rc = fs_error(r, &e, abs);
+	else if (!gw_sandbox_path(url, sizeof(url), sbid, "/files/rename") ||
+		 client_request(&r->gw->up, "POST", url, mv, NULL, &e) < 0 || !(en = stat_of(r->gw, w, abs2, &e)))
+		rc = fs_error(r, &e, abs);
+	else
+		rc = gw_json(r, 200, json_pack("{s:o}", "entry", entry_info(en)));
+	json_decref(mk);
+	json_decref(mv);
+	json_decref(en);
 	return rc;
+}
+
+enum MHD_Result files_move(struct req *r, const struct route_args *a)
+{
+	struct fs_call c = { 0 };
+	char to[ABS_MAX];
+	enum MHD_Result rc;
+	if (!fs_begin(r, a, "source", &c, &rc))
+		return rc;
+	if (!abs_path(&c.w, json_string_value(json_object_get(c.msg, "destination")), to, sizeof(to)))
+		return fs_end(&c, gw_connect_error(r, "invalid_argument", "a destination is required (at most 4096 bytes)"));
+	return fs_end(&c, move_to(r, a->sbid, &c.w, c.abs, to));
+}
+
+enum MHD_Result files_remove(struct req *r, const struct route_args *a)
+{
+	struct fs_call c = { 0 };
+	char url[URL_MAX];
+	enum MHD_Result rc;
+	if (!fs_begin(r, a, "path", &c, &rc))
+		return rc;
+	if (!path_url(url, sizeof(url), &c.w, "/files", c.abs) ||
+	    (client_request(&r->gw->up, "DELETE", url, NULL, NULL, &c.e) < 0 && c.e.status != 404))
+		return fs_end(&c, fs_error(r, &c.e, c.abs));
+	return fs_end(&c, gw_json(r, 200, json_object()));
+}
+
+enum MHD_Result files_unknown(struct req *r, const struct route_args *a)
+{
+	struct fs_call c = { 0 };
+	enum MHD_Result rc;
+	if (!fs_begin(r, a, "path", &c, &rc))
+		return rc;
+	return fs_end(&c, gw_connect_error(r, "unimplemented", "filesystem.Filesystem/%s does not exist", a->param[0]));
 }
 
 /* An E2B HTTP error for spaced's error e about path. */
@@ -331,8 +394,9 @@ static void run_download(struct gw_stream *s, void *arg)
 		gw_stream_fail(s);
 }
 
-enum MHD_Result files_download(struct req *r, const char *sbid)
+enum MHD_Result files_download(struct req *r, const struct route_args *a)
 {
+	const char *sbid = a->sbid;
 	char abs[4200];
 	struct client_err e = { 0 };
 	struct who w;
@@ -598,8 +662,9 @@ bool files_upload(struct req *r, const char *sbid, const char *data, size_t n)
 	return true;
 }
 
-enum MHD_Result files_upload_end(struct req *r, const char *sbid)
+enum MHD_Result files_upload_end(struct req *r, const struct route_args *a)
 {
+	const char *sbid = a->sbid;
 	struct upload *u = r->upload;
 	if (!u) /* an empty body: an octet-stream one is an empty file */
 		u = upload_begin(r, sbid);

@@ -14,14 +14,22 @@
  * question to spaced for the home). false when p is empty, the home cannot be had, or the
  * result does not fit. */
 bool files_abs_path(struct req *r, const char *sbid, const char *p, char *dst, size_t n);
-/* POST /filesystem.Filesystem/<method> on sandbox sbid (checked). */
-enum MHD_Result filesystem_handle(struct req *r, const char *sbid, const char *method);
-/* GET /files?path=P on sandbox sbid (checked): the file, streamed. */
-enum MHD_Result files_download(struct req *r, const char *sbid);
+/* The filesystem.Filesystem service's unary calls but the watchers' (watch.h), each
+ * POST /filesystem.Filesystem/<method> on sandbox a->sbid (checked), routed by envd.c's table:
+ * Stat, ListDir, MakeDir, Move, Remove; files_unknown answers any other method
+ * (a->param[0]) "unimplemented", once its message and path are good. */
+enum MHD_Result files_stat(struct req *r, const struct route_args *a);
+enum MHD_Result files_list_dir(struct req *r, const struct route_args *a);
+enum MHD_Result files_make_dir(struct req *r, const struct route_args *a);
+enum MHD_Result files_move(struct req *r, const struct route_args *a);
+enum MHD_Result files_remove(struct req *r, const struct route_args *a);
+enum MHD_Result files_unknown(struct req *r, const struct route_args *a);
+/* GET /files?path=P on sandbox a->sbid (checked): the file, streamed. */
+enum MHD_Result files_download(struct req *r, const struct route_args *a);
 /* A chunk of a POST /files multipart body for sandbox sbid (checked before the first chunk is
  * taken): true when taken, false when the request is not such an upload. */
 bool files_upload(struct req *r, const char *sbid, const char *data, size_t n);
 /* The end of a POST /files: the files written, or the first failure. */
-enum MHD_Result files_upload_end(struct req *r, const char *sbid);
+enum MHD_Result files_upload_end(struct req *r, const struct route_args *a);
 
 #endif

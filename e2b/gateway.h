@@ -29,6 +29,7 @@
 
 #include "lib/client/client.h"
 #include "lib/buf.h"
+#include "e2b/route.h"
 
 #define GW_ENVD_VERSION "0.5.7"      /* what the SDKs are told (docs/e2b.md: their version gates) */
 #define GW_ENVD_PORT "49983"         /* envd's port: the sandbox plane's own (other ports: ports.h) */
@@ -89,7 +90,7 @@ struct req {
 	struct gw *gw;
 	struct MHD_Connection *conn;
 	char method[16];
-	char url[1024];
+	char url[ROUTE_PATH_MAX];    /* the path, cut to ROUTE_PATH_MAX - 1 bytes */
 	struct buf body;
 	bool too_large;
 	bool answered;               /* refused on its head: its body, if any, is not read */
@@ -132,6 +133,15 @@ int64_t gw_mono_ms(void);
 /* A call's Connect-Timeout-Ms in seconds (rounded up), or 0 when absent or 0. */
 long gw_timeout_s(struct req *r);
 
+/* Answers r by the first of the n routes of table that takes it (route.h), with a (its
+ * plane's context set; its parameters are filled here); a path none takes is 404 "no route". */
+enum MHD_Result gw_route(struct req *r, const struct route *table, size_t n, struct route_args *a);
+/* The answer to a request no route takes: 404 "no route METHOD PATH". */
+enum MHD_Result gw_no_route(struct req *r);
+/* A unary Connect call's message (r's body, one JSON object), or NULL with the
+ * invalid_argument answer queued in *rc. */
+json_t *gw_unary(struct req *r, enum MHD_Result *rc);
+
 /* "/v1/sandboxes/<id><rest>" into dst; false when it does not fit or id is not a sandbox id. */
 bool gw_sandbox_path(char *dst, size_t n, const char *id, const char *rest);
 
@@ -156,43 +166,33 @@ bool envd_same_secret(const char *a, const char *b);
 
 /* The control plane (control.c) and the sandbox plane (envd.c). */
 enum MHD_Result control_handle(struct req *r);
-/* E2B's state ("running", "paused") of a spaced state, or NULL for one E2B does not show. */
-const char *control_state(const char *space_state);
-/* getMetrics: the samples of sandbox id, asked as c (metrics.c); and the newest sample of each of
+/*
+ * The control plane's handlers other than control.c's, routed by its table (route.h: a->c asks
+ * spaced as the request's tenant, a->param[0] is the path's id).
+ * getMetrics: the samples of sandbox id (metrics.c); and the newest sample of each of
  * the sandboxes in ?sandbox_ids= (comma-separated, at most GW_METRICS_IDS_MAX). */
-enum MHD_Result metrics_one(struct req *r, struct client *c, const char *id);
-enum MHD_Result metrics_many(struct req *r, struct client *c);
+enum MHD_Result metrics_one(struct req *r, const struct route_args *a);
+enum MHD_Result metrics_many(struct req *r, const struct route_args *a);
 #define GW_METRICS_IDS_MAX 100
-/* What control.c shares with snapshots.c: the Sandbox object E2B's create, connect and fork
- * answer for spaced's sandbox sb; the request's JSON body (an empty one is {}), or NULL when it
- * is not an object; the seconds of its "timeout" (def when absent, -1 when not 1..86400). */
-json_t *control_sandbox(const struct req *r, const json_t *sb);
-/* spaced's name for E2B's template name ("base" is "default"). */
-const char *control_template(const char *e2b);
-json_t *control_body(struct req *r);
-long control_timeout(const json_t *b, long def);
-/* Fork and snapshots (snapshots.c), asked as c: sandbox.fork(), createSnapshot, listSnapshots
+/* Fork and snapshots (snapshots.c): sandbox.fork(), createSnapshot, listSnapshots
  * (a page of at most GW_SNAPSHOTS_PAGE_MAX, GW_SNAPSHOTS_PAGE unless ?limit= says), and
  * deleteSnapshot. A fork's deadline is its "timeout", GW_FORK_TIMEOUT_S when it gives none, as
  * E2B's API. snapshots_is_id: whether s is a snapshot's id (a create's templateID may be one). */
 #define GW_FORK_TIMEOUT_S 15
 #define GW_SNAPSHOTS_PAGE 100
 #define GW_SNAPSHOTS_PAGE_MAX 1000
-enum MHD_Result snapshots_fork(struct req *r, struct client *c, const char *id);
-enum MHD_Result snapshots_take(struct req *r, struct client *c, const char *id);
-enum MHD_Result snapshots_list(struct req *r, struct client *c);
-enum MHD_Result snapshots_delete(struct req *r, struct client *c, const char *sid);
+enum MHD_Result snapshots_fork(struct req *r, const struct route_args *a);
+enum MHD_Result snapshots_take(struct req *r, const struct route_args *a);
+enum MHD_Result snapshots_list(struct req *r, const struct route_args *a);
+enum MHD_Result snapshots_delete(struct req *r, const struct route_args *a);
 bool snapshots_is_id(const char *s);
 /* Templates (templates.c): aliasExists (GET /templates/aliases/{alias}) and getTags
  * (GET /templates/{id}/tags) from spaced's templates and the tenant's snapshots, leaving out
  * those another key built through E2B; assigning or removing tags is refused (403: spaced gives
  * a template no second name). */
 #define GW_TEMPLATE_ID_MAX 256 /* bytes of a template's, alias's or snapshot's id in a path, with its NUL */
-enum MHD_Result templates_alias(struct req *r, struct client *c, const char *alias);
-enum MHD_Result templates_tags(struct req *r, struct client *c, const char *name);
-/* Whether template name may be used by r's key (asked as c): true unless it is a template
- * another key built through E2B (builds.h); one spaced does not have is left to spaced. */
-bool templates_visible(struct req *r, struct client *c, const char *name);
+enum MHD_Result templates_alias(struct req *r, const struct route_args *a);
+enum MHD_Result templates_tags(struct req *r, const struct route_args *a);
 enum MHD_Result envd_handle(struct req *r, const char *sbid);
 /* A chunk of a sandbox-plane request's body, before it is whole: true when it was taken (a
  * streamed upload), false when it is to be kept in r->body. */

@@ -144,3 +144,23 @@ bool gw_sandbox_path(char *dst, size_t n, const char *id, const char *rest)
 		return false;
 	return (size_t)snprintf(dst, n, "/v1/sandboxes/%s%s", id, rest) < n;
 }
+
+enum MHD_Result gw_no_route(struct req *r)
+{
+	return gw_error(r, 404, "no route %s %s", r->method, r->url);
+}
+
+enum MHD_Result gw_route(struct req *r, const struct route *table, size_t n, struct route_args *a)
+{
+	const struct route *rt = route_find(table, n, r->method, r->url, a);
+	return rt ? rt->fn(r, a) : gw_no_route(r);
+}
+
+json_t *gw_unary(struct req *r, enum MHD_Result *rc)
+{
+	char why[200];
+	json_t *msg = connect_unary_request(buf_head(&r->body), buf_avail(&r->body), why, sizeof(why));
+	if (!msg)
+		*rc = gw_connect_error(r, "invalid_argument", "%s", why);
+	return msg;
+}

@@ -130,10 +130,21 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 	fprintf(stderr, "space-e2b: %s\n", line);
 }
 
-int main(int argc, char **argv)
+#define USAGE                                                                                            \
+	"usage: space-e2b --listen HOST:PORT | --listen-fd FD [--name NAME] --socket PATH "                 \
+	"[--sandbox-domain DOMAIN] [--proxy-address HOST:PORT]\n"
+
+/* What the command line gives. */
+struct args {
+	const char *listen; /* HOST:PORT, or the name of the socket handed over */
+	const char *sock;   /* spaced's Unix socket */
+	int fd;             /* the socket handed over, or -1 */
+	struct sockaddr_in sa; /* --listen's address, without fd */
+};
+
+/* The command line into o and gw's domain and proxy: 0, or the exit status (2) of a bad one. */
+static int parse_args(int argc, char **argv, struct args *o, struct gw *gw)
 {
-	if (argc == 2 && strcmp(argv[1], "--version") == 0)
-		return printf("space-e2b %s\n", SPACE_VERSION) < 0;
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "socket", required_argument, NULL, 's' },
@@ -143,30 +154,88 @@ int main(int argc, char **argv)
 		{ "proxy-address", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct gw gw;
-	const char *listen = NULL, *sock = NULL;
 	bool bad = false;
-	int c, fd = -1;
+	int c;
+	*o = (struct args){ .fd = -1 };
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'l' || c == 'n')
-			listen = optarg;
+			o->listen = optarg;
 		else if (c == 's')
-			sock = optarg;
+			o->sock = optarg;
 		else if (c == 'f')
-			fd = atoi(optarg);
+			o->fd = atoi(optarg);
 		else if (c == 'd')
-			bad |= snprintf(gw.domain, sizeof(gw.domain), "%s", optarg) >= (int)sizeof(gw.domain);
+			bad |= snprintf(gw->domain, sizeof(gw->domain), "%s", optarg) >= (int)sizeof(gw->domain);
 		else if (c == 'p')
-			bad |= snprintf(gw.proxy, sizeof(gw.proxy), "%s", optarg) >= (int)sizeof(gw.proxy);
+			bad |= snprintf(gw->proxy, sizeof(gw->proxy), "%s", optarg) >= (int)sizeof(gw->proxy);
 		else
 			return 2;
 	}
-	struct sockaddr_in sa;
-	if (bad || !listen || !sock || optind != argc || (fd < 0 && parse_listen(listen, &sa) < 0) || (fd >= 0 && fd < 3)) {
-		fprintf(stderr, "usage: space-e2b --listen HOST:PORT | --listen-fd FD [--name NAME] --socket PATH "
-			"[--sandbox-domain DOMAIN] [--proxy-address HOST:PORT]\n");
+	if (bad || !o->listen || !o->sock || optind != argc || (o->fd < 0 && parse_listen(o->listen, &o->sa) < 0) ||
+	    (o->fd >= 0 && o->fd < 3)) {
+		fprintf(stderr, USAGE);
 		return 2;
 	}
+	return 0;
+}
+
+/* The front's state beside gw: the watchers, the builds' uploads, the users, spaced's client.
+ * 0, or the exit status (1) with the reason logged. */
+static int setup(struct gw *gw, const char *sock)
+{
+	static struct gw_watchers watchers;
+	static struct gw_builds builds;
+	static struct gw_users users;
+	watchers_init(&watchers);
+	gw->watchers = &watchers;
+	if (builds_init(&builds) < 0) {
+		fprintf(stderr, "space-e2b: cannot make a folder for template uploads: %s\n", strerror(errno));
+		return 1;
+	}
+	gw->builds = &builds;
+	users_init(&users);
+	gw->users = &users;
+	struct client_err err = { 0 };
+	char host[600];
+	snprintf(host, sizeof(host), "unix://%s", sock);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || client_init(&gw->up, host, NULL, NULL, &err) < 0) {
+		fprintf(stderr, "space-e2b: %s\n", err.message[0] ? err.message : "cannot set up the client");
+		return 1;
+	}
+	admit_init(&gw->admit);
+	pthread_mutex_init(&gw->log_lock, NULL);
+	gw->log_window_ms = gw_mono_ms();
+	return 0;
+}
+
+/* libmicrohttpd serving gw on the socket o names, or NULL. */
+static struct MHD_Daemon *serve(struct gw *gw, struct args *o)
+{
+	struct MHD_OptionItem where[] = {
+		o->fd >= 0 ? (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, o->fd, NULL }
+			   : (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &o->sa },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	/* a connection's idle limit is the unauthenticated one until a request on it authenticates */
+	return MHD_start_daemon(
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, admit_policy,
+		gw, on_request, gw, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, gw, MHD_OPTION_ARRAY, where,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, gw, MHD_OPTION_NOTIFY_CONNECTION, admit_notify, gw,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GW_UNAUTH_IDLE_S,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)GW_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned)GW_MAX_PER_IP, MHD_OPTION_THREAD_STACK_SIZE, (size_t)GW_THREAD_STACK,
+		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "--version") == 0)
+		return printf("space-e2b %s\n", SPACE_VERSION) < 0;
+	static struct gw gw;
+	struct args o;
+	int rc = parse_args(argc, argv, &o, &gw);
+	if (rc)
+		return rc;
 	/* it ends with spaced, which started it */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	signal(SIGPIPE, SIG_IGN);
@@ -175,54 +244,20 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread made from here on too */
-
-	static struct gw_watchers watchers;
-	watchers_init(&watchers);
-	gw.watchers = &watchers;
-	static struct gw_builds builds;
-	if (builds_init(&builds) < 0) {
-		fprintf(stderr, "space-e2b: cannot make a folder for template uploads: %s\n", strerror(errno));
-		return 1;
-	}
-	gw.builds = &builds;
-	static struct gw_users users;
-	users_init(&users);
-	gw.users = &users;
-	struct client_err err = { 0 };
-	char host[600];
-	snprintf(host, sizeof(host), "unix://%s", sock);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || client_init(&gw.up, host, NULL, NULL, &err) < 0) {
-		fprintf(stderr, "space-e2b: %s\n", err.message[0] ? err.message : "cannot set up the client");
-		return 1;
-	}
-	struct MHD_OptionItem where[] = {
-		fd >= 0 ? (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, fd, NULL }
-			: (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &sa },
-		{ MHD_OPTION_END, 0, NULL },
-	};
-	admit_init(&gw.admit);
-	pthread_mutex_init(&gw.log_lock, NULL);
-	gw.log_window_ms = gw_mono_ms();
-	/* a connection's idle limit is the unauthenticated one until a request on it authenticates */
-	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, admit_policy,
-		&gw, on_request, &gw, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, &gw, MHD_OPTION_ARRAY, where,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &gw, MHD_OPTION_NOTIFY_CONNECTION, admit_notify, &gw,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GW_UNAUTH_IDLE_S,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)GW_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned)GW_MAX_PER_IP, MHD_OPTION_THREAD_STACK_SIZE, (size_t)GW_THREAD_STACK,
-		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+	if ((rc = setup(&gw, o.sock)))
+		return rc;
+	struct MHD_Daemon *d = serve(&gw, &o);
 	if (!d) {
-		fprintf(stderr, "space-e2b: cannot listen on %s: %s\n", listen, strerror(errno));
+		fprintf(stderr, "space-e2b: cannot listen on %s: %s\n", o.listen, strerror(errno));
 		return 1;
 	}
-	fprintf(stderr, "space-e2b: serving E2B's API on http://%s\n", listen);
+	fprintf(stderr, "space-e2b: serving E2B's API on http://%s\n", o.listen);
 	if (getppid() == 1) /* spaced was gone before the death signal was asked for */
 		raise(SIGTERM);
 	int sig;
 	sigwait(&set, &sig);
 	MHD_stop_daemon(d);
-	builds_fini(&builds);
+	builds_fini(gw.builds);
 	client_fini(&gw.up);
 	curl_global_cleanup();
 	return 0;

@@ -5,6 +5,7 @@
  * diskTotal}. A sandbox E2B does not show (being made, failed) is not found, as elsewhere.
  */
 #include "e2b/gateway.h"
+#include "e2b/shape.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ static int samples(struct client *c, const char *id, const char *start, const ch
 		return 404;
 	if (client_request(c, "GET", path, NULL, &m, e) < 0)
 		return e->kind == CLIENT_ERR_API && e->status == 404 ? 404 : -1;
-	if (!control_state(json_string_value(json_object_get(m, "state")))) {
+	if (!shape_state(json_string_value(json_object_get(m, "state")))) {
 		json_decref(m);
 		return 404;
 	}
@@ -57,8 +58,10 @@ static int samples(struct client *c, const char *id, const char *start, const ch
 	return 0;
 }
 
-enum MHD_Result metrics_one(struct req *r, struct client *c, const char *id)
+enum MHD_Result metrics_one(struct req *r, const struct route_args *a)
 {
+	struct client *c = a->c;
+	const char *id = a->param[0];
 	json_t *m = NULL;
 	struct client_err e = { 0 };
 	int st = samples(c, id, gw_arg(r, "start"), gw_arg(r, "end"), &m, &e);
@@ -76,8 +79,9 @@ enum MHD_Result metrics_one(struct req *r, struct client *c, const char *id)
 	return gw_json(r, 200, out);
 }
 
-enum MHD_Result metrics_many(struct req *r, struct client *c)
+enum MHD_Result metrics_many(struct req *r, const struct route_args *a)
 {
+	struct client *c = a->c;
 	const char *ids = gw_arg(r, "sandbox_ids");
 	if (!ids || !*ids)
 		return gw_error(r, 400, "sandbox_ids is required: sandbox ids joined by commas");

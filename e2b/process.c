@@ -404,70 +404,150 @@ static enum MHD_Result list(struct req *r, const char *sbid)
 	return gw_json(r, 200, json_pack("{s:o}", "processes", out));
 }
 
-enum MHD_Result process_handle(struct req *r, const char *sbid, const char *method)
+/* A stream's call (Start, Connect): its one envelope, or NULL with the answer queued in *rc (a
+ * stream's errors go in its end, under 200). */
+static json_t *stream_begin(struct req *r, enum MHD_Result *rc)
 {
 	char why[200];
-	bool stream = strcmp(method, "Start") == 0 || strcmp(method, "Connect") == 0;
-	json_t *msg = stream ? connect_request(buf_head(&r->body), buf_avail(&r->body), why, sizeof(why))
-			     : connect_unary_request(buf_head(&r->body), buf_avail(&r->body), why, sizeof(why));
-	if (!msg) { /* a stream's errors go in its end, under 200 */
-		if (!stream)
-			return gw_connect_error(r, "invalid_argument", "%s", why);
-		struct call *c = calloc(1, sizeof(*c));
-		if (!c)
-			return MHD_NO;
-		c->code = "invalid_argument";
-		snprintf(c->msg, sizeof(c->msg), "%s", why);
-		return gw_stream_start(r, "application/connect+json", run_call, c, call_free);
+	json_t *msg = connect_request(buf_head(&r->body), buf_avail(&r->body), why, sizeof(why));
+	if (msg)
+		return msg;
+	struct call *c = calloc(1, sizeof(*c));
+	if (!c) {
+		*rc = MHD_NO;
+		return NULL;
 	}
+	c->code = "invalid_argument";
+	snprintf(c->msg, sizeof(c->msg), "%s", why);
+	*rc = gw_stream_start(r, "application/connect+json", run_call, c, call_free);
+	return NULL;
+}
+
+/* A stream's call: its envelope handed to fn (start, attach). */
+static enum MHD_Result on_stream(struct req *r, const struct route_args *a,
+				 enum MHD_Result (*fn)(struct req *r, const char *sbid, json_t *msg))
+{
 	enum MHD_Result rc;
-	uint32_t pid = stream ? 0 : selected_pid(r->gw, sbid, msg);
-	if (strcmp(method, "Start") == 0) {
-		rc = start(r, sbid, msg);
-	} else if (strcmp(method, "Connect") == 0) {
-		rc = attach(r, sbid, msg);
-	} else if (strcmp(method, "List") == 0) {
-		rc = list(r, sbid);
-	} else if ((strcmp(method, "SendInput") == 0 || strcmp(method, "SendSignal") == 0 ||
-		    strcmp(method, "CloseStdin") == 0 || strcmp(method, "Update") == 0) && !pid) {
-		rc = gw_connect_error(r, "not_found", "no such process");
-	} else if (strcmp(method, "SendInput") == 0) {
-		const json_t *in = json_object_get(msg, "input");
-		/* typed at a terminal or written to a pipe: spaced's stdin either way */
-		const char *b64 = json_string_value(json_object_get(in, "stdin"));
-		if (!b64)
-			b64 = json_string_value(json_object_get(in, "pty"));
-		uint8_t *raw = NULL;
-		size_t n = 0;
-		if (!b64 || connect_bytes(b64, &raw, &n) < 0)
-			rc = gw_connect_error(r, "invalid_argument", "input.stdin or input.pty must be base64 bytes");
-		else if (n == 0)
-			rc = gw_json(r, 200, json_object());
-		else
-			rc = on_process(r, sbid, pid, "POST", "/stdin", NULL, raw, n);
-		free(raw);
-	} else if (strcmp(method, "CloseStdin") == 0) {
-		rc = on_process(r, sbid, pid, "DELETE", "/stdin", NULL, NULL, 0);
-	} else if (strcmp(method, "SendSignal") == 0) {
-		const json_t *s = json_object_get(msg, "signal");
-		const char *name = json_string_value(s);
-		int64_t num = 0;
-		int sig = name ? (strcmp(name, "SIGNAL_SIGKILL") == 0 ? 9 : strcmp(name, "SIGNAL_SIGTERM") == 0 ? 15 : 0)
-			       : (connect_int(s, &num) == 0 && (num == 9 || num == 15) ? (int)num : 0);
-		json_t *body = json_pack("{s:i}", "signal", sig);
-		rc = sig ? on_process(r, sbid, pid, "POST", "/signal", body, NULL, 0)
-			 : gw_connect_error(r, "invalid_argument", "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
-		json_decref(body);
-	} else if (strcmp(method, "Update") == 0) {
-		json_t *size = pty_size(json_object_get(msg, "pty"));
-		rc = size ? on_process(r, sbid, pid, "POST", "/resize", size, NULL, 0)
-			  : gw_connect_error(r, "invalid_argument", "pty.size must be {cols, rows}");
-		json_decref(size);
-	} else if (strcmp(method, "StreamInput") == 0) {
-		rc = gw_connect_error(r, "unimplemented", "StreamInput (a client stream) is not offered; SendInput is");
-	} else {
-		rc = gw_connect_error(r, "unimplemented", "process.Process/%s does not exist", method);
-	}
+	json_t *msg = stream_begin(r, &rc);
+	if (!msg)
+		return rc;
+	rc = fn(r, a->sbid, msg);
 	json_decref(msg);
 	return rc;
+}
+
+enum MHD_Result process_start(struct req *r, const struct route_args *a)
+{
+	return on_stream(r, a, start);
+}
+
+enum MHD_Result process_connect(struct req *r, const struct route_args *a)
+{
+	return on_stream(r, a, attach);
+}
+
+enum MHD_Result process_list(struct req *r, const struct route_args *a)
+{
+	enum MHD_Result rc;
+	json_t *msg = gw_unary(r, &rc);
+	if (!msg)
+		return rc;
+	json_decref(msg);
+	return list(r, a->sbid);
+}
+
+/* A unary call on one process: fn given its message and the process it selects; not_found
+ * when it selects none. */
+static enum MHD_Result on_pid(struct req *r, const struct route_args *a,
+			      enum MHD_Result (*fn)(struct req *r, const char *sbid, uint32_t pid, const json_t *msg))
+{
+	enum MHD_Result rc;
+	json_t *msg = gw_unary(r, &rc);
+	if (!msg)
+		return rc;
+	uint32_t pid = selected_pid(r->gw, a->sbid, msg);
+	rc = pid ? fn(r, a->sbid, pid, msg) : gw_connect_error(r, "not_found", "no such process");
+	json_decref(msg);
+	return rc;
+}
+
+static enum MHD_Result send_input(struct req *r, const char *sbid, uint32_t pid, const json_t *msg)
+{
+	const json_t *in = json_object_get(msg, "input");
+	/* typed at a terminal or written to a pipe: spaced's stdin either way */
+	const char *b64 = json_string_value(json_object_get(in, "stdin"));
+	if (!b64)
+		b64 = json_string_value(json_object_get(in, "pty"));
+	uint8_t *raw = NULL;
+	size_t n = 0;
+	enum MHD_Result rc;
+	if (!b64 || connect_bytes(b64, &raw, &n) < 0)
+		rc = gw_connect_error(r, "invalid_argument", "input.stdin or input.pty must be base64 bytes");
+	else if (n == 0)
+		rc = gw_json(r, 200, json_object());
+	else
+		rc = on_process(r, sbid, pid, "POST", "/stdin", NULL, raw, n);
+	free(raw);
+	return rc;
+}
+
+static enum MHD_Result close_stdin(struct req *r, const char *sbid, uint32_t pid, const json_t *msg)
+{
+	return on_process(r, sbid, pid, "DELETE", "/stdin", NULL, NULL, 0);
+}
+
+static enum MHD_Result send_signal(struct req *r, const char *sbid, uint32_t pid, const json_t *msg)
+{
+	const json_t *s = json_object_get(msg, "signal");
+	const char *name = json_string_value(s);
+	int64_t num = 0;
+	int sig = name ? (strcmp(name, "SIGNAL_SIGKILL") == 0 ? 9 : strcmp(name, "SIGNAL_SIGTERM") == 0 ? 15 : 0)
+		       : (connect_int(s, &num) == 0 && (num == 9 || num == 15) ? (int)num : 0);
+	if (!sig)
+		return gw_connect_error(r, "invalid_argument", "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+	json_t *body = json_pack("{s:i}", "signal", sig);
+	enum MHD_Result rc = on_process(r, sbid, pid, "POST", "/signal", body, NULL, 0);
+	json_decref(body);
+	return rc;
+}
+
+static enum MHD_Result update(struct req *r, const char *sbid, uint32_t pid, const json_t *msg)
+{
+	json_t *size = pty_size(json_object_get(msg, "pty"));
+	enum MHD_Result rc = size ? on_process(r, sbid, pid, "POST", "/resize", size, NULL, 0)
+				  : gw_connect_error(r, "invalid_argument", "pty.size must be {cols, rows}");
+	json_decref(size);
+	return rc;
+}
+
+enum MHD_Result process_send_input(struct req *r, const struct route_args *a)
+{
+	return on_pid(r, a, send_input);
+}
+
+enum MHD_Result process_close_stdin(struct req *r, const struct route_args *a)
+{
+	return on_pid(r, a, close_stdin);
+}
+
+enum MHD_Result process_send_signal(struct req *r, const struct route_args *a)
+{
+	return on_pid(r, a, send_signal);
+}
+
+enum MHD_Result process_update(struct req *r, const struct route_args *a)
+{
+	return on_pid(r, a, update);
+}
+
+enum MHD_Result process_unknown(struct req *r, const struct route_args *a)
+{
+	enum MHD_Result rc;
+	json_t *msg = gw_unary(r, &rc);
+	if (!msg)
+		return rc;
+	json_decref(msg);
+	if (strcmp(a->param[0], "StreamInput") == 0)
+		return gw_connect_error(r, "unimplemented", "StreamInput (a client stream) is not offered; SendInput is");
+	return gw_connect_error(r, "unimplemented", "process.Process/%s does not exist", a->param[0]);
 }

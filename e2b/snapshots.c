@@ -9,6 +9,7 @@
  * tenant, so a tenant sees, forks and deletes only its own.
  */
 #include "e2b/gateway.h"
+#include "e2b/shape.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@ static json_t *fork_result(struct req *r, struct client *c, const json_t *sb, lo
 	int rc = gw_sandbox_path(path, sizeof(path), id, "/timeout") ? client_request(c, "POST", path, t, NULL, &e) : -1;
 	json_decref(t);
 	if (rc == 0)
-		return json_pack("{s:o}", "sandbox", control_sandbox(r, sb));
+		return json_pack("{s:o}", "sandbox", shape_sandbox(r, sb));
 	if (gw_sandbox_path(path, sizeof(path), id, "")) {
 		struct client_err gone = { 0 };
 		client_request(c, "DELETE", path, NULL, NULL, &gone);
@@ -59,10 +60,12 @@ static json_t *post_sandbox(struct req *r, struct client *c, const char *id, con
 	return NULL;
 }
 
-enum MHD_Result snapshots_fork(struct req *r, struct client *c, const char *id)
+enum MHD_Result snapshots_fork(struct req *r, const struct route_args *a)
 {
-	json_t *b = control_body(r);
-	long timeout = b ? control_timeout(b, GW_FORK_TIMEOUT_S) : -1;
+	struct client *c = a->c;
+	const char *id = a->param[0];
+	json_t *b = shape_body(r);
+	long timeout = b ? shape_timeout(b, GW_FORK_TIMEOUT_S) : -1;
 	const json_t *n = b ? json_object_get(b, "count") : NULL;
 	bool bad_count = n && !json_is_null(n) && !json_is_integer(n);
 	json_t *ask = json_pack("{s:I}", "count", n && json_is_integer(n) ? json_integer_value(n) : (json_int_t)1);
@@ -95,9 +98,11 @@ static json_t *snapshot_info(const json_t *s)
 	return json_pack("{s:s?, s:o}", "snapshotID", json_string_value(json_object_get(s, "id")), "names", names);
 }
 
-enum MHD_Result snapshots_take(struct req *r, struct client *c, const char *id)
+enum MHD_Result snapshots_take(struct req *r, const struct route_args *a)
 {
-	json_t *b = control_body(r);
+	struct client *c = a->c;
+	const char *id = a->param[0];
+	json_t *b = shape_body(r);
 	const json_t *name = b ? json_object_get(b, "name") : NULL;
 	if (!b || (name && !json_is_string(name) && !json_is_null(name))) {
 		json_decref(b);
@@ -141,8 +146,9 @@ static int newest_first(const void *a, const void *b)
 
 /* Newest first (by the second, then by id: the order of the cursors, so a page starts after its
  * cursor even when the snapshot it names was deleted meanwhile). */
-enum MHD_Result snapshots_list(struct req *r, struct client *c)
+enum MHD_Result snapshots_list(struct req *r, const struct route_args *a)
 {
+	struct client *c = a->c;
 	const char *limit_s = gw_arg(r, "limit"), *next = gw_arg(r, "nextToken"), *end = NULL;
 	long limit = limit_s ? strtol(limit_s, (char **)&end, 10) : GW_SNAPSHOTS_PAGE;
 	if ((end && (*end || end == limit_s)) || limit < 1 || limit > GW_SNAPSHOTS_PAGE_MAX)
@@ -178,8 +184,10 @@ enum MHD_Result snapshots_list(struct req *r, struct client *c)
 	return gw_json_paged(r, page, more ? cur : NULL);
 }
 
-enum MHD_Result snapshots_delete(struct req *r, struct client *c, const char *sid)
+enum MHD_Result snapshots_delete(struct req *r, const struct route_args *a)
 {
+	struct client *c = a->c;
+	const char *sid = a->param[0];
 	char path[64];
 	struct client_err e = { 0 };
 	/* only snapshots are deleted here: templates are the operator's */

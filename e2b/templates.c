@@ -6,12 +6,13 @@
  * snapshot is a template in E2B); Template.getTags (GET /templates/{id}/tags) lists the tags
  * spaced's template names carry: NAME is NAME:latest, NAME:TAG a template of its own
  * (docs/templates.md). A template another key built through E2B (builds.h) is left out of both,
- * and a create from it is refused (templates_visible). Assigning and removing tags is refused in
+ * and a create from it is refused (builds_may_use). Assigning and removing tags is refused in
  * control.c: spaced gives a template no second name.
  */
 #include "e2b/gateway.h"
 
 #include "e2b/builds.h"
+#include "e2b/shape.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,22 +36,6 @@ static json_t *templates_of(struct req *r, struct client *c, enum MHD_Result *rc
 	return all;
 }
 
-bool templates_visible(struct req *r, struct client *c, const char *name)
-{
-	char path[GW_TEMPLATE_ID_MAX + 32], owner[GW_BUILD_OWNER_LEN + 1];
-	char *q = client_escape(name);
-	snprintf(path, sizeof(path), "/v1/templates/%s", q ? q : "");
-	free(q);
-	json_t *t = NULL;
-	struct client_err e = { 0 };
-	if (client_request(c, "GET", path, NULL, &t, &e) < 0)
-		return true;
-	builds_owner(gw_header(r, "X-API-KEY"), owner);
-	bool ok = builds_visible(t, owner);
-	json_decref(t);
-	return ok;
-}
-
 /* The tag of template name have under the name wanted (NAME), or NULL when it is not one of its. */
 static const char *tag_of(const char *have, const char *wanted)
 {
@@ -60,13 +45,15 @@ static const char *tag_of(const char *have, const char *wanted)
 	return have[n] == '\0' ? "latest" : have[n] == ':' ? have + n + 1 : NULL;
 }
 
-enum MHD_Result templates_alias(struct req *r, struct client *c, const char *alias)
+enum MHD_Result templates_alias(struct req *r, const struct route_args *a)
 {
+	struct client *c = a->c;
+	const char *alias = a->param[0];
 	enum MHD_Result rc = MHD_NO;
 	json_t *all = templates_of(r, c, &rc), *t;
 	if (!all)
 		return rc;
-	const char *name = control_template(alias), *tag = NULL;
+	const char *name = shape_template(alias), *tag = NULL;
 	size_t i;
 	json_array_foreach(json_object_get(all, "templates"), i, t) {
 		const char *have = json_string_value(json_object_get(t, "name"));
@@ -93,13 +80,15 @@ enum MHD_Result templates_alias(struct req *r, struct client *c, const char *ali
 	return gw_error(r, 404, "no template or snapshot %s", alias);
 }
 
-enum MHD_Result templates_tags(struct req *r, struct client *c, const char *id)
+enum MHD_Result templates_tags(struct req *r, const struct route_args *a)
 {
+	struct client *c = a->c;
+	const char *id = a->param[0];
 	enum MHD_Result rc = MHD_NO;
 	json_t *all = templates_of(r, c, &rc), *t, *tags = json_array();
 	if (!all)
 		return rc;
-	const char *name = control_template(id);
+	const char *name = shape_template(id);
 	size_t i;
 	json_array_foreach(json_object_get(all, "templates"), i, t) {
 		const char *tag = tag_of(json_string_value(json_object_get(t, "name")), name);

@@ -148,8 +148,9 @@ static void wdir_run(struct gw_stream *s, void *arg)
 	buf_free(&b);
 }
 
-enum MHD_Result watch_dir(struct req *r, const char *sbid)
+enum MHD_Result watch_dir(struct req *r, const struct route_args *a)
 {
+	const char *sbid = a->sbid;
 	struct wdir *c = calloc(1, sizeof(*c));
 	if (!c)
 		return MHD_NO;
@@ -342,10 +343,9 @@ static enum MHD_Result create(struct req *r, const char *sbid, const json_t *msg
 	return rc;
 }
 
-enum MHD_Result watchers_handle(struct req *r, const char *sbid, const char *method, const json_t *msg)
+/* GetWatcherEvents (or RemoveWatcher, when remove) of watcher msg.watcherId of sandbox sbid. */
+static enum MHD_Result ask(struct req *r, const char *sbid, bool remove, const json_t *msg)
 {
-	if (strcmp(method, "CreateWatcher") == 0)
-		return create(r, sbid, msg);
 	struct gw_watchers *all = r->gw->watchers;
 	const char *id = json_string_value(connect_field(msg, "watcherId", "watcher_id")) ?: "";
 	pthread_mutex_lock(&all->lock);
@@ -358,7 +358,7 @@ enum MHD_Result watchers_handle(struct req *r, const char *sbid, const char *met
 	if (!w) {
 		code = "not_found";
 		snprintf(why, sizeof(why), "no watcher %.40s in this sandbox", id);
-	} else if (strcmp(method, "RemoveWatcher") == 0) {
+	} else if (remove) {
 		unlist(w);
 	} else if (json_array_size(w->events) == 0 && w->ended && w->code) {
 		code = w->code; /* it failed, and everything it saw was taken: say why, once */
@@ -374,4 +374,33 @@ enum MHD_Result watchers_handle(struct req *r, const char *sbid, const char *met
 	if (code)
 		return gw_connect_error(r, code, "%s", why);
 	return gw_json(r, 200, events ? json_pack("{s:o}", "events", events) : json_object());
+}
+
+/* The watchers' calls: their message, then what each does with it. */
+enum watcher_call { WATCHER_CREATE, WATCHER_EVENTS, WATCHER_REMOVE };
+
+static enum MHD_Result unary(struct req *r, const struct route_args *a, enum watcher_call what)
+{
+	enum MHD_Result rc;
+	json_t *msg = gw_unary(r, &rc);
+	if (!msg)
+		return rc;
+	rc = what == WATCHER_CREATE ? create(r, a->sbid, msg) : ask(r, a->sbid, what == WATCHER_REMOVE, msg);
+	json_decref(msg);
+	return rc;
+}
+
+enum MHD_Result watchers_create(struct req *r, const struct route_args *a)
+{
+	return unary(r, a, WATCHER_CREATE);
+}
+
+enum MHD_Result watchers_events(struct req *r, const struct route_args *a)
+{
+	return unary(r, a, WATCHER_EVENTS);
+}
+
+enum MHD_Result watchers_remove(struct req *r, const struct route_args *a)
+{
+	return unary(r, a, WATCHER_REMOVE);
 }

@@ -26,9 +26,12 @@ struct gw_watchers {
 
 void watchers_init(struct gw_watchers *w);
 
-/* WatchDir: body is the request's one envelope. Answers with a stream. */
-enum MHD_Result watch_dir(struct req *r, const char *sbid);
-/* CreateWatcher, GetWatcherEvents, RemoveWatcher with msg, the unary request. */
-enum MHD_Result watchers_handle(struct req *r, const char *sbid, const char *method, const json_t *msg);
+/* POST /filesystem.Filesystem/<method> on sandbox a->sbid (checked), routed by envd.c's table.
+ * WatchDir: the body is the request's one envelope; answers with a stream. CreateWatcher,
+ * GetWatcherEvents, RemoveWatcher: unary calls. */
+enum MHD_Result watch_dir(struct req *r, const struct route_args *a);
+enum MHD_Result watchers_create(struct req *r, const struct route_args *a);
+enum MHD_Result watchers_events(struct req *r, const struct route_args *a);
+enum MHD_Result watchers_remove(struct req *r, const struct route_args *a);
 
 #endif

@@ -33,6 +33,8 @@
 #                  libmicrohttpd server on loopback hands a body over
 #   recipe         an E2B template's steps as a Dockerfile (e2b/recipe.c), read back by the
 #                  Dockerfile parser: nothing a value holds becomes another instruction
+#   e2b_route      the E2B front's path matcher (e2b/route.c) over arbitrary paths and
+#                  patterns, and its list's metadata filter (e2b/query.c)
 #
 # Needs clang and libclang-rt-14-dev (Debian); FUZZ_CC overrides the compiler.
 # New inputs found while fuzzing go to $(FUZZ_DIR)/work/<name>/, crashes to
@@ -42,7 +44,7 @@ FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_DIR      ?= $(or $(BUILD),build)/fuzz
 FUZZ_FLAGS    ?=
-FUZZ_TARGETS  := frame agent_frames daemon_frames api_route api_body codec passwd ports net proxy_http dockerfile connect multipart recipe
+FUZZ_TARGETS  := frame agent_frames daemon_frames api_route api_body codec passwd ports net proxy_http dockerfile connect multipart recipe e2b_route
 
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS   := -std=gnu11 -g -O1 -D_GNU_SOURCE -U_FORTIFY_SOURCE -DSPACE_VERSION='"fuzz"' -I. \
@@ -70,6 +72,7 @@ FUZZ_SRC_frame         := lib/frame.c
 FUZZ_SRC_codec         := lib/codec.c
 FUZZ_SRC_connect       := e2b/connect.c lib/codec.c lib/buf.c
 FUZZ_SRC_multipart     := e2b/multipart.c
+FUZZ_SRC_e2b_route     := e2b/route.c e2b/query.c
 FUZZ_SRC_recipe        := e2b/recipe.c daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
                           daemon/template/dockerfile_words.c daemon/template/dockerfile_ref.c \
                           daemon/template/dockerfile_canon.c daemon/base/err.c
@@ -120,7 +123,7 @@ $(FUZZ_DIR)/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(call fuzz_obj,$(FUZZ_SRC_$(1)))
 	@echo "  LD      $$@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $$@ $$^ $(FUZZ_LIBS)
 endef
-$(foreach t,frame codec api_route api_body passwd ports net proxy_http dockerfile connect multipart recipe,$(eval $(call FUZZ_LINK,$(t))))
+$(foreach t,frame codec api_route api_body passwd ports net proxy_http dockerfile connect multipart recipe e2b_route,$(eval $(call FUZZ_LINK,$(t))))
 
 # Runs every target for FUZZ_SECONDS; the seed corpus is read, new inputs go to work/.
 fuzz-smoke: FUZZ_SECONDS = 10

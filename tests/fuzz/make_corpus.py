@@ -205,6 +205,17 @@ COPY . /work/
                    b"3;e=1\r\nabc\r\nA\r\n0123456789\r\n0\r\n\r\nGET / HTTP/1.0\r\n\r\n",
         "upgrade": b"\x00HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
     },
+    # even first byte: a path (and a metadata filter); odd: "PATTERN\nPATH"
+    "e2b_route": {
+        "sandbox": b"\x00/sandboxes/0123abcd/timeout",
+        "rest": b"\x00/sandboxes/0123abcd/a//b/",
+        "build": b"\x00/v2/templates/t1/builds/b2",
+        "files": b"\x00/templates/tpl/files/0a1b2c",
+        "process": b"\x00/process.Process/Start",
+        "metadata": b"\x00user%2520name=a%2526b%253Dc&k+1=%25zz&x",
+        "pattern": b"\x01/a/{x}/{y*}\n/a/b/c/d",
+        "bad-pattern": b"\x01/{a}/{b}/{c}/{d*\n/1/2/3/4",
+    },
 }
 
 

@@ -17,7 +17,7 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
               daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
               daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo daemon/base/test_log \
-              e2b/test_connect e2b/test_multipart daemon/core/test_entry daemon/core/test_starts \
+              e2b/test_connect e2b/test_multipart e2b/test_route e2b/test_query daemon/core/test_entry daemon/core/test_starts \
               daemon/api/test_ui daemon/core/test_op daemon/core/test_sandbox \
               daemon/core/test_lifecycle
 
@@ -32,6 +32,14 @@ UNIT_LIBS_test_frame :=
 
 UNIT_test_connect      := e2b/connect.c lib/codec.c lib/buf.c
 UNIT_LIBS_test_connect := -ljansson
+
+# the front's route tables, matched
+UNIT_test_route      := e2b/route.c
+UNIT_LIBS_test_route :=
+
+# the list's metadata filter, decoded by libmicrohttpd
+UNIT_test_query      := e2b/query.c
+UNIT_LIBS_test_query := -lmicrohttpd -ljansson
 
 # on a real libmicrohttpd server on loopback
 UNIT_test_multipart      := e2b/multipart.c lib/buf.c
