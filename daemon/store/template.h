@@ -25,7 +25,7 @@
 #include <stddef.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define TEMPLATE_DEFAULT "default"
 #define TEMPLATE_NAME_MAX 63        /* bytes of a template's name: NAME[:TAG], below */
