@@ -24,7 +24,7 @@
 #include <jansson.h>
 
 #include "lib/client/client.h"
-#include "daemon/store/template.h"
+#include "lib/host/names.h"
 #include "lib/host/dockerfile.h"
 
 #define BUILD_RUN_TIMEOUT_S (3600)     /* one RUN step's command, at most */

@@ -117,7 +117,7 @@
 #define DOCKERFILE_IMAGE_NAME_MAX 255      /* bytes of an image's name, registry included (Docker's) */
 #define DOCKERFILE_IMAGE_TAG_MAX 128       /* bytes of an image's tag (Docker's) */
 
-/* The template FROM-less Dockerfiles build on (TEMPLATE_DEFAULT of daemon/store/template.h). */
+/* The template FROM-less Dockerfiles build on (TEMPLATE_DEFAULT of lib/host/names.h). */
 #define DOCKERFILE_DEFAULT_TEMPLATE "default"
 
 enum dockerfile_kind {
