@@ -17,7 +17,8 @@
 #   make stress     the lifecycle stress tests with SPECIFICATION.md's full counts, both kinds,
 #                   and the crash points on microVMs
 #   make layers     fails if the modules of any program call each other in a circle
-#                   (scripts/layers.py)
+#                   (scripts/layers.py), or if a program includes or compiles another's
+#                   folder (scripts/includes.py)
 #   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
 #   make bench      benchmarks against raw runsc (bench/run.py; SPECIFICATION.md)
 #   make security   the escape and abuse suite (tests/security)
@@ -259,7 +260,16 @@ LAYERS_PROGRAMS := spaced: $(DAEMON_OBJ) $(HOST_OBJ) $(LIB_OBJ) \
                    libspace: $(LIB_OBJ) \
                    libspace-client: $(CLIENT_OBJ) $(LIB_OBJ) \
                    libspace-host: $(HOST_OBJ) $(LIB_OBJ)
+# Each program's folder and the sources it compiles besides lib/'s archives: it includes and
+# compiles only lib/, proto/ and its own folder (scripts/includes.py), and lib/ and proto/
+# include only each other.
+PROGRAM_FOLDERS := daemon: $(DAEMON_SRC) \
+                   agent: $(AGENT_SRC) $(LIB_SRC) \
+                   builder: $(BUILDER_SRC) \
+                   cli: $(CLI_SRC) \
+                   e2b: $(E2B_SRC)
 layers: all
+	/usr/bin/python3 scripts/includes.py $(PROGRAM_FOLDERS)
 	/usr/bin/python3 scripts/layers.py --check --warn space-e2b $(LAYERS_PROGRAMS)
 
 # The documents against the code: every limit a document names has the code's number
