@@ -17,7 +17,8 @@
 #   make stress     the lifecycle stress tests with SPECIFICATION.md's full counts, both kinds,
 #                   and the crash points on microVMs
 #   make layers     fails if the modules of any program call each other in a circle
-#                   (scripts/layers.py)
+#                   (scripts/layers.py), or if a program includes or compiles another's
+#                   folder (scripts/includes.py)
 #   make asan       build daemon, CLI and unit tests with AddressSanitizer/UBSan into build-asan/
 #   make bench      benchmarks against raw runsc (bench/run.py; SPECIFICATION.md)
 #   make security   the escape and abuse suite (tests/security)
@@ -43,11 +44,14 @@ LIB_SRC     := $(wildcard lib/*.c)
 CLIENT_SRC  := $(wildcard lib/client/*.c)
 DAEMON_SRC  := $(wildcard daemon/*.c daemon/*/*.c)
 CLI_SRC     := $(wildcard cli/*.c)
-# space-build (builder/): the template builder spaced starts; it parses with the daemon's
-# Dockerfile parser, keeps its steps in the machine's cache as spaced does, and speaks to
-# spaced with the API's client (libspace-client.a).
-BUILDER_SRC := $(wildcard builder/*.c) $(wildcard daemon/template/*.c) daemon/base/err.c daemon/base/hash.c \
-               daemon/base/spawn.c daemon/base/dir.c daemon/store/cache.c
+# what spaced and space-build share (lib/host/, libspace-host.a): errors, hashes, host
+# programs, folders, the machine's cache and the Dockerfile parser; libc and the libraries
+# both link, never the agent's static build
+HOST_SRC    := $(wildcard lib/host/*.c)
+# space-build (builder/): the template builder spaced starts; it parses Dockerfiles and keeps
+# its steps in the machine's cache as spaced does (libspace-host.a), and speaks to spaced with
+# the API's client (libspace-client.a).
+BUILDER_SRC := $(wildcard builder/*.c)
 AGENT_SRC   := $(wildcard agent/*.c)
 # space-e2b (e2b/): the E2B front spaced starts for --e2b-listen; it asks spaced with the
 # API's client (libspace-client.a).
@@ -55,6 +59,7 @@ E2B_SRC     := $(wildcard e2b/*.c)
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLIENT_OBJ  := $(CLIENT_SRC:%.c=$(BUILD)/%.o)
+HOST_OBJ    := $(HOST_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ  := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
 AGENT_OBJ   := $(AGENT_SRC:%.c=$(BUILD)/agent-static/%.o) $(LIB_SRC:%.c=$(BUILD)/agent-static/%.o)
@@ -115,11 +120,15 @@ $(BUILD)/libspace.a: $(LIB_OBJ)
 $(BUILD)/libspace-client.a: $(CLIENT_OBJ)
 	@ar rcs $@ $^
 
-$(BUILD)/spaced: $(DAEMON_OBJ) $(BUILD)/libspace.a
+$(BUILD)/libspace-host.a: $(HOST_OBJ)
+	@ar rcs $@ $^
+
+$(BUILD)/spaced: $(DAEMON_OBJ) $(BUILD)/libspace-host.a $(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-$(BUILD)/space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace-client.a $(BUILD)/libspace.a
+$(BUILD)/space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libspace-host.a $(BUILD)/libspace-client.a \
+		$(BUILD)/libspace.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $^ $(BUILDER_LIBS)
 
@@ -243,14 +252,24 @@ e2e-smoke: all
 # only through the tables and callbacks it is given (docs/architecture.md). Each program is
 # looked at with everything it links. And no .c file over 800 lines or function over 80
 # (scripts/sizes.py).
-LAYERS_PROGRAMS := spaced: $(DAEMON_OBJ) $(LIB_OBJ) \
+LAYERS_PROGRAMS := spaced: $(DAEMON_OBJ) $(HOST_OBJ) $(LIB_OBJ) \
                    space-agent: $(AGENT_OBJ) \
-                   space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(LIB_OBJ) \
+                   space-build: $(BUILDER_SRC:%.c=$(BUILD)/%.o) $(HOST_OBJ) $(CLIENT_OBJ) $(LIB_OBJ) \
                    space: $(CLI_OBJ) $(CLIENT_OBJ) $(LIB_OBJ) \
                    space-e2b: $(E2B_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(LIB_OBJ) \
                    libspace: $(LIB_OBJ) \
-                   libspace-client: $(CLIENT_OBJ) $(LIB_OBJ)
+                   libspace-client: $(CLIENT_OBJ) $(LIB_OBJ) \
+                   libspace-host: $(HOST_OBJ) $(LIB_OBJ)
+# Each program's folder and the sources it compiles besides lib/'s archives: it includes and
+# compiles only lib/, proto/ and its own folder (scripts/includes.py), and lib/ and proto/
+# include only each other.
+PROGRAM_FOLDERS := daemon: $(DAEMON_SRC) \
+                   agent: $(AGENT_SRC) $(LIB_SRC) \
+                   builder: $(BUILDER_SRC) \
+                   cli: $(CLI_SRC) \
+                   e2b: $(E2B_SRC)
 layers: all
+	/usr/bin/python3 scripts/includes.py $(PROGRAM_FOLDERS)
 	/usr/bin/python3 scripts/layers.py --check $(LAYERS_PROGRAMS)
 	/usr/bin/python3 scripts/sizes.py
 
@@ -319,10 +338,10 @@ include dist/dist.mk
 # may download the kernel (apt-get download), `make vm-test` boots it under QEMU (TCG).
 VM_CACHE     ?= /var/cache/space
 VM_GUEST_SRC := tests/vm/guest.c daemon/driver/vm_guest.c daemon/driver/kmod.c daemon/driver/cpio.c \
-                daemon/store/cache.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c \
+                lib/host/cache.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c \
                 daemon/store/store.c daemon/store/schema.c daemon/core/state.c \
-                daemon/base/dir.c daemon/base/spawn.c daemon/base/hash.c daemon/base/log.c \
-                daemon/base/clock.c daemon/base/err.c lib/buf.c
+                lib/host/dir.c lib/host/spawn.c lib/host/hash.c daemon/base/log.c \
+                daemon/base/clock.c lib/host/err.c lib/buf.c
 $(BUILD)/space-vm-guest: $(VM_GUEST_SRC:%.c=$(BUILD)/%.o)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(SAN) -o $@ $^ -ljansson -lsqlite3 -lcrypto -larchive -lpthread

@@ -24,8 +24,8 @@
 #include <jansson.h>
 
 #include "lib/client/client.h"
-#include "daemon/store/template.h"
-#include "daemon/template/dockerfile.h"
+#include "lib/host/names.h"
+#include "lib/host/dockerfile.h"
 
 #define BUILD_RUN_TIMEOUT_S (3600)     /* one RUN step's command, at most */
 #define BUILD_COPY_FILES_MAX 100000    /* files one COPY reads from the context */

@@ -35,8 +35,8 @@
 
 #include "builder/context.h"
 #include "builder/fs.h"
-#include "daemon/base/hash.h"
-#include "daemon/store/cache.h"
+#include "lib/host/hash.h"
+#include "lib/host/cache.h"
 
 static volatile sig_atomic_t cancelled;
 

@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "builder/fs.h"
-#include "daemon/driver/oci.h"
-#include "daemon/base/spawn.h"
-#include "daemon/store/cache.h"
+#include "lib/host/spawn.h"
+#include "lib/host/cache.h"
+#include "lib/host/names.h"
 #include "lib/user.h"
 
 /* ---- users ---- */

@@ -35,7 +35,7 @@
 #include "daemon/daemon.h"
 #include "daemon/driver/driver.h"
 #include "daemon/driver/vm_log.h"
-#include "daemon/base/hash.h"
+#include "lib/host/hash.h"
 #include "daemon/api/http.h"
 #include "daemon/base/reaper.h"
 #include "daemon/base/crash.h"

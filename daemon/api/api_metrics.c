@@ -23,7 +23,7 @@
 
 #include "daemon/api/http.h"
 #include "daemon/base/expo.h"
-#include "daemon/base/hash.h"
+#include "lib/host/hash.h"
 #include "daemon/core/pool.h"
 #include "daemon/core/stats.h"
 #include "daemon/driver/driver.h"

@@ -28,9 +28,9 @@
 
 #include "daemon/api/api.h"
 #include "daemon/api/ui.h"
-#include "daemon/base/hash.h"
+#include "lib/host/hash.h"
 #include "daemon/base/log.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 #include "daemon/store/store.h"
 
 /* Connections on one listener, and on TCP from one address: one tenant's streams and other

@@ -5,7 +5,7 @@
 #ifndef SPACE_DAEMON_HTTP_H
 #define SPACE_DAEMON_HTTP_H
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 #include "daemon/daemon.h"
 
 #define HTTP_TLS_MAX_PEM (1 << 20) /* bytes of a --tls-cert or --tls-key file */

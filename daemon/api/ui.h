@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define UI_NAME_MAX 64          /* bytes of a file's name in the console's folder */
 #define UI_FILE_MAX (8 << 20)   /* bytes of a file served: a larger one is refused (500) */

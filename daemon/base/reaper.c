@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 
 int reaper_init(void)
 {

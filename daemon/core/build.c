@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "daemon/base/log.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 #include "daemon/core/job.h"
 #include "daemon/core/op.h"
 #include "daemon/core/pool.h"
@@ -24,7 +24,7 @@
 #include "daemon/core/template_rm.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
-#include "daemon/template/dockerfile.h"
+#include "lib/host/dockerfile.h"
 
 struct build {
 	struct build *next; /* [L] in d->build_list */

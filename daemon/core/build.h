@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define BUILD_MAX_RUNNING 4                    /* builds in flight on one spaced */
 #define BUILD_UPLOAD_MAX (2ull << 30)          /* bytes of a build context as sent */

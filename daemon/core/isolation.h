@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define ISOLATION_DEFAULT "gvisor"
 

@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 #include "daemon/store/store.h"
 
 struct op;

@@ -41,7 +41,7 @@
 #include "daemon/core/proc.h"
 #include "daemon/core/quota.h"
 #include "daemon/core/sandbox.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 #include "daemon/store/store.h"
 #include "daemon/io/timer.h"
 

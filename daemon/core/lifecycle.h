@@ -7,7 +7,7 @@
 #define SPACE_DAEMON_LIFECYCLE_H
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 struct op;
 

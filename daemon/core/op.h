@@ -24,7 +24,7 @@
 #include "lib/buf.h"
 #include "lib/frame.h"
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 #include "daemon/io/timer.h"
 
 #define API_MAX_BODY (1024 * 1024)            /* JSON and stdin bodies */

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define PEER_TAG_HELLO_PS (SP_CHAN_REQ | AGENT_TAG_HELLO_PS)
 #define PEER_TAG_PING (SP_CHAN_REQ | AGENT_TAG_PING)

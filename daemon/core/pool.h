@@ -27,7 +27,7 @@
 #include <jansson.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define POOL_MAX 8                /* --pool entries */
 #define POOL_MAX_SIZE 64          /* sandboxes one entry keeps */

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 /* 0 if sb's tenant may keep another snapshot; else -EDQUOT with *e 429 too_many (it has
  * d->cfg.max_snapshots, or its snapshots take d->cfg.max_snapshot_bytes or more). The

@@ -17,7 +17,7 @@
 #define SPACE_DAEMON_CORE_READY_H
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define READY_START_LOG "/tmp/space-start.log"
 #define READY_POLL_MS 100

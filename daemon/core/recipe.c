@@ -19,7 +19,7 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 #include "daemon/core/job.h"
 #include "daemon/core/op.h"
 #include "daemon/store/template.h"

@@ -16,7 +16,7 @@
 #define SPACE_DAEMON_CORE_RECIPE_H
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define RECIPE_BUILD_TIMEOUT_S 3600 /* a build from a recipe, at most (a first one fetches Debian's
 				     * packages) */

@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 /* sandbox.c */
 

@@ -34,7 +34,7 @@
 #include "daemon/core/op.h"
 #include "daemon/core/quota.h"
 #include "daemon/core/sandbox.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 #include "daemon/store/store.h"
 
 static int run(char *const argv[])

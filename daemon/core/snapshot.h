@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define SNAPSHOT_ID_LEN 14 /* "s-" + 12 hex characters */
 #define FORK_MAX_COUNT 16  /* forks made by one request */

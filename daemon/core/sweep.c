@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 
 #include "daemon/base/log.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 #include "daemon/core/op.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/driver/driver.h"

@@ -9,7 +9,7 @@
 #define SPACE_DAEMON_SYSTEM_H
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 struct op;
 

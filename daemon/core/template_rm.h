@@ -10,7 +10,7 @@
 #define SPACE_DAEMON_TEMPLATE_RM_H
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 struct op;
 

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 /* Keeps a copy of the file src in dir (made 0700 if missing) as dir/<sha256 of its content>,
  * unless one is there already: written to a temporary name, made 0555, synced and renamed.

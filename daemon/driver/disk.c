@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 
 #define LOOP_TRIES 64 /* another process on the host may take the free device first */
 

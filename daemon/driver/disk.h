@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define DISK_DEFAULT_MB 5120         /* a sandbox's disk unless it asks for another size */
 #define DISK_MIN_MB 64               /* smaller and ext4's journal and tables crowd out files */

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 enum driver_state {
 	DRV_ABSENT,   /* nothing of the sandbox runs */

@@ -50,7 +50,7 @@
 #include "daemon/driver/oci.h"
 #include "daemon/base/clock.h"
 #include "daemon/base/log.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 
 /* The socket folder needs one inode and no blocks; the rest is all a sandbox can put there. */
 #define SOCK_TMPFS_OPTS "size=64k,nr_inodes=16,mode=0700"

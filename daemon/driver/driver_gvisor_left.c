@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "daemon/driver/host.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 
 /* The leftovers found so far, growing as gv_leftovers finds more. */
 struct found {

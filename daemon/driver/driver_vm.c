@@ -47,9 +47,9 @@
 #include <unistd.h>
 
 #include "daemon/base/clock.h"
-#include "daemon/base/hash.h"
+#include "lib/host/hash.h"
 #include "daemon/base/log.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 #include "daemon/driver/disk.h"
 #include "daemon/driver/host.h"
 #include "daemon/driver/jail.h"
@@ -60,7 +60,7 @@
 #include "daemon/driver/vm_proc.h"
 #include "daemon/driver/vm_guest.h"
 #include "daemon/net/net.h"
-#include "daemon/store/cache.h"
+#include "lib/host/cache.h"
 
 #define VM_MIGRATE_POLL_MS 5 /* a query-status costs QEMU ~0.1 ms; a restore ends ~12 ms sooner than at 20 */
 #define VM_MIGRATE_MS_PER_MIB 200 /* a bound on a migration: far above the ~4 ms/MiB measured */

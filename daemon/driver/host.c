@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define HOST_PATH_MAX 4096
 

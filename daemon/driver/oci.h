@@ -9,7 +9,8 @@
 
 #include <jansson.h>
 
-#define OCI_SPACE_DIR "/.space"     /* where the mounts below live */
+#include "lib/host/names.h" /* OCI_SPACE_DIR: where the mounts below live */
+
 #define OCI_AGENT_PATH "/.space/agent"
 #define OCI_SOCK_DIR "/.space/sock"
 #define OCI_SHIM_PATH "/.space/shim.so"

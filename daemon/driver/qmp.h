@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #define QMP_MAX_LINE (256 * 1024) /* the longest answer we read (query-migrate, query-status: ~1 KiB) */
 /* For each answer: QEMU answers in milliseconds on an idle host, but twenty QEMUs restoring at

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 #include "daemon/daemon.h"
 
 struct boot {

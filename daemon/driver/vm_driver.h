@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 #include "daemon/daemon.h"
 #include "daemon/driver/qmp.h"
 

@@ -6,7 +6,7 @@
  * exact version; apt-get download fetches the .deb into the entry being built
  * (in a folder owned by apt's own download user, as apt does for its archive
  * cache); dpkg-deb -x unpacks it beside; the .deb is removed and the entry is
- * published (daemon/store/cache.c). Names and versions from apt are checked
+ * published (lib/host/cache.c). Names and versions from apt are checked
  * against Debian's character sets before they become paths or arguments.
  *
  * The initramfs: the module tree is indexed by module name, each wanted
@@ -33,10 +33,10 @@
 #include <x86intrin.h>
 
 #include "daemon/base/clock.h"
-#include "daemon/base/hash.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/hash.h"
+#include "lib/host/spawn.h"
 #include "daemon/driver/cpio.h"
-#include "daemon/store/cache.h"
+#include "lib/host/cache.h"
 
 #define VM_GUEST_RECIPE 2                  /* bump when the initramfs is made differently */
 #define VM_APT_SHOW_MAX (64u * 1024u)      /* bytes of apt-cache show read */

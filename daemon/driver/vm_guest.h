@@ -2,7 +2,7 @@
  * daemon/driver/vm_guest.h - what a microVM boots: Debian's cloud kernel and an
  * initramfs of our own whose /init is space-agent.
  *
- * Both live in the machine's cache (daemon/store/cache.h), keyed by their inputs:
+ * Both live in the machine's cache (lib/host/cache.h), keyed by their inputs:
  *
  *   <cache>/kernels/<release>_<version>/root/   the kernel package unpacked with
  *       dpkg-deb -x, never installed: boot/vmlinuz-<release>, lib/modules/<release>/
@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 #include "daemon/driver/kmod.h"
 #include "proto/agent.h"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "daemon/base/hash.h"
+#include "lib/host/hash.h"
 
 int vm_image_name(const char *real_rootfs, char *name, size_t n)
 {

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 
 #define HALF (VM_LOG_MAX / 2)
 #define CHUNK (64 * 1024)

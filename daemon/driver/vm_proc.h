@@ -10,7 +10,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 #include "daemon/daemon.h"
 
 #define QEMU "qemu-system-x86_64"

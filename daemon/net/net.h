@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 #include "proto/agent.h"
 
 #define NET_TRANSIT_DEFAULT "10.213.0.0/16" /* the slots' /30s, unless spaced --net-transit */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 struct link_nl;
 

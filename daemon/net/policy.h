@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 enum net_egress { NET_EGRESS_NONE, NET_EGRESS_OPEN, NET_EGRESS_ALLOW };
 

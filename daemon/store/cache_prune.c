@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/base/dir.h"
-#include "daemon/base/spawn.h"
-#include "daemon/store/cache.h"
+#include "lib/host/dir.h"
+#include "lib/host/spawn.h"
+#include "lib/host/cache.h"
 
 struct entry {
 	char path[PATH_MAX];

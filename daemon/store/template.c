@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
-#include "daemon/base/dir.h"
-#include "daemon/base/hash.h"
+#include "lib/host/dir.h"
+#include "lib/host/hash.h"
 #include "daemon/base/log.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 #include "daemon/store/store.h"
 
 #define TEMPLATE_SUITE "bookworm"

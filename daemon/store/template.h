@@ -25,12 +25,9 @@
 #include <stddef.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
+#include "lib/host/names.h" /* TEMPLATE_DEFAULT, TEMPLATE_NAME_MAX, TEMPLATE_BUILD_* */
 
-#define TEMPLATE_DEFAULT "default"
-#define TEMPLATE_NAME_MAX 63        /* bytes of a template's name: NAME[:TAG], below */
-#define TEMPLATE_TAG_DEFAULT "latest" /* NAME:latest is NAME */
-#define TEMPLATE_EXTRA_MAX 1024     /* bytes of a named template's own package list */
 #define TEMPLATE_MAX_NAMED 16       /* --template flags one spaced takes */
 #define TEMPLATE_SOURCE_MAX 1024    /* bytes of an image's source (transport:reference) */
 
@@ -89,13 +86,6 @@ int template_ensure(struct daemon *d, const struct template_spec *t, struct err 
  * and removes the entry once no state dir marks it. 0 or -errno. Blocks. */
 int template_use(struct daemon *d, const char *key);
 int template_release(struct daemon *d, const char *key);
-
-/* A build's steps (builder/) are kept as root filesystems of their own in the cache,
- * <cache>/build/<key>/rootfs, key TEMPLATE_BUILD_KEY_LEN hex digits of a hash of the step and
- * every step before it. The builder starts a RUN step's sandbox from the step before by the
- * name "build/<key>", which only the Unix socket's clients may give (api_sandbox.c). */
-#define TEMPLATE_BUILD_PREFIX "build/"
-#define TEMPLATE_BUILD_KEY_LEN 32
 
 /* Whether name is "build/<key>": a build step's root filesystem. */
 bool template_is_build_step(const char *name);

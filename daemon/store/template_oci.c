@@ -25,8 +25,8 @@
 #include <jansson.h>
 
 #include "daemon/base/log.h"
-#include "daemon/base/spawn.h"
-#include "daemon/store/cache.h"
+#include "lib/host/spawn.h"
+#include "lib/host/cache.h"
 #include "daemon/store/store.h"
 
 static const char *const TRANSPORTS[] = { "oci-archive:", "docker-archive:", "oci:", "docker://", NULL };

@@ -16,10 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/base/dir.h"
-#include "daemon/base/hash.h"
+#include "lib/host/dir.h"
+#include "lib/host/hash.h"
 #include "daemon/base/log.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 #include "daemon/driver/vm_image.h"
 #include "daemon/store/store.h"
 

@@ -27,7 +27,7 @@
 #   proxy_http     the port proxy's reading of requests: heads, the token taken out, the
 #                  redirect, bodies (Content-Length, chunked), a 101 (daemon/net/proxy_http.c)
 #   dockerfile     the Dockerfiles templates are built from, with build arguments
-#                  (daemon/template/dockerfile*.c)
+#                  (lib/host/dockerfile*.c)
 #   connect        the E2B front's Connect envelopes and proto3 JSON values (e2b/connect.c)
 #   multipart      the E2B front's multipart/form-data uploads (e2b/multipart.c), as a real
 #                  libmicrohttpd server on loopback hands a body over
@@ -55,8 +55,8 @@ FUZZ_LIB_SRC  := lib/frame.c lib/codec.c lib/buf.c
 # The daemon modules on the request and agent-channel paths; the rest (log, store, jobs,
 # lifecycle, snapshots, templates, host programs) are tests/fuzz/stubs_daemon.c.
 FUZZ_DAEMON_SRC := daemon/api/api.c daemon/api/http_status.c daemon/driver/call.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c daemon/api/api_sandbox.c \
-                   daemon/api/api_templates.c daemon/api/api_system.c daemon/api/api_metrics.c daemon/core/stats.c daemon/core/starts.c daemon/base/expo.c daemon/base/hash.c \
-                   daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/entry.c daemon/base/err.c daemon/io/timer.c daemon/core/sandbox.c daemon/core/sandbox_view.c daemon/core/sandbox_live.c daemon/core/sandbox_create.c \
+                   daemon/api/api_templates.c daemon/api/api_system.c daemon/api/api_metrics.c daemon/core/stats.c daemon/core/starts.c daemon/base/expo.c lib/host/hash.c \
+                   daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/entry.c lib/host/err.c daemon/io/timer.c daemon/core/sandbox.c daemon/core/sandbox_view.c daemon/core/sandbox_live.c daemon/core/sandbox_create.c \
                    daemon/core/sandbox_net.c daemon/core/sandbox_adopt.c daemon/core/ready.c daemon/core/pool.c \
                    daemon/core/state.c daemon/base/reaper.c daemon/base/clock.c daemon/io/chan.c \
                    daemon/io/loop.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c \
@@ -73,16 +73,16 @@ FUZZ_SRC_codec         := lib/codec.c
 FUZZ_SRC_connect       := e2b/connect.c lib/codec.c lib/buf.c
 FUZZ_SRC_multipart     := e2b/multipart.c
 FUZZ_SRC_e2b_route     := e2b/route.c e2b/query.c
-FUZZ_SRC_recipe        := e2b/recipe.c daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
-                          daemon/template/dockerfile_words.c daemon/template/dockerfile_ref.c \
-                          daemon/template/dockerfile_canon.c daemon/base/err.c
+FUZZ_SRC_recipe        := e2b/recipe.c lib/host/dockerfile.c lib/host/dockerfile_lex.c \
+                          lib/host/dockerfile_words.c lib/host/dockerfile_ref.c \
+                          lib/host/dockerfile_canon.c lib/host/err.c
 FUZZ_SRC_passwd        := lib/user.c
 FUZZ_SRC_ports         := agent/ports.c
-FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/net/dns_wire.c daemon/base/err.c
+FUZZ_SRC_net           := daemon/net/policy.c daemon/net/proxy_host.c daemon/net/dns_wire.c lib/host/err.c
 FUZZ_SRC_proxy_http    := daemon/net/proxy_http.c
-FUZZ_SRC_dockerfile    := daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
-                          daemon/template/dockerfile_words.c daemon/template/dockerfile_ref.c \
-                          daemon/template/dockerfile_canon.c daemon/base/err.c
+FUZZ_SRC_dockerfile    := lib/host/dockerfile.c lib/host/dockerfile_lex.c \
+                          lib/host/dockerfile_words.c lib/host/dockerfile_ref.c \
+                          lib/host/dockerfile_canon.c lib/host/err.c
 FUZZ_SRC_api_route     := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_api_body      := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)
 FUZZ_SRC_daemon_frames := $(FUZZ_DAEMON_SRC) $(FUZZ_HARNESS_SRC) $(FUZZ_LIB_SRC)

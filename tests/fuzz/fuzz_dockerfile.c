@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/fuzz_dockerfile.c - daemon/template/dockerfile.c: the Dockerfile a user sends to
+ * tests/fuzz/fuzz_dockerfile.c - lib/host/dockerfile.c: the Dockerfile a user sends to
  * build a template, with its build arguments.
  *
  * The first byte says how many build arguments come first (its value modulo 4), each a line
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/template/dockerfile.h"
+#include "lib/host/dockerfile.h"
 
 static bool in_context(const char *p)
 {

@@ -1,7 +1,7 @@
 /*
  * tests/fuzz/fuzz_recipe.c - e2b/recipe.c: the template an E2B SDK sends to the front (JSON:
  * fromImage or fromTemplate, steps, startCmd, readyCmd), turned into a Dockerfile that
- * space-build parses with daemon/template/dockerfile.c.
+ * space-build parses with lib/host/dockerfile.c.
  *
  * The input is the JSON body. For every input:
  *  - the answer is 0, or -EINVAL with a message, and nothing is left allocated on failure;
@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "daemon/template/dockerfile.h"
+#include "lib/host/dockerfile.h"
 #include "e2b/recipe.h"
 
 #define OWNER "0123456789abcdef"

@@ -18,7 +18,7 @@
 #include <jansson.h>
 
 #include "daemon/daemon.h"
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 #include "daemon/core/job.h"
 #include "daemon/core/op.h"
 #include "daemon/core/lifecycle.h"
@@ -27,7 +27,7 @@
 #include "daemon/core/recipe.h"
 #include "daemon/core/snapshot.h"
 #include "daemon/core/system.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 #include "daemon/store/store.h"
 #include "daemon/core/template_rm.h"
 #include "daemon/store/template.h"

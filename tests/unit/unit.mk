@@ -15,8 +15,8 @@ UNIT_TESTS := lib/test_buf lib/test_codec lib/test_frame \
               daemon/store/test_store daemon/store/test_schema daemon/store/test_template daemon/io/test_timer daemon/io/test_chan \
               lib/test_user agent/test_identity daemon/driver/test_cpio daemon/driver/test_kmod daemon/driver/test_vm_log daemon/driver/test_jail daemon/driver/test_agent_file agent/test_vport \
               agent/test_fwcfg agent/test_ports daemon/net/test_policy daemon/net/test_proxy_host daemon/net/test_proxy_http \
-              daemon/net/test_dns_wire daemon/template/test_dockerfile daemon/template/test_dockerfile_words \
-              daemon/template/test_dockerfile_canon daemon/base/test_dir daemon/base/test_expo daemon/base/test_log \
+              daemon/net/test_dns_wire lib/host/test_dockerfile lib/host/test_dockerfile_words \
+              lib/host/test_dockerfile_canon lib/host/test_dir daemon/base/test_expo daemon/base/test_log \
               e2b/test_connect e2b/test_multipart e2b/test_route e2b/test_query daemon/core/test_entry daemon/core/test_starts \
               daemon/api/test_ui daemon/core/test_op daemon/core/test_sandbox \
               daemon/core/test_lifecycle
@@ -57,7 +57,7 @@ UNIT_LIBS_test_expo   :=
 # channel and libmicrohttpd's resume of a connection are the test's fakes (op.c still names
 # libmicrohttpd's other calls, which the test never reaches)
 UNIT_test_op      := daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/proc.c \
-                     daemon/core/entry.c daemon/core/stats.c daemon/base/expo.c daemon/base/err.c \
+                     daemon/core/entry.c daemon/core/stats.c daemon/base/expo.c lib/host/err.c \
                      daemon/base/log.c daemon/base/clock.c daemon/io/loop.c daemon/io/timer.c \
                      lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_op := -ljansson -lpthread
@@ -65,17 +65,17 @@ UNIT_LIBS_test_op := -ljansson -lpthread
 # the registry of sandboxes; the store, the agent's channel, the requests, d->lock and the
 # kernel's randomness are the test's fakes
 UNIT_test_sandbox      := daemon/core/sandbox.c daemon/core/isolation.c daemon/core/proc.c daemon/core/state.c \
-                          daemon/driver/call.c daemon/base/expo.c daemon/base/err.c daemon/base/log.c daemon/base/clock.c lib/buf.c lib/frame.c
+                          daemon/driver/call.c daemon/base/expo.c lib/host/err.c daemon/base/log.c daemon/base/clock.c lib/buf.c lib/frame.c
 UNIT_LIBS_test_sandbox := -ljansson -lpthread
 
 UNIT_test_starts     := daemon/core/starts.c daemon/base/expo.c lib/buf.c
 UNIT_LIBS_test_starts := -lpthread
 
 # the console's names, checked and opened under its folder
-UNIT_test_ui         := daemon/api/ui.c daemon/api/http_status.c daemon/base/err.c
+UNIT_test_ui         := daemon/api/ui.c daemon/api/http_status.c lib/host/err.c
 UNIT_LIBS_test_ui    :=
 
-UNIT_test_dir        := daemon/base/dir.c
+UNIT_test_dir        := lib/host/dir.c
 UNIT_LIBS_test_dir   :=
 
 UNIT_test_state      := daemon/core/state.c
@@ -86,7 +86,7 @@ UNIT_LIBS_test_state :=
 UNIT_test_proc      := daemon/core/proc.c daemon/base/clock.c lib/buf.c lib/frame.c
 UNIT_LIBS_test_proc := -ljansson
 
-UNIT_test_isolation      := daemon/core/isolation.c daemon/driver/call.c daemon/base/clock.c daemon/base/expo.c lib/buf.c daemon/base/err.c daemon/base/log.c
+UNIT_test_isolation      := daemon/core/isolation.c daemon/driver/call.c daemon/base/clock.c daemon/base/expo.c lib/buf.c lib/host/err.c daemon/base/log.c
 UNIT_LIBS_test_isolation := -ljansson -lpthread
 
 UNIT_test_oci        := daemon/driver/oci.c
@@ -100,9 +100,9 @@ UNIT_test_schema      := $(UNIT_test_store)
 UNIT_LIBS_test_schema := $(UNIT_LIBS_test_store)
 
 # the template cache: its parsing and keys (the build itself runs in the e2e suite)
-UNIT_test_template      := daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c daemon/store/cache.c daemon/base/dir.c daemon/store/store.c daemon/store/schema.c \
-                           daemon/core/state.c daemon/base/hash.c \
-                           daemon/base/spawn.c daemon/base/err.c daemon/base/log.c lib/buf.c
+UNIT_test_template      := daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c lib/host/cache.c lib/host/dir.c daemon/store/store.c daemon/store/schema.c \
+                           daemon/core/state.c lib/host/hash.c \
+                           lib/host/spawn.c lib/host/err.c daemon/base/log.c lib/buf.c
 UNIT_LIBS_test_template := -lsqlite3 -ljansson -lcrypto -lpthread
 
 UNIT_test_timer      := daemon/io/timer.c
@@ -119,13 +119,13 @@ UNIT_LIBS_test_cpio  := -larchive
 UNIT_test_kmod       := daemon/driver/kmod.c
 UNIT_LIBS_test_kmod  :=
 
-UNIT_test_vm_log      := daemon/driver/vm_log.c daemon/base/spawn.c
+UNIT_test_vm_log      := daemon/driver/vm_log.c lib/host/spawn.c
 UNIT_LIBS_test_vm_log :=
 
 UNIT_test_jail       := daemon/driver/jail.c
 UNIT_LIBS_test_jail  :=
 
-UNIT_test_agent_file      := daemon/driver/agent_file.c daemon/base/err.c
+UNIT_test_agent_file      := daemon/driver/agent_file.c lib/host/err.c
 UNIT_LIBS_test_agent_file := -lcrypto
 
 UNIT_test_vport      := agent/vport.c
@@ -157,9 +157,9 @@ UNIT_test_api := daemon/api/api.c daemon/api/http_status.c daemon/driver/call.c 
                  daemon/core/snapshot.c daemon/core/template_rm.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
                  daemon/core/metrics.c daemon/core/peer.c daemon/core/proc.c daemon/core/isolation.c daemon/base/clock.c \
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
-                 daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
-                 daemon/base/hash.c daemon/base/expo.c daemon/core/stats.c daemon/core/starts.c \
-                 daemon/store/store.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c daemon/store/cache.c daemon/store/cache_prune.c daemon/base/dir.c \
+                 daemon/base/crash.c lib/host/err.c daemon/base/log.c lib/host/spawn.c daemon/base/reaper.c \
+                 lib/host/hash.c daemon/base/expo.c daemon/core/stats.c daemon/core/starts.c \
+                 daemon/store/store.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c lib/host/cache.c daemon/store/cache_prune.c lib/host/dir.c \
                  daemon/net/net.c daemon/net/net_ns.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 
@@ -179,7 +179,7 @@ UNIT_BIN := $(UNIT_TESTS:%=$(BUILD)/tests/%)
 # Each test binary gets UNIT_SECONDS to finish; a hung test fails the run.
 UNIT_SECONDS ?= 60
 
-UNIT_test_policy      := daemon/net/policy.c daemon/base/err.c
+UNIT_test_policy      := daemon/net/policy.c lib/host/err.c
 UNIT_LIBS_test_policy := -ljansson
 
 UNIT_test_proxy_host      := daemon/net/proxy_host.c
@@ -192,10 +192,10 @@ UNIT_test_dns_wire      := daemon/net/dns_wire.c
 UNIT_LIBS_test_dns_wire :=
 
 # the Dockerfile subset templates are built from: a pure parser, nothing else
-UNIT_test_dockerfile      := daemon/template/dockerfile.c daemon/template/dockerfile_lex.c \
-                             daemon/template/dockerfile_words.c daemon/template/dockerfile_ref.c \
-                             daemon/template/dockerfile_canon.c daemon/base/err.c \
-                             tests/unit/daemon/template/dockerfile_check.c
+UNIT_test_dockerfile      := lib/host/dockerfile.c lib/host/dockerfile_lex.c \
+                             lib/host/dockerfile_words.c lib/host/dockerfile_ref.c \
+                             lib/host/dockerfile_canon.c lib/host/err.c \
+                             tests/unit/lib/host/dockerfile_check.c
 UNIT_LIBS_test_dockerfile :=
 # the parser's reading of its text, and its canonical text: the same parser, the same helpers
 UNIT_test_dockerfile_words      := $(UNIT_test_dockerfile)

@@ -1,5 +1,5 @@
 /*
- * tests/unit/daemon/template/dockerfile_check.h - what the Dockerfile parser's tests share:
+ * tests/unit/lib/host/dockerfile_check.h - what the Dockerfile parser's tests share:
  * each test file links dockerfile_check.c (tests/unit/unit.mk).
  */
 #ifndef SPACE_TESTS_DOCKERFILE_CHECK_H
@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "daemon/template/dockerfile.h"
+#include "lib/host/dockerfile.h"
 
 /* dockerfile_parse of text (len bytes) with build arguments; a refusal must be a 400
  * invalid_argument with no result. Returns what dockerfile_parse returned. */

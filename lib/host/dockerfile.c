@@ -1,5 +1,5 @@
 /*
- * daemon/template/dockerfile.c - the Dockerfile subset's parser (see dockerfile.h): the
+ * lib/host/dockerfile.c - the Dockerfile subset's parser (see dockerfile.h): the
  * instructions, the result and the public functions (a step's canonical text is
  * dockerfile_canon.c's, FROM's references are checked in dockerfile_ref.c).
  *
@@ -11,7 +11,7 @@
  * (struct dockerfile_mem, df_mem_alloc in dockerfile_lex.c), so the result is freed in one walk;
  * scratch memory lives in struct parser and goes with it.
  */
-#include "daemon/template/dockerfile_int.h"
+#include "lib/host/dockerfile_int.h"
 
 #include <errno.h>
 #include <stdio.h>

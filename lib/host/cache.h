@@ -1,5 +1,5 @@
 /*
- * daemon/store/cache.h - entries of the machine's cache (--cache-dir, default
+ * lib/host/cache.h - entries of the machine's cache (--cache-dir, default
  * /var/cache/space), built once and shared by every state dir on the machine.
  *
  * An entry <parent>/<name> is a file or a directory that appears only when
@@ -16,12 +16,12 @@
  * stamps the lock file's modification time: the entry's last use, by which a prune
  * removes the least recently used first.
  */
-#ifndef SPACE_DAEMON_CACHE_H
-#define SPACE_DAEMON_CACHE_H
+#ifndef SPACE_LIB_HOST_CACHE_H
+#define SPACE_LIB_HOST_CACHE_H
 
 #include <stddef.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 /* Makes the entry at tmp (a path that does not exist yet). Returns 0 or -errno with e filled. */
 typedef int cache_build_fn(const char *tmp, void *ctx, struct err *e);

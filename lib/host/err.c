@@ -1,8 +1,8 @@
 /*
- * daemon/base/err.c - filling struct err, the kinds' codes, and the mapping
+ * lib/host/err.c - filling struct err, the kinds' codes, and the mapping
  * from errno values reported by the agent to kinds.
  */
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,12 +1,12 @@
 /*
- * daemon/template/dockerfile_lex.c - the Dockerfile parser's bottom layer (see dockerfile_int.h).
+ * lib/host/dockerfile_lex.c - the Dockerfile parser's bottom layer (see dockerfile_int.h).
  *
  * What the other two files build on: messages, the arena the result lives in, growing strings
  * and lists of slices; then the first pass, which lexes the text into instructions (parser
  * directives, comment and blank lines, continuations) into p->raw; then what an instruction's
  * handler reads before its words: the leading --flags, and a JSON array (the exec form).
  */
-#include "daemon/template/dockerfile_int.h"
+#include "lib/host/dockerfile_int.h"
 
 #include <errno.h>
 #include <stdarg.h>

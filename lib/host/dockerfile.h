@@ -1,5 +1,5 @@
 /*
- * daemon/template/dockerfile.h - the Dockerfile subset templates are built from.
+ * lib/host/dockerfile.h - the Dockerfile subset templates are built from.
  *
  * dockerfile_parse reads a Dockerfile's bytes and the build arguments given with it, and
  * returns the steps a builder runs, each checked, with its fields parsed and its variables
@@ -90,13 +90,13 @@
  * Order of calls: dockerfile_parse, then read the result (every string in it lives until
  * dockerfile_free), dockerfile_canonical for each step the builder hashes, dockerfile_free.
  */
-#ifndef SPACE_DAEMON_TEMPLATE_DOCKERFILE_H
-#define SPACE_DAEMON_TEMPLATE_DOCKERFILE_H
+#ifndef SPACE_LIB_HOST_DOCKERFILE_H
+#define SPACE_LIB_HOST_DOCKERFILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "daemon/base/err.h"
+#include "lib/host/err.h"
 
 /* Limits; exceeding one is an error (-E2BIG) that names it. */
 #define DOCKERFILE_SIZE_MAX (1 << 20)      /* bytes of the Dockerfile */
@@ -117,7 +117,7 @@
 #define DOCKERFILE_IMAGE_NAME_MAX 255      /* bytes of an image's name, registry included (Docker's) */
 #define DOCKERFILE_IMAGE_TAG_MAX 128       /* bytes of an image's tag (Docker's) */
 
-/* The template FROM-less Dockerfiles build on (TEMPLATE_DEFAULT of daemon/store/template.h). */
+/* The template FROM-less Dockerfiles build on (TEMPLATE_DEFAULT of lib/host/names.h). */
 #define DOCKERFILE_DEFAULT_TEMPLATE "default"
 
 enum dockerfile_kind {

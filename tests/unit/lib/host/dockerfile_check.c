@@ -1,5 +1,5 @@
 /*
- * tests/unit/daemon/template/dockerfile_check.c - what the Dockerfile parser's tests share
+ * tests/unit/lib/host/dockerfile_check.c - what the Dockerfile parser's tests share
  * (dockerfile_check.h): parsing a text that must parse or must be refused, reading a step's
  * pairs and environment, and strings made for a test.
  */
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "daemon/template/dockerfile.h"
-#include "tests/unit/daemon/template/dockerfile_check.h"
+#include "lib/host/dockerfile.h"
+#include "tests/unit/lib/host/dockerfile_check.h"
 
 int parse_with(const char *text, size_t len, const char *const *args, size_t n_args, struct dockerfile **df,
 		      struct err *e)

@@ -1,12 +1,12 @@
 /*
- * daemon/base/spawn.h - running host programs (runsc, mmdebstrap) from spaced.
+ * lib/host/spawn.h - running host programs (runsc, mmdebstrap) from spaced.
  *
  * The child gets only the descriptors named here (everything else spaced
  * holds is O_CLOEXEC). The calls block until the program exits: use them
  * from job threads, never with d->lock held.
  */
-#ifndef SPACE_DAEMON_SPAWN_H
-#define SPACE_DAEMON_SPAWN_H
+#ifndef SPACE_LIB_HOST_SPAWN_H
+#define SPACE_LIB_HOST_SPAWN_H
 
 #include <stdbool.h>
 #include <stddef.h>

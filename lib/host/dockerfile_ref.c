@@ -1,9 +1,9 @@
 /*
- * daemon/template/dockerfile_ref.c - what FROM may name, checked part by part: a template's
+ * lib/host/dockerfile_ref.c - what FROM may name, checked part by part: a template's
  * name and tag (space:NAME[:TAG]) and an image reference ([REGISTRY/]REPOSITORY[:TAG][@DIGEST]),
  * with Docker's rules for each part and the limits of dockerfile.h.
  */
-#include "daemon/template/dockerfile_int.h"
+#include "lib/host/dockerfile_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
 /*
- * daemon/template/dockerfile_words.c - the Dockerfile parser's words (see dockerfile_int.h).
+ * lib/host/dockerfile_words.c - the Dockerfile parser's words (see dockerfile_int.h).
  *
  * An instruction's arguments split into words as Docker splits them (at blanks for FROM, COPY
  * and ADD; with quotes kept together for ENV, ARG and LABEL), the check for here-documents,
  * and Docker's variable substitution: the variables in force, $NAME and the ${NAME...} forms,
  * quotes and the escape character undone, into a string in the arena.
  */
-#include "daemon/template/dockerfile_int.h"
+#include "lib/host/dockerfile_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

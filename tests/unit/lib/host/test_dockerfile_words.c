@@ -1,6 +1,6 @@
 /*
- * tests/unit/daemon/template/test_dockerfile_words.c - how the Dockerfile subset reads its text
- * (daemon/template/dockerfile_lex.c, dockerfile_words.c), as Docker does: quoting and escapes,
+ * tests/unit/lib/host/test_dockerfile_words.c - how the Dockerfile subset reads its text
+ * (lib/host/dockerfile_lex.c, dockerfile_words.c), as Docker does: quoting and escapes,
  * continuations and comments, and variable substitution.
  */
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "daemon/template/dockerfile.h"
-#include "tests/unit/daemon/template/dockerfile_check.h"
+#include "lib/host/dockerfile.h"
+#include "tests/unit/lib/host/dockerfile_check.h"
 
 static void quoting_and_escapes_follow_docker(void **state)
 {

@@ -1,7 +1,7 @@
 /*
- * daemon/store/cache.c - publishing cache entries (see cache.h).
+ * lib/host/cache.c - publishing cache entries (see cache.h).
  */
-#include "daemon/store/cache.h"
+#include "lib/host/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/base/dir.h"
-#include "daemon/base/spawn.h"
+#include "lib/host/dir.h"
+#include "lib/host/spawn.h"
 
 int cache_has(const char *parent, const char *name)
 {

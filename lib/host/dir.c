@@ -1,7 +1,7 @@
 /*
- * daemon/base/dir.c - see dir.h.
+ * lib/host/dir.c - see dir.h.
  */
-#include "daemon/base/dir.h"
+#include "lib/host/dir.h"
 
 #include <errno.h>
 #include <ftw.h>

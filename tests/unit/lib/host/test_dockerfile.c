@@ -1,5 +1,5 @@
 /*
- * tests/unit/daemon/template/test_dockerfile.c - the Dockerfile subset (daemon/template/dockerfile.c,
+ * tests/unit/lib/host/test_dockerfile.c - the Dockerfile subset (lib/host/dockerfile.c,
  * dockerfile_ref.c): every instruction in every form, WORKDIR resolution, the space.* labels,
  * the FROM forms, every instruction outside the subset and every malformed line refused with
  * its line, every limit at its edge. Docker's quoting, continuations, comments and
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "daemon/template/dockerfile.h"
-#include "tests/unit/daemon/template/dockerfile_check.h"
+#include "lib/host/dockerfile.h"
+#include "tests/unit/lib/host/dockerfile_check.h"
 
 #define SHA "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

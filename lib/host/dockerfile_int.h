@@ -1,7 +1,7 @@
 /*
- * daemon/template/dockerfile_int.h - what the files of the Dockerfile parser share.
+ * lib/host/dockerfile_int.h - what the files of the Dockerfile parser share.
  *
- * Internal: only daemon/template/dockerfile*.c include it; the module's interface is
+ * Internal: only lib/host/dockerfile*.c include it; the module's interface is
  * dockerfile.h. The parser is five files in layers, each calling only those listed before it
  * (scripts/layers.py fails on a circle):
  *   dockerfile_lex.c    messages, the arena, strings; lexing; an instruction's flags, JSON arrays
@@ -17,16 +17,16 @@
  * Their names start with df_: they are global symbols in spaced, where a plain json_array
  * would take the place of jansson's.
  */
-#ifndef SPACE_DAEMON_TEMPLATE_DOCKERFILE_INT_H
-#define SPACE_DAEMON_TEMPLATE_DOCKERFILE_INT_H
+#ifndef SPACE_LIB_HOST_DOCKERFILE_INT_H
+#define SPACE_LIB_HOST_DOCKERFILE_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "daemon/base/err.h"
-#include "daemon/template/dockerfile.h"
+#include "lib/host/err.h"
+#include "lib/host/dockerfile.h"
 
 /* The arena the result lives in: chunks, the one being filled first (df_mem_alloc, dockerfile_free). */
 struct dockerfile_mem {

@@ -1,5 +1,5 @@
 /*
- * daemon/base/err.h - the error a request carries up to the API edge.
+ * lib/host/err.h - the error a request carries up to the API edge.
  *
  * Functions below the API layer return 0 or a negative errno and, when they
  * fail for a reason a user should read, fill a caller-owned struct err with a
@@ -7,8 +7,8 @@
  * failure, not a protocol: its code string (err_code) is what every front
  * shows, and only the HTTP layer turns a kind into a status (http_status).
  */
-#ifndef SPACE_DAEMON_ERR_H
-#define SPACE_DAEMON_ERR_H
+#ifndef SPACE_LIB_HOST_ERR_H
+#define SPACE_LIB_HOST_ERR_H
 
 enum err_kind {
 	ERR_NONE,                /* unset: no error */

@@ -1,9 +1,9 @@
 /*
- * daemon/base/hash.h - SHA-256 (OpenSSL) as lowercase hex, for token hashes and
+ * lib/host/hash.h - SHA-256 (OpenSSL) as lowercase hex, for token hashes and
  * template cache keys.
  */
-#ifndef SPACE_DAEMON_HASH_H
-#define SPACE_DAEMON_HASH_H
+#ifndef SPACE_LIB_HOST_HASH_H
+#define SPACE_LIB_HOST_HASH_H
 
 #include <stddef.h>
 

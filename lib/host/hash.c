@@ -1,7 +1,7 @@
 /*
- * daemon/base/hash.c - SHA-256 through OpenSSL's EVP interface (see hash.h).
+ * lib/host/hash.c - SHA-256 through OpenSSL's EVP interface (see hash.h).
  */
-#include "daemon/base/hash.h"
+#include "lib/host/hash.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

@@ -1,7 +1,7 @@
 /*
- * daemon/base/spawn.c - posix_spawn wrappers for host programs (see spawn.h).
+ * lib/host/spawn.c - posix_spawn wrappers for host programs (see spawn.h).
  */
-#include "daemon/base/spawn.h"
+#include "lib/host/spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>

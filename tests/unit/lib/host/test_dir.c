@@ -1,5 +1,5 @@
 /*
- * tests/unit/daemon/base/test_dir.c - dir_make and dir_usage.
+ * tests/unit/lib/host/test_dir.c - dir_make and dir_usage.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/base/dir.h"
+#include "lib/host/dir.h"
 
 static char root[] = "/tmp/space-test-dir-XXXXXX";
 

@@ -1,6 +1,6 @@
 /*
- * tests/unit/daemon/template/test_dockerfile_canon.c - the canonical text of a step
- * (daemon/template/dockerfile_canon.c), which the builder hashes into its cache keys: what a
+ * tests/unit/lib/host/test_dockerfile_canon.c - the canonical text of a step
+ * (lib/host/dockerfile_canon.c), which the builder hashes into its cache keys: what a
  * step does is all in it, and two steps that differ read differently.
  */
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "daemon/template/dockerfile.h"
-#include "tests/unit/daemon/template/dockerfile_check.h"
+#include "lib/host/dockerfile.h"
+#include "tests/unit/lib/host/dockerfile_check.h"
 
 static void the_canonical_text_holds_what_a_step_does(void **state)
 {

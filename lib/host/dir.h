@@ -1,8 +1,8 @@
 /*
- * daemon/base/dir.h - making directory trees, and measuring them.
+ * lib/host/dir.h - making directory trees, and measuring them.
  */
-#ifndef SPACE_DAEMON_DIR_H
-#define SPACE_DAEMON_DIR_H
+#ifndef SPACE_LIB_HOST_DIR_H
+#define SPACE_LIB_HOST_DIR_H
 
 #include <sys/types.h>
 

@@ -1,9 +1,9 @@
 /*
- * daemon/template/dockerfile_canon.c - a step's canonical text (dockerfile_canonical), what a
+ * lib/host/dockerfile_canon.c - a step's canonical text (dockerfile_canonical), what a
  * build's cache key hashes: each of its fields as name=LENGTH:value, so no two different steps
  * read the same; and the names of the instructions.
  */
-#include "daemon/template/dockerfile_int.h"
+#include "lib/host/dockerfile_int.h"
 
 #include <stdio.h>
 
