@@ -224,10 +224,8 @@ static int apply(struct daemon *d, struct config *c, int id, const char *v, char
 	case O_E2B_LISTEN: return text("e2b-listen", v, d->cfg.e2b_listen, sizeof(d->cfg.e2b_listen), why, n);
 	case O_ISOLATION: c->isolation = v; return 0;
 	case O_ACCEL: d->cfg.vm_accel = v; return 0;
-	case O_DRIVER: /* older spaceds' name for --isolation: its auto and vm are gvisor and microvm */
-		c->isolation = strcmp(v, "auto") == 0 ? ISOLATION_DEFAULT : strcmp(v, "vm") == 0 ? "microvm" : v;
-		log_warn("--driver is deprecated: use --isolation %s", c->isolation);
-		return 0;
+	case O_DRIVER: /* its name before any release */
+		return snprintf(why, n, "--driver is now --isolation (gvisor or microvm)"), -EINVAL;
 	case O_NO_AUTO_RESUME: d->cfg.auto_resume = false; return 0;
 	case O_TENANT_SNAPSHOTS:
 		rc = number("tenant-snapshots", v, 0, INT_MAX, &x, why, n);

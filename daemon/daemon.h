@@ -161,7 +161,7 @@ struct sandbox {
 	char isolation[ISOLATION_NAME_MAX + 1]; /* its kind ("gvisor", "microvm"): which driver runs it */
 	char tenant[TENANT_NAME_MAX + 1]; /* who owns it: "" for the Unix socket's administrator */
 	int cpus, memory_mb;
-	int disk_mb;                /* size of its disk; 0 for one made before disks */
+	int disk_mb;                /* size of its disk */
 	double timeout_s;           /* idle timeout, 0: none */
 	double lifetime_s;          /* its lifetime in seconds as last set (create, claim, timeout route) */
 	int64_t expires_ms;         /* [L] wall clock when that lifetime ends, 0: none */

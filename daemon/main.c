@@ -250,7 +250,10 @@ static int open_state(struct daemon *d)
 	snprintf(dbpath, sizeof(dbpath), "%s/state.db", d->cfg.state_dir);
 	if ((rc = store_open(dbpath, &d->store)) < 0) {
 		fprintf(stderr, "spaced: cannot open %s: %s\n", dbpath,
-			rc == -EPROTO ? "it was written by a newer spaced (its schema is past this one's)" : strerror(-rc));
+			rc == -EPROTO	     ? "it was written by a newer spaced (its schema is past this one's)"
+			: rc == -EMEDIUMTYPE ? "it was written by a spaced from before numbered schemas, which this one "
+					       "does not read (move it away to start afresh)"
+					     : strerror(-rc));
 		return 1;
 	}
 	return -1;

@@ -6,8 +6,12 @@
 #include "daemon/driver/driver.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "daemon/base/clock.h"
 #include "daemon/base/expo.h"
@@ -85,15 +89,69 @@ int driver_resume(const struct driver_slot *dv, struct sandbox *sb, struct err *
 	return done(dv, CALL_RESUME, sb->id, t0, dv->ops->resume(dv->drv, sb, e));
 }
 
+/* What an image's IMAGE_FORMAT_FILE says: its format and the kind that made it. */
+static int image_format(const struct driver_slot *dv, char *out, size_t n)
+{
+	int len = snprintf(out, n, "space-image %d %s\n", IMAGE_FORMAT, dv->kind);
+	return len > 0 && (size_t)len < n ? len : -ENAMETOOLONG;
+}
+
+/* Writes dir's format before the checkpoint writes anything: an image cut short is still
+ * known for what it was to be. */
+static int image_mark(const struct driver_slot *dv, const char *dir, struct err *e)
+{
+	char path[PATH_MAX], text[128];
+	int len = image_format(dv, text, sizeof(text));
+	if (len < 0 || snprintf(path, sizeof(path), "%s/%s", dir, IMAGE_FORMAT_FILE) >= (int)sizeof(path))
+		return err_set(e, ERR_INTERNAL, ENAMETOOLONG, "image folder path too long: %s", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_set(e, ERR_INTERNAL, errno, "cannot write %s: %s", path, strerror(errno));
+	int rc = write(fd, text, (size_t)len) == len && fsync(fd) == 0 ? 0 : -EIO;
+	close(fd);
+	return rc < 0 ? err_set(e, ERR_INTERNAL, EIO, "cannot write %s", path) : 0;
+}
+
+/* Refuses an image this spaced does not know: without a format (made by a spaced from before
+ * image formats, or not an image), of another format, or of another kind. */
+static int image_known(const struct driver_slot *dv, const char *dir, struct err *e)
+{
+	char path[PATH_MAX], want[128], got[128] = "";
+	if (image_format(dv, want, sizeof(want)) < 0 ||
+	    snprintf(path, sizeof(path), "%s/%s", dir, IMAGE_FORMAT_FILE) >= (int)sizeof(path))
+		return err_set(e, ERR_INTERNAL, ENAMETOOLONG, "image folder path too long: %s", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, got, sizeof(got) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return err_set(e, ERR_CONFLICT, ENOEXEC,
+			       "the image %s has no format (it was made by a spaced from before image formats, or is "
+			       "not an image): this spaced restores images of format %d only", dir, IMAGE_FORMAT);
+	got[n] = '\0';
+	if (strcmp(got, want) != 0) {
+		got[strcspn(got, "\n")] = '\0';
+		return err_set(e, ERR_CONFLICT, ENOEXEC, "the image %s is \"%.64s\": this spaced restores \"space-image %d %s\" only",
+			       dir, got, IMAGE_FORMAT, dv->kind);
+	}
+	return 0;
+}
+
 int driver_checkpoint(const struct driver_slot *dv, struct sandbox *sb, const char *dir, bool leave_running,
 		      struct err *e)
 {
+	int rc = image_mark(dv, dir, e);
+	if (rc < 0)
+		return rc;
 	int64_t t0 = mono_ns();
 	return done(dv, CALL_CHECKPOINT, sb->id, t0, dv->ops->checkpoint(dv->drv, sb, dir, leave_running, e));
 }
 
 int driver_restore(const struct driver_slot *dv, struct sandbox *sb, const char *dir, struct err *e)
 {
+	int rc = image_known(dv, dir, e);
+	if (rc < 0)
+		return rc;
 	int64_t t0 = mono_ns();
 	return done(dv, CALL_RESTORE, sb->id, t0, dv->ops->restore(dv->drv, sb, dir, e));
 }

@@ -147,6 +147,12 @@ const struct driver_ops *driver_find(const char *name);
  * and weigh do nothing and return 0, stats and pid1_state return -ENOTSUP.
  */
 #define DRIVER_SLOW_MS 10000 /* a driver call this long is logged */
+/* An image (a suspend's, a snapshot's, a fork's) says what it is in IMAGE_FORMAT_FILE, "space-image
+ * <IMAGE_FORMAT> <kind>", written by driver_checkpoint before the driver writes anything;
+ * driver_restore refuses (ERR_CONFLICT, -ENOEXEC) an image without it or with another. Bump
+ * IMAGE_FORMAT when a spaced can no longer restore what the one before wrote. */
+#define IMAGE_FORMAT 1
+#define IMAGE_FORMAT_FILE "space-image-format"
 struct buf;
 int driver_create(const struct driver_slot *dv, struct sandbox *sb, const char *rootfs, const char *seed,
 		  struct err *e);

@@ -8,13 +8,12 @@
  * (the agent's socket, bind-mounted into the sandbox: a tmpfs of SOCK_TMPFS_OPTS,
  * so nothing written there inside lands on the host's disk) and runsc.log. runsc
  * keeps its own state under <state dir>/runsc, so a restarted spaced finds
- * its containers again. Sandboxes made before disks existed have upper/ and
- * work/ directly in their dir; rootfs.opts records which.
+ * its containers again; rootfs.opts records the overlay's options.
  *
  * Flags: the ptrace platform (the only one that works without VT-x here),
  * --host-uds=open so the agent can connect to its socket, and the network: gVisor's own
  * stack on the interface of the sandbox's inner namespace (--network=sandbox, net/net.h),
- * or none for a sandbox made before sandboxes had one.
+ * or none for a sandbox created without a network.
  *
  * The agent and the shim a sandbox mounts are its own hard links, agent and shim.so in its dir,
  * to the files kept by content in <state>/agents (agent_file.h): a checkpoint links them beside
@@ -263,14 +262,11 @@ static int write_file(const char *p, const char *data)
 	return rc;
 }
 
-/* The host directory of the writable layer: on the sandbox's disk, or in its dir for one
- * made before disks. */
+/* The host directory of the writable layer, on the sandbox's disk. */
 static void gv_layer(struct driver *drv, struct sandbox *sb, char *out, size_t n)
 {
 	(void)drv;
-	char img[700];
-	path(img, sizeof(img), sb, "disk.img");
-	path(out, n, sb, access(img, F_OK) == 0 ? "layer/upper" : "upper");
+	path(out, n, sb, "layer/upper");
 }
 
 /* Mounts the sandbox's disk and root overlay unless they are mounted already (after a host
@@ -281,7 +277,7 @@ static int mount_rootfs(struct sandbox *sb, struct err *e)
 	path(img, sizeof(img), sb, "disk.img");
 	path(layer, sizeof(layer), sb, "layer");
 	int rc;
-	if (access(img, F_OK) == 0 && !disk_mounted(layer) && (rc = disk_mount(img, layer, e)) < 0)
+	if (!disk_mounted(layer) && (rc = disk_mount(img, layer, e)) < 0)
 		return rc;
 	path(rootfs, sizeof(rootfs), sb, "rootfs");
 	if (disk_mounted(rootfs))

@@ -85,17 +85,14 @@ static bool has_tables(sqlite3 *db)
 	return yes;
 }
 
-/* Runs step n and records its number, in one transaction; with forgive_present, a column the
- * step adds that is already there counts as the step done. */
-static int apply(sqlite3 *db, int n, bool forgive_present)
+/* Runs step n and records its number, in one transaction. */
+static int apply(sqlite3 *db, int n)
 {
 	char sql[64];
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", n);
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return -EIO;
 	int rc = sqlite3_exec(db, steps[n - 1], NULL, NULL, NULL);
-	if (rc != SQLITE_OK && forgive_present && strncmp(sqlite3_errmsg(db), "duplicate column name", 21) == 0)
-		rc = SQLITE_OK;
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
@@ -120,13 +117,10 @@ int schema_migrate_to(sqlite3 *db, int target, int *found)
 		return -EPROTO;
 	if (target < 0 || target > SCHEMA_VERSION)
 		return -EINVAL;
+	if (v == 0 && has_tables(db)) /* from before numbering: not read, left as it is */
+		return -EMEDIUMTYPE;
 	int rc = 0;
-	if (v == 0 && has_tables(db)) /* from before numbering: some of step 1 is there */
-		for (v = 1; rc == 0 && v <= SCHEMA_UNNUMBERED && v <= target; v++)
-			rc = apply(db, v, true);
-	else
-		v++;
-	for (; rc == 0 && v <= target; v++)
-		rc = apply(db, v, false);
+	for (v++; rc == 0 && v <= target; v++)
+		rc = apply(db, v);
 	return rc;
 }

@@ -144,8 +144,11 @@ def recorded(d, sbid):
 
 
 def test_the_kind_survives_a_restart_even_one_that_cannot_run_it(make_daemon):
-    # --driver, the flag's older name, still works
-    d = make_daemon(args=["--driver", "auto"])
+    # --driver, the flag's name before any release, says what it became
+    with pytest.raises(pytest.fail.Exception) as got:
+        make_daemon(args=["--driver", "auto"])
+    assert "--driver is now --isolation" in str(got.value), got.value
+    d = make_daemon(args=["--isolation", "gvisor"])
     sbid = d.api.create()
     d.api.ok("PUT", f"/v1/sandboxes/{sbid}/files?path={q('/work/keep.txt')}", raw=b"kept\n", expect=(201,))
     d.stop()

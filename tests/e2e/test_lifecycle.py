@@ -224,3 +224,46 @@ def test_resume_keeps_what_was_left_of_the_timeout(api):
         assert sb["timeout"] == 7
     finally:
         api.delete(sbid)
+
+
+def test_an_image_of_another_format_is_refused_and_kept(spaced, sandbox):
+    """An image says what it is (its format and its kind, docs/lifecycle.md). A snapshot or a
+    suspended sandbox whose image is of a format this spaced does not restore (a newer one, or
+    none: from before image formats) is refused with why, and nothing is lost: once the image
+    is what it was, it restores."""
+    api = spaced.api
+    api.exec(sandbox, "echo kept > /work/f")
+    snap = api.ok("POST", f"/v1/sandboxes/{sandbox}/snapshot", {}, expect=(201,))["id"]
+    mark = os.path.join(spaced.state_dir, "snapshots", snap, "image", "space-image-format")
+    with open(mark) as f:
+        was = f.read()
+    assert was.startswith("space-image 1 "), was
+    try:
+        with open(mark + ".new", "w") as f:
+            f.write(was.replace("space-image 1 ", "space-image 999 "))
+        os.replace(mark + ".new", mark)  # a copy: the snapshot's other links stay as they were
+        status, body = api.json("POST", "/v1/sandboxes", {"snapshot": snap})
+        assert status == 409 and "space-image 999" in body["error"]["message"], body
+        os.unlink(mark)
+        status, body = api.json("POST", "/v1/sandboxes", {"snapshot": snap})
+        assert status == 409 and "has no format" in body["error"]["message"], body
+    finally:
+        with open(mark, "w") as f:
+            f.write(was)
+    clone = api.ok("POST", "/v1/sandboxes", {"snapshot": snap}, expect=(201,))["id"]
+    try:
+        assert api.exec(clone, ["cat", "/work/f"])["stdout"] == "kept\n"
+    finally:
+        api.delete(clone)
+        api.ok("DELETE", f"/v1/snapshots/{snap}", expect=(204,))
+
+    api.ok("POST", f"/v1/sandboxes/{sandbox}/suspend")
+    mark = os.path.join(spaced.state_dir, "sandboxes", sandbox, "checkpoint", "space-image-format")
+    os.unlink(mark)
+    status, body = api.json("POST", f"/v1/sandboxes/{sandbox}/resume")
+    assert status == 409 and "has no format" in body["error"]["message"], body
+    assert state(api, sandbox) == "suspended"
+    with open(mark, "w") as f:
+        f.write(was)
+    assert api.ok("POST", f"/v1/sandboxes/{sandbox}/resume")["state"] == "running"
+    assert api.exec(sandbox, ["cat", "/work/f"])["stdout"] == "kept\n"

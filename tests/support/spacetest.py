@@ -338,7 +338,7 @@ class Daemon:
             a += ["--dns-port", str(self.dns_port)]
         if self.listen:
             a += ["--listen", self.listen]
-        if ISOLATION and not {"--isolation", "--driver"} & set(self.args):
+        if ISOLATION and "--isolation" not in self.args:
             a += ["--isolation", ISOLATION]  # the suites run against either kind of sandbox
         return a + self.args
 

@@ -1,9 +1,8 @@
 /*
  * tests/unit/daemon/store/test_schema.c - the database's schema (daemon/store/schema.c): a new
- * database has every step; one an older spaced left, even from before the steps were
- * numbered, and one of each earlier version, gets the steps it lacks and keeps its rows; one a
- * newer spaced wrote is refused
- * and left as it was. Each test runs in its own temporary directory under /tmp.
+ * database has every step; one of each earlier version gets the steps it lacks and keeps its
+ * rows; one a newer spaced wrote, and one from before the steps were numbered, are refused and
+ * left as they were. Each test runs in its own temporary directory under /tmp.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -29,32 +28,6 @@
 	" template TEXT NOT NULL, cpus INTEGER NOT NULL, memory_mb INTEGER NOT NULL, env TEXT NOT NULL," \
 	" metadata TEXT NOT NULL, created_ms INTEGER NOT NULL);"
 
-/* A database an older spaced wrote, before sandboxes chose their isolation (the first
- * schema, with a row in each table), opens, and its sandboxes and snapshots are gVisor's. */
-static void test_old_database_is_gvisor(void **state)
-{
-	struct fixture *fx = *state;
-	store_close(fx->st);
-	fx->st = NULL;
-	unlink(fx->path);
-	raw_sql(fx, FIRST_TABLES
-		    "INSERT INTO sandboxes VALUES('0123456789ab', 'suspended', NULL, 'default', 1, 512, 300,"
-		    " '{}', '{}', 1000);"
-		    "INSERT INTO snapshots VALUES('s1', '0123456789ab', NULL, 'default', 1, 512, '{}', '{}', 1000);");
-	assert_int_equal(store_open(fx->path, &fx->st), 0);
-
-	struct sandbox *list = NULL;
-	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
-	assert_int_equal(sandbox_count(list), 1);
-	assert_int_equal(list->state, SB_SUSPENDED);
-	assert_string_equal(list->isolation, "gvisor");
-	sandbox_list_free(list);
-	json_t *s = store_get_snapshot(fx->st, "s1");
-	assert_non_null(s);
-	assert_string_equal(json_string_value(json_object_get(s, "isolation")), "gvisor");
-	json_decref(s);
-}
-
 /* PRAGMA user_version of the fixture's database, read by a connection of its own. */
 static int user_version(struct fixture *fx)
 {
@@ -79,40 +52,28 @@ static void test_a_new_database_has_every_step(void **state)
 	assert_int_equal(user_version(fx), SCHEMA_VERSION);
 }
 
-/* A database as a spaced from before numbered steps left it: every table, a few of the columns
- * added since, a sandbox and a token from before tenants. */
-static void test_a_database_from_before_numbering_gets_the_steps_it_lacks(void **state)
+/* A database as a spaced from before numbered steps left it (its tables, a sandbox in them,
+ * user_version 0) is refused, and left as it was. */
+static void test_a_database_from_before_numbering_is_refused_and_left(void **state)
 {
 	struct fixture *fx = *state;
 	store_close(fx->st);
 	fx->st = NULL;
 	unlink(fx->path);
 	raw_sql(fx, FIRST_TABLES
-		    "CREATE TABLE tokens(hash TEXT PRIMARY KEY, name TEXT, created_ms INTEGER);"
-		    "CREATE TABLE templates(name TEXT PRIMARY KEY, key TEXT NOT NULL, path TEXT NOT NULL,"
-		    " created_ms INTEGER NOT NULL);"
-		    "ALTER TABLE sandboxes ADD COLUMN lifetime REAL NOT NULL DEFAULT 0;"
-		    "ALTER TABLE sandboxes ADD COLUMN timeout_kill INTEGER NOT NULL DEFAULT 0;"
-		    "ALTER TABLE tokens ADD COLUMN tenant TEXT NOT NULL DEFAULT '';"
-		    "INSERT INTO sandboxes(id, state, template, cpus, memory_mb, timeout, env, metadata, created_ms,"
-		    " lifetime) VALUES('0123456789ab', 'suspended', 'default', 2, 512, 300, '{}', '{}', 1000, 60);"
-		    "INSERT INTO tokens(hash, name, created_ms) VALUES('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'alice', 1000);"
-		    "INSERT INTO tokens(hash, name, created_ms) VALUES('bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', NULL, 1000);");
-	assert_int_equal(store_open(fx->path, &fx->st), 0);
-	assert_int_equal(user_version(fx), SCHEMA_VERSION);
-
-	struct sandbox *list = NULL;
-	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
-	assert_int_equal(sandbox_count(list), 1);
-	assert_int_equal(list->cpus, 2);
-	assert_true(list->lifetime_s == 60);
-	assert_string_equal(list->isolation, "gvisor"); /* a column it lacked, with its default */
-	sandbox_list_free(list);
-	char tenant[64];
-	assert_int_equal(store_token_tenant(fx->st, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", tenant, sizeof(tenant)), 1);
-	assert_string_equal(tenant, "alice");
-	assert_int_equal(store_token_tenant(fx->st, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", tenant, sizeof(tenant)), 1);
-	assert_string_equal(tenant, "default");
+		    "INSERT INTO sandboxes VALUES('0123456789ab', 'suspended', NULL, 'default', 1, 512, 300,"
+		    " '{}', '{}', 1000);");
+	assert_int_equal(store_open(fx->path, &fx->st), -EMEDIUMTYPE);
+	assert_null(fx->st);
+	assert_int_equal(user_version(fx), 0);
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT id FROM sandboxes", -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW); /* its row is still there */
+	sqlite3_finalize(s);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT isolation FROM sandboxes", -1, &s, NULL), SQLITE_ERROR);
+	sqlite3_close(db);
 }
 
 /* The schema as sqlite keeps it: every table's and index's statement, in name order. */
@@ -194,10 +155,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_a_new_database_has_every_step),
-		T(test_a_database_from_before_numbering_gets_the_steps_it_lacks),
+		T(test_a_database_from_before_numbering_is_refused_and_left),
 		T(test_a_database_of_each_earlier_version_gets_the_steps_it_lacks),
 		T(test_a_database_of_a_newer_spaced_is_refused),
-		T(test_old_database_is_gvisor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
