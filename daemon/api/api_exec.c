@@ -93,7 +93,7 @@ static int exec_check(struct op *op, struct sandbox *sb, json_t *body, uint8_t *
 	if (output && strcmp(output, "block") != 0 && strcmp(output, "drop") != 0)
 		return err_set(&op->err, ERR_INVALID, EINVAL,
 			       "\"output\" is \"block\" (unread output holds the process back) or \"drop\"");
-	op->drop = output && strcmp(output, "drop") == 0;
+	op->exec.drop = output && strcmp(output, "drop") == 0;
 	/* a relative cwd: the agent takes it from the user's home (or /work), when it knows how */
 	bool relative_ok = cwd && cwd[0] && cwd[0] != '/' && (sb->peer.features & SP_FEATURE_FILE_USER);
 	if (cwd && !relative_ok && api_check_path(op, cwd, strlen(cwd), "cwd") < 0)
@@ -212,7 +212,7 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	if (op->spec && json_is_object(pty))
 		json_object_set_new(op->spec, "pty", json_deep_copy(pty));
 	op->kind = OP_EXEC;
-	op->t0 = mono_ms();
+	op->exec.t0 = mono_ms();
 	op_link(op, sb);
 	int rc = chan_send(&sb->chan, SP_H_EXEC, op->tag, fixed, nfixed, buf_head(&strs), buf_avail(&strs));
 	buf_free(&strs);
@@ -245,7 +245,7 @@ static int take_stdin(struct op *op, json_t *body)
 		return err_set(&op->err, ERR_TOO_LARGE, E2BIG,
 			       "inline stdin is limited to %u bytes; stream more through the process's stdin route",
 			       EXEC_MAX_STDIN);
-	op->stdin_pending = s || b64;
+	op->upload.stdin_pending = s || b64;
 	return 0;
 }
 
@@ -260,7 +260,7 @@ static int start(struct op *op, bool background)
 		rc = err_set(&op->err, ERR_INVALID, EINVAL, "\"stream\" is for exec, not for processes");
 	if (rc == 0)
 		rc = take_stdin(op, body);
-	op->background = background;
+	op->exec.background = background;
 	op->stream = json_is_true(json_object_get(body, "stream"));
 	if (rc == 0)
 		rc = send_exec(op, sb, body, 0);
@@ -271,7 +271,7 @@ static int start(struct op *op, bool background)
 int api_agent_process(struct op *op, struct sandbox *sb, json_t *argv)
 {
 	json_t *body = json_pack("{s:O, s:b}", "cmd", argv, "stdin_open", 1);
-	op->background = true;
+	op->exec.background = true;
 	op->stream = false;
 	int rc = body ? send_exec(op, sb, body, SP_EXEC_AGENT | SP_EXEC_STDIN)
 		      : err_set(&op->err, ERR_INTERNAL, ENOMEM, "out of memory");
@@ -374,7 +374,7 @@ int api_proc_output(struct op *op)
 	op->kind = OP_ATTACH;
 	op->stream = true;
 	op->responding = true;
-	op->t0 = mono_ms() - (now_ms() - p->started_ms);
+	op->exec.t0 = mono_ms() - (now_ms() - p->started_ms);
 	op->sb = sb;
 	op_attach(op, p);
 	return API_DONE;

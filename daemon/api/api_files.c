@@ -116,7 +116,7 @@ int api_file_write(struct op *op)
 		}
 		w.mode = (uint32_t)m;
 	}
-	op->credit = SP_WINDOW;
+	op->upload.credit = SP_WINDOW;
 	if (file_send(op, &r, OP_WRITE, SP_H_FWRITE, &w, sizeof(w), 1) != API_PENDING)
 		return API_DONE;
 	/* the path as given until the agent's A_OK names it absolute */
@@ -128,15 +128,15 @@ int api_file_write_upload(struct op *op, const char *data, size_t *size)
 {
 	if (!op->sb)
 		return API_DONE; /* failed meanwhile: op->err or done is set */
-	while (*size > 0 && op->credit > 0) {
+	while (*size > 0 && op->upload.credit > 0) {
 		size_t n = *size < SP_MAX_PAYLOAD ? *size : SP_MAX_PAYLOAD;
-		if (n > op->credit)
-			n = op->credit;
+		if (n > op->upload.credit)
+			n = op->upload.credit;
 		if (!chan_data_room(&op->sb->chan, n))
 			return API_PENDING; /* the agent's queue is full: woken when it drains */
 		chan_send(&op->sb->chan, SP_H_DATA, op->tag, data, n, NULL, 0);
-		op->credit -= (uint32_t)n;
-		op->upload_size += n;
+		op->upload.credit -= (uint32_t)n;
+		op->upload.size += n;
 		data += n;
 		*size -= n;
 	}
@@ -144,7 +144,7 @@ int api_file_write_upload(struct op *op, const char *data, size_t *size)
 		return API_PENDING;
 	if (data == NULL && !op->eof) {
 		op->eof = true;
-		json_object_set_new(op->json, "size", json_integer((json_int_t)op->upload_size));
+		json_object_set_new(op->json, "size", json_integer((json_int_t)op->upload.size));
 		chan_send(&op->sb->chan, SP_H_END, op->tag, NULL, 0, NULL, 0);
 	}
 	return data == NULL ? API_PENDING : API_DONE;
@@ -173,8 +173,8 @@ int api_file_list(struct op *op)
 			err_set(&op->err, ERR_INVALID, EINVAL, "after must be an entry name from \"next\"");
 			return API_DONE;
 		}
-		free(op->after);
-		op->after = strdup(json_string_value(after));
+		free(op->list.after);
+		op->list.after = strdup(json_string_value(after));
 	}
 	op->json = json_array();
 	return file_send(op, &r, OP_CALL, SP_H_LIST, NULL, 0, 1);

@@ -68,7 +68,7 @@ void api_metrics_done(struct op *op)
 	if (op->route->handler == api_file_read)
 		stats_add(st, STATS_FILE_READ_BYTES, op->out_read);
 	else if (op->route->handler == api_file_write)
-		stats_add(st, STATS_FILE_WRITE_BYTES, op->upload_size);
+		stats_add(st, STATS_FILE_WRITE_BYTES, op->upload.size);
 }
 
 /* Whether op may read the host's figures: the Unix socket's administrator, or a request whose

@@ -281,18 +281,18 @@ uint64_t *capture_budget(struct op *op)
 
 void op_release_capture(struct op *op)
 {
-	uint64_t *budget = op->captured ? capture_budget(op) : NULL;
+	uint64_t *budget = op->exec.captured ? capture_budget(op) : NULL;
 	if (budget)
-		*budget -= op->captured < *budget ? op->captured : *budget;
-	op->captured = 0;
+		*budget -= op->exec.captured < *budget ? op->exec.captured : *budget;
+	op->exec.captured = 0;
 }
 
 void op_proc_credit(struct sandbox *sb, struct proc *p)
 {
 	uint32_t hold = 0;
 	for (const struct op *r = p->readers; r; r = r->next_reader)
-		if (r->untaken > hold)
-			hold = r->untaken;
+		if (r->exec.untaken > hold)
+			hold = r->exec.untaken;
 	if (!p->readers && !p->drop)
 		hold = p->pending_out;
 	if (p->owed > hold) {
@@ -306,11 +306,11 @@ void op_return_credit(struct op *op, uint32_t credit)
 	if (!op->sb || !credit)
 		return;
 	if (op->kind == OP_READ || op->kind == OP_WATCH) {
-		uint32_t give = credit < op->owed ? credit : op->owed;
-		op->owed -= give;
+		uint32_t give = credit < op->list.owed ? credit : op->list.owed;
+		op->list.owed -= give;
 		chan_credit(&op->sb->chan, op->tag, give);
 	} else if (op->proc) {
-		op->untaken -= credit < op->untaken ? credit : op->untaken;
+		op->exec.untaken -= credit < op->exec.untaken ? credit : op->exec.untaken;
 		op_proc_credit(op->sb, op->proc);
 	}
 }
@@ -364,12 +364,12 @@ size_t op_take(struct op *op, uint8_t *dst, size_t max, uint32_t *credit)
 void op_free(struct op *op)
 {
 	op_release_capture(op);
-	free(op->after);
-	free(op->last_name);
+	free(op->list.after);
+	free(op->list.last_name);
 	buf_free(&op->body);
 	buf_free(&op->out);
-	buf_free(&op->cap[0]);
-	buf_free(&op->cap[1]);
+	buf_free(&op->exec.cap[0]);
+	buf_free(&op->exec.cap[1]);
 	json_decref(op->json);
 	json_decref(op->query);
 	json_decref(op->spec);

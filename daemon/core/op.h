@@ -110,18 +110,22 @@ struct op {
 	const char *content_type;   /* not NULL: the answer is out's bytes, of this type (not JSON) */
 	int64_t arrived_ns;         /* when the request came (api_metrics_now_ns) */
 
-	/* exec */
 	bool stream;                /* NDJSON events instead of one result */
-	bool background;            /* answer with the pid as soon as it started */
-	int64_t t0;
-	struct buf cap[2];          /* stdout, stderr of a capture */
-	bool trunc[2];
-	uint8_t utf8_hold[2][4];    /* incomplete UTF-8 sequence carried to the next chunk */
-	uint8_t hold_len[2];
-	uint32_t raw_carry;         /* output bytes held back whose credit is still to go out */
-	bool drop;                  /* the start asked for "output": "drop" */
-	uint32_t untaken;           /* output bytes handed to this stream that its client has not taken */
-	uint64_t dropped;           /* output discarded before this stream joined, still to report ("dropped") */
+
+	/* an exec, and a reader of a process's output (exec, attach) */
+	struct {
+		bool background;            /* answer with the pid as soon as it started */
+		int64_t t0;
+		struct buf cap[2];          /* stdout, stderr of a capture */
+		bool trunc[2];
+		uint8_t utf8_hold[2][4];    /* incomplete UTF-8 sequence carried to the next chunk */
+		uint8_t hold_len[2];
+		uint32_t raw_carry;         /* output bytes held back whose credit is still to go out */
+		bool drop;                  /* the start asked for "output": "drop" */
+		uint32_t untaken;           /* output bytes handed to this stream that its client has not taken */
+		uint64_t dropped;           /* output discarded before this stream joined, still to report */
+		uint64_t captured;          /* bytes of this capture counted in its tenant's budget */
+	} exec;
 
 	/* streams to the client [L] */
 	struct buf out;             /* bytes for the HTTP client */
@@ -141,19 +145,22 @@ struct op {
 	void (*on_close)(struct op *op); /* the request ends (answered or left); op is freed after */
 
 	/* uploads and stdin [L] */
-	uint32_t credit;
-	bool upload_open;
-	uint64_t upload_size;
-	uint32_t mode;
-	bool stdin_pending;         /* body holds stdin bytes to send once started */
+	struct {
+		uint32_t credit;
+		bool open;
+		uint64_t size;
+		uint32_t mode;
+		bool stdin_pending;         /* body holds stdin bytes to send once started */
+	} upload;
 
 	/* downloads, listings and watches [L] */
-	uint32_t owed;              /* bytes taken from the agent on this tag, credit not yet returned */
-	size_t list_bytes;          /* names and paths in the listing so far */
-	char *after;                /* listing cursor: entries up to this name are skipped */
-	char *last_name;            /* the last entry kept */
-	bool truncated;             /* the listing stopped at a limit */
-	uint64_t captured;          /* bytes of this capture counted in its tenant's budget */
+	struct {
+		uint32_t owed;              /* bytes taken from the agent on this tag, credit not yet returned */
+		size_t bytes;               /* names and paths in the listing so far */
+		char *after;                /* listing cursor: entries up to this name are skipped */
+		char *last_name;            /* the last entry kept */
+		bool truncated;             /* the listing stopped at a limit */
+	} list;
 
 	/* deadline [L] */
 	struct timer timer;

@@ -76,14 +76,14 @@ static int on_started(struct op *op, const struct frame *f, char *why)
 	p->hearsay = false;
 	p->started_ms = now_ms();
 	p->stdin_credit = SP_WINDOW;
-	p->drop = op->drop;
+	p->drop = op->exec.drop;
 	p->dropped = 0;
 	free(p->cmd);
 	p->cmd = op->what ? strdup(op->what) : NULL;
 	json_decref(p->spec);
 	p->spec = json_incref(op->spec);
 	op->pid = st.pid;
-	if (op->stdin_pending) {
+	if (op->upload.stdin_pending) {
 		/* inline stdin (at most one window): hand it over, then end of file */
 		const uint8_t *in = buf_head(&op->body);
 		size_t left = buf_avail(&op->body);
@@ -95,9 +95,9 @@ static int on_started(struct op *op, const struct frame *f, char *why)
 		}
 		chan_send(&sb->chan, SP_H_STDIN, st.pid, NULL, 0, NULL, 0);
 		p->stdin_credit -= (uint32_t)buf_avail(&op->body);
-		op->stdin_pending = false;
+		op->upload.stdin_pending = false;
 	}
-	if (op->background) {
+	if (op->exec.background) {
 		op->json = json_pack("{s:i}", "pid", st.pid);
 		op->answer = ANSWER_CREATED;
 		op_finish(op);
@@ -116,11 +116,11 @@ static int on_started(struct op *op, const struct frame *f, char *why)
 /* Takes `len` bytes on op's tag against its window; false when the agent sent beyond it. */
 static bool take_window(struct op *op, uint32_t len, char *why)
 {
-	if (op->owed + len > SP_WINDOW) {
-		snprintf(why, CHAN_MAX_WHY, "%u bytes on request %#x beyond its credit", op->owed + len, op->tag);
+	if (op->list.owed + len > SP_WINDOW) {
+		snprintf(why, CHAN_MAX_WHY, "%u bytes on request %#x beyond its credit", op->list.owed + len, op->tag);
 		return false;
 	}
-	op->owed += len;
+	op->list.owed += len;
 	return true;
 }
 
@@ -128,9 +128,9 @@ static bool take_window(struct op *op, uint32_t len, char *why)
 static void list_done(struct op *op)
 {
 	json_t *entries = op->json;
-	op->json = json_pack("{s:o, s:b}", "entries", entries, "truncated", op->truncated);
-	if (op->truncated && op->last_name)
-		json_object_set_new(op->json, "next", json_string(op->last_name));
+	op->json = json_pack("{s:o, s:b}", "entries", entries, "truncated", op->list.truncated);
+	if (op->list.truncated && op->list.last_name)
+		json_object_set_new(op->json, "next", json_string(op->list.last_name));
 	op->answer = ANSWER_OK;
 	op_unlink(op);
 	op_finish(op);
@@ -153,24 +153,24 @@ static int list_entry(struct op *op, const struct frame *f, char *why)
 	 * link target (in the frame, beside the name and path), and the fields around them */
 	size_t cost = 2 * strlen(name) + strlen(dir) + 160 + (f->len - sizeof(struct sp_stat));
 	/* the agent lists in name order: the cursor skips what an earlier page gave */
-	if (op->after && strcmp(name, op->after) <= 0) {
+	if (op->list.after && strcmp(name, op->list.after) <= 0) {
 		json_decref(e);
-	} else if (json_array_size(op->json) >= LIST_MAX_ENTRIES || op->list_bytes + cost > LIST_MAX_BYTES) {
+	} else if (json_array_size(op->json) >= LIST_MAX_ENTRIES || op->list.bytes + cost > LIST_MAX_BYTES) {
 		json_decref(e);
-		op->truncated = true;
+		op->list.truncated = true;
 		chan_send(&op->sb->chan, SP_H_ABORT, op->tag, NULL, 0, NULL, 0);
 		list_done(op);
 		return 0;
 	} else {
-		op->list_bytes += cost;
-		free(op->last_name);
-		op->last_name = strdup(name);
+		op->list.bytes += cost;
+		free(op->list.last_name);
+		op->list.last_name = strdup(name);
 		json_array_append_new(op->json, e);
 	}
 	/* taken: the window opens again (returned in halves, so most entries cost no frame) */
-	if (op->owed >= SP_WINDOW / 2) {
-		chan_credit(&op->sb->chan, op->tag, op->owed);
-		op->owed = 0;
+	if (op->list.owed >= SP_WINDOW / 2) {
+		chan_credit(&op->sb->chan, op->tag, op->list.owed);
+		op->list.owed = 0;
 	}
 	return 0;
 }
@@ -237,16 +237,16 @@ static int on_write(struct op *op, const struct frame *f, char *why)
 {
 	if (f->type == SP_A_OK) {
 		const char *path = answered_path(f);
-		op->upload_open = true;
+		op->upload.open = true;
 		if (path && json_is_object(op->json))
 			json_object_set_new(op->json, "path", json_string(path));
 	} else if (f->type == SP_A_CREDIT) {
 		uint32_t more = frame_get_u32(f->payload);
-		if (more > SP_WINDOW || op->credit + more > SP_WINDOW) {
+		if (more > SP_WINDOW || op->upload.credit + more > SP_WINDOW) {
 			snprintf(why, CHAN_MAX_WHY, "upload credit beyond the window");
 			return -EPROTO;
 		}
-		op->credit += more;
+		op->upload.credit += more;
 		op_wake(op);
 	} else if (f->type == SP_A_END) {
 		op->answer = ANSWER_CREATED;

@@ -40,27 +40,27 @@ static void stream_output(struct op *op, int which, const uint8_t *data, uint32_
 	uint8_t *joined = NULL;
 	size_t len = n;
 	const uint8_t *p = data;
-	if (op->hold_len[which]) {
-		joined = malloc(op->hold_len[which] + (size_t)n);
+	if (op->exec.hold_len[which]) {
+		joined = malloc(op->exec.hold_len[which] + (size_t)n);
 		if (!joined)
 			return;
-		memcpy(joined, op->utf8_hold[which], op->hold_len[which]);
-		memcpy(joined + op->hold_len[which], data, n);
-		len += op->hold_len[which];
+		memcpy(joined, op->exec.utf8_hold[which], op->exec.hold_len[which]);
+		memcpy(joined + op->exec.hold_len[which], data, n);
+		len += op->exec.hold_len[which];
 		p = joined;
-		op->hold_len[which] = 0;
+		op->exec.hold_len[which] = 0;
 	}
 	size_t tail = 0;
 	if (codec_utf8_check(p, len, &tail) && tail > 0 && tail < 4) {
-		memcpy(op->utf8_hold[which], p + len - tail, tail);
-		op->hold_len[which] = (uint8_t)tail;
+		memcpy(op->exec.utf8_hold[which], p + len - tail, tail);
+		op->exec.hold_len[which] = (uint8_t)tail;
 		len -= tail;
 	}
 	/* the raw bytes' credit rides on the next line when this chunk was only a held tail */
-	op->raw_carry += n;
+	op->exec.raw_carry += n;
 	if (len > 0) {
-		emit_output(op, which, p, len, op->raw_carry);
-		op->raw_carry = 0;
+		emit_output(op, which, p, len, op->exec.raw_carry);
+		op->exec.raw_carry = 0;
 	}
 	free(joined);
 }
@@ -68,13 +68,13 @@ static void stream_output(struct op *op, int which, const uint8_t *data, uint32_
 static void flush_holds(struct op *op)
 {
 	for (int w = 0; w < 2; w++)
-		if (op->hold_len[w]) {
+		if (op->exec.hold_len[w]) {
 			uint8_t h[4];
-			size_t n = op->hold_len[w];
-			memcpy(h, op->utf8_hold[w], n);
-			op->hold_len[w] = 0;
-			emit_output(op, w, h, n, op->raw_carry);
-			op->raw_carry = 0;
+			size_t n = op->exec.hold_len[w];
+			memcpy(h, op->exec.utf8_hold[w], n);
+			op->exec.hold_len[w] = 0;
+			emit_output(op, w, h, n, op->exec.raw_carry);
+			op->exec.raw_carry = 0;
 		}
 }
 
@@ -96,11 +96,11 @@ static void on_oom_event(struct op *op, const uint8_t *data)
  * it (proc_keep), before the tail that was kept. */
 static void report_dropped(struct op *op)
 {
-	if (!op->stream || !op->dropped)
+	if (!op->stream || !op->exec.dropped)
 		return;
 	flush_holds(op);
-	op_emit_json(op, json_pack("{s:s, s:I}", "type", "dropped", "bytes", (json_int_t)op->dropped));
-	op->dropped = 0;
+	op_emit_json(op, json_pack("{s:s, s:I}", "type", "dropped", "bytes", (json_int_t)op->exec.dropped));
+	op->exec.dropped = 0;
 }
 
 void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
@@ -116,26 +116,26 @@ void op_on_output(struct op *op, uint8_t type, const uint8_t *data, uint32_t n)
 		/* under either policy a connected reader misses nothing: what its client has not
 		 * taken yet holds back the process's credit (op_proc_credit) */
 		report_dropped(op);
-		op->untaken += n;
+		op->exec.untaken += n;
 		stream_output(op, which, data, n);
 		return;
 	}
 	/* A capture takes everything at once: the credit goes straight back. What it keeps is
 	 * bounded per stream and, across every capture of its tenant, by TENANT_MAX_CAPTURE. */
-	size_t room = op->trunc[which] ? 0 : EXEC_MAX_CAPTURE - buf_avail(&op->cap[which]);
+	size_t room = op->exec.trunc[which] ? 0 : EXEC_MAX_CAPTURE - buf_avail(&op->exec.cap[which]);
 	uint64_t *budget = capture_budget(op);
 	uint64_t left = budget && *budget < TENANT_MAX_CAPTURE ? TENANT_MAX_CAPTURE - *budget : 0;
 	if (room > left)
 		room = (size_t)left;
 	size_t keep = n < room ? n : room;
-	if (keep > 0 && buf_put(&op->cap[which], data, keep) == 0) {
+	if (keep > 0 && buf_put(&op->exec.cap[which], data, keep) == 0) {
 		*budget += keep;
-		op->captured += keep;
+		op->exec.captured += keep;
 	} else {
 		keep = 0;
 	}
 	if (keep < n)
-		op->trunc[which] = true;
+		op->exec.trunc[which] = true;
 	/* nothing held: the credit goes back with the other readers' (op_proc_credit) */
 }
 
@@ -164,7 +164,7 @@ static json_t *exit_json(struct op *op, const struct proc *p)
 {
 	return json_pack("{s:i, s:o, s:b, s:b, s:i, s:I}", "exit_code", p->code, "signal",
 			 p->signo ? json_integer(p->signo) : json_null(), "timed_out", p->timed_out, "oom_killed",
-			 p->oom_killed, "oom_kills", (int)p->oom_kills, "duration_ms", (json_int_t)(mono_ms() - op->t0));
+			 p->oom_killed, "oom_kills", (int)p->oom_kills, "duration_ms", (json_int_t)(mono_ms() - op->exec.t0));
 }
 
 void op_on_exit(struct op *op, const struct proc *p)
@@ -182,14 +182,14 @@ void op_on_exit(struct op *op, const struct proc *p)
 	}
 	json_t *r = exit_json(op, p);
 	json_object_set_new(r, "pid", json_integer(p->pid));
-	put_captured(r, "stdout", &op->cap[0]);
-	put_captured(r, "stderr", &op->cap[1]);
-	buf_free(&op->cap[0]);
-	buf_free(&op->cap[1]);
+	put_captured(r, "stdout", &op->exec.cap[0]);
+	put_captured(r, "stderr", &op->exec.cap[1]);
+	buf_free(&op->exec.cap[0]);
+	buf_free(&op->exec.cap[1]);
 	op_release_capture(op);
-	if (op->trunc[0])
+	if (op->exec.trunc[0])
 		json_object_set_new(r, "stdout_truncated", json_true());
-	if (op->trunc[1])
+	if (op->exec.trunc[1])
 		json_object_set_new(r, "stderr_truncated", json_true());
 	op->answer = ANSWER_OK;
 	op->json = r;
@@ -203,7 +203,7 @@ void op_attach(struct op *op, struct proc *p)
 	p->readers = op;
 	p->nreaders++;
 	op->proc = p;
-	op->dropped += p->dropped;
+	op->exec.dropped += p->dropped;
 	p->dropped = 0;
 	report_dropped(op);
 	while (buf_avail(&p->pending) >= 5) {

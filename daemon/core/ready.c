@@ -36,7 +36,7 @@ static int send_script(struct op *op, struct sandbox *sb, const char *script, ui
 		rc = -E2BIG;
 	if (rc == 0) {
 		op->kind = OP_EXEC;
-		op->t0 = mono_ms();
+		op->exec.t0 = mono_ms();
 		op_link(op, sb);
 		rc = chan_send(&sb->chan, SP_H_EXEC, op->tag, &x, sizeof(x), buf_head(&s), buf_avail(&s));
 		if (rc < 0)
@@ -58,7 +58,7 @@ static struct op *run(struct daemon *d, struct sandbox *sb, const char *what, co
 		return NULL;
 	}
 	op->d = d;
-	op->background = background;
+	op->exec.background = background;
 	int rc = send_script(op, sb, script, timeout_ms);
 	if (rc < 0) {
 		op_free(op);

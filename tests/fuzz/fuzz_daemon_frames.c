@@ -51,7 +51,7 @@ static struct op *linked(enum op_kind kind, bool stream, const char *path, bool 
 	struct op *op = fz_op(&z, NULL, 0);
 	op->kind = kind;
 	op->stream = stream;
-	op->t0 = mono_ms();
+	op->exec.t0 = mono_ms();
 	op->what = strdup(path ? path : "cmd");
 	if (path)
 		json_object_set_new(op->query, "path", json_string(path));
@@ -78,12 +78,12 @@ static void setup(struct op *ops[N_OPS])
 	ops[0] = linked(OP_EXEC, false, NULL, false);
 	ops[1] = linked(OP_EXEC, true, NULL, false);
 	ops[2] = linked(OP_EXEC, false, NULL, false);
-	ops[2]->background = true;
+	ops[2]->exec.background = true;
 	ops[3] = linked(OP_CALL, false, "/work", true);
 	ops[4] = linked(OP_CALL, false, "/work/a.txt", false);
 	ops[5] = linked(OP_READ, false, "/work/big.bin", false);
 	ops[6] = linked(OP_WRITE, false, "/work/up.bin", false);
-	ops[6]->credit = SP_WINDOW;
+	ops[6]->upload.credit = SP_WINDOW;
 	ops[12] = linked(OP_WATCH, true, "/work", false);
 
 	struct proc *p = proc_get(z.sb, 100);

@@ -176,7 +176,7 @@ static void test_watch_frames(void **state)
 	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_WRITE, "/etc", 5), -EPROTO);
 	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_LOST, "x", 2), -EPROTO);
 	/* at the window's edge: one byte more than the credit left is a breach */
-	op->owed = SP_WINDOW - 6;
+	op->list.owed = SP_WINDOW - 6;
 	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_WRITE, "a", 2), 0);
 	assert_int_equal(watch_frame(op, SP_A_EVENT, SP_EVENT_WRITE, "", 1), -EPROTO);
 	free(lines(op));
