@@ -123,12 +123,17 @@ static void test_a_database_of_each_earlier_version_gets_the_steps_it_lacks(void
 		assert_string_equal(got, want);
 		free(got);
 		sqlite3_stmt *s;
-		assert_int_equal(sqlite3_prepare_v2(db, "SELECT cpus, memory_mb, (SELECT name FROM tokens) FROM sandboxes",
+		assert_int_equal(sqlite3_prepare_v2(db,
+						    "SELECT cpus, memory_mb, (SELECT name FROM tokens), (SELECT tenant FROM tokens)"
+						    " FROM sandboxes",
 						    -1, &s, NULL), SQLITE_OK);
 		assert_int_equal(sqlite3_step(s), SQLITE_ROW);
 		assert_int_equal(sqlite3_column_int(s, 0), 3);
 		assert_int_equal(sqlite3_column_int(s, 1), 640);
 		assert_string_equal((const char *)sqlite3_column_text(s, 2), "carol");
+		/* a token from before tenants (step 24) is given the tenant its creation gives it
+		 * today, its name; one stored after it keeps what it was stored with */
+		assert_string_equal((const char *)sqlite3_column_text(s, 3), v < 24 ? "carol" : "");
 		sqlite3_finalize(s);
 		sqlite3_close(db);
 	}
