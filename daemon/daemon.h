@@ -143,64 +143,76 @@ enum sb_pool {
 	SB_POOL_CLAIMED, /* a create claims it: hidden until the claim is recorded */
 };
 
-struct sandbox {
-	struct sandbox *next;
-	char id[SANDBOX_ID_LEN + 1];
-	enum sb_state state;        /* [L] */
-	char reason[128];           /* [L] why it failed */
+/* What a sandbox is: set when it is made (or claimed from a warm pool) or adopted, then only
+ * read. */
+struct sb_conf {
 	char template[64];
 	/* its template's defaults for a process that names none (an image's working folder and
-	 * user): "" and has_user false for none; set when made or adopted, then unchanged */
+	 * user): "" and has_user false for none */
 	char workdir[256];
 	bool has_user;
 	uint32_t uid, gid;
-	char *start_cmd, *ready_cmd; /* its template's (core/ready.h), while it is being made; else NULL */
-	enum sb_pool pooled;        /* [L] core/pool.h: whether it is a warm pool's, hidden from all */
-	int pool_index;             /* [L] with SB_POOL_WARM: its pool's index in d->pools */
-	int cpu_shares;             /* cgroup cpu.shares its runtime gets (0: the default, 1024) */
 	char isolation[ISOLATION_NAME_MAX + 1]; /* its kind ("gvisor", "microvm"): which driver runs it */
 	char tenant[TENANT_NAME_MAX + 1]; /* who owns it: "" for the Unix socket's administrator */
 	int cpus, memory_mb;
 	int disk_mb;                /* size of its disk */
-	double timeout_s;           /* idle timeout, 0: none */
-	double lifetime_s;          /* its lifetime in seconds as last set (create, claim, timeout route) */
-	int64_t expires_ms;         /* [L] wall clock when that lifetime ends, 0: none */
-	bool timeout_kill;          /* on expiry: delete instead of suspend */
-	bool keepalive;             /* a running process counts as activity */
-	int64_t deadline_ms;        /* [L] wall clock when the idle timeout fires, 0: not armed */
-	int64_t remaining_ms;       /* [L] idle time left when it was suspended */
-	uint64_t seq;               /* [L] the number of its newest record (store_record) */
 	json_t *env;                /* object of strings */
 	json_t *metadata;           /* object of strings */
-	json_t *network;            /* [L] its egress policy (net/policy.h); NULL: made before sandboxes
-	                               had a network, it has none */
 	int net_slot;               /* its slot of the host's transit range (net/net.h), with network */
 	char net_transit[20];       /* that range, as it was when the sandbox was made */
-	bool net_changing;          /* [L] a change of its policy is under way */
 	/* Two secrets that do not stand in for each other: access_token is what the E2B front's
 	 * sandbox plane takes (its envdAccessToken: commands and files); traffic_token is what
 	 * opens its ports through the port proxy (E2B's trafficAccessToken), and nothing else. */
 	char access_token[SANDBOX_TOKEN_LEN + 1];
 	char traffic_token[SANDBOX_TOKEN_LEN + 1];
+	int64_t created_ms;
+	char dir[512];              /* <state>/sandboxes/<id> */
+};
+
+struct sandbox {
+	struct sandbox *next;
+	char id[SANDBOX_ID_LEN + 1];
+	struct daemon *d;
+	struct sb_conf conf;
+
+	/* its settings, which requests may change [L] */
+	double timeout_s;           /* idle timeout, 0: none */
+	double lifetime_s;          /* its lifetime in seconds as last set (create, claim, timeout route) */
+	bool timeout_kill;          /* on expiry: delete instead of suspend */
+	bool keepalive;             /* a running process counts as activity */
 	bool public_ports;          /* its ports open to anyone who reaches the proxy */
 	bool auto_resume;           /* a request for its agent resumes it when paused or suspended;
 	                               else the request is refused (409) */
-	int64_t created_ms;
-	char dir[512];              /* <state>/sandboxes/<id> */
+	json_t *network;            /* its egress policy (net/policy.h); NULL: it has no network */
+	int cpu_shares;             /* cgroup cpu.shares its runtime gets (0: the default, 1024) */
 
-	struct daemon *d;
-	struct chan chan;           /* [L] the agent's channel (io/chan.h) */
-	struct peer peer;           /* [L] */
-	struct proc *procs;         /* [L] */
-	struct op *ops;             /* [L] requests waiting for an agent reply, by tag */
-	struct op *deferred;        /* [L] requests waiting for the sandbox to resume */
-	uint32_t next_tag;          /* [L] */
-	uint64_t pending_bytes;     /* [L] unread output held for its processes, all together */
-	bool dead;                  /* [L] removed from the registry; freed by the I/O thread */
-	bool watched;               /* [L] a job watches it after its agent dropped */
-	int refs;                   /* [L] jobs using it: the I/O thread frees it only at 0 */
-	struct metrics_history *metrics; /* [L] its samples (core/metrics.h), NULL before the first */
-	struct sandbox *grave;      /* [L] next in the I/O thread's list of sandboxes to free */
+	/* its life [L] */
+	enum sb_state state;
+	char reason[128];           /* why it failed */
+	char *start_cmd, *ready_cmd; /* its template's (core/ready.h), while it is being made; else NULL */
+	enum sb_pool pooled;        /* core/pool.h: whether it is a warm pool's, hidden from all */
+	int pool_index;             /* with SB_POOL_WARM: its pool's index in d->pools */
+	int64_t expires_ms;         /* wall clock when its lifetime ends, 0: none */
+	int64_t deadline_ms;        /* wall clock when the idle timeout fires, 0: not armed */
+	int64_t remaining_ms;       /* idle time left when it was suspended */
+	uint64_t seq;               /* the number of its newest record (store_record) */
+	bool net_changing;          /* a change of its policy is under way */
+
+	/* its agent [L] */
+	struct chan chan;           /* the agent's channel (io/chan.h) */
+	struct peer peer;
+	struct proc *procs;
+	struct op *ops;             /* requests waiting for an agent reply, by tag */
+	struct op *deferred;        /* requests waiting for the sandbox to resume */
+	uint32_t next_tag;
+	uint64_t pending_bytes;     /* unread output held for its processes, all together */
+
+	/* its memory [L] */
+	bool dead;                  /* removed from the registry; freed by the I/O thread */
+	bool watched;               /* a job watches it after its agent dropped */
+	int refs;                   /* jobs using it: the I/O thread frees it only at 0 */
+	struct metrics_history *metrics; /* its samples (core/metrics.h), NULL before the first */
+	struct sandbox *grave;      /* next in the I/O thread's list of sandboxes to free */
 };
 
 #define DRIVER_CALLS_MAX 16 /* the calls of a driver counted (driver/call.c) */

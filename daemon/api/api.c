@@ -125,7 +125,7 @@ struct sandbox *api_sandbox(struct op *op, bool need_agent)
 {
 	struct sandbox *sb = sandbox_find(op->d, op->sbid);
 	/* another tenant's sandbox does not exist, as far as this request can tell */
-	if (sb && op->tcp && strcmp(sb->tenant, op->tenant) != 0)
+	if (sb && op->tcp && strcmp(sb->conf.tenant, op->tenant) != 0)
 		sb = NULL;
 	if (sb && sb->pooled != SB_POOL_NONE) /* the warm pool's: no one's yet (core/pool.h) */
 		sb = NULL;

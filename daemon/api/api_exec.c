@@ -124,9 +124,9 @@ static int exec_user(struct op *op, const struct sandbox *sb, const char *user, 
 		x->uid = x->gid = 0xffffffffu;
 		put_str(strs, user);
 	} else {
-		if (!user && sb->has_user) { /* its template's (an image's USER) */
-			x->uid = sb->uid;
-			x->gid = sb->gid;
+		if (!user && sb->conf.has_user) { /* its template's (an image's USER) */
+			x->uid = sb->conf.uid;
+			x->gid = sb->conf.gid;
 		}
 		put_str(strs, "");
 	}
@@ -178,11 +178,11 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 		return -EINVAL;
 	char joined[API_MAX_PATH + 300];
 	bool relative = cwd && cwd[0] && cwd[0] != '/' && (sb->peer.features & SP_FEATURE_FILE_USER);
-	if (relative && sb->workdir[0]) { /* a template's own working folder is where it starts */
-		snprintf(joined, sizeof(joined), "%s/%s", sb->workdir, cwd);
+	if (relative && sb->conf.workdir[0]) { /* a template's own working folder is where it starts */
+		snprintf(joined, sizeof(joined), "%s/%s", sb->conf.workdir, cwd);
 		cwd = joined;
 	}
-	put_str(&strs, cwd ? cwd : sb->workdir);
+	put_str(&strs, cwd ? cwd : sb->conf.workdir);
 	if (exec_args(op, cmd, env, &x, &strs) < 0) {
 		buf_free(&strs);
 		return -EINVAL;
@@ -208,7 +208,7 @@ static int send_exec(struct op *op, struct sandbox *sb, json_t *body, uint32_t f
 	/* what the process listing shows of it: argv, the environment and folder asked, its tag */
 	json_t *argv = json_is_string(cmd) ? json_pack("[s, s, O]", "/bin/sh", "-c", cmd) : json_incref(cmd);
 	op->spec = json_pack("{s:o, s:o, s:s, s:s*}", "argv", argv, "env", env ? json_incref(env) : json_object(),
-			     "cwd", cwd ? cwd : sb->workdir[0] ? sb->workdir : "/work", "tag", tag);
+			     "cwd", cwd ? cwd : sb->conf.workdir[0] ? sb->conf.workdir : "/work", "tag", tag);
 	if (op->spec && json_is_object(pty))
 		json_object_set_new(op->spec, "pty", json_deep_copy(pty));
 	op->kind = OP_EXEC;

@@ -34,7 +34,7 @@ static int file_path(struct op *op, const struct file_req *r, json_t *v, const c
 		return err_set(&op->err, ERR_INVALID, EINVAL, "%s contains a NUL byte", what);
 	if (!*p)
 		return err_set(&op->err, ERR_INVALID, EINVAL, "%s is empty", what);
-	const char *base = p[0] == '/' || r->user ? "" : r->sb->workdir[0] ? r->sb->workdir : "/work";
+	const char *base = p[0] == '/' || r->user ? "" : r->sb->conf.workdir[0] ? r->sb->conf.workdir : "/work";
 	int n = snprintf(out, API_MAX_PATH + 1, "%s%s%s", base, *base && base[strlen(base) - 1] != '/' ? "/" : "", p);
 	if (n < 0 || n > API_MAX_PATH)
 		return err_set(&op->err, ERR_INVALID, EINVAL, "%s is longer than %d bytes", what,

@@ -144,7 +144,7 @@ static int write_sandboxes(struct daemon *d, struct buf *b)
 			continue;
 		}
 		for (int k = 0; k < ISOLATION_KINDS; k++)
-			if (d->drivers[k].kind && strcmp(d->drivers[k].kind, sb->isolation) == 0)
+			if (d->drivers[k].kind && strcmp(d->drivers[k].kind, sb->conf.isolation) == 0)
 				count[sb->state][k]++;
 	}
 	for (int i = 0; i < d->npools; i++)

@@ -280,7 +280,7 @@ static bool labels_match(const struct sandbox *sb, json_t *arr)
 			return false;
 		char key[256];
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - s), s);
-		const char *have = json_string_value(json_object_get(sb->metadata, key));
+		const char *have = json_string_value(json_object_get(sb->conf.metadata, key));
 		if (!have || strcmp(have, eq + 1) != 0)
 			return false;
 	}
@@ -308,7 +308,7 @@ int api_sandbox_list(struct op *op)
 	}
 	json_t *arr = json_array();
 	for (struct sandbox *sb = op->d->sandboxes; sb; sb = sb->next)
-		if (sb->pooled == SB_POOL_NONE && (!op->tcp || strcmp(sb->tenant, op->tenant) == 0) && (!filters || labels_match(sb, filters)))
+		if (sb->pooled == SB_POOL_NONE && (!op->tcp || strcmp(sb->conf.tenant, op->tenant) == 0) && (!filters || labels_match(sb, filters)))
 			json_array_append_new(arr, sandbox_json(sb));
 	json_decref(filters);
 	op->json = json_pack("{s:o}", "sandboxes", arr);
@@ -503,11 +503,11 @@ int api_sandbox_fork(struct op *op)
 	if (!sb)
 		return API_DONE;
 	/* forks are restored from the sandbox's own image, which only its kind can restore */
-	if (k && strcmp(k->kind, sb->isolation) != 0) {
+	if (k && strcmp(k->kind, sb->conf.isolation) != 0) {
 		err_set(&op->err, ERR_INVALID, EINVAL,
 			"sandbox %s runs under %s isolation: its forks are restored from its image, so they run under %s too, "
 			"not %s",
-			sb->id, sb->isolation, sb->isolation, k->kind);
+			sb->id, sb->conf.isolation, sb->conf.isolation, k->kind);
 		return API_DONE;
 	}
 	op->kind = OP_JOB;

@@ -29,7 +29,7 @@ int api_template_get(struct op *op)
 	/* what starts from it: a tenant sees its own sandboxes only */
 	int mine = 0;
 	for (struct sandbox *sb = op->d->sandboxes; sb; sb = sb->next)
-		mine += strcmp(sb->template, op->tpl) == 0 && (!op->tcp || strcmp(sb->tenant, op->tenant) == 0);
+		mine += strcmp(sb->conf.template, op->tpl) == 0 && (!op->tcp || strcmp(sb->conf.tenant, op->tenant) == 0);
 	json_object_set_new(t, "sandboxes", json_integer(mine));
 	op->json = t;
 	return API_DONE;

@@ -239,7 +239,7 @@ static int write_image(struct daemon *d, struct sandbox *sb, const char *final, 
 static int check_room(struct daemon *d, struct sandbox *sb, struct err *e)
 {
 	uint64_t need = quota_image_bytes(d, sb) + LIFECYCLE_IMAGE_SLACK, have = 0;
-	int rc = quota_free(sb->dir, &have, e);
+	int rc = quota_free(sb->conf.dir, &have, e);
 	if (rc < 0)
 		return rc;
 	if (have < need)
@@ -346,7 +346,7 @@ static void pause_job(struct job *j)
 enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct err *e)
 {
 	char image[700];
-	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
+	snprintf(image, sizeof(image), "%s/checkpoint", sb->conf.dir);
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	int rc = driver_prepare(dv, sb, e);
 	daemon_lock(d);
@@ -386,7 +386,7 @@ enum sb_state lifecycle_do_resume(struct daemon *d, struct sandbox *sb, struct e
 enum sb_state lifecycle_do_suspend(struct daemon *d, struct sandbox *sb, enum sb_state from, struct err *e)
 {
 	char image[700];
-	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
+	snprintf(image, sizeof(image), "%s/checkpoint", sb->conf.dir);
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 
 	/* Nothing is touched before the host is known to have room: a refused suspend leaves the

@@ -33,11 +33,11 @@ json_t *metrics_json(const struct sandbox *sb, int64_t from_ms, int64_t to_ms)
 		char when[32];
 		clock_format(when, sizeof(when), s->at_ms);
 		json_array_append_new(a, json_pack("{s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:I}", "timestamp", when,
-						   "cpu_used_pct", s->cpu_pct, "cpu_count", sb->cpus, "mem_used_bytes",
+						   "cpu_used_pct", s->cpu_pct, "cpu_count", sb->conf.cpus, "mem_used_bytes",
 						   (json_int_t)s->mem_used, "mem_total_bytes",
-						   (json_int_t)sb->memory_mb << 20, "mem_cache_bytes",
+						   (json_int_t)sb->conf.memory_mb << 20, "mem_cache_bytes",
 						   (json_int_t)s->mem_cache, "disk_used_bytes", (json_int_t)s->disk_used,
-						   "disk_total_bytes", (json_int_t)sb->disk_mb << 20));
+						   "disk_total_bytes", (json_int_t)sb->conf.disk_mb << 20));
 	}
 	return a;
 }
@@ -63,8 +63,8 @@ static void record(struct sandbox *sb, const struct driver_stats *st, uint64_t d
 	/* a rate from the last reading if it was the previous round's (not one from before a
 	 * pause or suspend) and the clock of the runtime did not start again (a restore) */
 	int64_t span = mono - h->cpu_mono_ms;
-	if (h->cpu_mono_ms && span > 0 && span <= 3 * METRICS_INTERVAL_MS && st->cpu_ns >= h->cpu_ns && sb->cpus > 0) {
-		s.cpu_pct = (double)(st->cpu_ns - h->cpu_ns) / ((double)span * 1e6 * sb->cpus) * 100.0;
+	if (h->cpu_mono_ms && span > 0 && span <= 3 * METRICS_INTERVAL_MS && st->cpu_ns >= h->cpu_ns && sb->conf.cpus > 0) {
+		s.cpu_pct = (double)(st->cpu_ns - h->cpu_ns) / ((double)span * 1e6 * sb->conf.cpus) * 100.0;
 		if (s.cpu_pct > 100.0)
 			s.cpu_pct = 100.0;
 	}

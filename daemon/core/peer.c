@@ -30,7 +30,7 @@
 
 static void sock_path(const struct sandbox *sb, char *out, size_t n)
 {
-	snprintf(out, n, "%s/sock/agent.sock", sb->dir);
+	snprintf(out, n, "%s/sock/agent.sock", sb->conf.dir);
 }
 
 /* Fails every request waiting on a reply from the agent of sb (a folder watch among them): with
@@ -397,13 +397,13 @@ void peer_init(struct sandbox *sb)
 int peer_listen(struct daemon *d, struct sandbox *sb)
 {
 	char dir[600], path[640];
-	const struct driver_slot *k = isolation_find(d, sb->isolation);
+	const struct driver_slot *k = isolation_find(d, sb->conf.isolation);
 	const char *dial = k && k->ops ? k->ops->agent_dial : NULL;
 	if (dial) { /* the runtime listens (QEMU, for a microVM): spaced connects */
-		snprintf(path, sizeof(path), "%s/%s", sb->dir, dial);
+		snprintf(path, sizeof(path), "%s/%s", sb->conf.dir, dial);
 		return chan_dial(&sb->chan, &d->loop, path);
 	}
-	snprintf(dir, sizeof(dir), "%s/sock", sb->dir);
+	snprintf(dir, sizeof(dir), "%s/sock", sb->conf.dir);
 	mkdir(dir, 0700);
 	sock_path(sb, path, sizeof(path));
 	return chan_listen(&sb->chan, &d->loop, path);

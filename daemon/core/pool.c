@@ -259,7 +259,7 @@ int pool_members(struct daemon *d, const char *name)
 {
 	int n = 0;
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
-		n += sb->pooled != SB_POOL_NONE && strcmp(sb->template, name) == 0;
+		n += sb->pooled != SB_POOL_NONE && strcmp(sb->conf.template, name) == 0;
 	return n;
 }
 

@@ -21,11 +21,11 @@
 
 int quota_snapshot(struct daemon *d, const struct sandbox *sb, struct err *e)
 {
-	if (!sb->tenant[0])
+	if (!sb->conf.tenant[0])
 		return 0;
 	int count = 0;
 	uint64_t bytes = 0;
-	int rc = store_tenant_snapshots(d->store, sb->tenant, &count, &bytes);
+	int rc = store_tenant_snapshots(d->store, sb->conf.tenant, &count, &bytes);
 	if (rc < 0)
 		return err_set(e, ERR_INTERNAL, -rc, "cannot count the tenant's snapshots");
 	if (count >= d->cfg.max_snapshots)
@@ -40,7 +40,7 @@ int quota_snapshot(struct daemon *d, const struct sandbox *sb, struct err *e)
 
 uint64_t quota_image_bytes(struct daemon *d, struct sandbox *sb)
 {
-	uint64_t image = (uint64_t)sb->memory_mb << 20;
+	uint64_t image = (uint64_t)sb->conf.memory_mb << 20;
 	struct driver_stats st;
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	if (driver_stats(dv, sb, &st) == 0 && st.memory_bytes && st.memory_bytes < image)

@@ -23,12 +23,12 @@ static int put_str(struct buf *b, const char *s)
 static int send_script(struct op *op, struct sandbox *sb, const char *script, uint32_t timeout_ms)
 {
 	struct sp_exec x = { .argc = 3, .timeout_ms = timeout_ms };
-	if (sb->has_user) {
-		x.uid = sb->uid;
-		x.gid = sb->gid;
+	if (sb->conf.has_user) {
+		x.uid = sb->conf.uid;
+		x.gid = sb->conf.gid;
 	}
 	struct buf s = { 0 };
-	int rc = put_str(&s, "") < 0 || put_str(&s, sb->workdir) < 0 || put_str(&s, "/bin/sh") < 0 ||
+	int rc = put_str(&s, "") < 0 || put_str(&s, sb->conf.workdir) < 0 || put_str(&s, "/bin/sh") < 0 ||
 			 put_str(&s, "-c") < 0 || put_str(&s, script) < 0
 		 ? -ENOMEM
 		 : 0;

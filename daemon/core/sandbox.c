@@ -29,14 +29,14 @@
 
 const struct driver_slot *sandbox_driver(struct daemon *d, const struct sandbox *sb)
 {
-	const struct driver_slot *k = isolation_find(d, sb->isolation);
+	const struct driver_slot *k = isolation_find(d, sb->conf.isolation);
 	return k && k->ops ? k : NULL;
 }
 
 /* Why this host cannot run sb's kind (sandbox_driver is NULL). */
 const char *sandbox_unrunnable_why(struct daemon *d, const struct sandbox *sb)
 {
-	const struct driver_slot *k = isolation_find(d, sb->isolation);
+	const struct driver_slot *k = isolation_find(d, sb->conf.isolation);
 	return k ? k->why : "this spaced does not know that kind";
 }
 
@@ -44,7 +44,7 @@ const char *sandbox_unrunnable_why(struct daemon *d, const struct sandbox *sb)
 int sandbox_unrunnable(struct daemon *d, const struct sandbox *sb, struct err *e)
 {
 	return err_set(e, ERR_ISOLATION_UNAVAILABLE, ENOTSUP,
-		       "sandbox %s is isolated by %s, which is unavailable on this host: %s", sb->id, sb->isolation,
+		       "sandbox %s is isolated by %s, which is unavailable on this host: %s", sb->id, sb->conf.isolation,
 		       sandbox_unrunnable_why(d, sb));
 }
 
@@ -80,7 +80,7 @@ int sandbox_room(struct daemon *d, const char *tenant, struct err *e)
 	if (tenant && *tenant) {
 		int owned = 0;
 		for (struct sandbox *o = d->sandboxes; o; o = o->next)
-			owned += strcmp(o->tenant, tenant) == 0;
+			owned += strcmp(o->conf.tenant, tenant) == 0;
 		if (owned >= TENANT_MAX_SANDBOXES)
 			return err_set(e, ERR_TOO_MANY, EAGAIN, "a tenant may have at most %d sandboxes",
 				       TENANT_MAX_SANDBOXES);
@@ -122,8 +122,8 @@ void sandbox_free(struct sandbox *sb)
 {
 	chan_close(&sb->chan);
 	proc_free_all(sb);
-	json_decref(sb->env);
-	json_decref(sb->metadata);
+	json_decref(sb->conf.env);
+	json_decref(sb->conf.metadata);
 	json_decref(sb->network);
 	free(sb->start_cmd);
 	free(sb->ready_cmd);

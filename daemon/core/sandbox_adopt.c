@@ -45,8 +45,8 @@ static enum sb_state reconcile(struct daemon *d, struct sandbox *sb, enum driver
 {
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	char image[700], tmp[720];
-	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
-	snprintf(tmp, sizeof(tmp), "%s/checkpoint.tmp", sb->dir);
+	snprintf(image, sizeof(image), "%s/checkpoint", sb->conf.dir);
+	snprintf(tmp, sizeof(tmp), "%s/checkpoint.tmp", sb->conf.dir);
 	bool have_image = is_dir(image);
 	struct err e = { 0 };
 
@@ -118,9 +118,9 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 		/* Its kind cannot run under this spaced: neither it nor its record is touched, so a
 		 * spaced that runs its kind again adopts it as it was. Until then it shows failed. */
 		log_warn("sandbox %s: isolation %s is unavailable on this host: %s; left %s as it was", sb->id,
-			 sb->isolation, sandbox_unrunnable_why(d, sb), sb_state_name(sb->state));
+			 sb->conf.isolation, sandbox_unrunnable_why(d, sb), sb_state_name(sb->state));
 		snprintf(sb->reason, sizeof(sb->reason), "isolation %s is unavailable on this host (it was %s): %s",
-			 sb->isolation, sb_state_name(sb->state), sandbox_unrunnable_why(d, sb));
+			 sb->conf.isolation, sb_state_name(sb->state), sandbox_unrunnable_why(d, sb));
 		sb->state = SB_FAILED;
 		sandbox_registry_add(d, sb);
 		return;
@@ -156,7 +156,7 @@ static void adopt(struct daemon *d, struct sandbox *sb)
 /* A sandbox recorded before it had a token of a kind gets one, recorded before it is served. */
 static void give_tokens(struct daemon *d, struct sandbox *sb)
 {
-	char *const tokens[] = { sb->access_token, sb->traffic_token };
+	char *const tokens[] = { sb->conf.access_token, sb->conf.traffic_token };
 	int made = 0;
 	for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
 		if (tokens[i][0] != '\0')
@@ -177,7 +177,7 @@ int sandbox_adopt_all(struct daemon *d)
 	if (rc < 0)
 		return rc;
 	for (struct sandbox *sb = list; sb; sb = sb->next) {
-		json_t *tpl = store_template_config(d->store, sb->template);
+		json_t *tpl = store_template_config(d->store, sb->conf.template);
 		sandbox_take_defaults(sb, tpl);
 		json_decref(tpl);
 		give_tokens(d, sb);
@@ -189,7 +189,7 @@ int sandbox_adopt_all(struct daemon *d)
 		sb->next = NULL;
 		sb->d = d;
 		peer_init(sb);
-		snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->id);
+		snprintf(sb->conf.dir, sizeof(sb->conf.dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->id);
 		adopt(d, sb);
 	}
 	daemon_unlock(d);

@@ -201,14 +201,14 @@ void sandbox_take_defaults(struct sandbox *sb, const json_t *tpl)
 {
 	const char *wd = json_string_value(json_object_get(tpl, "workdir"));
 	const char *user = json_string_value(json_object_get(tpl, "user"));
-	if (wd && wd[0] == '/' && strlen(wd) < sizeof(sb->workdir))
-		snprintf(sb->workdir, sizeof(sb->workdir), "%s", wd);
+	if (wd && wd[0] == '/' && strlen(wd) < sizeof(sb->conf.workdir))
+		snprintf(sb->conf.workdir, sizeof(sb->conf.workdir), "%s", wd);
 	unsigned long u, g;
 	char end;
 	if (user && sscanf(user, "%lu:%lu%c", &u, &g, &end) == 2 && u < 0xffffffffu && g < 0xffffffffu) {
-		sb->has_user = true;
-		sb->uid = (uint32_t)u;
-		sb->gid = (uint32_t)g;
+		sb->conf.has_user = true;
+		sb->conf.uid = (uint32_t)u;
+		sb->conf.gid = (uint32_t)g;
 	}
 }
 
@@ -224,26 +224,26 @@ static json_t *merged_env(const json_t *base, const json_t *over)
 int sandbox_claim(struct daemon *d, struct sandbox *sb, const struct sb_config *cfg, struct err *e)
 {
 	char token[SANDBOX_TOKEN_LEN + 1], traffic[SANDBOX_TOKEN_LEN + 1];
-	json_t *env = merged_env(sb->env, cfg->env), *meta = json_deep_copy(cfg->metadata);
+	json_t *env = merged_env(sb->conf.env, cfg->env), *meta = json_deep_copy(cfg->metadata);
 	if (!env || !meta || sandbox_random_hex(token, SANDBOX_TOKEN_LEN) < 0 || sandbox_random_hex(traffic, SANDBOX_TOKEN_LEN) < 0) {
 		json_decref(env);
 		json_decref(meta);
 		return err_set(e, ERR_INTERNAL, EIO, "cannot claim sandbox %s: out of memory or randomness", sb->id);
 	}
-	json_decref(sb->env);
-	json_decref(sb->metadata);
-	sb->env = env;
-	sb->metadata = meta;
-	snprintf(sb->access_token, sizeof(sb->access_token), "%s", token);
-	snprintf(sb->traffic_token, sizeof(sb->traffic_token), "%s", traffic);
-	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");
+	json_decref(sb->conf.env);
+	json_decref(sb->conf.metadata);
+	sb->conf.env = env;
+	sb->conf.metadata = meta;
+	snprintf(sb->conf.access_token, sizeof(sb->conf.access_token), "%s", token);
+	snprintf(sb->conf.traffic_token, sizeof(sb->conf.traffic_token), "%s", traffic);
+	snprintf(sb->conf.tenant, sizeof(sb->conf.tenant), "%s", cfg->tenant ? cfg->tenant : "");
 	sb->timeout_s = cfg->timeout_s;
 	sb->lifetime_s = cfg->lifetime_s;
 	sb->timeout_kill = cfg->timeout_kill;
 	sb->keepalive = cfg->keepalive;
 	sb->public_ports = cfg->public_ports;
 	sb->auto_resume = cfg->auto_resume;
-	sb->created_ms = now_ms(); /* its lifetime counts from the claim */
+	sb->conf.created_ms = now_ms(); /* its lifetime counts from the claim */
 	sandbox_set_lifetime(sb, cfg->lifetime_s);
 	sandbox_touch(sb);
 	(void)d;
@@ -280,13 +280,13 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 		err_set(e, ERR_INTERNAL, EIO, "no randomness for an id");
 		return NULL;
 	}
-	snprintf(sb->template, sizeof(sb->template), "%s", cfg->template);
-	snprintf(sb->isolation, sizeof(sb->isolation), "%s", cfg->isolation ? cfg->isolation : d->isolation->kind);
-	snprintf(sb->tenant, sizeof(sb->tenant), "%s", cfg->tenant ? cfg->tenant : "");
-	sb->cpus = cfg->cpus;
-	sb->memory_mb = cfg->memory_mb;
+	snprintf(sb->conf.template, sizeof(sb->conf.template), "%s", cfg->template);
+	snprintf(sb->conf.isolation, sizeof(sb->conf.isolation), "%s", cfg->isolation ? cfg->isolation : d->isolation->kind);
+	snprintf(sb->conf.tenant, sizeof(sb->conf.tenant), "%s", cfg->tenant ? cfg->tenant : "");
+	sb->conf.cpus = cfg->cpus;
+	sb->conf.memory_mb = cfg->memory_mb;
 	/* 0 from a snapshot taken before disks: the default */
-	sb->disk_mb = cfg->disk_mb >= DISK_MIN_MB ? cfg->disk_mb : DISK_DEFAULT_MB;
+	sb->conf.disk_mb = cfg->disk_mb >= DISK_MIN_MB ? cfg->disk_mb : DISK_DEFAULT_MB;
 	sb->timeout_s = cfg->timeout_s;
 	sb->lifetime_s = cfg->lifetime_s;
 	sb->timeout_kill = cfg->timeout_kill;
@@ -295,35 +295,35 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	sandbox_touch(sb);
 	/* an image's environment is every sandbox's of it; the create's own wins (template.h) */
 	json_t *tpl = store_template_config(d->store, cfg->template), *tenv = json_object_get(tpl, "env");
-	sb->env = merged_env(tenv, cfg->env);
+	sb->conf.env = merged_env(tenv, cfg->env);
 	sandbox_take_defaults(sb, tpl);
 	const char *start = json_string_value(json_object_get(tpl, "start"));
 	const char *ready = json_string_value(json_object_get(tpl, "ready"));
 	sb->start_cmd = start && *start && !cfg->snapshot ? strdup(start) : NULL; /* core/ready.h */
 	sb->ready_cmd = ready && *ready && !cfg->snapshot ? strdup(ready) : NULL;
 	json_decref(tpl);
-	sb->metadata = json_deep_copy(cfg->metadata);
-	sb->net_slot = -1;
+	sb->conf.metadata = json_deep_copy(cfg->metadata);
+	sb->conf.net_slot = -1;
 	if (!cfg->no_network)
 		sb->network = cfg->network ? json_deep_copy(cfg->network)
 					   : json_pack("{s:s, s:[], s:[]}", "egress", net_egress_name(d->cfg.default_egress),
 						       "allow", "deny");
-	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->cfg.net_transit);
+	snprintf(sb->conf.net_transit, sizeof(sb->conf.net_transit), "%s", d->cfg.net_transit);
 	sb->public_ports = cfg->public_ports;
 	sb->auto_resume = cfg->auto_resume;
-	if (sandbox_random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0 || sandbox_random_hex(sb->traffic_token, SANDBOX_TOKEN_LEN) < 0) {
+	if (sandbox_random_hex(sb->conf.access_token, SANDBOX_TOKEN_LEN) < 0 || sandbox_random_hex(sb->conf.traffic_token, SANDBOX_TOKEN_LEN) < 0) {
 		sandbox_free(sb);
 		err_set(e, ERR_INTERNAL, EIO, "no randomness for an access token");
 		return NULL;
 	}
-	if (sb->network && (sb->net_slot = net_slot_pick(d)) < 0) {
+	if (sb->network && (sb->conf.net_slot = net_slot_pick(d)) < 0) {
 		sandbox_free(sb);
 		err_set(e, ERR_UNAVAILABLE, ENOSPC, "no network slot is free (%d sandboxes have one)", NET_SLOTS);
 		return NULL;
 	}
-	sb->created_ms = now_ms();
+	sb->conf.created_ms = now_ms();
 	sb->state = SB_CREATING;
-	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->id);
+	snprintf(sb->conf.dir, sizeof(sb->conf.dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->id);
 	sandbox_registry_add(d, sb); /* recorded by sandbox_build */
 	return sb;
 }
@@ -371,7 +371,7 @@ void sandbox_delete_marked(struct daemon *d, const char *key, const char *what)
 {
 	daemon_lock(d);
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next) {
-		if (!json_object_get(sb->metadata, key) || sb->state == SB_DELETING)
+		if (!json_object_get(sb->conf.metadata, key) || sb->state == SB_DELETING)
 			continue;
 		struct err e = { 0 };
 		if (sandbox_delete(d, sb, NULL, &e) < 0)

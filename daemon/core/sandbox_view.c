@@ -39,19 +39,19 @@ json_t *sandbox_json(const struct sandbox *sb)
 {
 	/* to the millisecond: creates a moment apart still list in the order they were made */
 	char created[40], whole[32];
-	clock_format(whole, sizeof(whole), sb->created_ms);
-	snprintf(created, sizeof(created), "%.*s.%03dZ", (int)strlen(whole) - 1, whole, (int)(sb->created_ms % 1000));
+	clock_format(whole, sizeof(whole), sb->conf.created_ms);
+	snprintf(created, sizeof(created), "%.*s.%03dZ", (int)strlen(whole) - 1, whole, (int)(sb->conf.created_ms % 1000));
 	bool ticking = sb->state == SB_RUNNING || sb->state == SB_PAUSED;
 	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:f, s:f, s:s, s:b, s:o, s:o, s:s}", "id",
-			      sb->id, "state", sb_state_name(sb->state), "template", sb->template, "cpus", sb->cpus,
-			      "memory_mb", sb->memory_mb, "disk_mb", sb->disk_mb, "metadata", sb->metadata, "created_at",
+			      sb->id, "state", sb_state_name(sb->state), "template", sb->conf.template, "cpus", sb->conf.cpus,
+			      "memory_mb", sb->conf.memory_mb, "disk_mb", sb->conf.disk_mb, "metadata", sb->conf.metadata, "created_at",
 			      created, "timeout", sb->timeout_s,
 			      "lifetime", sb->lifetime_s, "timeout_action", sb->timeout_kill ? "kill" : "suspend",
 			      "keepalive_processes", sb->keepalive, "timeout_at",
 			      time_or_null(ticking ? sb->deadline_ms : 0), "expires_at",
 			      time_or_null(sb->expires_ms),
-			      "isolation", sb->isolation);
-	json_object_set_new(o, "driver", json_string(sb->isolation)); /* isolation's older name */
+			      "isolation", sb->conf.isolation);
+	json_object_set_new(o, "driver", json_string(sb->conf.isolation)); /* isolation's older name */
 	if (sb->state == SB_SUSPENDED && sb->timeout_s > 0)
 		json_object_set_new(o, "timeout_left_ms", json_integer(sb->remaining_ms));
 	if (sb->state == SB_FAILED)
@@ -59,7 +59,7 @@ json_t *sandbox_json(const struct sandbox *sb)
 	json_object_set_new(o, "network", network_json(sb));
 	json_object_set_new(o, "public_ports", json_boolean(sb->public_ports));
 	json_object_set_new(o, "auto_resume", json_boolean(sb->auto_resume));
-	json_object_set_new(o, "access_token", json_string(sb->access_token));
-	json_object_set_new(o, "traffic_token", json_string(sb->traffic_token));
+	json_object_set_new(o, "access_token", json_string(sb->conf.access_token));
+	json_object_set_new(o, "traffic_token", json_string(sb->conf.traffic_token));
 	return o;
 }

@@ -65,7 +65,7 @@ static int copy_out(struct daemon *d, struct sandbox *sb, const char *dir, struc
 	snprintf(parent, sizeof(parent), "%s/snapshots", d->cfg.state_dir);
 	mkdir(parent, 0700);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", dir);
-	snprintf(image, sizeof(image), "%s/checkpoint", sb->dir);
+	snprintf(image, sizeof(image), "%s/checkpoint", sb->conf.dir);
 	const struct driver_slot *dv = sandbox_driver(d, sb);
 	driver_layer(dv, sb, upper, sizeof(upper)); /* copied as <tmp>/upper */
 	snprintf(dst_image, sizeof(dst_image), "%s/image", tmp);
@@ -186,14 +186,14 @@ static void fork_job(struct job *j)
 	for (int i = 0; rc == 0 && i < j->fork.count; i++) {
 		char rootfs[600];
 		daemon_lock(d);
-		struct sb_config cfg = { .cpus = src->cpus, .memory_mb = src->memory_mb, .disk_mb = src->disk_mb, .timeout_s = src->timeout_s,
+		struct sb_config cfg = { .cpus = src->conf.cpus, .memory_mb = src->conf.memory_mb, .disk_mb = src->conf.disk_mb, .timeout_s = src->timeout_s,
 					 .lifetime_s = src->lifetime_s, .timeout_kill = src->timeout_kill,
-					 .keepalive = src->keepalive, .env = src->env, .metadata = src->metadata,
-					 .tenant = src->tenant, .isolation = src->isolation, /* its image is of that kind */
+					 .keepalive = src->keepalive, .env = src->conf.env, .metadata = src->conf.metadata,
+					 .tenant = src->conf.tenant, .isolation = src->conf.isolation, /* its image is of that kind */
 					 .network = src->network, .no_network = !src->network, /* and its policy */
 					 .public_ports = src->public_ports,
 					 .auto_resume = src->auto_resume };
-		snprintf(cfg.template, sizeof(cfg.template), "%s", src->template);
+		snprintf(cfg.template, sizeof(cfg.template), "%s", src->conf.template);
 		struct sandbox *sb = sandbox_new(d, &cfg, rootfs, sizeof(rootfs), &e);
 		daemon_unlock(d);
 		if (!sb) {

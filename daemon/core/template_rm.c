@@ -20,7 +20,7 @@ int template_sandboxes(struct daemon *d, const char *name)
 {
 	int n = 0;
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
-		n += strcmp(sb->template, name) == 0;
+		n += strcmp(sb->conf.template, name) == 0;
 	return n;
 }
 

@@ -62,7 +62,7 @@
 
 static void path(char *out, size_t n, const struct sandbox *sb, const char *leaf)
 {
-	snprintf(out, n, "%s/%s", sb->dir, leaf);
+	snprintf(out, n, "%s/%s", sb->conf.dir, leaf);
 }
 
 /* The last line runsc wrote to the log at fd (its error, when it failed), into out. */
@@ -374,14 +374,14 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	mkdir(parent, 0700);
 	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->cfg.state_dir);
 	/* The sandbox dir keeps the host out (0700). */
-	const char *dirs[] = { sb->dir, layer, rootfs, bundle };
+	const char *dirs[] = { sb->conf.dir, layer, rootfs, bundle };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
 			return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", dirs[i], strerror(errno));
 	int rc = mount_sock(sb, false, e);
 	if (rc < 0)
 		return rc;
-	rc = disk_create(blanks, img, sb->disk_mb, e);
+	rc = disk_create(blanks, img, sb->conf.disk_mb, e);
 	if (rc == 0 && !disk_mounted(layer))
 		rc = disk_mount(img, layer, e);
 	if (rc < 0)
@@ -417,9 +417,9 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 		return rc;
 
 	struct oci_params p = {
-		.id = sb->id, .rootfs = rootfs, .agent = agent, .sock_dir = sock, .env = sb->env,
+		.id = sb->id, .rootfs = rootfs, .agent = agent, .sock_dir = sock, .env = sb->conf.env,
 		.shim = drv->shim[0] ? shim : NULL,
-		.cpus = sb->cpus, .memory_mb = sb->memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
+		.cpus = sb->conf.cpus, .memory_mb = sb->conf.memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
 		.cpu_shares = sb->cpu_shares,
 	};
 	char netns[700];
@@ -510,7 +510,7 @@ static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 			 struct err *e)
 {
 	char opt[700];
-	int rc = link_agent(sb->dir, dir, e);
+	int rc = link_agent(sb->conf.dir, dir, e);
 	if (rc < 0)
 		return rc;
 	snprintf(opt, sizeof(opt), "--image-path=%s", dir);
@@ -524,7 +524,7 @@ static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, s
 	char opt[700], bundle[700];
 	int rc = mount_rootfs(sb, e);
 	if (rc == 0)
-		rc = link_agent(dir, sb->dir, e);
+		rc = link_agent(dir, sb->conf.dir, e);
 	if (rc < 0)
 		return rc;
 	gv_backstop_ahead(sb);
@@ -581,9 +581,9 @@ static int gv_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
 		return err_set(e, ERR_INTERNAL, -rc, "unmounting %s: %s", layer, strerror(-rc));
 	if ((rc = net_remove(drv->d, sb, e)) < 0)
 		return rc;
-	char *rm[] = { "rm", "-rf", "--one-file-system", sb->dir, NULL };
+	char *rm[] = { "rm", "-rf", "--one-file-system", sb->conf.dir, NULL };
 	if (spawn_run(rm, -1, -1) != 0)
-		return err_set(e, ERR_INTERNAL, EIO, "cannot remove %s", sb->dir);
+		return err_set(e, ERR_INTERNAL, EIO, "cannot remove %s", sb->conf.dir);
 	return 0;
 }
 

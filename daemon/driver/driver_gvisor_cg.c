@@ -32,7 +32,7 @@ void gv_raise_backstop(struct sandbox *sb)
 {
 	char p[256], val[32];
 	snprintf(p, sizeof(p), "/sys/fs/cgroup/memory/space/%s/memory.limit_in_bytes", sb->id);
-	snprintf(val, sizeof(val), "%llu", (unsigned long long)BACKSTOP_MB((uint64_t)sb->memory_mb) << 20);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)BACKSTOP_MB((uint64_t)sb->conf.memory_mb) << 20);
 	int fd = open(p, O_WRONLY | O_CLOEXEC);
 	ssize_t w = fd < 0 ? -1 : write(fd, val, strlen(val));
 	int rc = w == (ssize_t)strlen(val) ? 0 : -errno;
@@ -40,7 +40,7 @@ void gv_raise_backstop(struct sandbox *sb)
 		close(fd);
 	if (rc < 0)
 		log_warn("sandbox %s: cannot raise its host memory limit (%s): %s; it stays at %d MiB", sb->id, p,
-			 strerror(-rc), sb->memory_mb);
+			 strerror(-rc), sb->conf.memory_mb);
 }
 
 void gv_remove_cgroups(const char *id)

@@ -146,7 +146,7 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	snprintf(blanks, sizeof(blanks), "%s/disks", drv->d->cfg.state_dir);
 	vm_path(upper, sizeof(upper), sb, "upper");
 	snprintf(img, sizeof(img), "%s/disk.img", upper);
-	const char *dirs[] = { sb->dir, upper };
+	const char *dirs[] = { sb->conf.dir, upper };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(dirs[i], 0700) < 0 && errno != EEXIST)
 			return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", dirs[i], strerror(errno));
@@ -169,7 +169,7 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 		return err_set(e, ERR_INTERNAL, ENOSPC, "the kernel command line is too long");
 	/* booted images are made for the sizes most sandboxes have, so that the cache holds one a
 	 * template rather than one for every size ever asked for; other sizes boot */
-	bool usual = sb->memory_mb == DEFAULT_MEMORY_MB && sb->cpus == DEFAULT_CPUS && sb->disk_mb == DISK_DEFAULT_MB;
+	bool usual = sb->conf.memory_mb == DEFAULT_MEMORY_MB && sb->conf.cpus == DEFAULT_CPUS && sb->conf.disk_mb == DISK_DEFAULT_MB;
 	struct err warm = { 0 };
 	char from[720];
 	int hold = -1;
@@ -186,7 +186,7 @@ static int vm_create(struct driver *drv, struct sandbox *sb, const char *templat
 	} else {
 		if (usual)
 			log_warn("sandbox %s boots: no booted image of its template (%s)", sb->id, warm.msg);
-		rc = disk_create(blanks, img, sb->disk_mb, e);
+		rc = disk_create(blanks, img, sb->conf.disk_mb, e);
 	}
 	if (rc < 0 || (rc = vm_bind_sockets(drv, sb, e)) < 0 || (rc = vm_write_env(sb, e)) < 0) {
 		if (hold >= 0)
@@ -292,7 +292,7 @@ static int status_of(struct sandbox *sb, char *out, size_t n, struct err *e)
  * leaving "inmigrate") to end, within a bound that grows with the guest's memory. */
 static int wait_migration(struct sandbox *sb, struct qmp *q, bool incoming, struct err *e)
 {
-	int64_t deadline = mono_ms() + 10000 + (int64_t)sb->memory_mb * VM_MIGRATE_MS_PER_MIB;
+	int64_t deadline = mono_ms() + 10000 + (int64_t)sb->conf.memory_mb * VM_MIGRATE_MS_PER_MIB;
 	for (;;) {
 		char st[32] = "";
 		json_t *r = NULL;
@@ -431,10 +431,10 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
 	if (!w)
 		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	snprintf(w->id, sizeof(w->id), "%s", bb->id);
-	snprintf(w->dir, sizeof(w->dir), "%s", tmp);
-	w->memory_mb = bb->like->memory_mb;
-	w->cpus = bb->like->cpus;
-	w->disk_mb = bb->like->disk_mb;
+	snprintf(w->conf.dir, sizeof(w->conf.dir), "%s", tmp);
+	w->conf.memory_mb = bb->like->conf.memory_mb;
+	w->conf.cpus = bb->like->conf.cpus;
+	w->conf.disk_mb = bb->like->conf.disk_mb;
 	char upper[700], disk[720], kept[720], blanks[600], agent[720];
 	vm_path(upper, sizeof(upper), w, "upper");
 	snprintf(disk, sizeof(disk), "%s/disk.img", upper);
@@ -451,7 +451,7 @@ static int build_booted(const char *tmp, void *ctx, struct err *e)
 	/* a guest with a network device is built beside a tap of its own that leads nowhere */
 	if (rc == 0 && bb->boot->net)
 		rc = net_scratch(tmp, true, e);
-	if (rc == 0 && (rc = disk_create(blanks, disk, w->disk_mb, e)) == 0 && (rc = vm_bind_sockets(bb->drv, w, e)) == 0 &&
+	if (rc == 0 && (rc = disk_create(blanks, disk, w->conf.disk_mb, e)) == 0 && (rc = vm_bind_sockets(bb->drv, w, e)) == 0 &&
 	    (rc = vm_write_env(w, e)) == 0 && (rc = vm_write_boot(w, bb->boot, e)) == 0 &&
 	    (rc = boot_vm(bb->drv, w, true, e)) == 0)
 		rc = vm_agent_hello(agent, driver_vm.hello_timeout_ms, e);
@@ -489,7 +489,7 @@ static int booted_image(struct driver *drv, const struct sandbox *sb, struct boo
 	char recipe[4096], key[65], parent[600];
 	int len = snprintf(recipe, sizeof(recipe), "recipe=%d %s\n%s\n%s\n%s\n%s\nram=%d cpus=%d disk=%d net=%d",
 			   VM_BOOTED_RECIPE, drv->runtime, wait.kernel, wait.initramfs, wait.image, wait.cmdline,
-			   sb->memory_mb, sb->cpus, sb->disk_mb, (int)wait.net);
+			   sb->conf.memory_mb, sb->conf.cpus, sb->conf.disk_mb, (int)wait.net);
 	int rc = len > 0 && (size_t)len < sizeof(recipe) ? hash_sha256_hex(recipe, (size_t)len, key) : -ENOSPC;
 	if (rc < 0)
 		return err_set(e, ERR_INTERNAL, -rc, "cannot compute the booted image's key");
@@ -562,9 +562,9 @@ static int vm_destroy(struct driver *drv, struct sandbox *sb, struct err *e)
 	int rc = vm_stop(drv, sb, e);
 	if (rc < 0 || (rc = net_remove(drv->d, sb, e)) < 0)
 		return rc;
-	char *rm[] = { "rm", "-rf", "--one-file-system", sb->dir, NULL };
+	char *rm[] = { "rm", "-rf", "--one-file-system", sb->conf.dir, NULL };
 	if (spawn_run(rm, -1, -1) != 0)
-		return err_set(e, ERR_INTERNAL, EIO, "cannot remove %s", sb->dir);
+		return err_set(e, ERR_INTERNAL, EIO, "cannot remove %s", sb->conf.dir);
 	return 0;
 }
 
@@ -657,7 +657,7 @@ static int vm_leftovers(struct driver *drv, struct driver_leftover **out, size_t
 			continue;
 		struct sandbox probe = { 0 };
 		snprintf(probe.id, sizeof(probe.id), "%s", de->d_name);
-		snprintf(probe.dir, sizeof(probe.dir), "%s/%s", dir, de->d_name);
+		snprintf(probe.conf.dir, sizeof(probe.conf.dir), "%s/%s", dir, de->d_name);
 		pid_t pid = vm_qemu_pid(&probe);
 		if (!pid)
 			continue;
@@ -674,7 +674,7 @@ static int vm_leftovers(struct driver *drv, struct driver_leftover **out, size_t
 		memset(l, 0, sizeof(*l));
 		l->kind = DRV_LEFT_CONTAINER;
 		snprintf(l->owner, sizeof(l->owner), "%s", de->d_name);
-		snprintf(l->name, sizeof(l->name), "%s", probe.dir);
+		snprintf(l->name, sizeof(l->name), "%s", probe.conf.dir);
 	}
 	closedir(dp);
 	if (rc < 0) {
@@ -692,7 +692,7 @@ static int vm_release(struct driver *drv, const struct driver_leftover *l, struc
 		return err_set(e, ERR_INTERNAL, EINVAL, "not a VM: %s", l->name);
 	struct sandbox probe = { 0 };
 	snprintf(probe.id, sizeof(probe.id), "%s", l->owner);
-	snprintf(probe.dir, sizeof(probe.dir), "%s", l->name);
+	snprintf(probe.conf.dir, sizeof(probe.conf.dir), "%s", l->name);
 	int rc = vm_kill_qemu(&probe, 0, e);
 	if (rc == 0)
 		vm_remove_cgroups(l->owner);

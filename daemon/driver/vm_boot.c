@@ -58,7 +58,7 @@ int vm_read_boot(struct sandbox *sb, struct boot *b, struct err *e)
  * guest kernel has its own OOM killer: the agent's watcher, gVisor's, stays off. */
 int vm_write_env(struct sandbox *sb, struct err *e)
 {
-	struct oci_params op = { .id = sb->id, .env = sb->env, .cpus = sb->cpus, .memory_mb = sb->memory_mb,
+	struct oci_params op = { .id = sb->id, .env = sb->conf.env, .cpus = sb->conf.cpus, .memory_mb = sb->conf.memory_mb,
 				 .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC };
 	json_t *env = oci_env(&op);
 	char p[720];

@@ -291,8 +291,8 @@ static int qemu_argv(struct driver *drv, struct sandbox *sb, const struct boot *
 		     char **argv, int *keep, char bufs[4][64])
 {
 	char *mem = bufs[0], *smp = bufs[1], *accel = bufs[2], *netdev = bufs[3];
-	snprintf(mem, 64, "%d", sb->memory_mb);
-	snprintf(smp, 64, "%d", sb->cpus);
+	snprintf(mem, 64, "%d", sb->conf.memory_mb);
+	snprintf(smp, 64, "%d", sb->conf.cpus);
 	if (strcmp(drv->accel, "tcg") == 0)
 		snprintf(accel, 64, "tcg,tb-size=%d", VM_TB_MB);
 	else

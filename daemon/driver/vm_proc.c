@@ -27,7 +27,7 @@
 
 void vm_path(char *out, size_t n, const struct sandbox *sb, const char *leaf)
 {
-	snprintf(out, n, "%s/%s", sb->dir, leaf);
+	snprintf(out, n, "%s/%s", sb->conf.dir, leaf);
 }
 
 /* Up to n-1 bytes of the file at p into buf, NUL-terminated; their count, or 0. */
@@ -140,12 +140,12 @@ int vm_confine(struct sandbox *sb, int overhead_mb, pid_t pid, struct err *e)
 			return err_set(e, ERR_INTERNAL, errno, "mkdir %s: %s", dir, strerror(errno));
 		int rc = 0;
 		if (strcmp(CGROUPS[i], "memory") == 0) {
-			snprintf(val, sizeof(val), "%llu", (unsigned long long)(sb->memory_mb + overhead_mb) << 20);
+			snprintf(val, sizeof(val), "%llu", (unsigned long long)(sb->conf.memory_mb + overhead_mb) << 20);
 			rc = write_to(dir, "memory.limit_in_bytes", val);
 		} else if (strcmp(CGROUPS[i], "pids") == 0) {
 			rc = write_to(dir, "pids.max", "256"); /* QEMU's threads; the guest's processes are its own */
 		} else {
-			snprintf(val, sizeof(val), "%d", sb->cpus * 100000);
+			snprintf(val, sizeof(val), "%d", sb->conf.cpus * 100000);
 			rc = write_to(dir, "cpu.cfs_period_us", "100000");
 			if (rc == 0)
 				rc = write_to(dir, "cpu.cfs_quota_us", val);

@@ -129,7 +129,7 @@ static struct asker who(struct daemon *d, const struct sockaddr_in *from, const 
 			continue;
 		a.found = true;
 		snprintf(a.id, sizeof(a.id), "%s", sb->id);
-		a.slot = sb->net_slot;
+		a.slot = sb->conf.net_slot;
 		a.verdict = name ? net_policy_name(sb->network, name) : NET_NAME_REFUSE;
 	}
 	daemon_unlock(d);

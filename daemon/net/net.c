@@ -55,7 +55,7 @@ static int slots_of(const struct daemon *d)
 static void slot_addr(const struct sandbox *sb, int part, char *out, size_t n)
 {
 	int prefix;
-	struct in_addr a = { .s_addr = htonl(range_of(sb->net_transit, &prefix) + (uint32_t)sb->net_slot * 4 +
+	struct in_addr a = { .s_addr = htonl(range_of(sb->conf.net_transit, &prefix) + (uint32_t)sb->conf.net_slot * 4 +
 					     (uint32_t)part) };
 	inet_ntop(AF_INET, &a, out, (socklen_t)n);
 }
@@ -63,7 +63,7 @@ static void slot_addr(const struct sandbox *sb, int part, char *out, size_t n)
 /* sb's interface in spaced's namespace: "sp" + the tag + the slot. */
 static void host_if(const struct sandbox *sb, char *out, size_t n)
 {
-	snprintf(out, n, "sp%s%d", sb->d->net_tag, sb->net_slot);
+	snprintf(out, n, "sp%s%d", sb->d->net_tag, sb->conf.net_slot);
 }
 
 int net_transit_parse(const char *in, char *out, size_t n)
@@ -177,11 +177,11 @@ static int host_table(struct daemon *d, struct err *e)
 int net_transit_check(struct daemon *d, struct err *e)
 {
 	for (struct sandbox *s = d->sandboxes; s; s = s->next)
-		if (s->network && s->net_transit[0] && strcmp(s->net_transit, d->cfg.net_transit) != 0)
+		if (s->network && s->conf.net_transit[0] && strcmp(s->conf.net_transit, d->cfg.net_transit) != 0)
 			return err_set(e, ERR_INVALID, EINVAL,
 				       "sandbox %s has its network in %s, not in --net-transit %s: start spaced with "
 				       "--net-transit %s (and delete the sandboxes there before changing it)",
-				       s->id, s->net_transit, d->cfg.net_transit, s->net_transit);
+				       s->id, s->conf.net_transit, d->cfg.net_transit, s->conf.net_transit);
 	return 0;
 }
 
@@ -192,8 +192,8 @@ int net_slot_pick(struct daemon *d)
 	int slots = slots_of(d);
 	/* every sandbox's slot, whatever range it was made in: the slot names its interface */
 	for (struct sandbox *s = d->sandboxes; s; s = s->next)
-		if (s->network && s->net_slot >= 0 && s->net_slot < NET_SLOTS)
-			used[s->net_slot / 8] |= (unsigned char)(1u << (s->net_slot % 8));
+		if (s->network && s->conf.net_slot >= 0 && s->conf.net_slot < NET_SLOTS)
+			used[s->conf.net_slot / 8] |= (unsigned char)(1u << (s->conf.net_slot % 8));
 	for (int i = 0; i < slots; i++)
 		if (!(used[i / 8] & (1u << (i % 8))))
 			return i;
@@ -304,10 +304,10 @@ static int host_steps(struct link_nl *nl, const void *arg)
 int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 {
 	char dir[600], edge[600], in[600];
-	snprintf(dir, sizeof(dir), "%s/net", sb->dir);
+	snprintf(dir, sizeof(dir), "%s/net", sb->conf.dir);
 	net_ns_path(sb, "edge", edge, sizeof(edge));
 	net_inner_path(sb, in, sizeof(in));
-	if (!sb->network || sb->net_slot < 0 || sb->net_slot >= NET_SLOTS || !sb->net_transit[0])
+	if (!sb->network || sb->conf.net_slot < 0 || sb->conf.net_slot >= NET_SLOTS || !sb->conf.net_transit[0])
 		return err_set(e, ERR_INTERNAL, EINVAL, "sandbox %s has no network slot", sb->id);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return err_set(e, ERR_INTERNAL, errno, "cannot create %s: %s", dir, strerror(errno));
@@ -344,7 +344,7 @@ int net_ensure(struct daemon *d, struct sandbox *sb, bool inner, struct err *e)
 	struct err ignored = { 0 };
 	if (fresh) { /* a new network starts with no pins, whatever its slot held before */
 		char script[128];
-		snprintf(script, sizeof(script), "flush set inet space_%s " CHAIN_FMT "_pins\n", d->net_tag, sb->net_slot);
+		snprintf(script, sizeof(script), "flush set inet space_%s " CHAIN_FMT "_pins\n", d->net_tag, sb->conf.net_slot);
 		net_nft(NULL, script, true, &ignored);
 	} else {
 		net_hold(d, sb, false, &ignored); /* a suspend's, now over */
@@ -396,7 +396,7 @@ static int apply_slot(struct daemon *d, int slot, const char *id, const json_t *
 
 int net_apply_policy(struct daemon *d, const struct sandbox *sb, const json_t *policy, struct err *e)
 {
-	return apply_slot(d, sb->net_slot, sb->id, policy, e);
+	return apply_slot(d, sb->conf.net_slot, sb->id, policy, e);
 }
 
 bool net_intact(struct daemon *d)
@@ -417,12 +417,12 @@ int net_restore(struct daemon *d, struct err *e)
 	int n = 0, rc;
 	daemon_lock(d);
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
-		n += sb->network != NULL && sb->net_slot >= 0;
+		n += sb->network != NULL && sb->conf.net_slot >= 0;
 	struct held *all = calloc((size_t)n + 1, sizeof(*all));
 	n = 0;
 	for (struct sandbox *sb = d->sandboxes; all && sb; sb = sb->next)
-		if (sb->network && sb->net_slot >= 0) {
-			all[n] = (struct held){ .slot = sb->net_slot, .policy = json_deep_copy(sb->network) };
+		if (sb->network && sb->conf.net_slot >= 0) {
+			all[n] = (struct held){ .slot = sb->conf.net_slot, .policy = json_deep_copy(sb->network) };
 			snprintf(all[n++].id, sizeof(all[0].id), "%s", sb->id);
 		}
 	daemon_unlock(d);
@@ -442,17 +442,17 @@ int net_restore(struct daemon *d, struct err *e)
 
 int net_remove(struct daemon *d, struct sandbox *sb, struct err *e)
 {
-	if (!sb->network || sb->net_slot < 0)
+	if (!sb->network || sb->conf.net_slot < 0)
 		return 0;
 	char script[256], edge[600], in[600], name[IF_NAMESIZE];
 	host_if(sb, name, sizeof(name));
 	/* the map's element first: no packet finds a jump to a chain that is going */
 	snprintf(script, sizeof(script), "delete element inet space_%s sandboxes { \"%s\" }\n", d->net_tag, name);
 	net_nft(NULL, script, true, e);
-	snprintf(script, sizeof(script), "delete chain inet space_%s " CHAIN_FMT "\n", d->net_tag, sb->net_slot);
+	snprintf(script, sizeof(script), "delete chain inet space_%s " CHAIN_FMT "\n", d->net_tag, sb->conf.net_slot);
 	net_nft(NULL, script, true, e);
 	/* and its pins: the slot's next sandbox, of whatever tenant, starts with none */
-	snprintf(script, sizeof(script), "delete set inet space_%s " CHAIN_FMT "_pins\n", d->net_tag, sb->net_slot);
+	snprintf(script, sizeof(script), "delete set inet space_%s " CHAIN_FMT "_pins\n", d->net_tag, sb->conf.net_slot);
 	net_nft(NULL, script, true, e);
 	int rc;
 	if (host_link(sb) && (rc = net_in_ns(NULL, net_del_step, name, "remove a sandbox's link", false, e)) < 0)
@@ -470,7 +470,7 @@ int net_pin(struct daemon *d, const char *id, uint32_t addr, uint32_t seconds, s
 	daemon_lock(d);
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
 		if (!strcmp(sb->id, id) && sb->network)
-			slot = sb->net_slot;
+			slot = sb->conf.net_slot;
 	daemon_unlock(d);
 	if (slot < 0)
 		return err_set(e, ERR_NOT_FOUND, ENOENT, "no sandbox %s with a network", id);
@@ -498,7 +498,7 @@ void net_sweep(struct daemon *d)
 		int slot = atoi(rest);
 		bool held = false;
 		for (struct sandbox *s = d->sandboxes; s && !held; s = s->next)
-			held = s->network && s->net_slot == slot;
+			held = s->network && s->conf.net_slot == slot;
 		if (held)
 			continue;
 		struct err e = { 0 };

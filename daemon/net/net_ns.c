@@ -35,7 +35,7 @@
 
 void net_ns_path(const struct sandbox *sb, const char *leaf, char *out, size_t n)
 {
-	snprintf(out, n, "%s/net/%s", sb->dir, leaf);
+	snprintf(out, n, "%s/net/%s", sb->conf.dir, leaf);
 }
 
 void net_inner_path(const struct sandbox *sb, char *out, size_t n)

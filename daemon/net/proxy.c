@@ -187,7 +187,7 @@ static void look_up(struct daemon *d, struct target *t, const char *token)
 	struct sandbox *sb = sandbox_find(d, t->id);
 	t->found = sb != NULL && sb->pooled == SB_POOL_NONE;
 	if (t->found) {
-		t->allowed = !token || sb->public_ports || same_token(token, sb->traffic_token);
+		t->allowed = !token || sb->public_ports || same_token(token, sb->conf.traffic_token);
 		t->has_network = sb->network != NULL;
 		snprintf(t->state, sizeof(t->state), "%s", sb_state_name(sb->state));
 		if (sb->network)

@@ -121,8 +121,8 @@ static char *network_text(const struct sandbox *sb)
 	if (!sb->network)
 		return NULL;
 	json_t *o = json_deep_copy(sb->network);
-	json_object_set_new(o, "slot", json_integer(sb->net_slot));
-	json_object_set_new(o, "transit", json_string(sb->net_transit));
+	json_object_set_new(o, "slot", json_integer(sb->conf.net_slot));
+	json_object_set_new(o, "transit", json_string(sb->conf.net_transit));
 	char *s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
@@ -130,8 +130,8 @@ static char *network_text(const struct sandbox *sb)
 
 int store_put_sandbox(struct store *st, const struct sandbox *sb)
 {
-	char *env = json_dumps(sb->env, JSON_COMPACT);
-	char *meta = json_dumps(sb->metadata, JSON_COMPACT);
+	char *env = json_dumps(sb->conf.env, JSON_COMPACT);
+	char *meta = json_dumps(sb->conf.metadata, JSON_COMPACT);
 	char *net = network_text(sb);
 	int rc = -ENOMEM;
 	if (env && meta && (net || !sb->network))
@@ -141,11 +141,11 @@ int store_put_sandbox(struct store *st, const struct sandbox *sb)
 			       " tenant, disk_mb, seq, isolation, network, access_token, public_ports, expires_ms,"
 			       " auto_resume, traffic_token) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       "ssssiidssidiiisiisssiiis", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
-			       sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, sb->timeout_s, env, meta,
-			       sb->created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
-			       sb->remaining_ms, sb->tenant, (int64_t)sb->disk_mb, (int64_t)sb->seq, sb->isolation, net,
-			       sb->access_token, (int64_t)sb->public_ports, sb->expires_ms,
-			       (int64_t)(sb->auto_resume ? 1 : 0), sb->traffic_token);
+			       sb->conf.template, (int64_t)sb->conf.cpus, (int64_t)sb->conf.memory_mb, sb->timeout_s, env, meta,
+			       sb->conf.created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
+			       sb->remaining_ms, sb->conf.tenant, (int64_t)sb->conf.disk_mb, (int64_t)sb->seq, sb->conf.isolation, net,
+			       sb->conf.access_token, (int64_t)sb->public_ports, sb->expires_ms,
+			       (int64_t)(sb->auto_resume ? 1 : 0), sb->conf.traffic_token);
 	free(env);
 	free(meta);
 	free(net);
@@ -232,45 +232,45 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		sb->state = parse_state((const char *)sqlite3_column_text(stmt, 1));
 		const unsigned char *reason = sqlite3_column_text(stmt, 2);
 		snprintf(sb->reason, sizeof(sb->reason), "%s", reason ? (const char *)reason : "");
-		snprintf(sb->template, sizeof(sb->template), "%s", (const char *)sqlite3_column_text(stmt, 3));
-		sb->cpus = sqlite3_column_int(stmt, 4);
-		sb->memory_mb = sqlite3_column_int(stmt, 5);
+		snprintf(sb->conf.template, sizeof(sb->conf.template), "%s", (const char *)sqlite3_column_text(stmt, 3));
+		sb->conf.cpus = sqlite3_column_int(stmt, 4);
+		sb->conf.memory_mb = sqlite3_column_int(stmt, 5);
 		sb->timeout_s = sqlite3_column_double(stmt, 6);
-		sb->env = load_object(sqlite3_column_text(stmt, 7));
-		sb->metadata = load_object(sqlite3_column_text(stmt, 8));
-		sb->created_ms = sqlite3_column_int64(stmt, 9);
+		sb->conf.env = load_object(sqlite3_column_text(stmt, 7));
+		sb->conf.metadata = load_object(sqlite3_column_text(stmt, 8));
+		sb->conf.created_ms = sqlite3_column_int64(stmt, 9);
 		sb->lifetime_s = sqlite3_column_double(stmt, 10);
 		sb->timeout_kill = sqlite3_column_int(stmt, 11) != 0;
 		sb->keepalive = sqlite3_column_int(stmt, 12) != 0;
 		sb->remaining_ms = sqlite3_column_int64(stmt, 13);
 		const unsigned char *tenant = sqlite3_column_text(stmt, 14);
-		snprintf(sb->tenant, sizeof(sb->tenant), "%s", tenant ? (const char *)tenant : "");
-		sb->disk_mb = sqlite3_column_int(stmt, 15);
+		snprintf(sb->conf.tenant, sizeof(sb->conf.tenant), "%s", tenant ? (const char *)tenant : "");
+		sb->conf.disk_mb = sqlite3_column_int(stmt, 15);
 		sb->seq = (uint64_t)sqlite3_column_int64(stmt, 16);
 		const unsigned char *iso = sqlite3_column_text(stmt, 17);
-		snprintf(sb->isolation, sizeof(sb->isolation), "%s", iso ? (const char *)iso : "gvisor");
+		snprintf(sb->conf.isolation, sizeof(sb->conf.isolation), "%s", iso ? (const char *)iso : "gvisor");
 		const unsigned char *net = sqlite3_column_text(stmt, 18);
 		json_t *n = net ? json_loads((const char *)net, 0, NULL) : NULL;
-		sb->net_slot = -1;
+		sb->conf.net_slot = -1;
 		if (json_is_object(n) && json_is_integer(json_object_get(n, "slot"))) {
-			sb->net_slot = (int)json_integer_value(json_object_get(n, "slot"));
+			sb->conf.net_slot = (int)json_integer_value(json_object_get(n, "slot"));
 			const char *tr = json_string_value(json_object_get(n, "transit"));
-			snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", tr ? tr : "");
+			snprintf(sb->conf.net_transit, sizeof(sb->conf.net_transit), "%s", tr ? tr : "");
 			json_object_del(n, "slot");
 			json_object_del(n, "transit");
 			sb->network = json_incref(n);
 		}
 		json_decref(n);
 		const unsigned char *tok = sqlite3_column_text(stmt, 19);
-		snprintf(sb->access_token, sizeof(sb->access_token), "%s", tok ? (const char *)tok : "");
+		snprintf(sb->conf.access_token, sizeof(sb->conf.access_token), "%s", tok ? (const char *)tok : "");
 		sb->public_ports = sqlite3_column_int(stmt, 20) != 0;
 		sb->expires_ms = sqlite3_column_int64(stmt, 21);
 		/* -1 in a record from before sandboxes had their own: as a create's default */
 		sb->auto_resume = sqlite3_column_int(stmt, 22) != 0;
 		const unsigned char *traffic = sqlite3_column_text(stmt, 23);
-		snprintf(sb->traffic_token, sizeof(sb->traffic_token), "%s", traffic ? (const char *)traffic : "");
+		snprintf(sb->conf.traffic_token, sizeof(sb->conf.traffic_token), "%s", traffic ? (const char *)traffic : "");
 		if (sb->expires_ms == 0 && sb->lifetime_s > 0) /* recorded before lifetimes could move */
-			sb->expires_ms = sb->created_ms + (int64_t)(sb->lifetime_s * 1000);
+			sb->expires_ms = sb->conf.created_ms + (int64_t)(sb->lifetime_s * 1000);
 		*tail = sb;
 		tail = &sb->next;
 	}
@@ -451,16 +451,16 @@ int store_template_key_names(struct store *st, const char *key)
 
 int store_put_snapshot(struct store *st, const char *id, const struct sandbox *sb, const char *name, uint64_t bytes)
 {
-	char *env = json_dumps(sb->env, JSON_COMPACT);
-	char *meta = json_dumps(sb->metadata, JSON_COMPACT);
+	char *env = json_dumps(sb->conf.env, JSON_COMPACT);
+	char *meta = json_dumps(sb->conf.metadata, JSON_COMPACT);
 	char *net = sb->network ? json_dumps(sb->network, JSON_COMPACT) : NULL; /* the policy, no slot */
 	int rc = -ENOMEM;
 	if (env && meta && (net || !sb->network))
 		rc = exec_args(st,
 			       "INSERT INTO snapshots(id, sandbox_id, name, template, cpus, memory_mb, env, metadata,"
 			       " created_ms, tenant, disk_mb, bytes, isolation, network) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiissisiiss", id, sb->id, name, sb->template, (int64_t)sb->cpus, (int64_t)sb->memory_mb, env,
-			       meta, wall_ms(), sb->tenant, (int64_t)sb->disk_mb, (int64_t)bytes, sb->isolation, net);
+			       "ssssiissisiiss", id, sb->id, name, sb->conf.template, (int64_t)sb->conf.cpus, (int64_t)sb->conf.memory_mb, env,
+			       meta, wall_ms(), sb->conf.tenant, (int64_t)sb->conf.disk_mb, (int64_t)bytes, sb->conf.isolation, net);
 	free(env);
 	free(meta);
 	free(net);

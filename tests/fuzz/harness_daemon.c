@@ -45,14 +45,14 @@ void fz_daemon_init(struct fz *z)
 	if (!sb)
 		abort();
 	snprintf(sb->id, sizeof(sb->id), "%s", FZ_SANDBOX_ID);
-	snprintf(sb->template, sizeof(sb->template), "default");
-	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->id);
+	snprintf(sb->conf.template, sizeof(sb->conf.template), "default");
+	snprintf(sb->conf.dir, sizeof(sb->conf.dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->id);
 	sb->state = SB_RUNNING;
-	sb->cpus = 1;
-	sb->memory_mb = 512;
+	sb->conf.cpus = 1;
+	sb->conf.memory_mb = 512;
 	sb->auto_resume = true;
-	sb->env = json_object();
-	sb->metadata = json_object();
+	sb->conf.env = json_object();
+	sb->conf.metadata = json_object();
 	sb->d = d;
 	peer_init(sb);
 	z->sb = sb;

@@ -97,11 +97,11 @@ static int setup(void **state)
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 	sb->d = &t.d;
 	snprintf(sb->id, sizeof(sb->id), "0123456789ab");
-	snprintf(sb->isolation, sizeof(sb->isolation), "gvisor");
-	snprintf(sb->template, sizeof(sb->template), "base");
-	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", t.dir, sb->id);
-	sb->env = json_object();
-	sb->metadata = json_object();
+	snprintf(sb->conf.isolation, sizeof(sb->conf.isolation), "gvisor");
+	snprintf(sb->conf.template, sizeof(sb->conf.template), "base");
+	snprintf(sb->conf.dir, sizeof(sb->conf.dir), "%s/sandboxes/%s", t.dir, sb->id);
+	sb->conf.env = json_object();
+	sb->conf.metadata = json_object();
 	sb->auto_resume = 1;
 	peer_init(sb); /* no agent connected, none listened for */
 	sb->state = SB_RUNNING;

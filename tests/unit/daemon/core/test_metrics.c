@@ -16,9 +16,9 @@
 static struct sandbox *with_samples(unsigned n)
 {
 	struct sandbox *sb = calloc(1, sizeof(*sb));
-	sb->cpus = 2;
-	sb->memory_mb = 512;
-	sb->disk_mb = 1024;
+	sb->conf.cpus = 2;
+	sb->conf.memory_mb = 512;
+	sb->conf.disk_mb = 1024;
 	sb->metrics = calloc(1, sizeof(*sb->metrics));
 	for (unsigned i = 1; i <= n; i++) {
 		struct metrics_sample s = { .at_ms = (int64_t)i * 1000, .cpu_pct = 50, .mem_used = i, .disk_used = 7 };

@@ -118,7 +118,7 @@ static struct sandbox *registered(const char *id, const char *tenant)
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 	sb->d = &f.d;
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
-	snprintf(sb->tenant, sizeof(sb->tenant), "%s", tenant ? tenant : "");
+	snprintf(sb->conf.tenant, sizeof(sb->conf.tenant), "%s", tenant ? tenant : "");
 	sb->state = SB_RUNNING;
 	sandbox_registry_add(&f.d, sb);
 	return sb;
@@ -327,11 +327,11 @@ static void test_the_driver_of_a_kind_this_host_lacks(void **state)
 	struct err e = { 0 };
 	assert_int_equal(isolation_init(&f.d, "gvisor", only_gvisor, &e), 0);
 	struct sandbox *g = registered("aaaaaaaaaaaa", NULL);
-	snprintf(g->isolation, sizeof(g->isolation), "gvisor");
+	snprintf(g->conf.isolation, sizeof(g->conf.isolation), "gvisor");
 	struct sandbox *m = registered("bbbbbbbbbbbb", NULL);
-	snprintf(m->isolation, sizeof(m->isolation), "microvm");
+	snprintf(m->conf.isolation, sizeof(m->conf.isolation), "microvm");
 	struct sandbox *u = registered("cccccccccccc", NULL);
-	snprintf(u->isolation, sizeof(u->isolation), "zone");
+	snprintf(u->conf.isolation, sizeof(u->conf.isolation), "zone");
 
 	const struct driver_slot *slot = sandbox_driver(&f.d, g);
 	assert_non_null(slot);

@@ -63,8 +63,8 @@ void sandbox_list_free(struct sandbox *sb)
 {
 	while (sb) {
 		struct sandbox *next = sb->next;
-		json_decref(sb->env);
-		json_decref(sb->metadata);
+		json_decref(sb->conf.env);
+		json_decref(sb->conf.metadata);
 		free(sb);
 		sb = next;
 	}

@@ -46,23 +46,23 @@ static struct sandbox *sandbox_make(const char *id, int64_t created_ms)
 	assert_non_null(sb);
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	sb->state = SB_RUNNING;
-	snprintf(sb->template, sizeof(sb->template), "default");
-	snprintf(sb->isolation, sizeof(sb->isolation), "microvm"); /* not the default: it must be written */
-	snprintf(sb->tenant, sizeof(sb->tenant), "acme");
-	sb->cpus = 3;
-	sb->memory_mb = 1536;
-	sb->disk_mb = 4096;
+	snprintf(sb->conf.template, sizeof(sb->conf.template), "default");
+	snprintf(sb->conf.isolation, sizeof(sb->conf.isolation), "microvm"); /* not the default: it must be written */
+	snprintf(sb->conf.tenant, sizeof(sb->conf.tenant), "acme");
+	sb->conf.cpus = 3;
+	sb->conf.memory_mb = 1536;
+	sb->conf.disk_mb = 4096;
 	sb->timeout_s = 12.5;
 	sb->lifetime_s = 3600.25;
 	sb->timeout_kill = true;
 	sb->keepalive = true;
 	sb->remaining_ms = 5000000000LL; /* beyond 32 bits */
-	sb->env = json_pack("{s:s, s:s}", "LANG", "C.UTF-8", "QUOTE", "it's \"quoted\"; --");
-	sb->metadata = json_pack("{s:s}", "owner", "caf\xc3\xa9");
-	sb->created_ms = created_ms;
+	sb->conf.env = json_pack("{s:s, s:s}", "LANG", "C.UTF-8", "QUOTE", "it's \"quoted\"; --");
+	sb->conf.metadata = json_pack("{s:s}", "owner", "caf\xc3\xa9");
+	sb->conf.created_ms = created_ms;
 	sb->expires_ms = created_ms + 7200000; /* moved since its creation: not created_ms + lifetime */
-	assert_non_null(sb->env);
-	assert_non_null(sb->metadata);
+	assert_non_null(sb->conf.env);
+	assert_non_null(sb->conf.metadata);
 	return sb;
 }
 
@@ -80,21 +80,21 @@ static void expect_same_sandbox(const struct sandbox *got, const struct sandbox 
 	assert_string_equal(got->id, want->id);
 	assert_int_equal(got->state, want->state);
 	assert_string_equal(got->reason, want->reason);
-	assert_string_equal(got->template, want->template);
-	assert_string_equal(got->isolation, want->isolation);
-	assert_string_equal(got->tenant, want->tenant);
-	assert_int_equal(got->cpus, want->cpus);
-	assert_int_equal(got->memory_mb, want->memory_mb);
-	assert_int_equal(got->disk_mb, want->disk_mb);
+	assert_string_equal(got->conf.template, want->conf.template);
+	assert_string_equal(got->conf.isolation, want->conf.isolation);
+	assert_string_equal(got->conf.tenant, want->conf.tenant);
+	assert_int_equal(got->conf.cpus, want->conf.cpus);
+	assert_int_equal(got->conf.memory_mb, want->conf.memory_mb);
+	assert_int_equal(got->conf.disk_mb, want->conf.disk_mb);
 	assert_true(got->timeout_s == want->timeout_s);
 	assert_true(got->lifetime_s == want->lifetime_s);
 	assert_int_equal(got->timeout_kill, want->timeout_kill);
 	assert_int_equal(got->keepalive, want->keepalive);
 	assert_int_equal(got->remaining_ms, want->remaining_ms);
-	assert_int_equal(got->created_ms, want->created_ms);
+	assert_int_equal(got->conf.created_ms, want->conf.created_ms);
 	assert_int_equal(got->expires_ms, want->expires_ms);
-	assert_true(json_equal(got->env, want->env));
-	assert_true(json_equal(got->metadata, want->metadata));
+	assert_true(json_equal(got->conf.env, want->conf.env));
+	assert_true(json_equal(got->conf.metadata, want->conf.metadata));
 }
 
 static void test_open_creates_the_database(void **state)
@@ -174,8 +174,8 @@ static void test_sandbox_round_trip(void **state)
 	a->state = SB_SUSPENDED;
 	a->timeout_kill = false;
 	a->keepalive = false;
-	snprintf(a->tenant, sizeof(a->tenant), "%s", ""); /* the administrator's */
-	json_object_clear(a->metadata);
+	snprintf(a->conf.tenant, sizeof(a->conf.tenant), "%s", ""); /* the administrator's */
+	json_object_clear(a->conf.metadata);
 	assert_int_equal(store_put_sandbox(fx->st, b), 0);
 	assert_int_equal(store_put_sandbox(fx->st, a), 0);
 
@@ -187,9 +187,9 @@ static void test_sandbox_round_trip(void **state)
 	sandbox_list_free(list);
 
 	/* recording it again replaces it */
-	b->cpus = 1;
+	b->conf.cpus = 1;
 	b->state = SB_PAUSED;
-	json_object_set_new(b->env, "NEW", json_string("1"));
+	json_object_set_new(b->conf.env, "NEW", json_string("1"));
 	assert_int_equal(store_put_sandbox(fx->st, b), 0);
 	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
 	assert_int_equal(sandbox_count(list), 2);
@@ -359,14 +359,14 @@ static void expect_snapshot(json_t *s, const char *id, const struct sandbox *sb,
 		assert_string_equal(json_string_value(json_object_get(s, "name")), name);
 	else
 		assert_true(json_is_null(json_object_get(s, "name")));
-	assert_string_equal(json_string_value(json_object_get(s, "template")), sb->template);
-	assert_int_equal(json_integer_value(json_object_get(s, "cpus")), sb->cpus);
-	assert_int_equal(json_integer_value(json_object_get(s, "memory_mb")), sb->memory_mb);
-	assert_int_equal(json_integer_value(json_object_get(s, "disk_mb")), sb->disk_mb);
-	assert_true(json_equal(json_object_get(s, "env"), sb->env));
-	assert_true(json_equal(json_object_get(s, "metadata"), sb->metadata));
-	assert_string_equal(json_string_value(json_object_get(s, "tenant")), sb->tenant);
-	assert_string_equal(json_string_value(json_object_get(s, "isolation")), sb->isolation);
+	assert_string_equal(json_string_value(json_object_get(s, "template")), sb->conf.template);
+	assert_int_equal(json_integer_value(json_object_get(s, "cpus")), sb->conf.cpus);
+	assert_int_equal(json_integer_value(json_object_get(s, "memory_mb")), sb->conf.memory_mb);
+	assert_int_equal(json_integer_value(json_object_get(s, "disk_mb")), sb->conf.disk_mb);
+	assert_true(json_equal(json_object_get(s, "env"), sb->conf.env));
+	assert_true(json_equal(json_object_get(s, "metadata"), sb->conf.metadata));
+	assert_string_equal(json_string_value(json_object_get(s, "tenant")), sb->conf.tenant);
+	assert_string_equal(json_string_value(json_object_get(s, "isolation")), sb->conf.isolation);
 	const char *when = json_string_value(json_object_get(s, "created_at"));
 	assert_non_null(when);
 	/* 2024-05-01T12:34:56Z, and about now */
@@ -575,11 +575,11 @@ static void test_timeouts_change_alone(void **state)
 	sb->expires_ms = 99000;
 	sb->timeout_kill = false;
 	sb->remaining_ms = 0;
-	sb->cpus = 7; /* not a timeout: not written */
+	sb->conf.cpus = 7; /* not a timeout: not written */
 	assert_int_equal(store_put_timeouts(fx->st, sb), 0);
 	struct sandbox *list = NULL;
 	assert_int_equal(store_load_sandboxes(fx->st, &list), 0);
-	sb->cpus = 3;
+	sb->conf.cpus = 3;
 	expect_same_sandbox(list, sb); /* and its state is still the one saved */
 	sandbox_list_free(list);
 	sandbox_list_free(sb);
