@@ -14,7 +14,7 @@
 
 #include <sqlite3.h>
 
-#define SCHEMA_VERSION 28    /* the steps this spaced knows */
+#define SCHEMA_VERSION 30    /* the steps this spaced knows */
 #define SCHEMA_UNNUMBERED 25 /* the steps a database from before numbering may hold */
 
 /* Brings db to SCHEMA_VERSION. Returns 0, -EPROTO for a database of a newer spaced (*found:

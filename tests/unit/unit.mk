@@ -84,7 +84,7 @@ UNIT_LIBS_test_isolation := -ljansson -lpthread
 UNIT_test_oci        := daemon/driver/oci.c
 UNIT_LIBS_test_oci   := -ljansson
 
-UNIT_test_store      := daemon/store/store.c daemon/store/schema.c daemon/core/state.c \
+UNIT_test_store      := daemon/store/store.c daemon/store/store_volume.c daemon/store/schema.c daemon/core/state.c \
                         tests/unit/daemon/store/store_check.c
 UNIT_LIBS_test_store := -lsqlite3 -ljansson
 # the schema's steps, opened through the store as spaced opens its database
@@ -92,7 +92,7 @@ UNIT_test_schema      := $(UNIT_test_store)
 UNIT_LIBS_test_schema := $(UNIT_LIBS_test_store)
 
 # the template cache: its parsing and keys (the build itself runs in the e2e suite)
-UNIT_test_template      := daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/base/dir.c daemon/store/store.c daemon/store/schema.c \
+UNIT_test_template      := daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/base/dir.c daemon/store/store.c daemon/store/store_volume.c daemon/store/schema.c \
                            daemon/core/state.c daemon/base/hash.c \
                            daemon/base/spawn.c daemon/base/err.c daemon/base/log.c lib/buf.c
 UNIT_LIBS_test_template := -lsqlite3 -ljansson -lcrypto -lpthread
@@ -151,7 +151,7 @@ UNIT_test_api := daemon/api/api.c daemon/api/http_status.c daemon/driver/call.c 
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c daemon/base/err.c daemon/base/log.c daemon/base/spawn.c daemon/base/reaper.c \
                  daemon/base/hash.c daemon/base/expo.c daemon/core/stats.c daemon/core/starts.c \
-                 daemon/store/store.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/store/cache_prune.c daemon/base/dir.c \
+                 daemon/store/store.c daemon/store/store_volume.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/store/cache.c daemon/store/cache_prune.c daemon/base/dir.c \
                  daemon/net/net.c daemon/net/net_ns.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 
