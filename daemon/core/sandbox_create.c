@@ -311,6 +311,8 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	snprintf(sb->net_transit, sizeof(sb->net_transit), "%s", d->cfg.net_transit);
 	sb->public_ports = cfg->public_ports;
 	sb->auto_resume = cfg->auto_resume;
+	for (int i = 0; i < cfg->nvolumes && i < SANDBOX_MAX_VOLUMES; i++)
+		sb->volumes[sb->nvolumes++] = cfg->volumes[i];
 	if (sandbox_random_hex(sb->access_token, SANDBOX_TOKEN_LEN) < 0 || sandbox_random_hex(sb->traffic_token, SANDBOX_TOKEN_LEN) < 0) {
 		sandbox_free(sb);
 		err_set(e, ERR_INTERNAL, EIO, "no randomness for an access token");

@@ -143,7 +143,7 @@ UNIT_LIBS_test_identity :=
 # channel, the store and the template cache, which bring most of the daemon. Only the HTTP
 # front end (http.c), the drivers and main.c stay out.
 UNIT_test_api := daemon/api/api.c daemon/api/http_status.c daemon/driver/call.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
-                 daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/api/api_system.c daemon/api/api_metrics.c daemon/core/build.c daemon/core/recipe.c daemon/core/system.c \
+                 daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/api/api_volumes.c daemon/core/volume.c daemon/driver/disk.c daemon/api/api_system.c daemon/api/api_metrics.c daemon/core/build.c daemon/core/recipe.c daemon/core/system.c \
                  daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/entry.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/sandbox_view.c daemon/core/sandbox_live.c daemon/core/sandbox_create.c \
                  daemon/core/sandbox_net.c daemon/core/sandbox_adopt.c daemon/core/ready.c daemon/core/pool.c \
                  daemon/core/snapshot.c daemon/core/template_rm.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
