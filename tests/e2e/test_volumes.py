@@ -11,7 +11,9 @@ counted per daemon.
 import re
 import signal
 
-from conftest import ROOT, Api, free_port, gvisor_only, wait_until, wait_usable
+import json
+
+from conftest import ROOT, Api, Cli, free_port, gvisor_only, wait_until, wait_usable
 
 gvisor = gvisor_only("volumes are mounted under gVisor only for now")
 
@@ -232,3 +234,30 @@ def test_a_microvm_with_volumes_is_refused(make_daemon):
     status, err = api.json("POST", "/v1/sandboxes", {"isolation": "microvm", "volumes": [mount("v")]})
     assert status == 400 and err["error"]["message"] == "volumes are not available in microVMs yet", (status, err)
     assert api.ok("GET", "/v1/volumes/v")["mounted_by"] == []
+
+
+@gvisor
+def test_the_cli_makes_lists_mounts_and_removes_a_volume(make_daemon):
+    d = make_daemon()
+    cli, api = Cli(f"unix://{d.socket}"), d.api
+    r = cli("volume", "create", "notes", "--size", str(VOLUME_MIN_MB), "--label", "team=a")
+    assert (r.returncode, r.stdout) == (0, "notes\n"), r.stderr
+    r = cli("volume", "ls")
+    assert r.returncode == 0 and r.stdout.split("\n")[1].split()[:3] == ["notes", str(VOLUME_MIN_MB), "MiB"], r.stdout
+    r = cli("create", "--volume", "notes:/notes", "--volume", "notes:/also:ro")
+    assert r.returncode != 0 and "named twice" in r.stderr, r
+    sbid = cli("create", "--volume", "notes:/notes").stdout.strip()
+    reader = cli("create", "--volume", "notes:/srv/a:b:ro").stdout.strip()  # a path may hold ':'
+    assert api.ok("GET", f"/v1/sandboxes/{reader}")["volumes"] == [mount("notes", "/srv/a:b", ro=True)]
+    assert cli("exec", sbid, "--", "sh", "-c", "echo hello > /notes/h").returncode == 0
+    assert cli("exec", reader, "--", "cat", "/srv/a:b/h").stdout == "hello\n"
+    got = json.loads(cli("volume", "inspect", "notes").stdout)
+    assert got["labels"] == {"team": "a"} and got["holder"] == sbid, got
+    r = cli("volume", "rm", "notes")
+    assert r.returncode != 0 and sbid in r.stderr, r
+    for box in (sbid, reader):
+        assert cli("rm", box).returncode == 0
+    assert cli("volume", "rm", "notes").stdout == "notes\n"
+    assert cli("volume", "ls", "--json").stdout.strip() == "[]"
+    r = cli("create", "--volume", "notes")
+    assert r.returncode != 0 and "NAME:/path" in r.stderr, r
