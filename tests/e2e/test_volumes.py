@@ -257,6 +257,8 @@ def test_the_cli_makes_lists_mounts_and_removes_a_volume(make_daemon):
     assert r.returncode != 0 and sbid in r.stderr, r
     for box in (sbid, reader):
         assert cli("rm", box).returncode == 0
+    r = cli("run", "--volume", "notes:/n:ro", "--", "cat", "/n/h")
+    assert (r.returncode, r.stdout) == (0, "hello\n"), r.stderr
     assert cli("volume", "rm", "notes").stdout == "notes\n"
     assert cli("volume", "ls", "--json").stdout.strip() == "[]"
     r = cli("create", "--volume", "notes")
