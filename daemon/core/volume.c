@@ -22,6 +22,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "daemon/base/crash.h"
 #include "daemon/base/log.h"
 #include "daemon/base/spawn.h"
 #include "daemon/core/job.h"
@@ -176,6 +177,8 @@ static void create_job(struct job *j)
 	snprintf(parent, sizeof(parent), "%s/volumes", d->cfg.state_dir);
 	tmp[0] = '\0';
 	int rc = make_new(d, w, tmp, sizeof(tmp), &e);
+	if (rc == 0)
+		crash_point("volume:imaged");
 	if (rc == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) < 0)
 		rc = errno == EEXIST ? err_set(&e, ERR_CONFLICT, EEXIST, "volume %s exists", w->name)
 				     : err_set(&e, ERR_INTERNAL, errno, "renaming %s: %s", tmp, strerror(errno));
@@ -187,6 +190,8 @@ static void create_job(struct job *j)
 			close(pfd);
 		}
 		rc = disk_mount_once(img, mnt, &e);
+		if (rc == 0)
+			crash_point("volume:named");
 	}
 	json_t *answer = NULL;
 	daemon_lock(d);
@@ -262,6 +267,8 @@ static void remove_job(struct job *j)
 		err_set(&e, ERR_INTERNAL, -rc, "cannot remove the record of volume %s", w->name);
 	daemon_unlock(d);
 	/* the record is gone: a wipe that fails is finished by the next start */
+	if (rc == 0)
+		crash_point("volume:unrecorded");
 	struct err left = { 0 };
 	if (rc == 0 && wipe(dir, &left) < 0)
 		log_warn("volume %s: %s (the next start removes it)", w->name, left.msg);
