@@ -339,7 +339,7 @@ include dist/dist.mk
 VM_CACHE     ?= /var/cache/space
 VM_GUEST_SRC := tests/vm/guest.c daemon/driver/vm_guest.c daemon/driver/kmod.c daemon/driver/cpio.c \
                 lib/host/cache.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c \
-                daemon/store/store.c daemon/store/schema.c daemon/core/state.c \
+                daemon/store/store.c daemon/store/store_volume.c daemon/store/schema.c daemon/core/state.c \
                 lib/host/dir.c lib/host/spawn.c lib/host/hash.c daemon/base/log.c \
                 daemon/base/clock.c lib/host/err.c lib/buf.c
 $(BUILD)/space-vm-guest: $(VM_GUEST_SRC:%.c=$(BUILD)/%.o)

@@ -297,3 +297,54 @@ int cli_inspect_each(struct cli *cli, char **names, int n, char *(*path_of)(cons
 	}
 	return status;
 }
+
+int cli_json_flag(struct cli *cli, int argc, char **argv, int *as_json)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*as_json = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'j')
+			*as_json = 1;
+		else if (c == 'h')
+			return -1;
+		else
+			return cli_bad_option(cli);
+	}
+	return 0;
+}
+
+char *cli_named_path(const char *collection, const char *name)
+{
+	char *e = client_escape(name), *path;
+
+	if (!e)
+		return NULL;
+	if (asprintf(&path, "/v1/%s/%s", collection, e) < 0)
+		path = NULL;
+	free(e);
+	return path;
+}
+
+int cli_list(struct cli *cli, int argc, char **argv, const char *path, const char *key, size_t ncols,
+	     const char *const *header, cli_row_fn *fn)
+{
+	struct client_err err = { 0 };
+	json_t *reply = NULL;
+	int as_json, status = cli_json_flag(cli, argc, argv, &as_json);
+
+	if (status)
+		return status < 0 ? cli_help(cli) : status;
+	if (optind < argc)
+		return cli_usage_error(cli, "unexpected argument '%s'", argv[optind]);
+	if (client_request(&cli->client, "GET", path, NULL, &reply, &err))
+		return cli_report(cli, &err);
+	status = cli_print_list(json_object_get(reply, key), as_json, ncols, header, fn);
+	json_decref(reply);
+	return status;
+}

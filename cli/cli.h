@@ -64,6 +64,13 @@ int cli_bad_option(const struct cli *cli);
 /* Sets obj[K] = V from "K=V" (K non-empty). Returns 0 or -EINVAL. */
 int cli_kv_add(json_t *obj, const char *kv);
 
+/* Parses the options of a command that takes only --json and --help into *as_json: 0 to go
+ * on, -1 after --help, else the exit status of a bad option (said). */
+int cli_json_flag(struct cli *cli, int argc, char **argv, int *as_json);
+
+/* "/v1/<collection>/<escaped name>" (malloc'd; NULL without memory). */
+char *cli_named_path(const char *collection, const char *name);
+
 /* Parses a whole decimal integer in [min, max]. Returns 0 or -EINVAL. */
 int cli_parse_int(const char *s, long min, long max, long *out);
 
@@ -80,6 +87,11 @@ typedef void cli_row_fn(json_t *item, const char **row, char *buf, size_t n);
 /* A listing's JSON array as JSON (as_json), or as a table under header's ncols columns, a row
  * an item (cli/table.h). Returns the command's exit status. */
 int cli_print_list(json_t *list, bool as_json, size_t ncols, const char *const *header, cli_row_fn *fn);
+
+/* `space X ls [--json]`: GET path and its array `key` printed with cli_print_list. Returns the
+ * command's exit status. */
+int cli_list(struct cli *cli, int argc, char **argv, const char *path, const char *key, size_t ncols,
+	     const char *const *header, cli_row_fn *fn);
 
 /* A command `space NAME [--json] ID` that lists a sandbox's <key> from GET
  * /v1/sandboxes/ID<suffix> with cli_print_list. Returns the command's exit status. */
@@ -129,13 +141,16 @@ void cli_note_resumed(const char *path);
 	{ "deny", required_argument, NULL, CLI_OPT_DENY },        \
 	{ "no-network", no_argument, NULL, CLI_OPT_NO_NETWORK },   \
 	{ "auto-resume", no_argument, NULL, CLI_OPT_AUTO_RESUME }, \
-	{ "no-auto-resume", no_argument, NULL, CLI_OPT_NO_AUTO_RESUME }
+	{ "no-auto-resume", no_argument, NULL, CLI_OPT_NO_AUTO_RESUME }, \
+	{ "volume", required_argument, NULL, CLI_OPT_VOLUME }
 #define CMD_CREATE_OPTCHARS "e:l:"
 /* options with no letter: values past every character */
 enum {
 	CLI_OPT_EGRESS = 0x1000, CLI_OPT_ALLOW, CLI_OPT_DENY, CLI_OPT_NO_NETWORK, CLI_OPT_NO_ALLOW, CLI_OPT_NO_DENY,
-	CLI_OPT_AUTO_RESUME, CLI_OPT_NO_AUTO_RESUME
+	CLI_OPT_AUTO_RESUME, CLI_OPT_NO_AUTO_RESUME, CLI_OPT_VOLUME
 };
+/* --volume NAME:/path[:ro] into body's "volumes" array (made when missing). 0 or an exit status. */
+int cli_volume_opt(const struct cli *cli, const char *arg, json_t *body);
 /* --egress, --allow, --deny into body's "network" object (made when missing). 0 or an exit status. */
 int cli_network_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
 int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body);
@@ -178,12 +193,13 @@ int cmd_metrics(struct cli *cli, int argc, char **argv);
 int cmd_network(struct cli *cli, int argc, char **argv);
 int cmd_port_forward(struct cli *cli, int argc, char **argv);
 int cmd_system(struct cli *cli, int argc, char **argv);
+int cmd_volume(struct cli *cli, int argc, char **argv);
 
 extern const char cmd_create_usage[], cmd_ls_usage[], cmd_inspect_usage[], cmd_rm_usage[],
 	cmd_template_usage[], cmd_status_usage[], cmd_version_usage[], cmd_exec_usage[],
 	cmd_run_usage[], cmd_shell_usage[], cmd_ps_usage[], cmd_attach_usage[], cmd_cp_usage[], cmd_pause_usage[],
 	cmd_resume_usage[], cmd_suspend_usage[], cmd_sync_usage[], cmd_timeout_usage[], cmd_snapshot_usage[],
 	cmd_fork_usage[], cmd_ports_usage[], cmd_metrics_usage[], cmd_port_forward_usage[], cmd_network_usage[],
-	cmd_watch_usage[], cmd_system_usage[];
+	cmd_watch_usage[], cmd_system_usage[], cmd_volume_usage[];
 
 #endif

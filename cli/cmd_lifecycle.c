@@ -257,14 +257,7 @@ int cmd_timeout(struct cli *cli, int argc, char **argv)
 /* "/v1/snapshots/<escaped sid>" (malloc'd; NULL without memory). */
 static char *snapshot_path(const char *sid)
 {
-	char *e = client_escape(sid), *path;
-
-	if (!e)
-		return NULL;
-	if (asprintf(&path, "/v1/snapshots/%s", e) < 0)
-		path = NULL;
-	free(e);
-	return path;
+	return cli_named_path("snapshots", sid);
 }
 
 /* `space snapshot [--name NAME] [--json] ID` */

@@ -64,6 +64,9 @@ const char cmd_create_usage[] =
 	"                       whether a command or file request resumes it when it\n"
 	"                       is paused or suspended (default: spaced's; yes unless\n"
 	"                       spaced runs with --no-auto-resume)\n"
+	"      --volume NAME:/PATH[:ro]\n"
+	"                       mount volume NAME at PATH, read-only with :ro\n"
+	"                       (repeatable; `space volume`)\n"
 	"      --json           print the whole sandbox object\n"
 	"  -h, --help           show this help\n";
 
@@ -133,27 +136,6 @@ const char cmd_version_usage[] =
 	"\n"
 	"Show this client's version, and the daemon's when it can be reached.\n";
 
-/* Parses the options that only take --json and --help; returns -1 after --help. */
-static int parse_json_flag(struct cli *cli, int argc, char **argv, int *as_json)
-{
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-
-	*as_json = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 'j')
-			*as_json = 1;
-		else if (c == 'h')
-			return -1;
-		else
-			return cli_bad_option(cli);
-	}
-	return 0;
-}
 
 static int add_kv(const struct cli *cli, json_t *body, const char *field, const char *opt,
 		  const char *arg)
@@ -225,6 +207,8 @@ int cmd_create_opt(const struct cli *cli, int opt, const char *arg, json_t *body
 	case CLI_OPT_NO_AUTO_RESUME:
 		v = json_boolean(opt == CLI_OPT_AUTO_RESUME);
 		return json_object_set_new(body, "auto_resume", v) ? cli_error("out of memory") : 0;
+	case CLI_OPT_VOLUME:
+		return cli_volume_opt(cli, arg, body);
 	case CLI_OPT_EGRESS:
 	case CLI_OPT_ALLOW:
 	case CLI_OPT_DENY:
@@ -455,7 +439,7 @@ static char *sandbox_path(const char *id)
 
 int cmd_inspect(struct cli *cli, int argc, char **argv)
 {
-	int as_json, status = parse_json_flag(cli, argc, argv, &as_json);
+	int as_json, status = cli_json_flag(cli, argc, argv, &as_json);
 
 	if (status)
 		return status < 0 ? cli_help(cli) : status;
@@ -481,14 +465,7 @@ static void template_row(json_t *tp, const char **row, char *buf, size_t n)
 /* "/v1/templates/<escaped name>" (malloc'd; NULL without memory). */
 static char *template_path(const char *name)
 {
-	char *e = client_escape(name), *path;
-
-	if (!e)
-		return NULL;
-	if (asprintf(&path, "/v1/templates/%s", e) < 0)
-		path = NULL;
-	free(e);
-	return path;
+	return cli_named_path("templates", name);
 }
 
 /* "/v1/templates/<escaped name>/build" (malloc'd; NULL without memory). */
@@ -512,19 +489,7 @@ static int template_inspect(struct cli *cli, int argc, char **argv)
 static int template_ls(struct cli *cli, int argc, char **argv)
 {
 	static const char *const header[] = { "NAME", "KEY", "CREATED" };
-	struct client_err err = { 0 };
-	json_t *reply = NULL;
-	int as_json, status = parse_json_flag(cli, argc, argv, &as_json);
-
-	if (status)
-		return status < 0 ? cli_help(cli) : status;
-	if (optind < argc)
-		return cli_usage_error(cli, "unexpected argument '%s'", argv[optind]);
-	if (client_request(&cli->client, "GET", "/v1/templates", NULL, &reply, &err))
-		return cli_report(cli, &err);
-	status = cli_print_list(json_object_get(reply, "templates"), as_json, 3, header, template_row);
-	json_decref(reply);
-	return status;
+	return cli_list(cli, argc, argv, "/v1/templates", "templates", 3, header, template_row);
 }
 
 int cmd_template(struct cli *cli, int argc, char **argv)
@@ -606,7 +571,7 @@ int cmd_status(struct cli *cli, int argc, char **argv)
 {
 	struct client_err err = { 0 };
 	json_t *health = NULL, *version = NULL;
-	int as_json, status = parse_json_flag(cli, argc, argv, &as_json);
+	int as_json, status = cli_json_flag(cli, argc, argv, &as_json);
 
 	if (status)
 		return status < 0 ? cli_help(cli) : status;
@@ -641,7 +606,7 @@ int cmd_version(struct cli *cli, int argc, char **argv)
 {
 	struct client_err err = { 0 };
 	json_t *server = NULL;
-	int as_json, status = parse_json_flag(cli, argc, argv, &as_json);
+	int as_json, status = cli_json_flag(cli, argc, argv, &as_json);
 
 	if (status)
 		return status < 0 ? cli_help(cli) : status;

@@ -54,6 +54,8 @@ static const struct command commands[] = {
 	  CLI_EXIT_USAGE },
 	{ "attach", cmd_attach, "Stream the output of a running process", cmd_attach_usage, CLI_EXIT_DAEMON },
 	{ "template", cmd_template, "Templates: ls, inspect, rm, build, import", cmd_template_usage, CLI_EXIT_USAGE },
+	{ "volume", cmd_volume, "Volumes, storage that outlives sandboxes: create, ls, inspect, rm", cmd_volume_usage,
+	  CLI_EXIT_USAGE },
 	{ "system", cmd_system, "The machine's cache: df, prune", cmd_system_usage, CLI_EXIT_USAGE },
 	{ "status", cmd_status, "Show where spaced is and what it runs", cmd_status_usage, CLI_EXIT_USAGE },
 	{ "version", cmd_version, "Show the client's and the daemon's versions", cmd_version_usage, CLI_EXIT_USAGE },

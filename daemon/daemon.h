@@ -41,6 +41,11 @@
  * spaced --tenant-snapshots / --tenant-snapshot-mb lower or raise them. */
 #define TENANT_MAX_SNAPSHOTS 64
 #define TENANT_MAX_SNAPSHOT_BYTES (64ull << 30)
+/* Volumes (core/volume.h): a sandbox mounts at most SANDBOX_MAX_VOLUMES of them, each at a path of
+ * at most VOLUME_PATH_MAX bytes; a volume's name is at most VOLUME_NAME_MAX bytes. */
+#define SANDBOX_MAX_VOLUMES 8
+#define VOLUME_NAME_MAX 63
+#define VOLUME_PATH_MAX 255
 #define SANDBOX_ID_LEN 12                /* hex characters */
 #define SANDBOX_TOKEN_LEN 32             /* hex characters of a sandbox's access token */
 #define SANDBOX_MAX_EXITED 128           /* exited processes remembered per sandbox */
@@ -143,6 +148,14 @@ enum sb_pool {
 	SB_POOL_CLAIMED, /* a create claims it: hidden until the claim is recorded */
 };
 
+/* A volume a sandbox mounts: recorded with it, kept while it is suspended, and the rule of
+ * one read-write holder at a time is checked against every sandbox's (core/volume.h). */
+struct sb_volume {
+	char name[VOLUME_NAME_MAX + 1];
+	char path[VOLUME_PATH_MAX + 1]; /* absolute, inside the sandbox */
+	bool read_only;
+};
+
 /* What a sandbox is: set when it is made (or claimed from a warm pool) or adopted, then only
  * read. */
 struct sb_conf {
@@ -167,6 +180,8 @@ struct sb_conf {
 	char traffic_token[SANDBOX_TOKEN_LEN + 1];
 	int64_t created_ms;
 	char dir[512];              /* <state>/sandboxes/<id> */
+	struct sb_volume volumes[SANDBOX_MAX_VOLUMES]; /* the volumes it mounts */
+	int nvolumes;
 };
 
 struct sandbox {

@@ -45,6 +45,7 @@
 #include "daemon/core/snapshot.h"
 #include "daemon/core/stats.h"
 #include "daemon/core/sweep.h"
+#include "daemon/core/volume.h"
 #include "daemon/core/metrics.h"
 #include "daemon/net/net.h"
 #include "daemon/net/proxy.h"
@@ -321,6 +322,7 @@ static int adopt(struct daemon *d, sigset_t *sigs)
 		log_error("cannot start the I/O thread: %s", strerror(-rc));
 		return 1;
 	}
+	volume_start(d); /* the volumes' images mounted before any sandbox that binds them is adopted */
 	notify_status("adopting the sandboxes a previous spaced left running");
 	if ((rc = sandbox_adopt_all(d)) < 0) {
 		log_error("cannot load sandboxes: %s", strerror(-rc));

@@ -47,6 +47,8 @@ static bool type_ok(json_t *v, enum field_type t)
 		json_array_foreach(v, i, x) if (!json_is_string(x)) return false;
 		return true;
 	}
+	case F_ARRAY:
+		return json_is_array(v);
 	case F_ARGV_OR_STRING: {
 		size_t i;
 		json_t *x;
@@ -66,7 +68,7 @@ static const char *type_name(enum field_type t)
 	static const char *names[] = { "a string", "an integer", "a number", "a boolean",
 				       "an object of strings", "a non-empty array of strings or a string",
 				       "an integer or a string", "an object or false",
-				       "an array of strings" };
+				       "an array of strings", "an array" };
 	return names[t];
 }
 

@@ -43,7 +43,7 @@ const struct route *api_match(struct op *op, const char *method, const char *url
 
 /* Field types for api_check. */
 enum field_type { F_STRING, F_INT, F_NUMBER, F_BOOL, F_STRMAP, F_ARGV_OR_STRING, F_INT_OR_STRING, F_OBJECT_OR_FALSE,
-		  F_STRLIST };
+		  F_STRLIST, F_ARRAY };
 
 struct field {
 	const char *name;
@@ -90,6 +90,11 @@ int api_system_df(struct op *op);
 int api_system_prune(struct op *op);
 int api_templates(struct op *op);
 int api_template_get(struct op *op);
+/* api_volumes.c */
+int api_volume_create(struct op *op);
+int api_volume_list(struct op *op);
+int api_volume_get(struct op *op);
+int api_volume_delete(struct op *op);
 int api_template_build(struct op *op);
 int api_template_build_upload(struct op *op, const char *data, size_t *size);
 int api_template_put(struct op *op);

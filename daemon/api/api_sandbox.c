@@ -20,6 +20,7 @@
 #include "daemon/core/pool.h"
 #include "daemon/core/sandbox.h"
 #include "daemon/core/snapshot.h"
+#include "daemon/core/volume.h"
 #include "daemon/core/template_rm.h"
 #include "daemon/store/store.h"
 #include "daemon/store/template.h"
@@ -212,6 +213,22 @@ static int create_network(struct op *op, json_t *b, const json_t *snap, struct s
 	return 0;
 }
 
+/* The volumes a create mounts (core/volume.h), into vols and cfg: under gVisor only, and not
+ * into a sandbox restored from a snapshot (its image knows no such mounts). 0 or -errno with
+ * op->err set. */
+static int create_volumes(struct op *op, json_t *b, const char *snapid, struct sb_config *cfg, struct sb_volume *vols)
+{
+	if (cfg->isolation && strcmp(cfg->isolation, "gvisor") != 0)
+		return err_set(&op->err, ERR_INVALID, EINVAL, "volumes are not available in microVMs yet");
+	if (snapid)
+		return err_set(&op->err, ERR_INVALID, EINVAL,
+			       "volumes cannot be mounted in a sandbox made from a snapshot yet");
+	int rc = volume_mounts_read(op->d, op->tcp ? op->tenant : NULL, json_object_get(b, "volumes"), vols,
+				    &cfg->nvolumes, &op->err);
+	cfg->volumes = vols;
+	return rc;
+}
+
 int api_sandbox_create(struct op *op)
 {
 	static const struct field fields[] = {
@@ -220,12 +237,13 @@ int api_sandbox_create(struct op *op)
 		{ "metadata", F_STRMAP }, { "labels", F_STRMAP }, { "timeout", F_NUMBER }, { "snapshot", F_STRING },
 		{ "lifetime", F_NUMBER }, { "timeout_action", F_STRING }, { "keepalive_processes", F_BOOL },
 		{ "isolation", F_STRING }, { "network", F_OBJECT_OR_FALSE }, { "public_ports", F_BOOL },
-		{ "auto_resume", F_BOOL },
+		{ "auto_resume", F_BOOL }, { "volumes", F_ARRAY },
 		{ NULL, 0 },
 	};
 	json_t *b;
 	if (api_body(op, fields, &b) < 0)
 		return API_DONE;
+	struct sb_volume vols[SANDBOX_MAX_VOLUMES];
 	struct sb_config cfg = { .cpus = DEFAULT_CPUS, .memory_mb = DEFAULT_MEMORY_MB, .disk_mb = DISK_DEFAULT_MB,
 				 .timeout_s = DEFAULT_TIMEOUT_S };
 	json_t *empty = json_object(), *snap = NULL;
@@ -247,6 +265,8 @@ int api_sandbox_create(struct op *op)
 		cfg.isolation = k ? k->kind : NULL;
 		rc = k ? 0 : -EINVAL;
 	}
+	if (rc == 0 && json_array_size(json_object_get(b, "volumes")))
+		rc = create_volumes(op, b, snapid, &cfg, vols);
 	int pending = rc == 0 && !snap ? recipe_wait(op->d, op, cfg.template, &op->err) : 0;
 	if (pending < 0)
 		rc = pending;
@@ -254,7 +274,7 @@ int api_sandbox_create(struct op *op)
 	if (rc == 0 && !pending)
 		rc = quota_create(op->d, snap ? (uint64_t)json_integer_value(json_object_get(snap, "bytes")) : 0, &op->err);
 	int claimed = 0;
-	if (rc == 0 && !pending && (claimed = pool_claim(op->d, &cfg, op, &op->err)) < 0)
+	if (rc == 0 && !pending && !cfg.nvolumes && (claimed = pool_claim(op->d, &cfg, op, &op->err)) < 0)
 		rc = claimed;
 	if (rc == 0 && !pending && !claimed)
 		rc = sandbox_create(op->d, &cfg, op, &op->err);

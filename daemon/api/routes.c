@@ -3,7 +3,7 @@
  *
  * Every route is one line of the table; matching is by path segments, with
  * ":id" and ":pid" capturing a sandbox id and a process id. The handlers
- * live in api_sandbox.c, api_exec.c and api_files.c; they reach the request
+ * live in api_sandbox.c, api_exec.c, api_files.c and api_volumes.c; they reach the request
  * checks of api.c, never this table.
  */
 #include "daemon/api/api.h"
@@ -26,6 +26,10 @@ static const struct route routes[] = {
 	{ "GET", "/v1/templates/:tpl", api_template_get, NULL },
 	{ "DELETE", "/v1/templates/:tpl", api_template_delete, NULL },
 	{ "DELETE", "/v1/templates/:tpl/build", api_template_build_cancel, NULL },
+	{ "POST", "/v1/volumes", api_volume_create, NULL },
+	{ "GET", "/v1/volumes", api_volume_list, NULL },
+	{ "GET", "/v1/volumes/:vol", api_volume_get, NULL },
+	{ "DELETE", "/v1/volumes/:vol", api_volume_delete, NULL },
 	{ "POST", "/v1/sandboxes", api_sandbox_create, NULL },
 	{ "GET", "/v1/sandboxes", api_sandbox_list, NULL },
 	{ "GET", "/v1/sandboxes/:id", api_sandbox_get, NULL },
@@ -86,6 +90,11 @@ static bool match(struct op *op, const char *pattern, const char *url)
 			memcpy(op->tpl, u, ul);
 			op->tpl[ul] = '\0';
 			template_name_canon(op->tpl); /* NAME:latest is NAME */
+		} else if (pl == 4 && strncmp(p, ":vol", 4) == 0) {
+			if (ul == 0 || ul >= sizeof(op->vol))
+				return false;
+			memcpy(op->vol, u, ul);
+			op->vol[ul] = '\0';
 		} else if (pl == 5 && strncmp(p, ":snap", 5) == 0) {
 			if (ul == 0 || ul > SNAPSHOT_ID_LEN)
 				return false;

@@ -15,6 +15,7 @@
 #include "daemon/store/store.h"
 
 struct op;
+struct volume_work;
 
 struct job {
 	void (*fn)(struct job *j);
@@ -56,6 +57,7 @@ struct job {
 		} prune;
 		struct build *build;   /* a template's build (core/build.c) */
 		struct recipe *recipe; /* a build from a recipe (core/recipe.c) */
+		struct volume_work *volume; /* a volume's create or removal (core/volume.c), its own */
 	};
 };
 

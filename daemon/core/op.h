@@ -85,6 +85,7 @@ struct op {
 	char sbid[SANDBOX_ID_LEN + 1];
 	char snapid[16];
 	char tpl[64];               /* a template's name (:tpl) */
+	char vol[VOLUME_NAME_MAX + 1]; /* a volume's name (:vol) */
 	uint32_t pid;
 	struct buf body;
 	bool body_too_large;

@@ -34,6 +34,8 @@ struct sb_config {
 	bool no_network;       /* no network at all: no interface, only loopback inside */
 	bool public_ports;     /* its ports through the proxy need no access token */
 	bool auto_resume;      /* a request for its agent resumes it when paused or suspended */
+	const struct sb_volume *volumes; /* the volumes it mounts (core/volume.h), nvolumes of them */
+	int nvolumes;
 };
 
 /*

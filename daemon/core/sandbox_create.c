@@ -311,6 +311,8 @@ struct sandbox *sandbox_new(struct daemon *d, const struct sb_config *cfg, char 
 	snprintf(sb->conf.net_transit, sizeof(sb->conf.net_transit), "%s", d->cfg.net_transit);
 	sb->public_ports = cfg->public_ports;
 	sb->auto_resume = cfg->auto_resume;
+	for (int i = 0; i < cfg->nvolumes && i < SANDBOX_MAX_VOLUMES; i++)
+		sb->conf.volumes[sb->conf.nvolumes++] = cfg->volumes[i];
 	if (sandbox_random_hex(sb->conf.access_token, SANDBOX_TOKEN_LEN) < 0 || sandbox_random_hex(sb->conf.traffic_token, SANDBOX_TOKEN_LEN) < 0) {
 		sandbox_free(sb);
 		err_set(e, ERR_INTERNAL, EIO, "no randomness for an access token");

@@ -61,5 +61,10 @@ json_t *sandbox_json(const struct sandbox *sb)
 	json_object_set_new(o, "auto_resume", json_boolean(sb->auto_resume));
 	json_object_set_new(o, "access_token", json_string(sb->conf.access_token));
 	json_object_set_new(o, "traffic_token", json_string(sb->conf.traffic_token));
+	json_t *vols = json_array();
+	for (int i = 0; i < sb->conf.nvolumes; i++)
+		json_array_append_new(vols, json_pack("{s:s, s:s, s:b}", "name", sb->conf.volumes[i].name, "path",
+						      sb->conf.volumes[i].path, "read_only", sb->conf.volumes[i].read_only));
+	json_object_set_new(o, "volumes", vols);
 	return o;
 }

@@ -247,6 +247,9 @@ static int start(struct daemon *d, struct sandbox *sb, struct job *j, struct err
 
 int snapshot_take(struct daemon *d, struct sandbox *sb, const char *name, struct op *op, struct err *e)
 {
+	if (sb->conf.nvolumes)
+		return err_set(e, ERR_CONFLICT, EBUSY,
+			       "sandbox %s mounts volumes: a sandbox with volumes cannot be snapshotted yet", sb->id);
 	struct job j = { .fn = snapshot_job, .sb = sb, .op = op };
 	snprintf(j.snapshot.name, sizeof(j.snapshot.name), "%s", name ? name : "");
 	if (new_snapshot_id(j.snapshot.id) < 0)
@@ -259,6 +262,9 @@ int snapshot_take(struct daemon *d, struct sandbox *sb, const char *name, struct
 
 int snapshot_fork(struct daemon *d, struct sandbox *sb, int count, struct op *op, struct err *e)
 {
+	if (sb->conf.nvolumes)
+		return err_set(e, ERR_CONFLICT, EBUSY,
+			       "sandbox %s mounts volumes: a sandbox with volumes cannot be forked yet", sb->id);
 	if (d->nsandboxes + count > SPACE_MAX_SANDBOXES)
 		return err_set(e, ERR_TOO_MANY, EAGAIN, "at most %d sandboxes may exist at once", SPACE_MAX_SANDBOXES);
 	struct job j = { .fn = fork_job, .sb = sb, .op = op, .fork.count = count };

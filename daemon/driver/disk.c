@@ -175,6 +175,27 @@ int disk_mount(const char *image, const char *dir, struct err *e)
 	return rc;
 }
 
+/* one look-and-mount at a time: two creates of sandboxes of one volume mount it once */
+static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int disk_mount_once(const char *image, const char *dir, struct err *e)
+{
+	pthread_mutex_lock(&once_lock);
+	int rc = disk_mounted(dir) ? 0 : disk_mount(image, dir, e);
+	pthread_mutex_unlock(&once_lock);
+	return rc;
+}
+
+void disk_volume_paths(const char *state_dir, const char *name, char *dir, char *image, char *mnt, size_t n)
+{
+	if (dir)
+		snprintf(dir, n, "%s/volumes/%s", state_dir, name);
+	if (image)
+		snprintf(image, n, "%s/volumes/%s/disk.img", state_dir, name);
+	if (mnt)
+		snprintf(mnt, n, "%s/volumes/%s/mnt", state_dir, name);
+}
+
 int disk_mounted(const char *dir)
 {
 	char parent[720];

@@ -13,6 +13,7 @@
 #ifndef SPACE_DAEMON_DISK_H
 #define SPACE_DAEMON_DISK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lib/host/err.h"
@@ -32,6 +33,14 @@ int disk_create(const char *blank_dir, const char *image, int size_mb, struct er
 /* Mounts image on dir (nodev, nosuid) through a loop device that goes away
  * when it is unmounted. Returns 0 or -errno with *e filled. */
 int disk_mount(const char *image, const char *dir, struct err *e);
+
+/* disk_mount unless something is mounted on dir already, the look and the mount one at a time
+ * in this process: what two sandboxes of a volume (core/volume.h) share, mounted once. */
+int disk_mount_once(const char *image, const char *dir, struct err *e);
+
+/* A volume's folder, <state_dir>/volumes/<name>, with its image (disk.img) and the mount
+ * point of that image on the host (mnt), each of n bytes; any may be NULL. */
+void disk_volume_paths(const char *state_dir, const char *name, char *dir, char *image, char *mnt, size_t n);
 
 /* Whether something is mounted on dir (its device differs from its parent's). */
 int disk_mounted(const char *dir);

@@ -269,14 +269,33 @@ static void gv_layer(struct driver *drv, struct sandbox *sb, char *out, size_t n
 	path(out, n, sb, "layer/upper");
 }
 
-/* Mounts the sandbox's disk and root overlay unless they are mounted already (after a host
- * restart they are not); the overlay's options were recorded at create. */
-static int mount_rootfs(struct sandbox *sb, struct err *e)
+/* Mounts on the host the images of the volumes sb mounts (core/volume.h), each once however
+ * many sandboxes bind it in, unless mounted already (after a host restart they are not). */
+static int mount_volumes(struct driver *drv, struct sandbox *sb, struct err *e)
+{
+	for (int i = 0; i < sb->conf.nvolumes; i++) {
+		char img[700], mnt[700];
+		disk_volume_paths(drv->d->cfg.state_dir, sb->conf.volumes[i].name, NULL, img, mnt, sizeof(img));
+		if (access(img, F_OK) < 0)
+			return err_set(e, ERR_INTERNAL, errno, "volume %s has no image: %s", sb->conf.volumes[i].name,
+				       strerror(errno));
+		int rc = disk_mount_once(img, mnt, e);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Mounts the sandbox's volumes, disk and root overlay unless they are mounted already (after a
+ * host restart they are not); the overlay's options were recorded at create. */
+static int mount_rootfs(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	char rootfs[700], optpath[720], opts[2200], img[700], layer[700];
 	path(img, sizeof(img), sb, "disk.img");
 	path(layer, sizeof(layer), sb, "layer");
-	int rc;
+	int rc = mount_volumes(drv, sb, e);
+	if (rc < 0)
+		return rc;
 	if (!disk_mounted(layer) && (rc = disk_mount(img, layer, e)) < 0)
 		return rc;
 	path(rootfs, sizeof(rootfs), sb, "rootfs");
@@ -318,7 +337,7 @@ static int mount_sock(struct sandbox *sb, bool fresh, struct err *e)
 
 static int gv_prepare(struct driver *drv, struct sandbox *sb, struct err *e)
 {
-	int rc = mount_rootfs(sb, e);
+	int rc = mount_rootfs(drv, sb, e);
 	return rc < 0 ? rc : mount_sock(sb, true, e);
 }
 
@@ -407,7 +426,7 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	rc = write_file(optpath, opts);
 	if (rc < 0)
 		return err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", optpath, strerror(-rc));
-	if ((rc = mount_rootfs(sb, e)) < 0)
+	if ((rc = mount_rootfs(drv, sb, e)) < 0)
 		return rc;
 	char agent[700], shim[700];
 	path(agent, sizeof(agent), sb, AGENT_LINK);
@@ -422,6 +441,15 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 		.cpus = sb->conf.cpus, .memory_mb = sb->conf.memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
 		.cpu_shares = sb->cpu_shares,
 	};
+	struct oci_bind binds[SANDBOX_MAX_VOLUMES];
+	char sources[SANDBOX_MAX_VOLUMES][700];
+	for (int i = 0; i < sb->conf.nvolumes; i++) {
+		disk_volume_paths(drv->d->cfg.state_dir, sb->conf.volumes[i].name, NULL, NULL, sources[i], sizeof(sources[i]));
+		binds[i] = (struct oci_bind){ .source = sources[i], .destination = sb->conf.volumes[i].path,
+					      .read_only = sb->conf.volumes[i].read_only };
+	}
+	p.binds = binds;
+	p.nbinds = sb->conf.nvolumes;
 	char netns[700];
 	if (sb->network) {
 		net_inner_path(sb, netns, sizeof(netns));
@@ -522,7 +550,7 @@ static int gv_checkpoint(struct driver *drv, struct sandbox *sb, const char *dir
 static int gv_restore(struct driver *drv, struct sandbox *sb, const char *dir, struct err *e)
 {
 	char opt[700], bundle[700];
-	int rc = mount_rootfs(sb, e);
+	int rc = mount_rootfs(drv, sb, e);
 	if (rc == 0)
 		rc = link_agent(dir, sb->conf.dir, e);
 	if (rc < 0)

@@ -18,6 +18,7 @@ struct found {
 	struct driver_leftover *v;
 	size_t n, cap;
 	char sandboxes[600];  /* <state dir>/sandboxes, canonical */
+	char volumes[600];    /* <state dir>/volumes, canonical, "" when there is none */
 };
 
 static int found_add(struct found *f, enum driver_left kind, const char *name, const char *file)
@@ -52,6 +53,10 @@ static int found_mount(const char *mnt, void *ctx)
 
 static int found_loop(const char *dev, const char *file, void *ctx)
 {
+	struct found *f = ctx;
+	/* a volume's image (core/volume.h) is mounted for as long as the volume exists: not ours */
+	if (f->volumes[0] && strncmp(file, f->volumes, strlen(f->volumes)) == 0 && file[strlen(f->volumes)] == '/')
+		return 0;
 	return found_add(ctx, DRV_LEFT_LOOP, dev, file);
 }
 
@@ -71,6 +76,11 @@ int gv_leftovers(struct driver *drv, struct driver_leftover **out, size_t *n)
 	char *canon = realpath(dir, NULL);
 	if (canon)
 		snprintf(f.sandboxes, sizeof(f.sandboxes), "%s", canon);
+	free(canon);
+	snprintf(dir, sizeof(dir), "%s/volumes", drv->d->cfg.state_dir);
+	canon = realpath(dir, NULL);
+	if (canon)
+		snprintf(f.volumes, sizeof(f.volumes), "%s", canon);
 	free(canon);
 	char *ids = malloc(LIST_BYTES);
 	char *argv[] = { "runsc", "--root", drv->root, "list", "-quiet", NULL };

@@ -84,6 +84,9 @@ json_t *oci_spec(const struct oci_params *p)
 	json_array_append_new(mounts, mount(OCI_SOCK_DIR, "bind", p->sock_dir, "rbind,rw"));
 	if (p->shim)
 		json_array_append_new(mounts, mount(OCI_SHIM_PATH, "bind", p->shim, "rbind,ro"));
+	for (int i = 0; i < p->nbinds; i++)
+		json_array_append_new(mounts, mount(p->binds[i].destination, "bind", p->binds[i].source,
+						    p->binds[i].read_only ? "rbind,ro" : "rbind,rw"));
 
 	json_t *ns = json_pack("[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}]", "type", "pid", "type", "network", "type", "ipc",
 			       "type", "uts", "type", "mount");

@@ -7,6 +7,7 @@
 #ifndef SPACE_DAEMON_OCI_H
 #define SPACE_DAEMON_OCI_H
 
+#include <stdbool.h>
 #include <jansson.h>
 
 #include "lib/host/names.h" /* OCI_SPACE_DIR: where the mounts below live */
@@ -14,6 +15,13 @@
 #define OCI_AGENT_PATH "/.space/agent"
 #define OCI_SOCK_DIR "/.space/sock"
 #define OCI_SHIM_PATH "/.space/shim.so"
+
+/* A host folder bound into the sandbox (a volume's mount on the host, core/volume.h). */
+struct oci_bind {
+	const char *source;      /* host path */
+	const char *destination; /* path inside */
+	bool read_only;
+};
 
 struct oci_params {
 	const char *id;          /* hostname and cgroup name */
@@ -28,6 +36,8 @@ struct oci_params {
 	int nproc;               /* per-process RLIMIT_NPROC inside, below pids */
 	int cpu_shares;          /* cgroup cpu.shares, 0: the default */
 	const char *netns;       /* the network namespace to join (a path), or NULL for a new one */
+	const struct oci_bind *binds; /* nbinds folders bound in after spaced's own mounts */
+	int nbinds;
 };
 
 #define OCI_NOFILE 524288    /* open files per process inside a sandbox (hard; soft 1024), as Debian */

@@ -59,6 +59,11 @@ static const char *const steps[SCHEMA_VERSION] = {
 	 * /metrics: a table of its own, which a step run again (a database from before numbering)
 	 * finds there */
 	"CREATE TABLE IF NOT EXISTS admin_tokens(hash TEXT PRIMARY KEY)",
+	/* volumes: storage that outlives sandboxes; its bytes are <state>/volumes/<name>/disk.img */
+	"CREATE TABLE IF NOT EXISTS volumes(name TEXT PRIMARY KEY, tenant TEXT NOT NULL, size_mb INTEGER NOT NULL,"
+	" labels TEXT NOT NULL, created_ms INTEGER NOT NULL)",
+	/* the volumes a sandbox mounts, a JSON array of {name, path, read_only} */
+	"ALTER TABLE sandboxes ADD COLUMN volumes TEXT NOT NULL DEFAULT '[]'",
 };
 
 static int version(sqlite3 *db)

@@ -13,7 +13,7 @@
 
 #include <sqlite3.h>
 
-#define SCHEMA_VERSION 28    /* the steps this spaced knows */
+#define SCHEMA_VERSION 30    /* the steps this spaced knows */
 
 /* Brings db to SCHEMA_VERSION. Returns 0, -EPROTO for a database of a newer spaced (*found:
  * its number), -EMEDIUMTYPE for one from before numbered steps, or -EIO (a step failed; the

@@ -6,6 +6,7 @@
  */
 #include "daemon/store/store.h"
 #include "daemon/store/schema.h"
+#include "daemon/store/store_private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,10 +20,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-struct store {
-	sqlite3 *db;
-};
 
 /* How every connection writes: a transition the API reports is on disk. */
 static const char *pragmas = "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;";
@@ -87,9 +84,7 @@ void store_close(struct store *st)
 	free(st);
 }
 
-/* Runs sql with text/int parameters given as a printf-like type string:
- * 's' const char *, 'i' int64_t, 'd' double. */
-static int exec_args(struct store *st, const char *sql, const char *types, ...)
+int store_exec(struct store *st, const char *sql, const char *types, ...)
 {
 	sqlite3_stmt *stmt;
 	va_list ap;
@@ -112,6 +107,8 @@ static int exec_args(struct store *st, const char *sql, const char *types, ...)
 	va_end(ap);
 	int rc = sqlite3_step(stmt);
 	sqlite3_finalize(stmt);
+	if (rc == SQLITE_CONSTRAINT)
+		return -EEXIST;
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
 }
 
@@ -128,33 +125,68 @@ static char *network_text(const struct sandbox *sb)
 	return s;
 }
 
+/* sb's volumes as the sandboxes table's volumes column holds them (a JSON array), malloc'd;
+ * NULL without memory. */
+static char *volumes_text(const struct sandbox *sb)
+{
+	json_t *arr = json_array();
+	for (int i = 0; arr && i < sb->conf.nvolumes; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:b}", "name", sb->conf.volumes[i].name, "path",
+						     sb->conf.volumes[i].path, "read_only", sb->conf.volumes[i].read_only));
+	char *s = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+	json_decref(arr);
+	return s;
+}
+
+/* Reads that column (NULL or bad: none) into sb's volumes. */
+static void volumes_read(struct sandbox *sb, const char *text)
+{
+	json_t *arr = text ? json_loads(text, 0, NULL) : NULL;
+	size_t i;
+	json_t *v;
+	sb->conf.nvolumes = 0;
+	json_array_foreach(arr, i, v) {
+		const char *name = json_string_value(json_object_get(v, "name"));
+		const char *path = json_string_value(json_object_get(v, "path"));
+		if (!name || !path || sb->conf.nvolumes >= SANDBOX_MAX_VOLUMES)
+			continue;
+		struct sb_volume *m = &sb->conf.volumes[sb->conf.nvolumes++];
+		snprintf(m->name, sizeof(m->name), "%s", name);
+		snprintf(m->path, sizeof(m->path), "%s", path);
+		m->read_only = json_is_true(json_object_get(v, "read_only"));
+	}
+	json_decref(arr);
+}
+
 int store_put_sandbox(struct store *st, const struct sandbox *sb)
 {
 	char *env = json_dumps(sb->conf.env, JSON_COMPACT);
 	char *meta = json_dumps(sb->conf.metadata, JSON_COMPACT);
 	char *net = network_text(sb);
+	char *vols = volumes_text(sb);
 	int rc = -ENOMEM;
-	if (env && meta && (net || !sb->network))
-		rc = exec_args(st,
+	if (env && meta && (net || !sb->network) && vols)
+		rc = store_exec(st,
 			       "INSERT OR REPLACE INTO sandboxes(id, state, reason, template, cpus, memory_mb,"
 			       " timeout, env, metadata, created_ms, lifetime, timeout_kill, keepalive, remaining_ms,"
 			       " tenant, disk_mb, seq, isolation, network, access_token, public_ports, expires_ms,"
-			       " auto_resume, traffic_token) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       "ssssiidssidiiisiisssiiis", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
+			       " auto_resume, traffic_token, volumes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "ssssiidssidiiisiisssiiiss", sb->id, sb_state_name(sb->state), sb->reason[0] ? sb->reason : NULL,
 			       sb->conf.template, (int64_t)sb->conf.cpus, (int64_t)sb->conf.memory_mb, sb->timeout_s, env, meta,
 			       sb->conf.created_ms, sb->lifetime_s, (int64_t)sb->timeout_kill, (int64_t)sb->keepalive,
 			       sb->remaining_ms, sb->conf.tenant, (int64_t)sb->conf.disk_mb, (int64_t)sb->seq, sb->conf.isolation, net,
 			       sb->conf.access_token, (int64_t)sb->public_ports, sb->expires_ms,
-			       (int64_t)(sb->auto_resume ? 1 : 0), sb->conf.traffic_token);
+			       (int64_t)(sb->auto_resume ? 1 : 0), sb->conf.traffic_token, vols);
 	free(env);
 	free(meta);
 	free(net);
+	free(vols);
 	return rc;
 }
 
 int store_put_timeouts(struct store *st, const struct sandbox *sb)
 {
-	return exec_args(st,
+	return store_exec(st,
 			 "UPDATE sandboxes SET timeout = ?, lifetime = ?, expires_ms = ?, timeout_kill = ?, remaining_ms = ?"
 			 " WHERE id = ?",
 			 "ddiiis", sb->timeout_s, sb->lifetime_s, sb->expires_ms, (int64_t)sb->timeout_kill,
@@ -164,7 +196,7 @@ int store_put_timeouts(struct store *st, const struct sandbox *sb)
 int store_put_network(struct store *st, const struct sandbox *sb)
 {
 	char *net = network_text(sb);
-	int rc = net ? exec_args(st, "UPDATE sandboxes SET network = ? WHERE id = ?", "ss", net, sb->id) : -ENOMEM;
+	int rc = net ? store_exec(st, "UPDATE sandboxes SET network = ? WHERE id = ?", "ss", net, sb->id) : -ENOMEM;
 	free(net);
 	return rc;
 }
@@ -180,7 +212,7 @@ void store_record(struct sandbox *sb, struct sb_record *r)
 
 int store_save(struct store *st, const struct sb_record *r)
 {
-	return exec_args(st, "UPDATE sandboxes SET state = ?, reason = ?, remaining_ms = ?, seq = ? WHERE id = ? AND seq < ?",
+	return store_exec(st, "UPDATE sandboxes SET state = ?, reason = ?, remaining_ms = ?, seq = ? WHERE id = ? AND seq < ?",
 			 "ssiisi", sb_state_name(r->state), r->reason[0] ? r->reason : NULL, r->remaining_ms,
 			 (int64_t)r->seq, r->id, (int64_t)r->seq);
 }
@@ -194,7 +226,7 @@ int store_save_now(struct store *st, struct sandbox *sb)
 
 int store_delete_sandbox(struct store *st, const char *id)
 {
-	return exec_args(st, "DELETE FROM sandboxes WHERE id = ?", "s", id);
+	return store_exec(st, "DELETE FROM sandboxes WHERE id = ?", "s", id);
 }
 
 static enum sb_state parse_state(const char *s)
@@ -220,7 +252,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, state, reason, template, cpus, memory_mb, timeout, env, metadata,"
 			       " created_ms, lifetime, timeout_kill, keepalive, remaining_ms, tenant, disk_mb, seq, isolation,"
-			       " network, access_token, public_ports, expires_ms, auto_resume, traffic_token FROM sandboxes"
+			       " network, access_token, public_ports, expires_ms, auto_resume, traffic_token, volumes FROM sandboxes"
 			       " ORDER BY created_ms",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return -EIO;
@@ -269,6 +301,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 		sb->auto_resume = sqlite3_column_int(stmt, 22) != 0;
 		const unsigned char *traffic = sqlite3_column_text(stmt, 23);
 		snprintf(sb->conf.traffic_token, sizeof(sb->conf.traffic_token), "%s", traffic ? (const char *)traffic : "");
+		volumes_read(sb, (const char *)sqlite3_column_text(stmt, 24));
 		if (sb->expires_ms == 0 && sb->lifetime_s > 0) /* recorded before lifetimes could move */
 			sb->expires_ms = sb->conf.created_ms + (int64_t)(sb->lifetime_s * 1000);
 		*tail = sb;
@@ -281,7 +314,7 @@ int store_load_sandboxes(struct store *st, struct sandbox **out)
 
 int store_add_token(struct store *st, const char *hash_hex, const char *name, const char *tenant)
 {
-	return exec_args(st, "INSERT INTO tokens(hash, name, created_ms, tenant) VALUES(?,?,?,?)", "ssis", hash_hex,
+	return store_exec(st, "INSERT INTO tokens(hash, name, created_ms, tenant) VALUES(?,?,?,?)", "ssis", hash_hex,
 			 name, wall_ms(), tenant);
 }
 
@@ -314,7 +347,7 @@ int store_token_tenant(struct store *st, const char *hash_hex, char *tenant, siz
 
 int store_token_set_admin(struct store *st, const char *hash_hex)
 {
-	return exec_args(st, "INSERT OR IGNORE INTO admin_tokens(hash) SELECT hash FROM tokens WHERE hash = ?", "s",
+	return store_exec(st, "INSERT OR IGNORE INTO admin_tokens(hash) SELECT hash FROM tokens WHERE hash = ?", "s",
 			 hash_hex);
 }
 
@@ -333,14 +366,14 @@ int store_token_admin(struct store *st, const char *hash_hex)
 int store_put_template(struct store *st, const char *name, const char *key, const char *path, const char *source,
 		       const char *config)
 {
-	return exec_args(st,
+	return store_exec(st,
 			 "INSERT OR REPLACE INTO templates(name, key, path, source, config, created_ms) VALUES(?,?,?,?,?,?)",
 			 "sssssi", name, key, path, source, config, wall_ms());
 }
 
 int store_put_template_info(struct store *st, const char *name, const char *info)
 {
-	return exec_args(st, "UPDATE templates SET info = ? WHERE name = ?", "ss", info, name);
+	return store_exec(st, "UPDATE templates SET info = ? WHERE name = ?", "ss", info, name);
 }
 
 json_t *store_template_config(struct store *st, const char *name)
@@ -424,7 +457,7 @@ json_t *store_get_template(struct store *st, const char *name)
 
 int store_delete_template(struct store *st, const char *name)
 {
-	return exec_args(st, "DELETE FROM templates WHERE name = ?", "s", name);
+	return store_exec(st, "DELETE FROM templates WHERE name = ?", "s", name);
 }
 
 /* The number the query (one text parameter) counts. */
@@ -456,7 +489,7 @@ int store_put_snapshot(struct store *st, const char *id, const struct sandbox *s
 	char *net = sb->network ? json_dumps(sb->network, JSON_COMPACT) : NULL; /* the policy, no slot */
 	int rc = -ENOMEM;
 	if (env && meta && (net || !sb->network))
-		rc = exec_args(st,
+		rc = store_exec(st,
 			       "INSERT INTO snapshots(id, sandbox_id, name, template, cpus, memory_mb, env, metadata,"
 			       " created_ms, tenant, disk_mb, bytes, isolation, network) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       "ssssiissisiiss", id, sb->id, name, sb->conf.template, (int64_t)sb->conf.cpus, (int64_t)sb->conf.memory_mb, env,
@@ -469,7 +502,7 @@ int store_put_snapshot(struct store *st, const char *id, const struct sandbox *s
 
 int store_delete_snapshot(struct store *st, const char *id)
 {
-	return exec_args(st, "DELETE FROM snapshots WHERE id = ?", "s", id);
+	return store_exec(st, "DELETE FROM snapshots WHERE id = ?", "s", id);
 }
 
 static json_t *snapshot_row(sqlite3_stmt *stmt)

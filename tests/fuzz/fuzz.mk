@@ -55,7 +55,7 @@ FUZZ_LIB_SRC  := lib/frame.c lib/codec.c lib/buf.c
 # The daemon modules on the request and agent-channel paths; the rest (log, store, jobs,
 # lifecycle, snapshots, templates, host programs) are tests/fuzz/stubs_daemon.c.
 FUZZ_DAEMON_SRC := daemon/api/api.c daemon/api/http_status.c daemon/driver/call.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c daemon/api/api_sandbox.c \
-                   daemon/api/api_templates.c daemon/api/api_system.c daemon/api/api_metrics.c daemon/core/stats.c daemon/core/starts.c daemon/base/expo.c lib/host/hash.c \
+                   daemon/api/api_templates.c daemon/api/api_volumes.c daemon/api/api_system.c daemon/api/api_metrics.c daemon/core/stats.c daemon/core/starts.c daemon/base/expo.c lib/host/hash.c \
                    daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/entry.c lib/host/err.c daemon/io/timer.c daemon/core/sandbox.c daemon/core/sandbox_view.c daemon/core/sandbox_live.c daemon/core/sandbox_create.c \
                    daemon/core/sandbox_net.c daemon/core/sandbox_adopt.c daemon/core/ready.c daemon/core/pool.c \
                    daemon/core/state.c daemon/base/reaper.c daemon/base/clock.c daemon/io/chan.c \

@@ -92,7 +92,7 @@ UNIT_LIBS_test_isolation := -ljansson -lpthread
 UNIT_test_oci        := daemon/driver/oci.c
 UNIT_LIBS_test_oci   := -ljansson
 
-UNIT_test_store      := daemon/store/store.c daemon/store/schema.c daemon/core/state.c \
+UNIT_test_store      := daemon/store/store.c daemon/store/store_volume.c daemon/store/schema.c daemon/core/state.c \
                         tests/unit/daemon/store/store_check.c
 UNIT_LIBS_test_store := -lsqlite3 -ljansson
 # the schema's steps, opened through the store as spaced opens its database
@@ -100,7 +100,7 @@ UNIT_test_schema      := $(UNIT_test_store)
 UNIT_LIBS_test_schema := $(UNIT_LIBS_test_store)
 
 # the template cache: its parsing and keys (the build itself runs in the e2e suite)
-UNIT_test_template      := daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c lib/host/cache.c lib/host/dir.c daemon/store/store.c daemon/store/schema.c \
+UNIT_test_template      := daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c lib/host/cache.c lib/host/dir.c daemon/store/store.c daemon/store/store_volume.c daemon/store/schema.c \
                            daemon/core/state.c lib/host/hash.c \
                            lib/host/spawn.c lib/host/err.c daemon/base/log.c lib/buf.c
 UNIT_LIBS_test_template := -lsqlite3 -ljansson -lcrypto -lpthread
@@ -151,7 +151,7 @@ UNIT_LIBS_test_identity :=
 # channel, the store and the template cache, which bring most of the daemon. Only the HTTP
 # front end (http.c), the drivers and main.c stay out.
 UNIT_test_api := daemon/api/api.c daemon/api/http_status.c daemon/driver/call.c daemon/api/routes.c daemon/api/api_exec.c daemon/api/api_files.c daemon/api/api_ports.c \
-                 daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/api/api_system.c daemon/api/api_metrics.c daemon/core/build.c daemon/core/recipe.c daemon/core/system.c \
+                 daemon/api/api_sandbox.c daemon/api/api_templates.c daemon/api/api_volumes.c daemon/core/volume.c daemon/driver/disk.c daemon/api/api_system.c daemon/api/api_metrics.c daemon/core/build.c daemon/core/recipe.c daemon/core/system.c \
                  daemon/core/op.c daemon/core/op_output.c daemon/core/op_frame.c daemon/core/entry.c daemon/core/lifecycle.c daemon/core/sandbox.c daemon/core/sandbox_view.c daemon/core/sandbox_live.c daemon/core/sandbox_create.c \
                  daemon/core/sandbox_net.c daemon/core/sandbox_adopt.c daemon/core/ready.c daemon/core/pool.c \
                  daemon/core/snapshot.c daemon/core/template_rm.c daemon/core/quota.c daemon/core/job.c daemon/core/state.c \
@@ -159,7 +159,7 @@ UNIT_test_api := daemon/api/api.c daemon/api/http_status.c daemon/driver/call.c 
                  daemon/io/chan.c daemon/io/loop.c daemon/io/timer.c \
                  daemon/base/crash.c lib/host/err.c daemon/base/log.c lib/host/spawn.c daemon/base/reaper.c \
                  lib/host/hash.c daemon/base/expo.c daemon/core/stats.c daemon/core/starts.c \
-                 daemon/store/store.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c lib/host/cache.c daemon/store/cache_prune.c lib/host/dir.c \
+                 daemon/store/store.c daemon/store/store_volume.c daemon/store/schema.c daemon/store/template.c daemon/store/template_oci.c daemon/store/template_use.c daemon/driver/vm_image.c lib/host/cache.c daemon/store/cache_prune.c lib/host/dir.c \
                  daemon/net/net.c daemon/net/net_ns.c daemon/net/link.c daemon/net/policy.c lib/buf.c lib/codec.c lib/frame.c
 UNIT_LIBS_test_api := -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lnftables -lmnl -lpthread
 

@@ -92,6 +92,26 @@ static void test_env_and_mounts(void **state)
 	json_decref(j);
 }
 
+/* A volume's host folder is bound in at its path, read-only only when asked, after spaced's own. */
+static void test_volume_binds(void **state)
+{
+	struct oci_bind binds[] = { { "/s/volumes/a/mnt", "/data", false }, { "/s/volumes/b/mnt", "/ro", true } };
+	struct oci_params p = { .id = "abc123", .rootfs = "/s/rootfs", .agent = "/a", .sock_dir = "/s/sock",
+				.cpus = 1, .memory_mb = 512, .pids = 1024, .binds = binds, .nbinds = 2 };
+	json_t *j = oci_spec(&p), *mounts = json_object_get(j, "mounts");
+	size_t n = json_array_size(mounts);
+	assert_true(n >= 2);
+	for (size_t k = 0; k < 2; k++) {
+		json_t *m = json_array_get(mounts, n - 2 + k);
+		assert_string_equal(json_string_value(json_object_get(m, "destination")), binds[k].destination);
+		assert_string_equal(json_string_value(json_object_get(m, "source")), binds[k].source);
+		assert_string_equal(json_string_value(json_object_get(m, "type")), "bind");
+		json_t *opts = json_object_get(m, "options");
+		assert_string_equal(json_string_value(json_array_get(opts, 1)), binds[k].read_only ? "ro" : "rw");
+	}
+	json_decref(j);
+}
+
 static void test_rejects_bad_params(void **state)
 {
 	assert_null(spec(0, 512));
@@ -103,7 +123,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_agent_is_pid1), cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_isolation),     cmocka_unit_test(test_env_and_mounts),
-		cmocka_unit_test(test_rejects_bad_params),
+		cmocka_unit_test(test_rejects_bad_params), cmocka_unit_test(test_volume_binds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

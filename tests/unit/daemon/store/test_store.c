@@ -61,6 +61,12 @@ static struct sandbox *sandbox_make(const char *id, int64_t created_ms)
 	sb->conf.metadata = json_pack("{s:s}", "owner", "caf\xc3\xa9");
 	sb->conf.created_ms = created_ms;
 	sb->expires_ms = created_ms + 7200000; /* moved since its creation: not created_ms + lifetime */
+	sb->conf.nvolumes = 2;
+	snprintf(sb->conf.volumes[0].name, sizeof(sb->conf.volumes[0].name), "data");
+	snprintf(sb->conf.volumes[0].path, sizeof(sb->conf.volumes[0].path), "/data");
+	snprintf(sb->conf.volumes[1].name, sizeof(sb->conf.volumes[1].name), "models");
+	snprintf(sb->conf.volumes[1].path, sizeof(sb->conf.volumes[1].path), "/srv/it's \"here\"");
+	sb->conf.volumes[1].read_only = true;
 	assert_non_null(sb->conf.env);
 	assert_non_null(sb->conf.metadata);
 	return sb;
@@ -95,6 +101,12 @@ static void expect_same_sandbox(const struct sandbox *got, const struct sandbox 
 	assert_int_equal(got->expires_ms, want->expires_ms);
 	assert_true(json_equal(got->conf.env, want->conf.env));
 	assert_true(json_equal(got->conf.metadata, want->conf.metadata));
+	assert_int_equal(got->conf.nvolumes, want->conf.nvolumes);
+	for (int i = 0; i < want->conf.nvolumes; i++) {
+		assert_string_equal(got->conf.volumes[i].name, want->conf.volumes[i].name);
+		assert_string_equal(got->conf.volumes[i].path, want->conf.volumes[i].path);
+		assert_int_equal(got->conf.volumes[i].read_only, want->conf.volumes[i].read_only);
+	}
 }
 
 static void test_open_creates_the_database(void **state)
@@ -603,6 +615,35 @@ static void test_old_row_expires_a_lifetime_after_creation(void **state)
 	sandbox_list_free(sb);
 }
 
+/* Volumes: a name is taken once, each tenant counts and lists its own, and a removal frees it. */
+static void test_volumes(void **state)
+{
+	struct fixture *fx = *state;
+	assert_int_equal(store_put_volume(fx->st, "data", "acme", 64, "{\"k\":\"v\"}"), 0);
+	assert_int_equal(store_put_volume(fx->st, "data", "other", 128, "{}"), -EEXIST);
+	assert_int_equal(store_put_volume(fx->st, "box", "", 1024, "{}"), 0);
+	json_t *v = store_get_volume(fx->st, "data");
+	assert_non_null(v);
+	assert_string_equal(json_string_value(json_object_get(v, "tenant")), "acme");
+	assert_int_equal(json_integer_value(json_object_get(v, "size_mb")), 64);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "labels"), "k")), "v");
+	json_decref(v);
+	assert_int_equal(store_tenant_volumes(fx->st, "acme"), 1);
+	assert_int_equal(store_tenant_volumes(fx->st, ""), 1);
+	assert_int_equal(store_tenant_volumes(fx->st, "nobody"), 0);
+	json_t *a = store_list_volumes(fx->st, "acme");
+	assert_int_equal(json_array_size(a), 1);
+	json_decref(a);
+	a = store_list_volumes(fx->st, NULL);
+	assert_int_equal(json_array_size(a), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "name")), "box");
+	json_decref(a);
+	reopen(fx);
+	assert_int_equal(store_delete_volume(fx->st, "data"), 0);
+	assert_null(store_get_volume(fx->st, "data"));
+	assert_int_equal(store_put_volume(fx->st, "data", "other", 128, "{}"), 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -623,6 +664,7 @@ int main(void)
 		T(test_reopen_keeps_everything),
 		T(test_timeouts_change_alone),
 		T(test_old_row_expires_a_lifetime_after_creation),
+		T(test_volumes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
