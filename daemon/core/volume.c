@@ -47,12 +47,18 @@ bool volume_name_ok(const char *name)
 	return n >= 1 && n <= VOLUME_NAME_MAX && isalnum((unsigned char)name[0]) && strspn(name, NAME_CHARS) == n;
 }
 
-/* The first sandbox that mounts volume `name` (read-write only with rw), or NULL. [L] */
-static const struct sandbox *holder(struct daemon *d, const char *name, bool rw)
+/* Whether sb's mount i is of tenant's volume name. */
+static bool mounts(const struct sandbox *sb, int i, const char *tenant, const char *name)
+{
+	return strcmp(sb->conf.volumes[i].name, name) == 0 && strcmp(sb->conf.tenant, tenant) == 0;
+}
+
+/* The first sandbox that mounts tenant's volume `name` (read-write only with rw), or NULL. [L] */
+static const struct sandbox *holder(struct daemon *d, const char *tenant, const char *name, bool rw)
 {
 	for (const struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
 		for (int i = 0; i < sb->conf.nvolumes; i++)
-			if (strcmp(sb->conf.volumes[i].name, name) == 0 && (!rw || !sb->conf.volumes[i].read_only))
+			if (mounts(sb, i, tenant, name) && (!rw || !sb->conf.volumes[i].read_only))
 				return sb;
 	return NULL;
 }
@@ -68,19 +74,20 @@ static bool visible(const json_t *row, const char *tenant)
 static json_t *described(struct daemon *d, json_t *row)
 {
 	const char *name = json_string_value(json_object_get(row, "name"));
+	const char *tenant = json_string_value(json_object_get(row, "tenant"));
 	char mnt[700];
-	disk_volume_paths(d->cfg.state_dir, name, NULL, NULL, mnt, sizeof(mnt));
+	disk_volume_paths(d->cfg.state_dir, tenant, name, NULL, NULL, mnt, sizeof(mnt));
 	struct statvfs vfs;
 	json_t *used = json_null();
 	if (disk_mounted(mnt) && statvfs(mnt, &vfs) == 0)
 		used = json_integer((json_int_t)((vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize));
 	json_object_set_new(row, "used_bytes", used);
-	const struct sandbox *rw = holder(d, name, true);
+	const struct sandbox *rw = holder(d, tenant, name, true);
 	json_object_set_new(row, "holder", rw ? json_string(rw->id) : json_null());
 	json_t *by = json_array();
 	for (const struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
 		for (int i = 0; i < sb->conf.nvolumes; i++)
-			if (strcmp(sb->conf.volumes[i].name, name) == 0)
+			if (mounts(sb, i, tenant, name))
 				json_array_append_new(by, json_pack("{s:s, s:s, s:b}", "sandbox", sb->id, "path",
 								    sb->conf.volumes[i].path, "read_only",
 								    sb->conf.volumes[i].read_only));
@@ -90,7 +97,7 @@ static json_t *described(struct daemon *d, json_t *row)
 
 json_t *volume_get(struct daemon *d, const char *tenant, const char *name, struct err *e)
 {
-	json_t *row = volume_name_ok(name) ? store_get_volume(d->store, name) : NULL;
+	json_t *row = volume_name_ok(name) ? store_get_volume(d->store, tenant ? tenant : "", name) : NULL;
 	if (!visible(row, tenant)) {
 		json_decref(row);
 		err_set(e, ERR_NOT_FOUND, ENOENT, "no volume %s", name);
@@ -173,7 +180,7 @@ static void create_job(struct job *j)
 	struct volume_work *w = j->volume;
 	struct err e = { 0 };
 	char tmp[700], dir[700], img[700], mnt[700], parent[600];
-	disk_volume_paths(d->cfg.state_dir, w->name, dir, img, mnt, sizeof(dir));
+	disk_volume_paths(d->cfg.state_dir, w->tenant, w->name, dir, img, mnt, sizeof(dir));
 	snprintf(parent, sizeof(parent), "%s/volumes", d->cfg.state_dir);
 	tmp[0] = '\0';
 	int rc = make_new(d, w, tmp, sizeof(tmp), &e);
@@ -205,7 +212,7 @@ static void create_job(struct job *j)
 											  : "cannot record volume %s",
 			w->name);
 	if (rc == 0)
-		answer = described(d, store_get_volume(d->store, w->name));
+		answer = described(d, store_get_volume(d->store, w->tenant, w->name));
 	daemon_unlock(d);
 	struct err left = { 0 };
 	if (rc < 0 && (named ? wipe(dir, &left) : tmp[0] ? wipe(tmp, &left) : 0) < 0)
@@ -225,7 +232,7 @@ int volume_create(struct daemon *d, const char *tenant, const char *name, int si
 			       name, VOLUME_NAME_MAX);
 	if (size_mb < VOLUME_MIN_MB || size_mb > VOLUME_MAX_MB)
 		return err_set(e, ERR_INVALID, EINVAL, "size_mb must be %d..%d", VOLUME_MIN_MB, VOLUME_MAX_MB);
-	json_t *row = store_get_volume(d->store, name);
+	json_t *row = store_get_volume(d->store, tenant, name);
 	json_decref(row);
 	if (row)
 		return err_set(e, ERR_CONFLICT, EEXIST, "volume %s exists", name);
@@ -258,12 +265,12 @@ static void remove_job(struct job *j)
 	struct volume_work *w = j->volume;
 	struct err e = { 0 };
 	char dir[700];
-	disk_volume_paths(d->cfg.state_dir, w->name, dir, NULL, NULL, sizeof(dir));
+	disk_volume_paths(d->cfg.state_dir, w->tenant, w->name, dir, NULL, NULL, sizeof(dir));
 	daemon_lock(d);
 	/* checked again: a create may have named it since the request was read */
-	const struct sandbox *sb = holder(d, w->name, false);
+	const struct sandbox *sb = holder(d, w->tenant, w->name, false);
 	int rc = sb ? err_set(&e, ERR_CONFLICT, EBUSY, "volume %s is mounted by sandbox %s", w->name, sb->id) : 0;
-	if (rc == 0 && (rc = store_delete_volume(d->store, w->name)) < 0)
+	if (rc == 0 && (rc = store_delete_volume(d->store, w->tenant, w->name)) < 0)
 		err_set(&e, ERR_INTERNAL, -rc, "cannot remove the record of volume %s", w->name);
 	daemon_unlock(d);
 	/* the record is gone: a wipe that fails is finished by the next start */
@@ -278,18 +285,20 @@ static void remove_job(struct job *j)
 
 int volume_remove(struct daemon *d, const char *tenant, const char *name, struct op *op, struct err *e)
 {
-	json_t *row = volume_name_ok(name) ? store_get_volume(d->store, name) : NULL;
+	const char *owner = tenant ? tenant : "";
+	json_t *row = volume_name_ok(name) ? store_get_volume(d->store, owner, name) : NULL;
 	bool seen = visible(row, tenant);
 	json_decref(row);
 	if (!seen)
 		return err_set(e, ERR_NOT_FOUND, ENOENT, "no volume %s", name);
-	const struct sandbox *sb = holder(d, name, false);
+	const struct sandbox *sb = holder(d, owner, name, false);
 	if (sb)
 		return err_set(e, ERR_CONFLICT, EBUSY, "volume %s is mounted by sandbox %s", name, sb->id);
 	struct volume_work *w = calloc(1, sizeof(*w));
 	if (!w)
 		return err_set(e, ERR_INTERNAL, ENOMEM, "out of memory");
 	snprintf(w->name, sizeof(w->name), "%s", name);
+	snprintf(w->tenant, sizeof(w->tenant), "%s", owner);
 	struct job j = { .fn = remove_job, .op = op, .volume = w };
 	int rc = job_start(d, &j, e);
 	if (rc < 0)
@@ -339,7 +348,7 @@ static int mount_read(struct daemon *d, const char *tenant, const json_t *v, str
 			       path ? path : "", name, VOLUME_PATH_MAX);
 	if (ro && !json_is_boolean(ro))
 		return err_set(e, ERR_INVALID, EINVAL, "volumes: read_only must be a boolean");
-	json_t *row = store_get_volume(d->store, name);
+	json_t *row = store_get_volume(d->store, tenant ? tenant : "", name);
 	bool seen = visible(row, tenant);
 	json_decref(row);
 	if (!seen)
@@ -347,7 +356,7 @@ static int mount_read(struct daemon *d, const char *tenant, const json_t *v, str
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	snprintf(m->path, sizeof(m->path), "%s", path);
 	m->read_only = json_is_true(ro);
-	const struct sandbox *sb = m->read_only ? NULL : holder(d, name, true);
+	const struct sandbox *sb = m->read_only ? NULL : holder(d, tenant ? tenant : "", name, true);
 	if (sb)
 		return err_set(e, ERR_CONFLICT, EBUSY, "volume %s is mounted read-write by sandbox %s", name, sb->id);
 	return 0;
@@ -381,28 +390,37 @@ int volume_mounts_read(struct daemon *d, const char *tenant, const json_t *list,
 
 void volume_start(struct daemon *d)
 {
-	char parent[600];
+	char parent[600], dir[700], img[700], mnt[700];
 	snprintf(parent, sizeof(parent), "%s/volumes", d->cfg.state_dir);
-	DIR *dp = opendir(parent);
-	if (!dp)
-		return;
-	struct dirent *de;
-	while ((de = readdir(dp))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		char dir[700], img[700], mnt[700];
-		disk_volume_paths(d->cfg.state_dir, de->d_name, dir, img, mnt, sizeof(dir));
-		json_t *row = volume_name_ok(de->d_name) ? store_get_volume(d->store, de->d_name) : NULL;
+	/* every recorded volume's folder is mounted; any other folder there is removed */
+	json_t *all = store_list_volumes(d->store, NULL);
+	size_t i;
+	json_t *row;
+	json_array_foreach(all, i, row) {
 		struct err e = { 0 };
-		if (!row) {
-			if (wipe(dir, &e) == 0)
-				log_info("volume folder %s removed: no volume record owns it", dir);
-			else
-				log_warn("volume folder %s: no volume record owns it, but: %s", dir, e.msg);
-		} else if (disk_mount_once(img, mnt, &e) < 0) {
-			log_warn("volume %s: %s", de->d_name, e.msg);
-		}
-		json_decref(row);
+		const char *name = json_string_value(json_object_get(row, "name"));
+		disk_volume_paths(d->cfg.state_dir, json_string_value(json_object_get(row, "tenant")), name, dir, img, mnt,
+				  sizeof(dir));
+		if (disk_mount_once(img, mnt, &e) < 0)
+			log_warn("volume %s: %s", name, e.msg);
+		json_object_set_new(row, "folder", json_string(strrchr(dir, '/') + 1));
 	}
-	closedir(dp);
+	DIR *dp = opendir(parent);
+	struct dirent *de;
+	while (dp && (de = readdir(dp))) {
+		bool owned = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+		json_array_foreach(all, i, row)
+			owned = owned || strcmp(json_string_value(json_object_get(row, "folder")), de->d_name) == 0;
+		if (owned)
+			continue;
+		struct err e = { 0 };
+		snprintf(dir, sizeof(dir), "%s/%s", parent, de->d_name);
+		if (wipe(dir, &e) == 0)
+			log_info("volume folder %s removed: no volume record owns it", dir);
+		else
+			log_warn("volume folder %s: no volume record owns it, but: %s", dir, e.msg);
+	}
+	if (dp)
+		closedir(dp);
+	json_decref(all);
 }

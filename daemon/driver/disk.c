@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/host/hash.h"
 #include "lib/host/spawn.h"
 
 #define LOOP_TRIES 64 /* another process on the host may take the free device first */
@@ -186,14 +187,18 @@ int disk_mount_once(const char *image, const char *dir, struct err *e)
 	return rc;
 }
 
-void disk_volume_paths(const char *state_dir, const char *name, char *dir, char *image, char *mnt, size_t n)
+void disk_volume_paths(const char *state_dir, const char *tenant, const char *name, char *dir, char *image, char *mnt,
+		       size_t n)
 {
+	char owner[65] = "";
+	hash_sha256_hex(tenant, strlen(tenant), owner);
+	owner[DISK_VOLUME_OWNER_HEX] = '\0';
 	if (dir)
-		snprintf(dir, n, "%s/volumes/%s", state_dir, name);
+		snprintf(dir, n, "%s/volumes/%s-%s", state_dir, owner, name);
 	if (image)
-		snprintf(image, n, "%s/volumes/%s/disk.img", state_dir, name);
+		snprintf(image, n, "%s/volumes/%s-%s/disk.img", state_dir, owner, name);
 	if (mnt)
-		snprintf(mnt, n, "%s/volumes/%s/mnt", state_dir, name);
+		snprintf(mnt, n, "%s/volumes/%s-%s/mnt", state_dir, owner, name);
 }
 
 int disk_mounted(const char *dir)

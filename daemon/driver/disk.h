@@ -38,9 +38,13 @@ int disk_mount(const char *image, const char *dir, struct err *e);
  * in this process: what two sandboxes of a volume (core/volume.h) share, mounted once. */
 int disk_mount_once(const char *image, const char *dir, struct err *e);
 
-/* A volume's folder, <state_dir>/volumes/<name>, with its image (disk.img) and the mount
- * point of that image on the host (mnt), each of n bytes; any may be NULL. */
-void disk_volume_paths(const char *state_dir, const char *name, char *dir, char *image, char *mnt, size_t n);
+/* The folder of tenant's volume name, <state_dir>/volumes/<owner>-<name> (owner: the first
+ * DISK_VOLUME_OWNER_HEX hex digits of the sha256 of the tenant's name, which may hold any
+ * byte: each tenant's volumes are a namespace of their own), with its image (disk.img) and the
+ * mount point of that image on the host (mnt), each of n bytes; any may be NULL. */
+#define DISK_VOLUME_OWNER_HEX 32
+void disk_volume_paths(const char *state_dir, const char *tenant, const char *name, char *dir, char *image, char *mnt,
+		       size_t n);
 
 /* Whether something is mounted on dir (its device differs from its parent's). */
 int disk_mounted(const char *dir);

@@ -275,7 +275,7 @@ static int mount_volumes(struct driver *drv, struct sandbox *sb, struct err *e)
 {
 	for (int i = 0; i < sb->conf.nvolumes; i++) {
 		char img[700], mnt[700];
-		disk_volume_paths(drv->d->cfg.state_dir, sb->conf.volumes[i].name, NULL, img, mnt, sizeof(img));
+		disk_volume_paths(drv->d->cfg.state_dir, sb->conf.tenant, sb->conf.volumes[i].name, NULL, img, mnt, sizeof(img));
 		if (access(img, F_OK) < 0)
 			return err_set(e, ERR_INTERNAL, errno, "volume %s has no image: %s", sb->conf.volumes[i].name,
 				       strerror(errno));
@@ -444,7 +444,8 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 	struct oci_bind binds[SANDBOX_MAX_VOLUMES];
 	char sources[SANDBOX_MAX_VOLUMES][700];
 	for (int i = 0; i < sb->conf.nvolumes; i++) {
-		disk_volume_paths(drv->d->cfg.state_dir, sb->conf.volumes[i].name, NULL, NULL, sources[i], sizeof(sources[i]));
+		disk_volume_paths(drv->d->cfg.state_dir, sb->conf.tenant, sb->conf.volumes[i].name, NULL, NULL, sources[i],
+				  sizeof(sources[i]));
 		binds[i] = (struct oci_bind){ .source = sources[i], .destination = sb->conf.volumes[i].path,
 					      .read_only = sb->conf.volumes[i].read_only };
 	}

@@ -59,9 +59,10 @@ static const char *const steps[SCHEMA_VERSION] = {
 	 * /metrics: a table of its own, which a step run again (a database from before numbering)
 	 * finds there */
 	"CREATE TABLE IF NOT EXISTS admin_tokens(hash TEXT PRIMARY KEY)",
-	/* volumes: storage that outlives sandboxes; its bytes are <state>/volumes/<name>/disk.img */
-	"CREATE TABLE IF NOT EXISTS volumes(name TEXT PRIMARY KEY, tenant TEXT NOT NULL, size_mb INTEGER NOT NULL,"
-	" labels TEXT NOT NULL, created_ms INTEGER NOT NULL)",
+	/* volumes: storage that outlives sandboxes, named within their tenant; its bytes are
+	 * <state>/volumes/<owner>-<name>/disk.img (driver/disk.h) */
+	"CREATE TABLE IF NOT EXISTS volumes(name TEXT NOT NULL, tenant TEXT NOT NULL, size_mb INTEGER NOT NULL,"
+	" labels TEXT NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY(tenant, name))",
 	/* the volumes a sandbox mounts, a JSON array of {name, path, read_only} */
 	"ALTER TABLE sandboxes ADD COLUMN volumes TEXT NOT NULL DEFAULT '[]'",
 };

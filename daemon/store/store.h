@@ -95,12 +95,13 @@ int store_template_key_names(struct store *st, const char *key);
 /* [{"name", "key", "source", "config", "created_at"}...] */
 json_t *store_list_templates(struct store *st);
 
-/* Volumes: a row per volume (core/volume.h); its bytes live in <state>/volumes/<name>/. labels is
- * a JSON object of strings as text. -EEXIST when the name is taken. */
+/* Volumes: a row per volume (core/volume.h), named within its tenant ("" for the administrator);
+ * its bytes live in its folder (driver/disk.h). labels is a JSON object of strings as text.
+ * -EEXIST when the tenant has a volume of that name. */
 int store_put_volume(struct store *st, const char *name, const char *tenant, int size_mb, const char *labels);
-int store_delete_volume(struct store *st, const char *name);
-/* {"name", "tenant", "size_mb", "labels", "created_at"} or NULL when there is no such volume. */
-json_t *store_get_volume(struct store *st, const char *name);
+int store_delete_volume(struct store *st, const char *tenant, const char *name);
+/* {"name", "tenant", "size_mb", "labels", "created_at"} or NULL when the tenant has no such volume. */
+json_t *store_get_volume(struct store *st, const char *tenant, const char *name);
 /* Every volume as store_get_volume shows it, by name; only tenant's unless tenant is NULL. */
 json_t *store_list_volumes(struct store *st, const char *tenant);
 /* How many volumes tenant owns, or -errno. */

@@ -23,9 +23,9 @@ int store_put_volume(struct store *st, const char *name, const char *tenant, int
 			  "ssisi", name, tenant, (int64_t)size_mb, labels, wall_ms());
 }
 
-int store_delete_volume(struct store *st, const char *name)
+int store_delete_volume(struct store *st, const char *tenant, const char *name)
 {
-	return store_exec(st, "DELETE FROM volumes WHERE name = ?", "s", name);
+	return store_exec(st, "DELETE FROM volumes WHERE tenant = ? AND name = ?", "ss", tenant, name);
 }
 
 /* One row of SELECT name, tenant, size_mb, labels, created_ms as the API shows it. */
@@ -48,14 +48,15 @@ static json_t *volume_row(sqlite3_stmt *stmt)
 
 #define VOLUME_COLUMNS "name, tenant, size_mb, labels, created_ms"
 
-json_t *store_get_volume(struct store *st, const char *name)
+json_t *store_get_volume(struct store *st, const char *tenant, const char *name)
 {
 	sqlite3_stmt *stmt;
 	json_t *out = NULL;
-	if (sqlite3_prepare_v2(st->db, "SELECT " VOLUME_COLUMNS " FROM volumes WHERE name = ?", -1, &stmt, NULL) !=
-	    SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, "SELECT " VOLUME_COLUMNS " FROM volumes WHERE tenant = ? AND name = ?", -1, &stmt,
+			       NULL) != SQLITE_OK)
 		return NULL;
-	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(stmt, 2, name, -1, SQLITE_TRANSIENT);
 	if (sqlite3_step(stmt) == SQLITE_ROW)
 		out = volume_row(stmt);
 	sqlite3_finalize(stmt);
@@ -67,7 +68,7 @@ json_t *store_list_volumes(struct store *st, const char *tenant)
 	sqlite3_stmt *stmt;
 	json_t *arr = json_array();
 	const char *sql = tenant ? "SELECT " VOLUME_COLUMNS " FROM volumes WHERE tenant = ? ORDER BY name"
-				 : "SELECT " VOLUME_COLUMNS " FROM volumes ORDER BY name";
+				 : "SELECT " VOLUME_COLUMNS " FROM volumes ORDER BY tenant, name";
 	if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
 		return arr;
 	if (tenant)

@@ -13,6 +13,7 @@ import signal
 
 import glob
 import json
+import hashlib
 import os
 
 from conftest import ROOT, Api, Cli, mounts_under, free_port, gvisor_only, wait_until, wait_usable
@@ -35,6 +36,11 @@ SANDBOX_MAX_VOLUMES = limit("SANDBOX_MAX_VOLUMES", "daemon/daemon.h")
 
 def volume(api, name, **fields):
     return api.ok("POST", "/v1/volumes", {"name": name, **fields}, expect=(201,))
+
+
+def owned(tenant, name):
+    """The folder of tenant's volume name under <state>/volumes (daemon/driver/disk.h)."""
+    return hashlib.sha256(tenant.encode()).hexdigest()[:32] + "-" + name
 
 
 def mount(name, path="/data", ro=False):
@@ -137,10 +143,20 @@ def test_a_tenant_sees_and_mounts_only_its_own(make_daemon):
                                ("POST", "/v1/sandboxes", {"volumes": [mount("mine")]})):
         status, err = bob.json(method, path, body)
         assert status == 404 and err["error"]["code"] == "not_found", (method, path, status, err)
-    # names are one namespace: bob cannot take alice's, and learns only that it is taken
-    assert bob.json("POST", "/v1/volumes", {"name": "mine"})[0] == 409
+    # each tenant names its own: bob's "mine" is another volume, and learns nothing of alice's
+    volume(bob, "mine")
+    assert [v["tenant"] for v in bob.ok("GET", "/v1/volumes")["volumes"]] == ["bob"]
+    a = alice.create(volumes=[mount("mine")])
+    b = bob.create(volumes=[mount("mine")])  # read-write in both: two volumes, no holder shared
+    sh(alice, a, "echo alice > /data/who")
+    assert sh(bob, b, "ls /data")["stdout"] == "lost+found\n"
+    assert alice.ok("GET", "/v1/volumes/mine")["holder"] == a and bob.ok("GET", "/v1/volumes/mine")["holder"] == b
     # the administrator sees every tenant's
-    assert [v["tenant"] for v in d.api.ok("GET", "/v1/volumes")["volumes"]] == ["alice"]
+    assert sorted(v["tenant"] for v in d.api.ok("GET", "/v1/volumes")["volumes"]) == ["alice", "bob"]
+    assert d.api.json("GET", "/v1/volumes/mine")[0] == 404  # its own namespace has none
+    # each tenant's folder is its own, whatever bytes its name holds
+    names = os.listdir(os.path.join(d.state_dir, "volumes"))
+    assert sorted(names) == sorted([owned("alice", "mine"), owned("bob", "mine")]), names
 
 
 @gvisor
@@ -290,6 +306,7 @@ def test_a_crash_while_a_volume_is_made_or_removed_leaves_nothing_half_done(make
     d = make_daemon()
     volume(d.api, "kept", size_mb=VOLUME_MIN_MB)
     folder = os.path.join(d.state_dir, "volumes")
+    kept = owned("", "kept")
     for step, method, body in (("volume:imaged", "POST", {"name": "cut", "size_mb": VOLUME_MIN_MB}),
                                ("volume:named", "POST", {"name": "cut", "size_mb": VOLUME_MIN_MB}),
                                ("volume:unrecorded", "DELETE", None)):
@@ -307,8 +324,8 @@ def test_a_crash_while_a_volume_is_made_or_removed_leaves_nothing_half_done(make
         assert d.proc.returncode == -9, f"{step}: spaced did not stop at the step ({d.proc.returncode})"
         d.start()
         assert [v["name"] for v in d.api.ok("GET", "/v1/volumes")["volumes"]] == ["kept"], step
-        assert sorted(os.listdir(folder)) == ["kept"], (step, os.listdir(folder))
-        assert mounts_under(folder) == [os.path.realpath(os.path.join(folder, "kept", "mnt"))], step
+        assert sorted(os.listdir(folder)) == [kept], (step, os.listdir(folder))
+        assert mounts_under(folder) == [os.path.realpath(os.path.join(folder, kept, "mnt"))], step
         assert len(loops_under(folder)) == 1, step
     volume(d.api, "cut", size_mb=VOLUME_MIN_MB)  # the name is free
     sbid = d.api.create(volumes=[mount("kept")])

@@ -615,19 +615,23 @@ static void test_old_row_expires_a_lifetime_after_creation(void **state)
 	sandbox_list_free(sb);
 }
 
-/* Volumes: a name is taken once, each tenant counts and lists its own, and a removal frees it. */
+/* Volumes: each tenant names its own (the same name in two tenants is two volumes, taken once in
+ * each), counts and lists its own, and a removal frees the name in its tenant only. */
 static void test_volumes(void **state)
 {
 	struct fixture *fx = *state;
 	assert_int_equal(store_put_volume(fx->st, "data", "acme", 64, "{\"k\":\"v\"}"), 0);
-	assert_int_equal(store_put_volume(fx->st, "data", "other", 128, "{}"), -EEXIST);
+	assert_int_equal(store_put_volume(fx->st, "data", "acme", 64, "{}"), -EEXIST);
+	assert_int_equal(store_put_volume(fx->st, "data", "other", 128, "{}"), 0);
 	assert_int_equal(store_put_volume(fx->st, "box", "", 1024, "{}"), 0);
-	json_t *v = store_get_volume(fx->st, "data");
+	json_t *v = store_get_volume(fx->st, "acme", "data");
 	assert_non_null(v);
 	assert_string_equal(json_string_value(json_object_get(v, "tenant")), "acme");
 	assert_int_equal(json_integer_value(json_object_get(v, "size_mb")), 64);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "labels"), "k")), "v");
 	json_decref(v);
+	assert_null(store_get_volume(fx->st, "nobody", "data"));
+	assert_null(store_get_volume(fx->st, "", "data"));
 	assert_int_equal(store_tenant_volumes(fx->st, "acme"), 1);
 	assert_int_equal(store_tenant_volumes(fx->st, ""), 1);
 	assert_int_equal(store_tenant_volumes(fx->st, "nobody"), 0);
@@ -635,13 +639,15 @@ static void test_volumes(void **state)
 	assert_int_equal(json_array_size(a), 1);
 	json_decref(a);
 	a = store_list_volumes(fx->st, NULL);
-	assert_int_equal(json_array_size(a), 2);
+	assert_int_equal(json_array_size(a), 3);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "name")), "box");
 	json_decref(a);
 	reopen(fx);
-	assert_int_equal(store_delete_volume(fx->st, "data"), 0);
-	assert_null(store_get_volume(fx->st, "data"));
-	assert_int_equal(store_put_volume(fx->st, "data", "other", 128, "{}"), 0);
+	assert_int_equal(store_delete_volume(fx->st, "acme", "data"), 0);
+	assert_null(store_get_volume(fx->st, "acme", "data"));
+	assert_non_null((v = store_get_volume(fx->st, "other", "data")));
+	json_decref(v);
+	assert_int_equal(store_put_volume(fx->st, "data", "acme", 128, "{}"), 0);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
