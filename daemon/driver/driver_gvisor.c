@@ -376,10 +376,57 @@ static int tmp_on_disk(const char *upper, struct err *e)
 	return 0;
 }
 
+/* Links sb's own agent and shim (agent_file.h) and writes its bundle's config.json: the OCI
+ * spec of its root, agent, socket folder, limits, volumes and network. */
+static int write_spec(struct driver *drv, struct sandbox *sb, const char *rootfs, const char *bundle, const char *sock,
+		      struct err *e)
+{
+	char agent[700], shim[700], cfgpath[760];
+	int rc;
+	path(agent, sizeof(agent), sb, AGENT_LINK);
+	path(shim, sizeof(shim), sb, SHIM_LINK);
+	if ((rc = agent_file_link(drv->agent, agent, e)) < 0 ||
+	    (drv->shim[0] && (rc = agent_file_link(drv->shim, shim, e)) < 0))
+		return rc;
+
+	struct oci_params p = {
+		.id = sb->id, .rootfs = rootfs, .agent = agent, .sock_dir = sock, .env = sb->conf.env,
+		.shim = drv->shim[0] ? shim : NULL,
+		.cpus = sb->conf.cpus, .memory_mb = sb->conf.memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
+		.cpu_shares = sb->cpu_shares,
+	};
+	struct oci_bind binds[SANDBOX_MAX_VOLUMES];
+	char sources[SANDBOX_MAX_VOLUMES][700];
+	for (int i = 0; i < sb->conf.nvolumes; i++) {
+		disk_volume_paths(drv->d->cfg.state_dir, sb->conf.tenant, sb->conf.volumes[i].name, NULL, NULL, sources[i],
+				  sizeof(sources[i]));
+		binds[i] = (struct oci_bind){ .source = sources[i], .destination = sb->conf.volumes[i].path,
+					      .read_only = sb->conf.volumes[i].read_only };
+	}
+	p.binds = binds;
+	p.nbinds = sb->conf.nvolumes;
+	char netns[700];
+	if (sb->network) {
+		net_inner_path(sb, netns, sizeof(netns));
+		p.netns = netns;
+	}
+	json_t *spec = oci_spec(&p);
+	char *text = spec ? json_dumps(spec, JSON_INDENT(1)) : NULL;
+	json_decref(spec);
+	if (!text)
+		return err_set(e, ERR_INTERNAL, EINVAL, "cannot build the OCI spec");
+	snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", bundle);
+	rc = write_file(cfgpath, text);
+	free(text);
+	if (rc < 0)
+		return err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", cfgpath, strerror(-rc));
+	return 0;
+}
+
 static int gv_create(struct driver *drv, struct sandbox *sb, const char *template_rootfs, const char *seed,
 		     struct err *e)
 {
-	char layer[700], upper[700], work[700], rootfs[700], bundle[700], sock[700], cfgpath[760], img[700];
+	char layer[700], upper[700], work[700], rootfs[700], bundle[700], sock[700], img[700];
 	char blanks[600];
 	path(img, sizeof(img), sb, "disk.img");
 	path(layer, sizeof(layer), sb, "layer");
@@ -428,45 +475,7 @@ static int gv_create(struct driver *drv, struct sandbox *sb, const char *templat
 		return err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", optpath, strerror(-rc));
 	if ((rc = mount_rootfs(drv, sb, e)) < 0)
 		return rc;
-	char agent[700], shim[700];
-	path(agent, sizeof(agent), sb, AGENT_LINK);
-	path(shim, sizeof(shim), sb, SHIM_LINK);
-	if ((rc = agent_file_link(drv->agent, agent, e)) < 0 ||
-	    (drv->shim[0] && (rc = agent_file_link(drv->shim, shim, e)) < 0))
-		return rc;
-
-	struct oci_params p = {
-		.id = sb->id, .rootfs = rootfs, .agent = agent, .sock_dir = sock, .env = sb->conf.env,
-		.shim = drv->shim[0] ? shim : NULL,
-		.cpus = sb->conf.cpus, .memory_mb = sb->conf.memory_mb, .pids = DEFAULT_PIDS_LIMIT, .nproc = SANDBOX_NPROC,
-		.cpu_shares = sb->cpu_shares,
-	};
-	struct oci_bind binds[SANDBOX_MAX_VOLUMES];
-	char sources[SANDBOX_MAX_VOLUMES][700];
-	for (int i = 0; i < sb->conf.nvolumes; i++) {
-		disk_volume_paths(drv->d->cfg.state_dir, sb->conf.tenant, sb->conf.volumes[i].name, NULL, NULL, sources[i],
-				  sizeof(sources[i]));
-		binds[i] = (struct oci_bind){ .source = sources[i], .destination = sb->conf.volumes[i].path,
-					      .read_only = sb->conf.volumes[i].read_only };
-	}
-	p.binds = binds;
-	p.nbinds = sb->conf.nvolumes;
-	char netns[700];
-	if (sb->network) {
-		net_inner_path(sb, netns, sizeof(netns));
-		p.netns = netns;
-	}
-	json_t *spec = oci_spec(&p);
-	char *text = spec ? json_dumps(spec, JSON_INDENT(1)) : NULL;
-	json_decref(spec);
-	if (!text)
-		return err_set(e, ERR_INTERNAL, EINVAL, "cannot build the OCI spec");
-	snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", bundle);
-	rc = write_file(cfgpath, text);
-	free(text);
-	if (rc < 0)
-		return err_set(e, ERR_INTERNAL, -rc, "writing %s: %s", cfgpath, strerror(-rc));
-	return 0;
+	return write_spec(drv, sb, rootfs, bundle, sock, e);
 }
 
 static int gv_start(struct driver *drv, struct sandbox *sb, struct err *e)
