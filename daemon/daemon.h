@@ -63,7 +63,7 @@
  * stopped it) and as long again before the sandbox fails as unresponsive. */
 #define AGENT_PING_AFTER_MS 5000
 #define AGENT_DEADLINE_MS 15000
-#define AGENT_OPEN_MS 5000        /* an unanswered H_OPEN of a running sandbox is sent again after it */
+#define AGENT_OPEN_MS 5000        /* an unanswered H_OPEN of a running or creating sandbox is sent again after it */
 /* An impostor can answer pings for a PID 1 it stopped, so while someone waits on a sandbox its
  * PID 1 is also looked at from the host (the runtime's view of it) every AGENT_PROBE_MS. */
 #define AGENT_PROBE_MS 10000

@@ -543,8 +543,9 @@ void peer_tick(struct daemon *d, struct sandbox *sb, int64_t now)
 {
 	/* a channel that dials connects again after a drop; a runtime that is not there refuses.
 	 * An H_OPEN that the port left unread (sent while the agent had it closed, it waits in
-	 * QEMU until something wakes QEMU's reader) is sent again on a new connection. */
-	if (sb->state == SB_RUNNING) {
+	 * QEMU until something wakes QEMU's reader) is sent again on a new connection: while the
+	 * sandbox runs, and while it is being made, whose create waits for the hello. */
+	if (sb->state == SB_RUNNING || sb->state == SB_CREATING) {
 		if (chan_open_overdue(&sb->chan, now, AGENT_OPEN_MS))
 			chan_drop(&sb->chan, "the agent did not answer H_OPEN");
 		chan_redial(&sb->chan);
