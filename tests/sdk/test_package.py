@@ -91,7 +91,10 @@ def test_make_up_makes_it_importable_for_debians_python(tmp_path):
     assert (site_dir / "space-sdk.pth").read_text() == SDK + "\n"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     code = f"import site; site.addsitedir({str(site_dir)!r}); import space; print(space.__file__)"
-    r = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    # -S: only the site folder written here, not one another checkout's `make up` wrote into
+    # this machine's /usr/local (which would find that checkout's SDK first)
+    r = subprocess.run(["/usr/bin/python3", "-S", "-c", code], capture_output=True, text=True, env=env,
+                       cwd=str(tmp_path))
     assert r.returncode == 0 and r.stdout.strip() == os.path.join(SDK, "space", "__init__.py"), r.stderr
 
 
