@@ -393,19 +393,9 @@ static int snapshot_ls(struct cli *cli, int argc, char **argv)
 /* `space snapshot inspect [--json] SID...` */
 static int snapshot_inspect(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 'h')
-			return cli_help(cli);
-		if (c != 'j')
-			return cli_bad_option(cli);
-	}
+	int as_json, status = cli_json_flag(cli, argc, argv, &as_json); /* its answer is JSON either way */
+	if (status)
+		return status < 0 ? cli_help(cli) : status;
 	if (optind >= argc)
 		return cli_usage_error(cli, "wants at least one snapshot ID");
 	return cli_inspect_each(cli, argv + optind, argc - optind, snapshot_path);
